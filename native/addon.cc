@@ -1,0 +1,13 @@
+// N-API surface of the native core. Each unit registers its own exports.
+#include <napi.h>
+
+#include "modules.h"
+
+namespace {
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  kvrelay::InitHashing(env, exports);
+  return exports;
+}
+}  // namespace
+
+NODE_API_MODULE(kv_dc_relay, Init)

@@ -1,0 +1,7 @@
+// Registration entry points of the native units (one per .cc file).
+#pragma once
+#include <napi.h>
+
+namespace kvrelay {
+void InitHashing(Napi::Env env, Napi::Object exports);
+}  // namespace kvrelay
