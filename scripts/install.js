@@ -1,0 +1,38 @@
+#!/usr/bin/env node
+// npm `install` hook. Operators' hosts have no compiler: a matching prebuild is used as is and
+// nothing is compiled. Without one (or with --build-from-source) cmake-js builds the addon.
+// In a source checkout (tsconfig.json present) the TypeScript is compiled too.
+'use strict';
+const fs = require('fs');
+const path = require('path');
+const { spawnSync } = require('child_process');
+const target = require('./native-target');
+
+const root = path.resolve(__dirname, '..');
+const flag = process.env.npm_config_build_from_source; // set by `npm install --build-from-source`
+const fromSource = process.argv.includes('--build-from-source') || (flag !== undefined && flag !== '' && flag !== 'false');
+
+function run(command, args) {
+  const result = spawnSync(command, args, { cwd: root, stdio: 'inherit', shell: false });
+  if (result.status !== 0) {
+    console.error(`kv-dc-relay install: ${command} ${args.join(' ')} failed (exit ${result.status})`);
+    process.exit(result.status ?? 1);
+  }
+}
+
+
+const prebuild = target.prebuildPath(root);
+if (!fromSource && fs.existsSync(prebuild)) {
+  console.log(`kv-dc-relay install: using prebuilt addon ${path.relative(root, prebuild)}; nothing compiled`);
+} else {
+  console.log(
+    fromSource
+      ? 'kv-dc-relay install: --build-from-source: compiling the addon with cmake-js'
+      : `kv-dc-relay install: no prebuild for ${process.platform}-${process.arch}: compiling the addon with cmake-js`,
+  );
+  run(process.execPath, [target.packageBin(root, 'cmake-js'), 'compile', '--out', 'build']);
+}
+
+if (fs.existsSync(path.join(root, 'tsconfig.json'))) {
+  run(process.execPath, [target.packageBin(root, 'typescript', 'tsc'), '-p', 'tsconfig.json']);
+}
