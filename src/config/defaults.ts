@@ -1,0 +1,146 @@
+// Every limit, timing and queue default of the relay, defined once. Values come from
+// relay-config.md (this project's config file) and wire-contract.md §8 (reference knobs and
+// internal constants). The config loader validates user values; the service takes
+// `ServiceOptions` with every default applied.
+
+// --- CBI1 / CKF sizes that bound the transport (hashing-ckf-cbi1.md §3.1) ---
+export const SNAPSHOT_CHUNK_BUCKETS = 524_288;
+export const MAX_BUCKET_COUNT = 16_777_216;
+export const IMAGES_MAX_FRAME_BYTES = 4_194_368;
+export const MAX_DELTA_IMAGES = 349_525;
+
+// --- Internal constants (wire-contract.md §8.2; not configurable) ---
+/** Frames a snapshot bootstrap keeps queued ahead of the client. */
+export const SNAPSHOT_BOOTSTRAP_QUEUE_CAPACITY = 1;
+export const SNAPSHOT_SEND_POLL_INTERVAL_MS = 10;
+/** Deltas a hub remembers so a new subscriber can share a recent snapshot encoding. */
+export const DEFAULT_PUBLICATION_CAPACITY = 64;
+export const ACTOR_MAILBOX_CAPACITY = 256;
+export const PENDING_BLOCK_PERMITS = 65_536;
+export const ACTOR_FAULT_CHANNEL_CAPACITY = 16;
+export const HUB_CONTROL_QUEUE_CAPACITY = 1;
+export const IDLE_HUB_EVICTIONS_IN_FLIGHT = 1;
+export const CKF_ALLOCATION_CONCURRENCY = 2;
+/** Byte accounting of one queued frame: payload length plus this overhead. */
+export const FRAME_OVERHEAD_BYTES = 256;
+export const SUBSCRIBER_ID_MAX_BYTES = 128;
+
+// --- Validation bounds (wire-contract.md §8.1) ---
+/** One year: the largest accepted timer value. */
+export const MAX_TIMER_DURATION_MS = 31_536_000_000;
+/** Tokio's Semaphore::MAX_PERMITS on 64-bit targets. */
+export const MAX_PERMITS = 2_305_843_009_213_693_951n;
+/** CBI1 max frame plus 64 KiB of envelope headroom. */
+export const MIN_MAX_MESSAGE_BYTES = IMAGES_MAX_FRAME_BYTES + 65_536;
+/** One maximum frame, as accounted in a subscriber queue. */
+export const MIN_PUBLICATION_QUEUE_BYTES = IMAGES_MAX_FRAME_BYTES + FRAME_OVERHEAD_BYTES;
+export const MAX_LOAD_FANOUT_CAPACITY = 65_536;
+
+// --- Process defaults (relay-config.md) ---
+export const DEFAULT_BIND = '127.0.0.1:5561';
+export const DEFAULT_EXPECTED_UNIQUE_BLOCKS = 1_048_576;
+/** CKF seed (kv-router DEFAULT_SEED). */
+export const DEFAULT_CKF_SEED = 0x5deece66d1b54a33n;
+/** Time the server lets streams end gracefully before force-closing connections at shutdown. */
+export const SHUTDOWN_GRACE_MS = 250;
+/** Upper bound of a complete shutdown (process contract). */
+export const SHUTDOWN_DEADLINE_MS = 5_000;
+
+export interface Limits {
+  maxCatalogSubscribers: number;
+  maxPoolStreamsTotal: number;
+  maxSubscribersPerPool: number;
+  maxInitializedPoolHubs: number;
+  maxReadinessSubscribers: number;
+  maxLoadSubscribers: number;
+  maxServingLoadSubscribers: number;
+}
+
+export interface Timing {
+  poolHeartbeatMs: number;
+  readinessHeartbeatMs: number;
+  /** 0 = catalog heartbeat off (this project's default). */
+  catalogHeartbeatMs: number;
+  snapshotProgressTimeoutMs: number;
+  loadWindowMs: number;
+  publicationThreshold: number;
+  publicationDelayMs: number;
+  healthProbeMs: number;
+}
+
+export interface Queues {
+  publicationQueueCapacity: number;
+  publicationQueueBytes: number;
+  encodingConcurrency: number;
+  maxMessageBytes: number;
+}
+
+/** WAN knobs of the reference that the config file does not expose. */
+export interface Wan {
+  keepaliveIntervalMs: number;
+  keepaliveTimeoutMs: number;
+  loadFanoutCapacity: number;
+}
+
+export interface ServiceOptions {
+  limits: Limits;
+  timing: Timing;
+  queues: Queues;
+  wan: Wan;
+}
+
+export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
+  maxCatalogSubscribers: 64,
+  maxPoolStreamsTotal: 64,
+  maxSubscribersPerPool: 64,
+  maxInitializedPoolHubs: 64,
+  maxReadinessSubscribers: 64,
+  maxLoadSubscribers: 64,
+  maxServingLoadSubscribers: 64,
+});
+
+export const DEFAULT_TIMING: Readonly<Timing> = Object.freeze({
+  poolHeartbeatMs: 10_000,
+  readinessHeartbeatMs: 10_000,
+  catalogHeartbeatMs: 0,
+  snapshotProgressTimeoutMs: 60_000,
+  loadWindowMs: 1_000,
+  publicationThreshold: 16,
+  publicationDelayMs: 1,
+  healthProbeMs: 1_000,
+});
+
+export const DEFAULT_QUEUES: Readonly<Queues> = Object.freeze({
+  publicationQueueCapacity: 16,
+  publicationQueueBytes: 16_777_216,
+  encodingConcurrency: 2,
+  maxMessageBytes: 8_388_608,
+});
+
+export const DEFAULT_WAN: Readonly<Wan> = Object.freeze({
+  keepaliveIntervalMs: 20_000,
+  keepaliveTimeoutMs: 10_000,
+  loadFanoutCapacity: 16,
+});
+
+export interface ServiceOptionsInput {
+  limits?: Partial<Limits>;
+  timing?: Partial<Timing>;
+  queues?: Partial<Queues>;
+  wan?: Partial<Wan>;
+}
+
+/** Applies the defaults to every omitted field (partial groups are fine). */
+export function resolveServiceOptions(input: ServiceOptionsInput = {}): ServiceOptions {
+  return {
+    limits: { ...DEFAULT_LIMITS, ...stripUndefined(input.limits) },
+    timing: { ...DEFAULT_TIMING, ...stripUndefined(input.timing) },
+    queues: { ...DEFAULT_QUEUES, ...stripUndefined(input.queues) },
+    wan: { ...DEFAULT_WAN, ...stripUndefined(input.wan) },
+  };
+}
+
+function stripUndefined<T extends object>(group: Partial<T> | undefined): Partial<T> {
+  if (!group) return {};
+  return Object.fromEntries(Object.entries(group).filter(([, v]) => v !== undefined)) as Partial<T>;
+}
