@@ -1,12 +1,9 @@
 // Every limit, timing and queue default of the relay, defined once. Values come from
 // relay-config.md (this project's config file) and wire-contract.md §8 (reference knobs and
-// internal constants). The config loader validates user values; the service takes
-// `ServiceOptions` with every default applied.
+// internal constants). Validation bounds live in limits.ts, envelope constants in wire/constants.ts.
+// The service takes `ServiceOptions` with every default applied.
 
-// --- CBI1 / CKF sizes that bound the transport (hashing-ckf-cbi1.md §3.1) ---
-export const SNAPSHOT_CHUNK_BUCKETS = 524_288;
-export const MAX_BUCKET_COUNT = 16_777_216;
-export const IMAGES_MAX_FRAME_BYTES = 4_194_368;
+// --- CBI1 bound the hub enforces (hashing-ckf-cbi1.md §3.1): a bigger publication is re-snapshotted ---
 export const MAX_DELTA_IMAGES = 349_525;
 
 // --- Internal constants (wire-contract.md §8.2; not configurable) ---
@@ -23,18 +20,6 @@ export const IDLE_HUB_EVICTIONS_IN_FLIGHT = 1;
 export const CKF_ALLOCATION_CONCURRENCY = 2;
 /** Byte accounting of one queued frame: payload length plus this overhead. */
 export const FRAME_OVERHEAD_BYTES = 256;
-export const SUBSCRIBER_ID_MAX_BYTES = 128;
-
-// --- Validation bounds (wire-contract.md §8.1) ---
-/** One year: the largest accepted timer value. */
-export const MAX_TIMER_DURATION_MS = 31_536_000_000;
-/** Tokio's Semaphore::MAX_PERMITS on 64-bit targets. */
-export const MAX_PERMITS = 2_305_843_009_213_693_951n;
-/** CBI1 max frame plus 64 KiB of envelope headroom. */
-export const MIN_MAX_MESSAGE_BYTES = IMAGES_MAX_FRAME_BYTES + 65_536;
-/** One maximum frame, as accounted in a subscriber queue. */
-export const MIN_PUBLICATION_QUEUE_BYTES = IMAGES_MAX_FRAME_BYTES + FRAME_OVERHEAD_BYTES;
-export const MAX_LOAD_FANOUT_CAPACITY = 65_536;
 
 // --- Process defaults (relay-config.md) ---
 export const DEFAULT_BIND = '127.0.0.1:5561';
@@ -144,3 +129,17 @@ function stripUndefined<T extends object>(group: Partial<T> | undefined): Partia
   if (!group) return {};
   return Object.fromEntries(Object.entries(group).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
+
+// --- Consumer library and CLI (consumer.md §1.4, hashing-ckf-cbi1.md §2.1) ---
+/** Reconnect backoff of every consumer stream: 100 ms doubling to 5 s, with equal jitter. */
+export const CLIENT_BACKOFF_INITIAL_MS = 100;
+export const CLIENT_BACKOFF_MAX_MS = 5_000;
+/** Positions re-probed below the tentative prefix depth (kv-router DEFAULT_VERIFICATION_WINDOW). */
+export const DEFAULT_VERIFICATION_WINDOW = 2;
+export const MAX_VERIFICATION_WINDOW = 8;
+/** A consumer's subscriber id leaves room for the per-stream suffix within the 128-byte wire limit. */
+export const CLIENT_SUBSCRIBER_ID_MAX_BYTES = 118;
+/** Window over which a replica's deltas per second are measured. */
+export const REPLICA_RATE_WINDOW_MS = 5_000;
+/** Redraw period of `watch` on a terminal. */
+export const WATCH_REFRESH_MS = 500;
