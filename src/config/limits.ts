@@ -1,0 +1,23 @@
+// Validation bounds of the config file that are not tunables (tunables and transport bounds live in
+// defaults.ts).
+
+/** runtime_config.data_parallel_size range. */
+export const MAX_DP_SIZE = 4096;
+export const MAX_U32 = 0xffff_ffff;
+export const MAX_U64 = 0xffff_ffff_ffff_ffffn;
+/** ExplicitIdentityMap bounds (identity-topology-load.md §1.2). */
+export const IDENTITY_MAP_MAX_ENTRIES = 32;
+export const IDENTITY_KEY_MAX_BYTES = 128;
+export const IDENTITY_VALUE_MAX_BYTES = 1024;
+/** Largest expectedUniqueBlocks whose bucket count, next_pow2(max(2, (5n + 15) / 16)), is still 2^24. */
+export const MAX_EXPECTED_UNIQUE_BLOCKS = 53_687_091;
+/** Config file changes are debounced so an editor's burst of writes is read once. */
+export const CONFIG_WATCH_DEBOUNCE_MS = 100;
+
+// Validation bounds of the tunables (wire-contract.md §8.1).
+/** Timer rule: non-zero and at most one year. */
+export const MAX_TIMER_DURATION_MS = 31_536_000_000;
+/** CBI1 max frame (4 194 368) plus 64 KiB of envelope headroom. */
+export const MIN_MAX_MESSAGE_BYTES = 4_259_904;
+/** One maximum frame (4 194 368) plus its 256 bytes of queue accounting. */
+export const MIN_PUBLICATION_QUEUE_BYTES = 4_194_624;

@@ -1,0 +1,75 @@
+// Reading and validating a config file (JSON or YAML by extension).
+import * as fs from 'fs';
+import * as path from 'path';
+import * as YAML from 'yaml';
+import type { z } from 'zod';
+import { ConfigError, fieldPath } from './errors';
+import { relayConfigSchema, type RelayConfig } from './schema';
+
+/** Command-line values that beat the file (`--bind`, `--dc-id`). */
+export interface ConfigOverrides {
+  bind?: string;
+  dcId?: string;
+}
+
+export function parseConfigText(text: string, file: string, overrides: ConfigOverrides = {}): RelayConfig {
+  const raw = parseDocument(text, file);
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new ConfigError(file, '(root)', 'must be a mapping of config fields');
+  }
+  const merged: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
+  if (overrides.bind !== undefined) merged.bind = overrides.bind;
+  if (overrides.dcId !== undefined) merged.dcId = overrides.dcId;
+  const result = relayConfigSchema.safeParse(merged, { reportInput: true });
+  if (!result.success) throw issueToError(file, result.error.issues[0]);
+  return result.data;
+}
+
+export function loadConfigFile(file: string, overrides: ConfigOverrides = {}): RelayConfig {
+  let text: string;
+  try {
+    text = fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(file, '(file)', `cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+  return parseConfigText(text, file, overrides);
+}
+
+function parseDocument(text: string, file: string): unknown {
+  const ext = path.extname(file).toLowerCase();
+  if (ext === '.json') {
+    try {
+      return JSON.parse(text);
+    } catch (err) {
+      throw new ConfigError(file, '(root)', `invalid JSON: ${oneLine((err as Error).message)}`);
+    }
+  }
+  if (ext === '.yaml' || ext === '.yml') {
+    const lineCounter = new YAML.LineCounter();
+    const doc = YAML.parseDocument(text, { uniqueKeys: true, prettyErrors: false, lineCounter });
+    const first = doc.errors[0];
+    if (first) {
+      const { line } = lineCounter.linePos(first.pos[0]);
+      throw new ConfigError(file, '(root)', `invalid YAML at line ${line}: ${oneLine(first.message)}`);
+    }
+    return doc.toJS();
+  }
+  throw new ConfigError(file, '(file)', 'unsupported extension (use .json, .yaml or .yml)');
+}
+
+function issueToError(file: string, issue: z.core.$ZodIssue): ConfigError {
+  if (issue.code === 'unrecognized_keys') {
+    return new ConfigError(file, fieldPath([...issue.path, issue.keys[0]]), 'unknown field');
+  }
+  if (issue.code === 'invalid_key' && issue.issues.length > 0) {
+    return new ConfigError(file, fieldPath(issue.path), oneLine(issue.issues[0].message));
+  }
+  if (issue.code === 'invalid_type' && issue.input === undefined) {
+    return new ConfigError(file, fieldPath(issue.path), 'required');
+  }
+  return new ConfigError(file, fieldPath(issue.path), oneLine(issue.message));
+}
+
+function oneLine(s: string): string {
+  return s.replace(/\s+/g, ' ').trim();
+}

@@ -1,0 +1,177 @@
+// The config file schema (spec relay-config.md). Strict everywhere: an unknown field is an error.
+import * as net from 'net';
+import { z } from 'zod';
+import {
+  DEFAULT_BIND,
+  DEFAULT_EXPECTED_UNIQUE_BLOCKS,
+  DEFAULT_LIMITS,
+  DEFAULT_QUEUES,
+  DEFAULT_TIMING,
+} from './defaults';
+import {
+  IDENTITY_KEY_MAX_BYTES,
+  IDENTITY_MAP_MAX_ENTRIES,
+  IDENTITY_VALUE_MAX_BYTES,
+  MAX_DP_SIZE,
+  MAX_EXPECTED_UNIQUE_BLOCKS,
+  MAX_U32,
+  MAX_TIMER_DURATION_MS,
+  MAX_U64,
+  MIN_MAX_MESSAGE_BYTES,
+  MIN_PUBLICATION_QUEUE_BYTES,
+} from './limits';
+
+const utf8Length = (s: string): number => Buffer.byteLength(s, 'utf8');
+
+/** Non-empty and no surrounding whitespace: the rule for every name the relay publishes or keys on. */
+export const name = z
+  .string()
+  .min(1, 'must not be empty')
+  .refine((s) => s.trim() === s, 'must not have surrounding whitespace');
+
+/** Numeric `IP:port` (`127.0.0.1:5561`, `[::1]:5561`, `0.0.0.0:0`). */
+export const socketAddress = z.string().refine((s) => parseSocketAddress(s) !== undefined, 'must be a numeric IP:port');
+
+export function parseSocketAddress(s: string): { host: string; port: number } | undefined {
+  const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(s);
+  if (!m) return undefined;
+  const host = m[1] ?? m[2];
+  const port = Number(m[3]);
+  const family = net.isIP(host);
+  if (family === 0 || port > 65535 || (m[1] !== undefined && family !== 6) || (m[2] !== undefined && family !== 4)) {
+    return undefined;
+  }
+  return { host, port };
+}
+
+// Limits are bounded by MAX_PERMITS (2^61) in the reference; a config number is exact only to 2^53.
+const count = (min: number, max = Number.MAX_SAFE_INTEGER) => z.number().int().min(min).max(max);
+const timerMs = count(1, MAX_TIMER_DURATION_MS);
+const u32 = count(0, MAX_U32);
+
+/** u64 ids: a JSON/YAML integer (exact only up to 2^53) or a decimal string for larger values. */
+const u64 = z
+  .union([z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), z.string().regex(/^\d{1,20}$/, 'must be a decimal u64')])
+  .transform((v) => BigInt(v))
+  .refine((v) => v <= MAX_U64, 'must fit in 64 bits');
+
+const identityMap = z
+  .record(
+    z.string().refine((k) => utf8Length(k) >= 1 && utf8Length(k) <= IDENTITY_KEY_MAX_BYTES, `keys must be 1..${IDENTITY_KEY_MAX_BYTES} UTF-8 bytes`),
+    z.string().refine((v) => utf8Length(v) >= 1 && utf8Length(v) <= IDENTITY_VALUE_MAX_BYTES, `values must be 1..${IDENTITY_VALUE_MAX_BYTES} UTF-8 bytes`),
+  )
+  .refine((m) => Object.keys(m).length >= 1 && Object.keys(m).length <= IDENTITY_MAP_MAX_ENTRIES, `must have 1..${IDENTITY_MAP_MAX_ENTRIES} entries`);
+
+export const WORKER_TYPES = ['prefill', 'decode', 'encode', 'aggregated'] as const;
+const workerType = z.enum(WORKER_TYPES);
+
+const workerSchema = z.strictObject({
+  id: u64,
+  dpSize: count(1, MAX_DP_SIZE).default(1),
+  dpStartRank: u32.default(0),
+  totalKvBlocks: count(0, Number.MAX_SAFE_INTEGER).optional(),
+  maxNumSeqs: count(0, Number.MAX_SAFE_INTEGER).optional(),
+  live: z.boolean().default(true),
+  health: z.strictObject({ url: z.url({ protocol: /^https?$/ }) }).optional(),
+  kvEvents: z
+    .strictObject({
+      endpoint: z.string().regex(/^(tcp|ipc|inproc):\/\/.+/, 'must be a ZMQ endpoint (tcp://HOST:PORT)'),
+      replayEndpoint: z.string().regex(/^(tcp|ipc|inproc):\/\/.+/, 'must be a ZMQ endpoint (tcp://HOST:PORT)').optional(),
+      topic: z.string().default(''),
+      mode: z.enum(['connect', 'bind']).default('connect'),
+    })
+    .optional(),
+  metrics: z.strictObject({ url: z.url({ protocol: /^https?$/ }), format: z.enum(['vllm']).default('vllm') }).optional(),
+});
+
+const endpointSchema = z
+  .strictObject({
+    namespace: name,
+    component: name,
+    endpoint: name,
+    model: z.strictObject({
+      name,
+      sourcePath: name.optional(),
+      kvBlockSize: u32,
+      hashFormat: z.enum(['standard', 'eagle']).default('standard'),
+      aliases: z.array(name).default([]),
+    }),
+    indexerIdentity: z.strictObject({ semantics: identityMap.optional(), routingScope: identityMap.optional() }).optional(),
+    workerType: workerType.optional(),
+    needs: z.array(z.array(workerType).min(1, 'a needs alternative must not be empty')).optional(),
+    adapters: z.array(z.strictObject({ name, servedModel: name, workers: z.array(u64).default([]) })).default([]),
+    workers: z.array(workerSchema).default([]),
+  })
+  .superRefine((ep, ctx) => {
+    const ids = new Set<bigint>();
+    ep.workers.forEach((w, i) => {
+      if (ids.has(w.id)) ctx.addIssue({ code: 'custom', path: ['workers', i, 'id'], message: `duplicate worker id ${w.id}` });
+      ids.add(w.id);
+      if (w.dpStartRank + w.dpSize - 1 > MAX_U32) {
+        ctx.addIssue({ code: 'custom', path: ['workers', i, 'dpSize'], message: 'rank range overflows u32' });
+      }
+    });
+    ep.adapters.forEach((a, i) =>
+      a.workers.forEach((id, j) => {
+        if (!ids.has(id)) ctx.addIssue({ code: 'custom', path: ['adapters', i, 'workers', j], message: `unknown worker id ${id}` });
+      }),
+    );
+  });
+
+export const relayConfigSchema = z
+  .strictObject({
+    dcId: name,
+    bind: socketAddress.default(DEFAULT_BIND),
+    metricsBind: socketAddress.optional(),
+    expectedUniqueBlocks: count(1, MAX_EXPECTED_UNIQUE_BLOCKS).default(DEFAULT_EXPECTED_UNIQUE_BLOCKS),
+    limits: z
+      .strictObject({
+        maxCatalogSubscribers: count(1).default(DEFAULT_LIMITS.maxCatalogSubscribers),
+        maxPoolStreamsTotal: count(1).default(DEFAULT_LIMITS.maxPoolStreamsTotal),
+        maxSubscribersPerPool: count(1).default(DEFAULT_LIMITS.maxSubscribersPerPool),
+        maxInitializedPoolHubs: count(1).default(DEFAULT_LIMITS.maxInitializedPoolHubs),
+        maxReadinessSubscribers: count(1).default(DEFAULT_LIMITS.maxReadinessSubscribers),
+        maxLoadSubscribers: count(1).default(DEFAULT_LIMITS.maxLoadSubscribers),
+        maxServingLoadSubscribers: count(1).default(DEFAULT_LIMITS.maxServingLoadSubscribers),
+      })
+      .prefault({}),
+    timing: z
+      .strictObject({
+        poolHeartbeatMs: timerMs.default(DEFAULT_TIMING.poolHeartbeatMs),
+        readinessHeartbeatMs: timerMs.default(DEFAULT_TIMING.readinessHeartbeatMs),
+        catalogHeartbeatMs: count(0, MAX_TIMER_DURATION_MS).default(DEFAULT_TIMING.catalogHeartbeatMs),
+        snapshotProgressTimeoutMs: timerMs.default(DEFAULT_TIMING.snapshotProgressTimeoutMs),
+        loadWindowMs: timerMs.default(DEFAULT_TIMING.loadWindowMs),
+        publicationThreshold: count(1).default(DEFAULT_TIMING.publicationThreshold),
+        publicationDelayMs: timerMs.default(DEFAULT_TIMING.publicationDelayMs),
+        healthProbeMs: timerMs.default(DEFAULT_TIMING.healthProbeMs),
+      })
+      .prefault({}),
+    queues: z
+      .strictObject({
+        publicationQueueCapacity: count(1).default(DEFAULT_QUEUES.publicationQueueCapacity),
+        publicationQueueBytes: count(MIN_PUBLICATION_QUEUE_BYTES).default(DEFAULT_QUEUES.publicationQueueBytes),
+        encodingConcurrency: count(1).default(DEFAULT_QUEUES.encodingConcurrency),
+        maxMessageBytes: count(MIN_MAX_MESSAGE_BYTES).default(DEFAULT_QUEUES.maxMessageBytes),
+      })
+      .prefault({}),
+    endpoints: z.array(endpointSchema).default([]),
+  })
+  .superRefine((cfg, ctx) => {
+    const seen = new Map<string, number>();
+    cfg.endpoints.forEach((ep, i) => {
+      const key = `${ep.namespace}/${ep.component}/${ep.endpoint}`;
+      const first = seen.get(key);
+      if (first !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['endpoints', i], message: `duplicate endpoint ${key} (also endpoints.${first})` });
+      } else {
+        seen.set(key, i);
+      }
+    });
+  });
+
+export type RelayConfig = z.output<typeof relayConfigSchema>;
+export type EndpointConfig = RelayConfig['endpoints'][number];
+export type WorkerConfig = EndpointConfig['workers'][number];
+export type AdapterConfig = EndpointConfig['adapters'][number];
+export type WorkerType = (typeof WORKER_TYPES)[number];
