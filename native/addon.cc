@@ -6,6 +6,7 @@
 namespace {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvrelay::InitHashing(env, exports);
+  kvrelay::InitCbi1(env, exports);
   return exports;
 }
 }  // namespace

@@ -4,4 +4,5 @@
 
 namespace kvrelay {
 void InitHashing(Napi::Env env, Napi::Object exports);
+void InitCbi1(Napi::Env env, Napi::Object exports);
 }  // namespace kvrelay

@@ -1,0 +1,133 @@
+// Typed wrappers of the native CBI1 codec (hashing-ckf-cbi1.md §3): delta and snapshot-chunk
+// encoders, the decoder with the specified check order, and snapshot assembly.
+import { addon } from './addon';
+import type {
+  AssembledSnapshot,
+  DecodedFrame,
+  FilterFormat,
+  FilterFormatInput,
+} from '../../binding';
+
+export type {
+  AssembledSnapshot,
+  Cbi1Constants,
+  Cbi1Header,
+  DecodedChunk,
+  DecodedDelta,
+  DecodedFrame,
+  FilterFormat,
+  FilterFormatInput,
+} from '../../binding';
+
+/** ImagesWireError names as thrown in `error.code` (Format errors as 'Format.<FormatError>'). */
+export type Cbi1ErrorCode =
+  | 'Truncated'
+  | 'FrameTooLarge'
+  | 'Magic'
+  | 'WireVersion'
+  | 'Checksum'
+  | 'Malformed'
+  | 'Flags'
+  | 'DeltaImageCount'
+  | 'SnapshotChunkWordCount'
+  | 'BucketIndex'
+  | 'SnapshotBucketCount'
+  | 'ChunkSequence'
+  | 'IncompleteCoverage'
+  | 'UnsupportedFormatIdentity'
+  | 'AllocationFailed'
+  | 'Format.BucketCount'
+  | 'Format.Version'
+  | 'Format.FingerprintBits'
+  | 'Format.SlotsPerBucket'
+  | 'Format.Mismatch';
+
+/** A codec error; details (actual, maximum, value, bucket, bucketCount, expected, seed, buckets) as properties. */
+export interface Cbi1Error extends Error {
+  code: Cbi1ErrorCode;
+  [detail: string]: unknown;
+}
+
+export function isCbi1Error(error: unknown, code?: Cbi1ErrorCode): error is Cbi1Error {
+  if (!(error instanceof Error) || typeof (error as { code?: unknown }).code !== 'string') return false;
+  return code === undefined || (error as Cbi1Error).code === code;
+}
+
+/** Wire constants of CBI1 (frame limit 4194368 bytes, 524288 buckets per chunk, 349525 delta images, …). */
+export const CBI1 = addon.cbi1Constants;
+
+/** FilterFormat::new (+ the CkfFormat identity check when those fields are given). */
+export function filterFormat(format: FilterFormatInput): FilterFormat {
+  return addon.validateFilterFormat(format);
+}
+
+export function snapshotChunkCount(format: FilterFormatInput): number {
+  return addon.snapshotChunkCount(format);
+}
+
+/** One delta frame: header epoch = `sequence`, body base_epoch = `baseSequence`, absolute images. */
+export function encodeDelta(
+  format: FilterFormatInput,
+  dcId: bigint,
+  baseSequence: bigint,
+  sequence: bigint,
+  buckets: Uint32Array,
+  values: BigUint64Array,
+): Buffer {
+  return addon.encodeDelta(format, dcId, baseSequence, sequence, buckets, values);
+}
+
+/** Every chunk of a snapshot, on the calling thread: for small tables only (~1 ms per full chunk). */
+export function encodeSnapshotChunks(format: FilterFormatInput, dcId: bigint, epoch: bigint, words: BigUint64Array): Buffer[] {
+  return addon.encodeSnapshotChunks(format, dcId, epoch, words);
+}
+
+/** Chunk `chunkIndex` of a snapshot, for callers that pace chunk encoding themselves. */
+export function encodeSnapshotChunk(
+  format: FilterFormatInput,
+  dcId: bigint,
+  epoch: bigint,
+  words: BigUint64Array,
+  chunkIndex: number,
+): Buffer {
+  return addon.encodeSnapshotChunk(format, dcId, epoch, words, chunkIndex);
+}
+
+/**
+ * Every chunk of a snapshot, encoded on a worker thread. `words` must not be mutated or
+ * transferred until the promise settles. Argument and codec errors reject the promise.
+ */
+export async function encodeSnapshotAsync(
+  format: FilterFormatInput,
+  dcId: bigint,
+  epoch: bigint,
+  words: BigUint64Array,
+): Promise<Buffer[]> {
+  return addon.encodeSnapshotAsync(format, dcId, epoch, words);
+}
+
+/** decode(expected, bytes): every check of §3.5 in order; throws a Cbi1Error. */
+export function decodeFrame(expected: FilterFormatInput, bytes: Uint8Array): DecodedFrame {
+  return addon.decodeFrame(expected, bytes);
+}
+
+/**
+ * Reassembles a chunked snapshot (§3.6). `absorb` takes raw frame bytes (decoded with this
+ * assembly's format) or a frame already returned by decodeFrame; it returns null until the last
+ * chunk, then the sparse nonzero images. The caller rebuilds the table from zeros plus the images.
+ */
+export class SnapshotAssembly {
+  private readonly native: InstanceType<typeof addon.SnapshotAssembly>;
+
+  constructor(format: FilterFormatInput) {
+    this.native = new addon.SnapshotAssembly(format);
+  }
+
+  absorb(frame: Uint8Array | DecodedFrame): AssembledSnapshot | null {
+    return this.native.absorb(frame);
+  }
+
+  reset(): void {
+    this.native.reset();
+  }
+}

@@ -1,0 +1,2 @@
+// Typed wrappers of the native core; the rest of the code imports from here, never from addon.ts.
+export * from './cbi1';
