@@ -143,3 +143,14 @@ export const CLIENT_SUBSCRIBER_ID_MAX_BYTES = 118;
 export const REPLICA_RATE_WINDOW_MS = 5_000;
 /** Redraw period of `watch` on a terminal. */
 export const WATCH_REFRESH_MS = 500;
+
+// --- Engine KV-event ingest (engine-inputs.md §1.1–§1.2) ---
+/** A replay that stays silent this long is abandoned (vLLM's gRPC bridge uses 5 s). */
+export const INGEST_REPLAY_IDLE_TIMEOUT_MS = 5_000;
+/** Live messages held back while a replay runs; beyond this the replay is abandoned. */
+export const INGEST_REPLAY_MAX_BUFFERED = 100_000;
+/** SUB receive high-water mark, matching vLLM's PUB default (overflow shows up as a gap). */
+export const INGEST_RECEIVE_HWM = 100_000;
+/** Warnings about malformed engine input: at most this many per window per subscriber. */
+export const INGEST_LOG_MAX_PER_WINDOW = 10;
+export const INGEST_LOG_WINDOW_MS = 10_000;
