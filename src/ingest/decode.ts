@@ -1,0 +1,199 @@
+// vLLM / SGLang KV-event payload decoding (engine-inputs.md §1.4–§1.6, §2.1, §3.3): the batch as a
+// positional array or a map, events as tagged arrays (legacy) or tagged maps (vLLM PR #42892).
+// Only primary-tier events of the main attention group survive; the rest are counted as ignored.
+import { Unpackr } from 'msgpackr';
+import { DecodeError } from './errors';
+import { engineHashToU64 } from './hash';
+import type { EngineKvEvent } from './types';
+
+export interface DecodedBatch {
+  timestamp: number;
+  /** data_parallel_rank (vLLM) / attn_dp_rank (SGLang); null when the engine left it unset. */
+  dpRank: number | null;
+  events: EngineKvEvent[];
+  /** Events of another tier or attention group, or of an unknown type. */
+  ignored: number;
+}
+
+const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'bigint' });
+
+/** Positional field order after the tag, per event type (msgspec declaration order). */
+const POSITIONAL_FIELDS: Record<string, readonly string[]> = {
+  BlockStored: [
+    'block_hashes', 'parent_block_hash', 'token_ids', 'block_size', 'lora_id', 'medium', 'lora_name',
+    'extra_keys', 'group_idx', 'kv_cache_spec_kind', 'kv_cache_spec_sliding_window',
+  ],
+  BlockRemoved: ['block_hashes', 'medium', 'group_idx'],
+  AllBlocksCleared: [],
+};
+
+/** Dynamo's main-attention kinds (zmq_wire.rs); other kinds belong to secondary KV-cache groups. */
+const MAIN_ATTENTION_KINDS = new Set(['full_attention', 'mla_attention', 'sink_full_attention']);
+/** Media that map to Dynamo's device tier; the CKF counts only that tier (hashing-ckf-cbi1.md §4.1). */
+const PRIMARY_MEDIA = new Set(['GPU', 'DEVICE']);
+const MAX_U32 = 0xffff_ffff;
+const MM_IDENTIFIER = /^[0-9a-fA-F]{64}$/;
+
+type Fields = Record<string, unknown>;
+
+/** Decodes one msgpack batch payload; throws DecodeError when it is not a valid batch. */
+export function decodeBatchPayload(payload: Uint8Array): DecodedBatch {
+  let raw: unknown;
+  try {
+    raw = unpackr.unpack(payload);
+  } catch (err) {
+    throw new DecodeError(`msgpack: ${(err as Error).message}`);
+  }
+  let ts: unknown, events: unknown, dpRank: unknown;
+  if (Array.isArray(raw)) {
+    [ts, events, dpRank] = raw;
+  } else if (isMap(raw)) {
+    ts = field(raw, 'ts');
+    events = field(raw, 'events');
+    dpRank = field(raw, 'data_parallel_rank') ?? field(raw, 'attn_dp_rank') ?? field(raw, 'dp_rank');
+  } else {
+    throw new DecodeError('batch: expected an array or a map');
+  }
+  if (!Array.isArray(events)) throw new DecodeError('batch.events: expected an array');
+  const out: DecodedBatch = { timestamp: decodeTimestamp(ts), dpRank: optionalU32(dpRank, 'batch.dp_rank'), events: [], ignored: 0 };
+  for (const rawEvent of events) {
+    const event = decodeEvent(rawEvent);
+    if (event) out.events.push(event);
+    else out.ignored += 1;
+  }
+  return out;
+}
+
+/** One event; null when it does not count (other tier or group, unknown type). */
+export function decodeEvent(raw: unknown): EngineKvEvent | null {
+  const { type, fields, positional } = normalizeEvent(raw);
+  if (typeof type !== 'string') throw new DecodeError('event: the type tag is not a string');
+  switch (type) {
+    case 'BlockStored':
+      return decodeStored(fields, positional);
+    case 'BlockRemoved': {
+      const blockHashes = decodeHashList(field(fields, 'block_hashes'), 'BlockRemoved.block_hashes');
+      if (!countsAsPrimary(fields)) return null;
+      return { kind: 'removed', blockHashes };
+    }
+    case 'AllBlocksCleared':
+      return { kind: 'cleared' };
+    default:
+      return null;
+  }
+}
+
+function normalizeEvent(raw: unknown): { type: unknown; fields: Fields; positional: boolean } {
+  if (Array.isArray(raw)) {
+    const type = raw[0];
+    const names = typeof type === 'string' ? POSITIONAL_FIELDS[type] : undefined;
+    const fields: Fields = Object.create(null);
+    // Extra trailing elements (newer fields) are ignored, missing trailing ones are defaults.
+    names?.forEach((name, i) => { fields[name] = raw[i + 1]; });
+    return { type, fields, positional: true };
+  }
+  if (isMap(raw)) return { type: field(raw, 'type'), fields: raw, positional: false };
+  throw new DecodeError('event: expected a tagged array or a tagged map');
+}
+
+function decodeStored(fields: Fields, positional: boolean): EngineKvEvent | null {
+  const blockHashes = decodeHashList(field(fields, 'block_hashes'), 'BlockStored.block_hashes');
+  const rawParent = field(fields, 'parent_block_hash');
+  const parentBlockHash = rawParent == null ? null : engineHashToU64(rawParent, 'BlockStored.parent_block_hash');
+  const tokenIds = decodeTokens(field(fields, 'token_ids'));
+  const blockSize = field(fields, 'block_size');
+  if (typeof blockSize !== 'number' || !Number.isInteger(blockSize) || blockSize < 1 || blockSize > MAX_U32) {
+    throw new DecodeError('BlockStored.block_size: expected a positive integer');
+  }
+  const loraName = decodeLoraName(field(fields, 'lora_name'), positional);
+  if (!countsAsPrimary(fields)) return null;
+  const event: EngineKvEvent = { kind: 'stored', blockHashes, parentBlockHash, tokenIds, blockSize, loraName };
+  const mmHashes = decodeMmHashes(field(fields, 'extra_keys'));
+  if (mmHashes) event.mmHashes = mmHashes;
+  return event;
+}
+
+function countsAsPrimary(fields: Fields): boolean {
+  const medium = optionalString(field(fields, 'medium'), 'medium');
+  if (medium !== null && !PRIMARY_MEDIA.has(medium.toUpperCase())) return false;
+  const kind = optionalString(field(fields, 'kv_cache_spec_kind'), 'kv_cache_spec_kind');
+  if (kind !== null) return MAIN_ATTENTION_KINDS.has(kind);
+  const groupIdx = optionalU32(field(fields, 'group_idx'), 'group_idx');
+  return groupIdx === null || groupIdx === 0;
+}
+
+function decodeLoraName(value: unknown, positional: boolean): string | null {
+  // SGLang puts its salt metadata map where vLLM has lora_name (positional index 7).
+  if (positional && isMap(value)) return null;
+  const name = optionalString(value, 'BlockStored.lora_name');
+  return name === '' ? null : name;
+}
+
+function decodeHashList(value: unknown, name: string): bigint[] {
+  if (!Array.isArray(value)) throw new DecodeError(`${name}: expected an array`);
+  return value.map((h) => engineHashToU64(h, name));
+}
+
+function decodeTokens(value: unknown): Uint32Array {
+  if (!Array.isArray(value)) throw new DecodeError('BlockStored.token_ids: expected an array');
+  const out = new Uint32Array(value.length);
+  for (let i = 0; i < value.length; i++) {
+    const t = typeof value[i] === 'bigint' ? Number(value[i]) : value[i];
+    if (typeof t !== 'number' || !Number.isInteger(t) || t < 0 || t > MAX_U32) {
+      throw new DecodeError('BlockStored.token_ids: expected u32 token ids');
+    }
+    out[i] = t;
+  }
+  return out;
+}
+
+/**
+ * MM hashes per block from `extra_keys` (Dynamo: 64-hex MM identifiers → the first 16 hex chars).
+ * An identifier may be bare, the first item of vLLM's (identifier, offset) tuple, or the `hash` of a
+ * tagged `mm` ExtraKey. Other extra keys (LoRA, cache salt, prompt embeds) do not hash as MM.
+ */
+function decodeMmHashes(value: unknown): (bigint[] | null)[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  let any = false;
+  const perBlock = value.map((keys) => {
+    if (!Array.isArray(keys)) return null;
+    const hashes: bigint[] = [];
+    for (const key of keys) {
+      const id = Array.isArray(key) ? key[0] : isMap(key) && field(key, 'type') === 'mm' ? field(key, 'hash') : key;
+      if (typeof id === 'string' && MM_IDENTIFIER.test(id)) hashes.push(BigInt('0x' + id.slice(0, 16)));
+    }
+    if (hashes.length === 0) return null;
+    any = true;
+    return hashes;
+  });
+  return any ? perBlock : undefined;
+}
+
+function decodeTimestamp(value: unknown): number {
+  const ts = typeof value === 'bigint' ? Number(value) : value;
+  if (typeof ts !== 'number' || !Number.isFinite(ts)) throw new DecodeError('batch.ts: expected a number');
+  return ts;
+}
+
+function optionalU32(value: unknown, name: string): number | null {
+  if (value == null) return null;
+  const n = typeof value === 'bigint' ? Number(value) : value;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > MAX_U32) {
+    throw new DecodeError(`${name}: expected a non-negative integer`);
+  }
+  return n;
+}
+
+function optionalString(value: unknown, name: string): string | null {
+  if (value == null) return null;
+  if (typeof value !== 'string') throw new DecodeError(`${name}: expected a string`);
+  return value;
+}
+
+function isMap(value: unknown): value is Fields {
+  return typeof value === 'object' && value !== null && !Array.isArray(value) && !(value instanceof Uint8Array);
+}
+
+function field(obj: Fields, key: string): unknown {
+  return Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined;
+}

@@ -1,0 +1,48 @@
+// ZMQ framing of vLLM's KV-event publisher (engine-inputs.md §1.1–§1.2): live messages are
+// [topic, seq (8 bytes big-endian), payload]; replay replies come after the ROUTER's empty
+// delimiter as [seq, payload] (before vLLM PR #45177, and SGLang) or [topic, seq, payload] (after),
+// ending with seq = END_SEQ.
+import { DecodeError } from './errors';
+
+export const SEQUENCE_BYTES = 8;
+/** (-1).to_bytes(8, "big", signed=True). */
+export const END_SEQ = 0xffff_ffff_ffff_ffffn;
+
+export interface LiveMessage {
+  topic: string;
+  sequence: bigint;
+  payload: Buffer;
+}
+
+export type ReplayReply = { end: true } | { end: false; sequence: bigint; payload: Buffer };
+
+export function encodeSequence(sequence: bigint): Buffer {
+  const buf = Buffer.alloc(SEQUENCE_BYTES);
+  buf.writeBigUInt64BE(BigInt.asUintN(64, sequence));
+  return buf;
+}
+
+export function decodeSequence(frame: Buffer): bigint {
+  if (frame.length !== SEQUENCE_BYTES) throw new DecodeError(`sequence frame: ${frame.length} bytes, expected 8`);
+  return frame.readBigUInt64BE(0);
+}
+
+export function parseLiveMessage(frames: Buffer[]): LiveMessage {
+  if (frames.length !== 3) throw new DecodeError(`message: ${frames.length} frames, expected 3`);
+  return { topic: frames[0].toString('utf8'), sequence: decodeSequence(frames[1]), payload: frames[2] };
+}
+
+/** A replay reply as a DEALER receives it: [b"", seq, payload] or [b"", topic, seq, payload]. */
+export function parseReplayReply(frames: Buffer[]): ReplayReply {
+  const body = frames.length > 0 && frames[0].length === 0 ? frames.slice(1) : frames;
+  if (body.length !== 2 && body.length !== 3) throw new DecodeError(`replay reply: ${frames.length} frames`);
+  const [seqFrame, payload] = body.slice(-2);
+  const sequence = decodeSequence(seqFrame);
+  if (sequence === END_SEQ) return { end: true };
+  return { end: false, sequence, payload };
+}
+
+/** The replay request: start sequence, 8 bytes big-endian, after an empty delimiter (DEALER). */
+export function replayRequest(start: bigint): Buffer[] {
+  return [Buffer.alloc(0), encodeSequence(start)];
+}

@@ -1,0 +1,48 @@
+// vLLM replay client: a DEALER (a REQ would accept only one reply) that asks the engine's ROUTER
+// for every buffered batch from a start sequence (engine-inputs.md §1.2). One socket per request,
+// so a late reply to an abandoned request can never be mistaken for the next one's.
+import { Dealer } from 'zeromq';
+import { parseReplayReply, replayRequest } from './frames';
+import type { ReplayHandle } from './stream';
+
+export interface ReplayCallbacks {
+  reply(handle: ReplayHandle, sequence: bigint, payload: Buffer): void;
+  /** complete = the end marker arrived; false = timed out or the socket failed. */
+  end(handle: ReplayHandle, complete: boolean): void;
+  malformed(err: Error): void;
+}
+
+export function requestReplay(endpoint: string, from: bigint, idleTimeoutMs: number, cb: ReplayCallbacks): ReplayHandle {
+  const dealer = new Dealer({ linger: 0, receiveTimeout: idleTimeoutMs, sendTimeout: idleTimeoutMs });
+  let done = false;
+  const handle: ReplayHandle = {
+    cancel() {
+      done = true;
+      if (!dealer.closed) dealer.close();
+    },
+  };
+  const finish = (complete: boolean): void => {
+    if (done) return;
+    handle.cancel();
+    cb.end(handle, complete);
+  };
+  const run = async (): Promise<void> => {
+    dealer.connect(endpoint);
+    await dealer.send(replayRequest(from));
+    while (!done) {
+      const frames = await dealer.receive();
+      if (done) return;
+      let reply;
+      try {
+        reply = parseReplayReply(frames);
+      } catch (err) {
+        cb.malformed(err as Error);
+        continue;
+      }
+      if (reply.end) return finish(true);
+      cb.reply(handle, reply.sequence, reply.payload);
+    }
+  };
+  run().catch(() => finish(false));
+  return handle;
+}

@@ -1,0 +1,252 @@
+// One worker's KV-event subscription: a SUB socket per data-parallel rank (dialing the engine's PUB
+// or bound for engines that dial in), per-rank ordering and replay (stream.ts), decoding
+// (decode.ts), and delivery to the producer's sink.
+import { Subscriber } from 'zeromq';
+import {
+  INGEST_LOG_MAX_PER_WINDOW,
+  INGEST_LOG_WINDOW_MS,
+  INGEST_RECEIVE_HWM,
+  INGEST_REPLAY_IDLE_TIMEOUT_MS,
+  INGEST_REPLAY_MAX_BUFFERED,
+} from '../config/defaults';
+import { decodeBatchPayload } from './decode';
+import { rankEndpoint } from './endpoints';
+import { parseLiveMessage } from './frames';
+import { requestReplay } from './replay';
+import { RankStream, type ReplayHandle } from './stream';
+import { ThrottledLogger } from './throttle';
+import type { IngestLogger, IngestSink, KvEventEndpointConfig, ResetReason, SourceKey, SourceStats } from './types';
+
+export interface SubscriberOptions {
+  logger?: IngestLogger;
+  replayIdleTimeoutMs?: number;
+  maxBufferedDuringReplay?: number;
+}
+
+const stderrLogger: IngestLogger = {
+  warn: (obj, msg) => process.stderr.write(JSON.stringify({ level: 'warn', ...obj, msg }) + '\n'),
+};
+
+export class KvEventSubscriber {
+  private readonly ranks: RankSubscription[] = [];
+  private readonly counters = new Map<string, SourceStats>();
+  private readonly log: ThrottledLogger;
+  private closed = false;
+
+  constructor(
+    readonly config: KvEventEndpointConfig,
+    private readonly sink: IngestSink,
+    private readonly options: SubscriberOptions = {},
+  ) {
+    validateConfig(config);
+    this.log = new ThrottledLogger(options.logger ?? stderrLogger, INGEST_LOG_MAX_PER_WINDOW, INGEST_LOG_WINDOW_MS);
+  }
+
+  /** Opens every rank's socket (binds complete before this resolves; connects proceed in the background). */
+  async start(): Promise<void> {
+    const { config } = this;
+    for (let rank = config.dpStartRank; rank < config.dpStartRank + config.dpSize; rank++) {
+      this.counter({ workerId: config.workerId, dpRank: rank });
+      const sub = new RankSubscription(this, rank);
+      this.ranks.push(sub);
+      await sub.open();
+    }
+  }
+
+  /** The SUB endpoint of each rank (bound addresses in bind mode, so port 0 shows the chosen port). */
+  endpoints(): string[] {
+    return this.ranks.map((r) => r.endpoint);
+  }
+
+  stats(): SourceStats[] {
+    return [...this.counters.values()]
+      .map((s) => ({ ...s, source: { ...s.source } }))
+      .sort((a, b) => (a.source.workerId === b.source.workerId ? a.source.dpRank - b.source.dpRank : a.source.workerId < b.source.workerId ? -1 : 1));
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.ranks.map((r) => r.close()));
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  /** @internal */
+  counter(source: SourceKey): SourceStats {
+    const key = `${source.workerId}:${source.dpRank}`;
+    let s = this.counters.get(key);
+    if (!s) {
+      s = { source, events: 0, blocks: 0, malformed: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, lastSequence: null };
+      this.counters.set(key, s);
+    }
+    return s;
+  }
+
+  /** @internal */
+  warn(obj: object, msg: string): void {
+    this.log.warn({ workerId: String(this.config.workerId), ...obj }, msg);
+  }
+
+  /** @internal */
+  deliver(source: SourceKey, sequence: bigint, timestamp: number, events: Parameters<IngestSink['batch']>[0]['events']): void {
+    try {
+      this.sink.batch({ source, sequence, timestamp, events });
+    } catch (err) {
+      this.warn({ dpRank: source.dpRank, sequence: String(sequence), err: String(err) }, 'KV-event sink rejected a batch');
+    }
+  }
+
+  /** @internal */
+  reset(source: SourceKey, reason: ResetReason): void {
+    this.counter(source).resets += 1;
+    try {
+      this.sink.reset(source, reason);
+    } catch (err) {
+      this.warn({ dpRank: source.dpRank, reason, err: String(err) }, 'KV-event sink failed to reset a source');
+    }
+  }
+
+  /** @internal */
+  get replayIdleTimeoutMs(): number {
+    return this.options.replayIdleTimeoutMs ?? INGEST_REPLAY_IDLE_TIMEOUT_MS;
+  }
+
+  /** @internal */
+  get maxBufferedDuringReplay(): number {
+    return this.options.maxBufferedDuringReplay ?? INGEST_REPLAY_MAX_BUFFERED;
+  }
+}
+
+/** One rank: its socket, its ordering state and the sources its batches named since the last reset. */
+class RankSubscription {
+  readonly source: SourceKey;
+  endpoint: string;
+  private readonly replayEndpoint: string | undefined;
+  private readonly socket = new Subscriber({ linger: 0, receiveHighWaterMark: INGEST_RECEIVE_HWM });
+  private readonly stream: RankStream;
+  private readonly seen = new Map<number, SourceKey>();
+  private loop: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly owner: KvEventSubscriber,
+    private readonly rank: number,
+  ) {
+    const { config } = owner;
+    this.source = { workerId: config.workerId, dpRank: rank };
+    this.endpoint = rankEndpoint(config.endpoint, rank, config.dpStartRank);
+    this.replayEndpoint = config.replayEndpoint && rankEndpoint(config.replayEndpoint, rank, config.dpStartRank);
+    this.stream = new RankStream(
+      {
+        deliver: (seq, payload) => this.deliver(seq, payload),
+        reset: (reason) => this.reset(reason),
+        gap: () => {
+          owner.counter(this.source).gaps += 1;
+        },
+        startReplay: (from) => this.startReplay(from),
+      },
+      owner.maxBufferedDuringReplay,
+    );
+  }
+
+  async open(): Promise<void> {
+    const { socket, stream } = this;
+    socket.subscribe(this.owner.config.topic);
+    const up = this.owner.config.mode === 'connect' ? 'connect' : 'accept';
+    socket.events.on(up, () => stream.connected());
+    socket.events.on('disconnect', () => stream.disconnected());
+    if (this.owner.config.mode === 'connect') {
+      socket.connect(this.endpoint);
+    } else {
+      await socket.bind(this.endpoint.replace(/:0$/, ':*'));
+      this.endpoint = socket.lastEndpoint ?? this.endpoint;
+    }
+    this.loop = this.receiveLoop();
+  }
+
+  async close(): Promise<void> {
+    this.stream.close();
+    if (!this.socket.closed) this.socket.close();
+    await this.loop;
+  }
+
+  private async receiveLoop(): Promise<void> {
+    while (!this.socket.closed) {
+      let frames: Buffer[];
+      try {
+        frames = await this.socket.receive();
+      } catch (err) {
+        if (this.socket.closed || this.owner.isClosed) return;
+        this.owner.warn({ dpRank: this.rank, err: String(err) }, 'KV-event receive failed');
+        continue;
+      }
+      let msg;
+      try {
+        msg = parseLiveMessage(frames);
+      } catch (err) {
+        this.malformed(err as Error, 'live');
+        continue;
+      }
+      this.stream.live(msg.sequence, msg.payload);
+    }
+  }
+
+  private deliver(sequence: bigint, payload: Buffer): void {
+    let batch;
+    try {
+      batch = decodeBatchPayload(payload);
+    } catch (err) {
+      this.owner.counter(this.source).lastSequence = sequence;
+      this.malformed(err as Error, 'payload', sequence);
+      return;
+    }
+    // The batch's own rank names the source (relay-config.md); engines that leave it unset are this rank.
+    const source = batch.dpRank === null || batch.dpRank === this.rank ? this.source : { workerId: this.source.workerId, dpRank: batch.dpRank };
+    this.seen.set(source.dpRank, source);
+    const stats = this.owner.counter(source);
+    stats.lastSequence = sequence;
+    stats.events += batch.events.length;
+    stats.ignored += batch.ignored;
+    for (const e of batch.events) if (e.kind !== 'cleared') stats.blocks += e.blockHashes.length;
+    this.owner.deliver(source, sequence, batch.timestamp, batch.events);
+  }
+
+  private reset(reason: ResetReason): void {
+    this.seen.set(this.rank, this.source);
+    for (const source of this.seen.values()) this.owner.reset(source, reason);
+    this.seen.clear();
+    this.owner.warn({ dpRank: this.rank, reason }, 'KV-event source reset; rebuilding from live events');
+  }
+
+  private startReplay(from: bigint): ReplayHandle | null {
+    if (!this.replayEndpoint || this.owner.isClosed) return null;
+    this.owner.counter(this.source).replays += 1;
+    return requestReplay(this.replayEndpoint, from, this.owner.replayIdleTimeoutMs, {
+      reply: (handle, seq, payload) => this.stream.replayed(handle, seq, payload),
+      end: (handle, complete) => {
+        if (!complete) this.owner.warn({ dpRank: this.rank, from: String(from) }, 'KV-event replay incomplete');
+        this.stream.replayEnded(handle, complete);
+      },
+      malformed: (err) => this.malformed(err, 'replay'),
+    });
+  }
+
+  private malformed(err: Error, where: string, sequence?: bigint): void {
+    this.owner.counter(this.source).malformed += 1;
+    this.owner.warn(
+      { dpRank: this.rank, where, ...(sequence === undefined ? {} : { sequence: String(sequence) }), err: err.message },
+      'malformed KV-event message',
+    );
+  }
+}
+
+function validateConfig(c: KvEventEndpointConfig): void {
+  if (typeof c.workerId !== 'bigint' || c.workerId < 0n || c.workerId >= 1n << 64n) throw new TypeError('workerId must be a u64 bigint');
+  if (!Number.isInteger(c.dpSize) || c.dpSize < 1) throw new RangeError('dpSize must be a positive integer');
+  if (!Number.isInteger(c.dpStartRank) || c.dpStartRank < 0) throw new RangeError('dpStartRank must be a non-negative integer');
+  if (typeof c.topic !== 'string') throw new TypeError('topic must be a string');
+  if (c.mode !== 'connect' && c.mode !== 'bind') throw new RangeError(`mode must be connect or bind, not ${String(c.mode)}`);
+  rankEndpoint(c.endpoint, c.dpStartRank, c.dpStartRank);
+  if (c.replayEndpoint !== undefined) rankEndpoint(c.replayEndpoint, c.dpStartRank, c.dpStartRank);
+}
