@@ -1,0 +1,85 @@
+// Scrapes each worker's vLLM metrics endpoint once per load window (relay-config.md, Details: load).
+//
+// Input: one MetricsTarget per worker that has a `metrics.url`, with the worker's declared rank range.
+// A round fetches every target concurrently (timeout = one window). A successful scrape replaces the
+// worker's usage with what it reported for its declared ranks; a failed one (error, timeout, non-2xx)
+// clears it until the next success, so coverage drops instead of serving a stale value.
+import { parseVllmKvUsage } from './prometheus';
+import { usageByRank, type RankUsage } from './ranks';
+
+export interface MetricsTarget {
+  workerId: bigint;
+  url: string;
+  dpStartRank: number;
+  dpSize: number;
+}
+
+/** Usage fraction per worker id, then per absolute rank; a worker or rank absent = not observed. */
+export type UsageObservations = ReadonlyMap<bigint, RankUsage>;
+
+export class MetricsScraper {
+  private targets = new Map<bigint, MetricsTarget>();
+  private readonly observed = new Map<bigint, RankUsage>();
+  private readonly abort = new AbortController();
+  private round: Promise<void> | undefined;
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly windowMs: number) {}
+
+  /** Replaces the scraped set; a worker whose target changed loses its observations. */
+  setTargets(targets: readonly MetricsTarget[]): void {
+    const next = new Map<bigint, MetricsTarget>();
+    for (const t of targets) {
+      const old = this.targets.get(t.workerId);
+      const same = old && t.url === old.url && t.dpStartRank === old.dpStartRank && t.dpSize === old.dpSize;
+      // Keeping the old object lets a scrape in flight for an unchanged target still land.
+      next.set(t.workerId, same ? old : t);
+    }
+    for (const [id, old] of this.targets) if (next.get(id) !== old) this.observed.delete(id);
+    this.targets = next;
+  }
+
+  /** Scrapes now and then once per window, never overlapping rounds. */
+  start(): void {
+    const tick = async (): Promise<void> => {
+      const started = Date.now();
+      await this.scrapeAll();
+      if (this.abort.signal.aborted) return;
+      this.timer = setTimeout(() => void tick(), Math.max(0, this.windowMs - (Date.now() - started)));
+    };
+    void tick();
+  }
+
+  /** One round over all targets; a call during a running round joins that round. */
+  scrapeAll(): Promise<void> {
+    this.round ??= Promise.all([...this.targets.values()].map((t) => this.scrape(t))).then(() => {
+      this.round = undefined;
+    });
+    return this.round;
+  }
+
+  usage(): UsageObservations {
+    return this.observed;
+  }
+
+  close(): void {
+    this.abort.abort();
+    clearTimeout(this.timer);
+  }
+
+  private async scrape(target: MetricsTarget): Promise<void> {
+    let usage: RankUsage | undefined;
+    try {
+      const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.windowMs)]);
+      const res = await fetch(target.url, { signal });
+      if (res.ok) usage = usageByRank(parseVllmKvUsage(await res.text()), target.dpStartRank, target.dpSize);
+      else res.body?.cancel().catch(() => undefined);
+    } catch {
+      // No usable response: the observations are cleared below.
+    }
+    // The target may have been replaced or removed while the request was in flight.
+    if (this.targets.get(target.workerId) !== target) return;
+    if (usage) this.observed.set(target.workerId, usage);
+    else this.observed.delete(target.workerId);
+  }
+}
