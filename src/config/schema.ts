@@ -159,6 +159,8 @@ export const relayConfigSchema = z
   })
   .superRefine((cfg, ctx) => {
     const seen = new Map<string, number>();
+    // Worker (instance) ids are global, as in Dynamo: health, metrics and KV sources key on them.
+    const workers = new Map<bigint, number>();
     cfg.endpoints.forEach((ep, i) => {
       const key = `${ep.namespace}/${ep.component}/${ep.endpoint}`;
       const first = seen.get(key);
@@ -167,6 +169,13 @@ export const relayConfigSchema = z
       } else {
         seen.set(key, i);
       }
+      ep.workers.forEach((w, j) => {
+        const other = workers.get(w.id);
+        if (other !== undefined && other !== i) {
+          ctx.addIssue({ code: 'custom', path: ['endpoints', i, 'workers', j, 'id'], message: `worker id ${w.id} is also in endpoints.${other}` });
+        }
+        workers.set(w.id, i);
+      });
     });
   });
 

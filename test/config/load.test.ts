@@ -124,6 +124,7 @@ describe('config errors are one line: FILE: field.path: problem', () => {
     ['bad metrics format', ep({ workers: [{ id: 1, metrics: { url: 'http://h/metrics', format: 'sglang' } }] }), 'relay.json: endpoints.0.workers.0.metrics.format: Invalid input'],
     ['adapter on unknown worker', ep({ adapters: [{ name: 'l', servedModel: 'm', workers: [9] }] }), 'relay.json: endpoints.0.adapters.0.workers.0: unknown worker id 9'],
     ['duplicate endpoint', { dcId: 'a', endpoints: [endpoint, endpoint] }, 'relay.json: endpoints.1: duplicate endpoint prod/backend/generate (also endpoints.0)'],
+    ['worker in two endpoints', { dcId: 'a', endpoints: [endpoint, { ...endpoint, endpoint: 'other' }] }, 'relay.json: endpoints.1.workers.0.id: worker id 7 is also in endpoints.0'],
     ['not a mapping', [1, 2], 'relay.json: (root): must be a mapping of config fields'],
   ];
   test.each(cases)('%s', (_name, doc, expected) => {
