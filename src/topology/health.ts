@@ -52,6 +52,15 @@ export class HealthMonitor {
     return this.probes.get(workerId)?.live;
   }
 
+  /**
+   * A worker's liveness as the topology input wants it: a monitored worker (health URL set) follows
+   * its probes and `staticLive` is ignored; any other worker is `staticLive` (its config `live`).
+   */
+  liveness(workerId: bigint, staticLive: boolean): boolean | undefined {
+    const probe = this.probes.get(workerId);
+    return probe ? probe.live : staticLive;
+  }
+
   /** Called after any worker's availability changed. Listeners must not throw. */
   onChange(listener: () => void): Unsubscribe {
     this.listeners.add(listener);

@@ -75,6 +75,8 @@ describe('HealthMonitor against real HTTP servers', () => {
     s.status = 204;
     await availabilityBecomes(m, 1n, true);
     expect(seen).toEqual([true, false, true]);
+    expect(m.liveness(1n, false)).toBe(true); // health decides; static `live` is ignored
+    expect(m.liveness(99n, false)).toBe(false); // not monitored: static `live`
   });
 
   test('no HTTP response before the first answer stays not authoritative; refused after an answer means not live', async () => {
@@ -95,6 +97,7 @@ describe('HealthMonitor against real HTTP servers', () => {
     m.setTargets([{ workerId: 2n, url: `http://127.0.0.1:${port}/health` }]);
     await probed;
     expect(m.availability(2n)).toBeUndefined();
+    expect(m.liveness(2n, true)).toBeUndefined();
     expect(changes).toBe(0);
     await new Promise<void>((resolve) => resetter.close(() => resolve()));
     const s = new HealthServer();
