@@ -9,11 +9,8 @@ namespace kvrelay {
 namespace cbi1 {
 namespace {
 
-[[noreturn]] void Throw(const char* code, std::vector<ErrorDetail> details = {}) {
-  Cbi1Error error;
-  error.code = code;
-  error.details = std::move(details);
-  throw error;
+[[noreturn]] void Throw(const char* code, std::initializer_list<ErrorDetail> details = {}) {
+  throw Cbi1Error{code, details};
 }
 
 void StoreU16(uint8_t* p, uint16_t v) { std::memcpy(p, &v, sizeof v); }
@@ -66,12 +63,7 @@ void ValidateHeaderFormat(const FilterFormat& expected, const Header& h) {
   if (h.fingerprintBits != kFingerprintBits) Throw("Format.FingerprintBits", {{"value", h.fingerprintBits, false}});
   if (h.slotsPerBucket != kSlotsPerBucket) Throw("Format.SlotsPerBucket", {{"value", h.slotsPerBucket, false}});
   if (h.seed != expected.seed || h.bucketCount != expected.bucketCount) {
-    Cbi1Error error;
-    error.code = "Format.Mismatch";
-    error.details = {{"seed", h.seed, true}, {"buckets", h.bucketCount, true}};
-    error.hasExpected = true;
-    error.expected = expected;
-    throw error;
+    throw Cbi1Error{"Format.Mismatch", {{"seed", h.seed, true}, {"buckets", h.bucketCount, true}}, false, true, expected};
   }
 }
 
@@ -147,11 +139,7 @@ uint64_t LoadU64(const uint8_t* p) {
 FilterFormat MakeFormat(uint64_t seed, uint64_t bucketCount) {
   bool powerOfTwo = bucketCount != 0 && (bucketCount & (bucketCount - 1)) == 0;
   if (!powerOfTwo || bucketCount < 2 || bucketCount > kMaxBucketCount) {
-    Cbi1Error error;
-    error.code = "Format.BucketCount";
-    error.details = {{"value", bucketCount, false}};
-    error.argument = true;
-    throw error;
+    throw Cbi1Error{"Format.BucketCount", {{"value", bucketCount, false}}, true};
   }
   return FilterFormat{seed, bucketCount};
 }

@@ -1,5 +1,6 @@
 // Typed wrappers of the native CBI1 codec (hashing-ckf-cbi1.md §3): delta and snapshot-chunk
 // encoders, the decoder with the specified check order, and snapshot assembly.
+import { types } from 'util';
 import { addon } from './addon';
 import type {
   AssembledSnapshot,
@@ -48,8 +49,9 @@ export interface Cbi1Error extends Error {
   [detail: string]: unknown;
 }
 
+// isNativeError rather than instanceof: the addon creates its errors in the main realm.
 export function isCbi1Error(error: unknown, code?: Cbi1ErrorCode): error is Cbi1Error {
-  if (!(error instanceof Error) || typeof (error as { code?: unknown }).code !== 'string') return false;
+  if (!types.isNativeError(error) || typeof (error as { code?: unknown }).code !== 'string') return false;
   return code === undefined || (error as Cbi1Error).code === code;
 }
 
