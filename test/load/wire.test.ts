@@ -4,6 +4,13 @@ import { buildPoolLoad, buildServingLoad } from '../../src/load';
 import { decodeMessage, encodeMessage } from '../../src/wire/codec';
 import { RELAY_CONTRACT_MARKER, RELAY_PROTOCOL_VERSION } from '../../src/wire/constants';
 import type { KvPoolLoadUpdate, ServingLoadUpdate } from '../../src/wire/types';
+import {
+  validateKvPoolLoadEntry,
+  validateKvPoolLoadUpdate,
+  validateModelServingLoad,
+  validatePoolServingLoad,
+  validateServingLoadUpdate,
+} from '../../src/wire/validate';
 import { pool, worker } from './fixtures';
 
 const MAX_U64 = 2n ** 64n - 1n;
@@ -15,14 +22,19 @@ const pools = [
   pool(2, [worker(3n, { live: false })], { namespace: 'dev' }),
 ];
 
-test('pool load survives a KvPoolLoadUpdate encode/decode, saturated sums unchanged', () => {
+test('pool load passes the wire validators and survives a KvPoolLoadUpdate encode/decode, saturated sums unchanged', () => {
   const update: KvPoolLoadUpdate = { ...envelope, ...window, pools: buildPoolLoad(pools, new Map()) };
   expect(update.pools[0].totalKvBlocks).toBe(MAX_U64);
+  expect(validateKvPoolLoadUpdate(update)).toEqual({ ok: true });
+  for (const entry of update.pools) expect(validateKvPoolLoadEntry(entry)).toEqual({ ok: true });
   expect(decodeMessage('KvPoolLoadUpdate', encodeMessage('KvPoolLoadUpdate', update))).toEqual(update);
 });
 
-test('serving load survives a ServingLoadUpdate encode/decode; unset gauges stay absent', () => {
+test('serving load passes the wire validators and survives a ServingLoadUpdate encode/decode; unset gauges stay absent', () => {
   const update: ServingLoadUpdate = { ...envelope, ...window, ...buildServingLoad(pools) };
+  expect(validateServingLoadUpdate(update)).toEqual({ ok: true });
+  for (const p of update.pools) expect(validatePoolServingLoad(p)).toEqual({ ok: true });
+  for (const m of update.models) expect(validateModelServingLoad(m)).toEqual({ ok: true });
   const decoded = decodeMessage('ServingLoadUpdate', encodeMessage('ServingLoadUpdate', update));
   expect(decoded).toEqual(update);
   expect(decoded.pools[0].load?.requests).toBeUndefined();

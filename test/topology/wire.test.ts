@@ -3,6 +3,7 @@ import { buildTopologyEntries, type TopologyEndpointInput } from '../../src/topo
 import { decodeMessage, encodeMessage } from '../../src/wire/codec';
 import { RELAY_CONTRACT_MARKER, RELAY_PROTOCOL_VERSION } from '../../src/wire/constants';
 import type { ServingReadinessUpdate } from '../../src/wire/types';
+import { validateReadinessUpdate } from '../../src/wire/validate';
 
 const poolId = {
   identityVersion: 1,
@@ -25,7 +26,7 @@ const endpoints: TopologyEndpointInput[] = [
   { namespace: 'dev', component: 'backend', endpoint: 'generate', model: 'llama', workerType: 'aggregated', workers: [{ id: 6n, live: undefined }] },
 ];
 
-test('readiness entries survive a ServingReadinessUpdate encode/decode unchanged', () => {
+test('readiness entries pass the wire validator and survive a ServingReadinessUpdate encode/decode unchanged', () => {
   const update: ServingReadinessUpdate = {
     protocolVersion: RELAY_PROTOCOL_VERSION,
     relay: { drtInstanceId: 1n, relayIncarnation: 2n },
@@ -34,6 +35,7 @@ test('readiness entries survive a ServingReadinessUpdate encode/decode unchanged
     contractMarker: RELAY_CONTRACT_MARKER,
   };
   expect(update.entries.map((e) => [e.namespace, e.canonicalModelId])).toEqual([['dev', 'llama'], ['prod', 'llama'], ['prod', 'mistral']]);
+  expect(validateReadinessUpdate(update)).toEqual({ ok: true, accepted: update.entries, quarantined: [] });
   const decoded = decodeMessage('ServingReadinessUpdate', encodeMessage('ServingReadinessUpdate', update));
   expect(decoded).toEqual(update);
   // The member without a materialized pool has no pool_id on the wire either.
