@@ -1,0 +1,232 @@
+// One publication hub per producer generation: it holds the generation's publisher lease (the
+// PoolListener), remembers the recent deltas, encodes snapshot images once and shares them, and
+// fans every delta out to its subscribers as one shared frame.
+import { DEFAULT_PUBLICATION_CAPACITY, MAX_DELTA_IMAGES } from '../config/defaults';
+import { FilterUpdateKind, RelayErrorReason } from '../wire/enums';
+import { RelayError } from '../wire/errors';
+import type { RelayIdentity } from '../wire/types';
+import { SharedFrame } from './frames';
+import type { QueuedPermits } from './permits';
+import { encodeSnapshotFrames } from './snapshot';
+import type { DeltaFrame, PoolFeed, PoolImage, PoolListener } from './source';
+
+/** A snapshot image encoded into shared chunk frames. */
+export interface HubSnapshot {
+  sequence: bigint;
+  chunks: SharedFrame[];
+}
+
+/** What a hub needs from its subscribers. */
+export interface HubSubscriber {
+  deliver(frame: SharedFrame): void;
+  end(error?: RelayError): void;
+}
+
+export interface HubContext {
+  relay: RelayIdentity;
+  encodingPermits: QueuedPermits;
+  maxSubscribersPerPool: number;
+  /** Deltas a new subscriber may have to catch up behind a shared snapshot. */
+  replayLimit: number;
+  /** Relay shutdown: waits are abandoned. */
+  shutdown: AbortSignal;
+}
+
+export const retiredError = (): RelayError =>
+  new RelayError(RelayErrorReason.PUBLICATION_UNAVAILABLE, 'publication subscription requires a fresh snapshot');
+
+export class PoolHub {
+  private ready = false;
+  private ended: RelayError | null | undefined; // undefined: open; null: ended cleanly
+  /** Last sequence of the generation the hub has seen (valid once ready). */
+  private sequence = 0n;
+  private readonly recent: SharedFrame[] = [];
+  private snapshot: HubSnapshot | undefined;
+  private refreshing: Promise<HubSnapshot> | undefined;
+  private readonly subscribers = new Set<HubSubscriber>();
+  private readonly abort = new AbortController();
+  private readonly listener: PoolListener;
+  /** Subscribe calls in progress; a hub with pending admissions is never evicted. */
+  admissions = 0;
+  /** The registry forgets the hub when it ends. */
+  onEnded: (() => void) | undefined;
+
+  constructor(
+    readonly feed: PoolFeed,
+    private readonly ctx: HubContext,
+  ) {
+    this.listener = {
+      delta: (frame) => this.onDelta(frame),
+      retired: () => this.end(retiredError()),
+      fenced: (reason) => this.end(new RelayError(RelayErrorReason.INVALID_PUBLICATION, `pool generation fenced: ${reason}`)),
+    };
+  }
+
+  get isEnded(): boolean {
+    return this.ended !== undefined;
+  }
+
+  /** Initialized, without subscribers, admissions or snapshot work: it may be evicted. */
+  get idle(): boolean {
+    return this.ready && !this.isEnded && this.subscribers.size === 0 && this.admissions === 0 && !this.refreshing;
+  }
+
+  get subscriberCount(): number {
+    return this.subscribers.size;
+  }
+
+  /**
+   * Adds a subscriber: it gets a snapshot (shared with others when recent enough) plus the deltas
+   * since that snapshot, then every new delta. Throws RelayError when it cannot be admitted.
+   */
+  async subscribe(subscriber: HubSubscriber): Promise<{ snapshot: HubSnapshot; replay: SharedFrame[] }> {
+    this.admissions += 1;
+    try {
+      this.throwIfEnded();
+      if (this.subscribers.size >= this.ctx.maxSubscribersPerPool) {
+        throw new RelayError(RelayErrorReason.RESOURCE_LIMIT, `Relay per-pool subscriber limit ${this.ctx.maxSubscribersPerPool} reached`);
+      }
+      const snapshot = await this.currentSnapshot();
+      this.throwIfEnded();
+      // Joining is synchronous from here: the replay and the live deltas neither overlap nor gap.
+      const replay = this.recent.filter((f) => f.sequence > snapshot.sequence);
+      const covered = replay.length === 0 ? this.sequence === snapshot.sequence : replay[0].baseSequence === snapshot.sequence;
+      if (!covered || replay.length > this.ctx.replayLimit) throw retiredError();
+      if (this.subscribers.size >= this.ctx.maxSubscribersPerPool) {
+        throw new RelayError(RelayErrorReason.RESOURCE_LIMIT, `Relay per-pool subscriber limit ${this.ctx.maxSubscribersPerPool} reached`);
+      }
+      this.subscribers.add(subscriber);
+      return { snapshot, replay };
+    } finally {
+      this.admissions -= 1;
+    }
+  }
+
+  unsubscribe(subscriber: HubSubscriber): void {
+    this.subscribers.delete(subscriber);
+  }
+
+  /** Ends the hub and every subscriber: cleanly (shutdown, eviction) or with `error`. */
+  end(error?: RelayError): void {
+    if (this.isEnded) return;
+    this.ended = error ?? null;
+    this.abort.abort(error ?? new RelayError(RelayErrorReason.PUBLICATION_UNAVAILABLE, 'pool publication stopped'));
+    this.feed.detach(this.listener);
+    const subscribers = [...this.subscribers];
+    this.subscribers.clear();
+    this.recent.length = 0;
+    this.snapshot = undefined;
+    for (const s of subscribers) s.end(error);
+    this.onEnded?.();
+  }
+
+  // A snapshot is shared while a new subscriber can catch up from it through the recent deltas;
+  // otherwise the hub takes a new image through the lease barrier.
+  private currentSnapshot(): Promise<HubSnapshot> {
+    if (this.refreshing) return this.refreshing;
+    const shared = this.snapshot;
+    if (shared && this.ready && this.sequence - shared.sequence <= BigInt(this.ctx.replayLimit)) {
+      return Promise.resolve(shared);
+    }
+    const refreshing = this.takeSnapshot();
+    this.refreshing = refreshing;
+    const clear = (): void => {
+      if (this.refreshing === refreshing) this.refreshing = undefined;
+    };
+    refreshing.then(clear, clear);
+    return refreshing;
+  }
+
+  private async takeSnapshot(): Promise<HubSnapshot> {
+    const signal = AbortSignal.any([this.abort.signal, this.ctx.shutdown]);
+    const release = await this.ctx.encodingPermits.acquire(signal).catch(() => {
+      throw new RelayError(RelayErrorReason.PUBLICATION_UNAVAILABLE, 'pool generation retired while waiting for publication admission');
+    });
+    try {
+      let image: PoolImage;
+      try {
+        image = await this.feed.attach(this.listener);
+      } catch (err) {
+        throw this.fail(`pool image failed: ${messageOf(err)}`);
+      }
+      this.throwIfEnded();
+      this.adopt(image.sequence);
+      let chunks: SharedFrame[];
+      try {
+        chunks = await encodeSnapshotFrames(this.ctx.relay, this.feed, image);
+      } catch (err) {
+        throw this.fail(`snapshot encode failed: ${messageOf(err)}`);
+      }
+      this.throwIfEnded();
+      const snapshot = { sequence: image.sequence, chunks };
+      this.snapshot = snapshot;
+      return snapshot;
+    } finally {
+      release();
+    }
+  }
+
+  // Lines the hub's delta history up with an image taken through the barrier: deltas up to the
+  // image are inside it, deltas after it must continue it without a gap.
+  private adopt(imageSequence: bigint): void {
+    const after = this.recent.filter((f) => f.sequence > imageSequence);
+    let expected = imageSequence;
+    for (const f of after) {
+      if (f.baseSequence !== expected) throw this.fail(`delta ${f.baseSequence}->${f.sequence} does not continue image ${imageSequence}`);
+      expected = f.sequence;
+    }
+    if (this.ready && expected !== this.sequence) throw this.fail(`image ${imageSequence} is ahead of the published sequence ${this.sequence}`);
+    this.recent.splice(0, this.recent.length, ...after);
+    this.sequence = expected;
+    this.ready = true;
+  }
+
+  private onDelta(delta: DeltaFrame): void {
+    if (this.isEnded) return;
+    if (delta.imageCount > MAX_DELTA_IMAGES) {
+      this.resnapshot(delta.sequence);
+      return;
+    }
+    if (delta.imageCount === 0) {
+      this.fail(`empty delta ${delta.sequence}`);
+      return;
+    }
+    if (delta.sequence !== delta.baseSequence + 1n || (this.ready && delta.baseSequence !== this.sequence)) {
+      this.fail(`non-contiguous delta ${delta.baseSequence}->${delta.sequence} after ${this.sequence}`);
+      return;
+    }
+    const frame = new SharedFrame(this.ctx.relay, this.feed.producer, FilterUpdateKind.DELTA, delta.baseSequence, delta.sequence, delta.payload);
+    if (this.ready) this.sequence = delta.sequence;
+    this.recent.push(frame);
+    if (this.recent.length > DEFAULT_PUBLICATION_CAPACITY) this.recent.shift();
+    if (this.snapshot && this.sequence - this.snapshot.sequence > BigInt(this.ctx.replayLimit)) this.snapshot = undefined;
+    for (const s of this.subscribers) s.deliver(frame);
+  }
+
+  // A publication too big for one delta frame becomes a new snapshot: everyone subscribed so far
+  // must resubscribe, and the next subscriber takes a fresh image.
+  private resnapshot(sequence: bigint): void {
+    const subscribers = [...this.subscribers];
+    this.subscribers.clear();
+    this.recent.length = 0;
+    this.snapshot = undefined;
+    this.sequence = sequence;
+    for (const s of subscribers) s.end(retiredError());
+  }
+
+  /** A producer-side invariant failure: the generation cannot be published any more. */
+  private fail(reason: string): RelayError {
+    const error = new RelayError(RelayErrorReason.INVALID_PUBLICATION, reason);
+    this.end(error);
+    return error;
+  }
+
+  private throwIfEnded(): void {
+    if (this.ended === null) throw new RelayError(RelayErrorReason.PUBLICATION_UNAVAILABLE, 'Relay is shutting down');
+    if (this.ended) throw this.ended;
+  }
+}
+
+function messageOf(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}

@@ -1,0 +1,36 @@
+// Sends the latest complete value of a watched state (catalog, readiness): one message in flight at
+// a time, and any number of changes or heartbeat ticks while it is in flight coalesce into one
+// send of the value current when the client has taken the previous message (latest wins).
+import type { OpenStream } from './sink';
+
+export class LatestWriter {
+  private inFlight = false;
+  private pending = false;
+
+  constructor(
+    private readonly stream: OpenStream,
+    private readonly encodeCurrent: () => Buffer,
+  ) {}
+
+  request(): void {
+    if (this.inFlight) {
+      this.pending = true;
+      return;
+    }
+    this.inFlight = true;
+    this.stream.send(this.encodeCurrent(), undefined, () => {
+      this.inFlight = false;
+      if (this.pending) {
+        this.pending = false;
+        this.request();
+      }
+    });
+  }
+}
+
+/** A fixed-cadence re-send of the current value, first tick one interval after open. */
+export function repeatEvery(stream: OpenStream, intervalMs: number, tick: () => void): void {
+  if (intervalMs <= 0) return;
+  const timer = setInterval(tick, intervalMs);
+  stream.defer(() => clearInterval(timer));
+}

@@ -1,0 +1,114 @@
+// One SubscribeKvPool stream after admission: the snapshot bootstrap (one chunk handed to the
+// transport at a time, each within the progress timeout), then the queued and live deltas, then
+// heartbeats on an idle interval. The subscriber's queue is bounded in frames and bytes; a
+// subscriber that falls behind ends with SUBSCRIBER_LAGGED and nobody else notices.
+import { RelayErrorReason } from '../wire/enums';
+import { RelayError } from '../wire/errors';
+import type { ProducerIdentity, RelayIdentity } from '../wire/types';
+import { heartbeatMessage, type SharedFrame } from './frames';
+import type { HubSnapshot, HubSubscriber } from './hub';
+import type { OpenStream } from './sink';
+
+export interface PoolSubscriberOptions {
+  relay: RelayIdentity;
+  producer: ProducerIdentity;
+  queueCapacity: number;
+  queueBytes: number;
+  heartbeatMs: number;
+  progressTimeoutMs: number;
+}
+
+export class PoolSubscriber implements HubSubscriber {
+  private live = false;
+  private readonly queued: SharedFrame[] = [];
+  private queuedBytes = 0;
+  private lastSequence = 0n;
+  private heartbeat: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly stream: OpenStream,
+    private readonly options: PoolSubscriberOptions,
+  ) {
+    stream.defer(() => {
+      if (this.heartbeat) clearTimeout(this.heartbeat);
+      this.queued.length = 0;
+    });
+  }
+
+  deliver(frame: SharedFrame): void {
+    if (this.stream.closed) return;
+    if (this.live) {
+      if (this.wouldOverflow(this.stream.frames, this.stream.bytes, frame)) return this.lagged();
+      this.sendData(frame);
+      return;
+    }
+    if (this.wouldOverflow(this.queued.length, this.queuedBytes, frame)) return this.lagged();
+    this.queued.push(frame);
+    this.queuedBytes += frame.accountedBytes;
+  }
+
+  end(error?: RelayError): void {
+    this.stream.end(error);
+  }
+
+  /** Sends the snapshot chunks one at a time, then whatever queued behind them; then goes live. */
+  async bootstrap(snapshot: HubSnapshot, replay: SharedFrame[]): Promise<void> {
+    for (const frame of replay) this.deliver(frame);
+    for (const chunk of snapshot.chunks) {
+      const outcome = await this.handOver(chunk);
+      if (outcome !== 'taken') {
+        if (outcome === 'timeout') {
+          const message = `snapshot bootstrap made no progress for ${this.options.progressTimeoutMs} ms`;
+          this.stream.end(new RelayError(RelayErrorReason.SNAPSHOT_PROGRESS_TIMEOUT, message));
+        }
+        return;
+      }
+    }
+    this.lastSequence = snapshot.sequence;
+    this.live = true;
+    const queued = this.queued.splice(0);
+    this.queuedBytes = 0;
+    for (const frame of queued) this.sendData(frame);
+    this.heartbeat = setTimeout(() => this.beat(), this.options.heartbeatMs);
+  }
+
+  private handOver(chunk: SharedFrame): Promise<'taken' | 'timeout' | 'closed'> {
+    return new Promise((resolve) => {
+      if (this.stream.closed) return resolve('closed');
+      const timer = setTimeout(() => resolve('timeout'), this.options.progressTimeoutMs);
+      this.stream.defer(() => {
+        clearTimeout(timer);
+        resolve('closed');
+      });
+      this.stream.send(chunk.bytes, undefined, () => {
+        clearTimeout(timer);
+        resolve('taken');
+      });
+    });
+  }
+
+  private sendData(frame: SharedFrame): void {
+    this.lastSequence = frame.sequence;
+    this.stream.send(frame.bytes, frame.accountedBytes);
+    this.heartbeat?.refresh();
+  }
+
+  // Heartbeats say "nothing new" to a client that has taken everything; one that has not does
+  // not need one, so a stalled client does not pile them up.
+  private beat(): void {
+    if (this.stream.closed) return;
+    if (this.stream.frames === 0) {
+      this.stream.send(heartbeatMessage(this.options.relay, this.options.producer, this.lastSequence));
+    }
+    this.heartbeat?.refresh();
+  }
+
+  private wouldOverflow(frames: number, bytes: number, frame: SharedFrame): boolean {
+    return frames + 1 > this.options.queueCapacity || bytes + frame.accountedBytes > this.options.queueBytes;
+  }
+
+  private lagged(): void {
+    const message = `pool subscriber lagged: more than ${this.options.queueCapacity} frames or ${this.options.queueBytes} bytes queued; resubscribe`;
+    this.stream.end(new RelayError(RelayErrorReason.SUBSCRIBER_LAGGED, message));
+  }
+}

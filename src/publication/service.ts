@@ -1,0 +1,221 @@
+// The transport-neutral KvEventRelay: admission (marker → subscriber_id → request → per-stream-type
+// permit), then one stream kind per RPC. The transport hands each call a FrameSink and writes the
+// bytes it gets; everything that decides what goes on a stream lives here.
+import { DEFAULT_PUBLICATION_CAPACITY, type ServiceOptions } from '../config/defaults';
+import { RelayErrorReason } from '../wire/enums';
+import { RelayError } from '../wire/errors';
+import { poolKey, producerKey } from '../wire/producer-key';
+import type {
+  RelayIdentity,
+  SubscribeKvPoolLoadRequest,
+  SubscribeKvPoolRequest,
+  SubscribeServingLoadRequest,
+  SubscribeServingReadinessRequest,
+  WatchKvPoolCatalogRequest,
+} from '../wire/types';
+import { checkExpectedProducer, checkMarker, checkSubscriber } from './admission';
+import { catalogMessage, poolLoadMessage, readinessMessage, servingLoadMessage } from './frames';
+import { LatestWriter, repeatEvery } from './latest-writer';
+import { Permits, QueuedPermits } from './permits';
+import { PoolSubscriber } from './pool-subscriber';
+import { HubRegistry } from './registry';
+import { OpenStream, type FrameSink } from './sink';
+import type { CatalogState, PoolLoadState, ReadinessState, RelaySource, ServingLoadState, Unsubscribe } from './source';
+import { WindowPublisher } from './windows';
+
+export interface PublicationConfig {
+  source: RelaySource;
+  relay: RelayIdentity;
+  options: ServiceOptions;
+}
+
+interface StreamRequest {
+  subscriberId: string;
+  contractMarker: number;
+}
+
+/** Encodes the latest value of a watched state once, however many streams send it. */
+class EncodedLatest<S> {
+  private cached: { state: S; bytes: Buffer } | undefined;
+
+  constructor(
+    private readonly current: () => S,
+    private readonly encode: (state: S) => Buffer,
+  ) {}
+
+  bytes(): Buffer {
+    const state = this.current();
+    if (this.cached?.state !== state) this.cached = { state, bytes: this.encode(state) };
+    return this.cached.bytes;
+  }
+}
+
+export class Publication {
+  private readonly permits: {
+    catalog: Permits;
+    pool: Permits;
+    readiness: Permits;
+    load: Permits;
+    servingLoad: Permits;
+  };
+  private readonly streams = new Set<OpenStream>();
+  private readonly shutdown = new AbortController();
+  private readonly hubs: HubRegistry;
+  private readonly catalog: EncodedLatest<CatalogState>;
+  private readonly readiness: EncodedLatest<ReadinessState>;
+  readonly poolLoad: WindowPublisher<PoolLoadState>;
+  readonly servingLoad: WindowPublisher<ServingLoadState>;
+  private readonly stopWatchingCatalog: Unsubscribe;
+  private closing = false;
+
+  constructor(private readonly config: PublicationConfig) {
+    const { source, relay, options } = config;
+    const { limits, queues, timing, wan } = options;
+    this.permits = {
+      catalog: new Permits(limits.maxCatalogSubscribers),
+      pool: new Permits(limits.maxPoolStreamsTotal),
+      readiness: new Permits(limits.maxReadinessSubscribers),
+      load: new Permits(limits.maxLoadSubscribers),
+      servingLoad: new Permits(limits.maxServingLoadSubscribers),
+    };
+    this.hubs = new HubRegistry(
+      {
+        relay,
+        encodingPermits: new QueuedPermits(queues.encodingConcurrency),
+        maxSubscribersPerPool: limits.maxSubscribersPerPool,
+        replayLimit: Math.min(queues.publicationQueueCapacity, DEFAULT_PUBLICATION_CAPACITY),
+        shutdown: this.shutdown.signal,
+      },
+      limits.maxInitializedPoolHubs,
+    );
+    this.catalog = new EncodedLatest(() => source.catalog(), (s) => catalogMessage(relay, s));
+    this.readiness = new EncodedLatest(() => source.readiness(), (s) => readinessMessage(relay, s));
+    const fanout = wan.loadFanoutCapacity;
+    this.poolLoad = new WindowPublisher('pool load', () => source.poolLoad(), (w) => poolLoadMessage(relay, w), timing.loadWindowMs, fanout);
+    this.servingLoad = new WindowPublisher(
+      'serving load',
+      () => source.servingLoad(),
+      (w) => servingLoadMessage(relay, w),
+      timing.loadWindowMs,
+      fanout,
+    );
+    this.stopWatchingCatalog = source.onCatalog((state) => this.retireWithdrawnGenerations(state));
+  }
+
+  watchCatalog(request: WatchKvPoolCatalogRequest, sink: FrameSink): void {
+    const stream = this.admit(request, sink, this.permits.catalog, 'catalog stream');
+    if (!stream) return;
+    const writer = new LatestWriter(stream, () => this.catalog.bytes());
+    writer.request();
+    stream.defer(this.config.source.onCatalog(() => writer.request()));
+    repeatEvery(stream, this.config.options.timing.catalogHeartbeatMs, () => writer.request());
+  }
+
+  subscribeReadiness(request: SubscribeServingReadinessRequest, sink: FrameSink): void {
+    const stream = this.admit(request, sink, this.permits.readiness, 'readiness stream');
+    if (!stream) return;
+    const writer = new LatestWriter(stream, () => this.readiness.bytes());
+    writer.request();
+    stream.defer(this.config.source.onReadiness(() => writer.request()));
+    repeatEvery(stream, this.config.options.timing.readinessHeartbeatMs, () => writer.request());
+  }
+
+  subscribePoolLoad(request: SubscribeKvPoolLoadRequest, sink: FrameSink): void {
+    const stream = this.admit(request, sink, this.permits.load, 'load stream');
+    if (stream) this.poolLoad.subscribe(stream);
+  }
+
+  subscribeServingLoad(request: SubscribeServingLoadRequest, sink: FrameSink): void {
+    const stream = this.admit(request, sink, this.permits.servingLoad, 'serving-load stream');
+    if (stream) this.servingLoad.subscribe(stream);
+  }
+
+  /** SubscribeKvPool: wire-contract.md §6.2. Resolves when the stream is live or has ended. */
+  async subscribePool(request: SubscribeKvPoolRequest, sink: FrameSink): Promise<void> {
+    const stream = this.admit(request, sink, this.permits.pool, 'total pool stream', () =>
+      checkExpectedProducer(request.expectedProducer),
+    );
+    if (!stream) return;
+    const expected = request.expectedProducer!;
+    const wantedPool = poolKey(expected.poolId!);
+    const wantedProducer = producerKey(expected);
+    try {
+      const listed = this.config.source
+        .catalog()
+        .snapshot.pools.find((d) => d.producer?.poolId && poolKey(d.producer.poolId) === wantedPool);
+      if (!listed) throw new RelayError(RelayErrorReason.POOL_NOT_FOUND, `unknown pool ${wantedPool}`);
+      if (producerKey(listed.producer!) !== wantedProducer) throw producerChanged();
+      const feed = this.config.source.pool(expected.poolId!);
+      if (!feed) throw new RelayError(RelayErrorReason.POOL_NOT_FOUND, 'publisher NotFound');
+      if (producerKey(feed.producer) !== wantedProducer) throw producerChanged();
+      const hub = this.hubs.hubFor(feed, wantedProducer, wantedPool);
+      const { queues, timing } = this.config.options;
+      const subscriber = new PoolSubscriber(stream, {
+        relay: this.config.relay,
+        producer: feed.producer,
+        queueCapacity: queues.publicationQueueCapacity,
+        queueBytes: queues.publicationQueueBytes,
+        heartbeatMs: timing.poolHeartbeatMs,
+        progressTimeoutMs: timing.snapshotProgressTimeoutMs,
+      });
+      const joined = await hub.subscribe(subscriber);
+      stream.defer(() => hub.unsubscribe(subscriber));
+      await subscriber.bootstrap(joined.snapshot, joined.replay);
+    } catch (err) {
+      stream.end(err instanceof RelayError ? err : new RelayError(RelayErrorReason.INTERNAL, String(err)));
+    }
+  }
+
+  /** Shutdown: every stream ends cleanly, publishers stop, hubs let go of their generations. */
+  close(): void {
+    if (this.closing) return;
+    this.closing = true;
+    this.shutdown.abort(new RelayError(RelayErrorReason.PUBLICATION_UNAVAILABLE, 'Relay is shutting down'));
+    this.stopWatchingCatalog();
+    this.poolLoad.stop();
+    this.servingLoad.stop();
+    this.hubs.shutdown();
+    for (const stream of [...this.streams]) stream.end();
+  }
+
+  private admit(
+    request: StreamRequest,
+    sink: FrameSink,
+    permits: Permits,
+    streamName: string,
+    validateRequest?: () => RelayError | undefined,
+  ): OpenStream | undefined {
+    const rejection = (): RelayError | undefined => {
+      if (this.closing) return new RelayError(RelayErrorReason.PUBLICATION_UNAVAILABLE, 'Relay is shutting down');
+      return checkMarker(request.contractMarker) ?? checkSubscriber(request.subscriberId) ?? validateRequest?.();
+    };
+    const error = rejection();
+    if (error) {
+      sink.end(error);
+      return undefined;
+    }
+    const release = permits.tryAcquire();
+    if (!release) {
+      sink.end(new RelayError(RelayErrorReason.RESOURCE_LIMIT, `Relay ${streamName} limit ${permits.limit} reached`));
+      return undefined;
+    }
+    const stream = new OpenStream(sink);
+    this.streams.add(stream);
+    stream.defer(() => {
+      release();
+      this.streams.delete(stream);
+    });
+    return stream;
+  }
+
+  // A generation that left the catalog (withdrawn or replaced) can no longer be published.
+  private retireWithdrawnGenerations(state: CatalogState): void {
+    const live = new Set<string>();
+    for (const d of state.snapshot.pools) if (d.producer) live.add(producerKey(d.producer));
+    this.hubs.retireAbsent(live);
+  }
+}
+
+function producerChanged(): RelayError {
+  return new RelayError(RelayErrorReason.PRODUCER_CHANGED, 'requested producer is no longer active');
+}

@@ -1,0 +1,119 @@
+// The relay's gRPC listener: KvEventRelay plus gRPC health and reflection on one plaintext HTTP/2
+// port. Shutdown marks health NOT_SERVING, ends every stream, and force-closes every connection
+// (idle ones and ones whose client stopped reading) after a short grace.
+import * as grpc from '@grpc/grpc-js';
+import { ReflectionService } from '@grpc/reflection';
+import { HealthImplementation } from 'grpc-health-check';
+import {
+  SHUTDOWN_GRACE_MS,
+  resolveServiceOptions,
+  type ServiceOptions,
+  type ServiceOptionsInput,
+} from '../config/defaults';
+import { Publication } from '../publication/service';
+import type { RelaySource } from '../publication/source';
+import { RELAY_SERVICE_NAME } from '../wire/constants';
+import { relayReflectionPackageDefinition } from '../wire/proto';
+import { serviceDefinition } from '../wire/service';
+import type { RelayIdentity } from '../wire/types';
+import { relayHandlers } from './handlers';
+
+export interface RelayServerConfig {
+  source: RelaySource;
+  /** Numeric "IP:port"; port 0 picks a free port. */
+  bind: string;
+  relay: RelayIdentity;
+  options?: ServiceOptionsInput;
+}
+
+export interface RelayServer {
+  /** "host:port" actually bound. */
+  readonly address: string;
+  readonly port: number;
+  readonly options: ServiceOptions;
+  /** True from start until shutdown begins (what gRPC health reports). */
+  readonly serving: boolean;
+  /** Ends every stream and closes every connection; resolves within 5 s. Idempotent. */
+  shutdown(): Promise<void>;
+}
+
+export async function startRelayServer(config: RelayServerConfig): Promise<RelayServer> {
+  const options = resolveServiceOptions(config.options);
+  const { queues, wan } = options;
+  const server = new grpc.Server({
+    'grpc.max_receive_message_length': queues.maxMessageBytes,
+    'grpc.max_send_message_length': queues.maxMessageBytes,
+    'grpc.keepalive_time_ms': wan.keepaliveIntervalMs,
+    'grpc.keepalive_timeout_ms': wan.keepaliveTimeoutMs,
+  });
+  const publication = new Publication({ source: config.source, relay: config.relay, options });
+  server.addService(serviceDefinition, relayHandlers(publication, config.relay));
+  const health = new HealthImplementation({ '': 'SERVING', [RELAY_SERVICE_NAME]: 'SERVING' });
+  health.addToServer(server);
+  new ReflectionService(relayReflectionPackageDefinition as never).addToServer(server);
+
+  let port: number;
+  try {
+    port = await bind(server, config.bind);
+  } catch (err) {
+    publication.close();
+    throw err;
+  }
+  const address = `${hostOf(config.bind)}:${port}`;
+
+  let serving = true;
+  let stopped: Promise<void> | undefined;
+  const shutdown = (): Promise<void> => {
+    stopped ??= (async () => {
+      serving = false;
+      health.setStatus('', 'NOT_SERVING');
+      health.setStatus(RELAY_SERVICE_NAME, 'NOT_SERVING');
+      publication.close();
+      await closeServer(server);
+    })();
+    return stopped;
+  };
+
+  return {
+    address,
+    port,
+    options,
+    get serving() {
+      return serving;
+    },
+    shutdown,
+  };
+}
+
+function bind(server: grpc.Server, address: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port)));
+  });
+}
+
+// Streams have been ended; a client that reads gets its EOF during the grace, then every
+// remaining connection (idle, or with unread data) is torn down.
+function closeServer(server: grpc.Server): Promise<void> {
+  return new Promise((resolve) => {
+    let done = false;
+    const finish = (): void => {
+      if (done) return;
+      done = true;
+      clearTimeout(grace);
+      resolve();
+    };
+    const grace = setTimeout(() => {
+      server.forceShutdown();
+      finish();
+    }, SHUTDOWN_GRACE_MS);
+    server.tryShutdown(() => {
+      server.forceShutdown();
+      finish();
+    });
+  });
+}
+
+function hostOf(bind: string): string {
+  const at = bind.lastIndexOf(':');
+  return at > 0 ? bind.slice(0, at) : bind;
+}

@@ -1,0 +1,143 @@
+// Test helpers: a relay on loopback port 0 driven by a TestSource, a real grpc-js client, and a
+// reader that turns a client stream into awaitable messages and a final status.
+import type * as grpc from '@grpc/grpc-js';
+import type { ServiceOptionsInput } from '../../src/config/defaults';
+import { startRelayServer, type RelayServer } from '../../src/transport/server';
+import { RELAY_CONTRACT_MARKER } from '../../src/wire/constants';
+import { relayErrorReason } from '../../src/wire/errors';
+import { makeClient, type KvEventRelayClient } from '../../src/wire/service';
+import type { RelayIdentity } from '../../src/wire/types';
+import { TestSource } from '../support/test-source';
+
+export const MARKER = RELAY_CONTRACT_MARKER;
+export const RELAY: RelayIdentity = { drtInstanceId: 0x0102_0304_0506_0708n, relayIncarnation: 0x7fff_0000_1111_2222n };
+export const MAX_MESSAGE = 8 * 1024 * 1024;
+
+export interface TestRelay {
+  source: TestSource;
+  server: RelayServer;
+  client: KvEventRelayClient;
+  newClient(): KvEventRelayClient;
+  close(): Promise<void>;
+}
+
+export async function startTestRelay(options: ServiceOptionsInput = {}, source = new TestSource()): Promise<TestRelay> {
+  const server = await startRelayServer({ source, bind: '127.0.0.1:0', relay: RELAY, options });
+  const clients: KvEventRelayClient[] = [];
+  const newClient = (): KvEventRelayClient => {
+    const c = makeClient(server.address, {
+      channelOptions: { 'grpc.max_receive_message_length': MAX_MESSAGE, 'grpc.use_local_subchannel_pool': 1 },
+    });
+    clients.push(c);
+    return c;
+  };
+  const client = newClient();
+  return {
+    source,
+    server,
+    client,
+    newClient,
+    async close() {
+      for (const c of clients) c.close();
+      await server.shutdown();
+    },
+  };
+}
+
+export interface EndStatus {
+  code: number;
+  details: string;
+  reason: number | undefined;
+}
+
+/** Buffers a server stream's messages and its final status. */
+export class StreamReader<T> {
+  private readonly messages: T[] = [];
+  private waiters: Array<() => void> = [];
+  private status: EndStatus | undefined;
+  received = 0;
+
+  constructor(readonly call: grpc.ClientReadableStream<T>) {
+    call.on('data', (m: T) => {
+      this.received += 1;
+      this.messages.push(m);
+      this.wake();
+    });
+    call.on('error', (err: grpc.ServiceError) => {
+      this.status = { code: err.code, details: err.details, reason: relayErrorReason(err) };
+      this.wake();
+    });
+    call.on('status', (s: grpc.StatusObject) => {
+      if (s.code === 0) {
+        this.status = { code: 0, details: s.details, reason: undefined };
+        this.wake();
+      }
+    });
+  }
+
+  /** The next message; fails if the stream ends first or nothing arrives within `timeoutMs`. */
+  async next(timeoutMs = 5000): Promise<T> {
+    await this.until(() => this.messages.length > 0 || this.status !== undefined, timeoutMs);
+    const m = this.messages.shift();
+    if (m === undefined) throw new Error(`stream ended instead: ${JSON.stringify(this.status)}`);
+    return m;
+  }
+
+  async take(n: number, timeoutMs = 5000): Promise<T[]> {
+    const out: T[] = [];
+    for (let i = 0; i < n; i += 1) out.push(await this.next(timeoutMs));
+    return out;
+  }
+
+  /** The final status, after skipping any messages still queued. */
+  async end(timeoutMs = 5000): Promise<EndStatus> {
+    await this.until(() => this.status !== undefined, timeoutMs);
+    return this.status!;
+  }
+
+  get ended(): EndStatus | undefined {
+    return this.status;
+  }
+
+  get buffered(): number {
+    return this.messages.length;
+  }
+
+  cancel(): void {
+    this.call.cancel();
+  }
+
+  private wake(): void {
+    for (const w of this.waiters.splice(0)) w();
+  }
+
+  private until(condition: () => boolean, timeoutMs: number): Promise<void> {
+    if (condition()) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiters = this.waiters.filter((w) => w !== check);
+        reject(new Error(`timed out after ${timeoutMs} ms`));
+      }, timeoutMs);
+      const check = (): void => {
+        if (condition()) {
+          clearTimeout(timer);
+          resolve();
+        } else this.waiters.push(check);
+      };
+      this.waiters.push(check);
+    });
+  }
+}
+
+/** Polls `condition` until it holds or the deadline passes. */
+export async function eventually(condition: () => boolean | Promise<boolean>, timeoutMs = 5000, stepMs = 5): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await condition())) {
+    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, stepMs));
+  }
+}
+
+export function subscriber(id = 'consumer-a'): { subscriberId: string; contractMarker: number } {
+  return { subscriberId: id, contractMarker: MARKER };
+}
