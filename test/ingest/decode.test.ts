@@ -1,0 +1,260 @@
+import { pack } from 'msgpackr';
+import { decodeBatchPayload } from '../../src/ingest/decode';
+import { DecodeError } from '../../src/ingest/errors';
+import { END_SEQ, encodeSequence, parseLiveMessage, parseReplayReply } from '../../src/ingest/frames';
+import { engineHashToU64 } from '../../src/ingest/hash';
+import { encodeBatch } from '../../src/sim/encode';
+
+/** Hex bytes and quoted strings (their UTF-8 bytes, no header), as engine-inputs.md §1.6 writes them. */
+function bytes(...parts: string[]): Buffer {
+  return Buffer.concat(
+    parts.map((p) => (p.startsWith('"') ? Buffer.from(p.slice(1, -1), 'utf8') : Buffer.from(p.replace(/\s+/g, ''), 'hex'))),
+  );
+}
+
+const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
+const TS = 'cb 41 d9 54 fc 40 20 00 00';
+const HASH = 12345678901234567890n;
+const HASH_CF = 'cf ab 54 a9 8c eb 1f 0a d2';
+
+// engine-inputs.md §1.6, exact example bytes.
+const LEGACY_ARRAY = bytes('93', TS, '91 98 ab', '"BlockStored"', '91', HASH_CF, 'c0 94 01 02 03 04 04 c0 a3', '"GPU"', 'c0 00');
+const LATE_ARRAY = bytes(
+  '93', TS, '91 9b ab', '"BlockStored"', '91', HASH_CF, 'c0 94 01 02 03 04 04 c0 a3', '"GPU"', 'c0',
+  '91 c0 00 ae 66 75 6c 6c 5f 61 74 74 65 6e 74 69 6f 6e', '00',
+);
+const MAP_EVENTS = bytes(
+  '93', TS, '91 8b',
+  'a4 74 79 70 65  ab 42 6c 6f 63 6b 53 74 6f 72 65 64',
+  'ac 62 6c 6f 63 6b 5f 68 61 73 68 65 73  91', HASH_CF,
+  'b1 70 61 72 65 6e 74 5f 62 6c 6f 63 6b 5f 68 61 73 68  c0',
+  'a9 74 6f 6b 65 6e 5f 69 64 73  94 01 02 03 04',
+  'aa 62 6c 6f 63 6b 5f 73 69 7a 65  04',
+  'a7 6c 6f 72 61 5f 69 64  c0',
+  'a6 6d 65 64 69 75 6d  a3 47 50 55',
+  'a9 6c 6f 72 61 5f 6e 61 6d 65  c0',
+  'aa 65 78 74 72 61 5f 6b 65 79 73  91 c0',
+  'a9 67 72 6f 75 70 5f 69 64 78  00',
+  'b2 6b 76 5f 63 61 63 68 65 5f 73 70 65 63 5f 6b 69 6e 64  ae 66 75 6c 6c 5f 61 74 74 65 6e 74 69 6f 6e',
+  '00',
+);
+const REMOVED_MAP = bytes('93', TS, '91 84 a4', '"type"', 'ac', '"BlockRemoved"', 'ac', '"block_hashes"', '91', HASH_CF, 'a6', '"medium"', 'a3', '"GPU"', 'a9', '"group_idx"', '00 00');
+const CLEARED_MAP = bytes('93', TS, '91 81 a4 74 79 70 65 b0 41 6c 6c 42 6c 6f 63 6b 73 43 6c 65 61 72 65 64 00');
+const REMOVED_ARRAY = bytes('93', TS, '91 93 ac', '"BlockRemoved"', '91', HASH_CF, 'a3', '"GPU"', '00');
+const CLEARED_ARRAY = bytes('93', TS, '91 91 b0', '"AllBlocksCleared"', '00');
+
+const STORED = {
+  kind: 'stored',
+  blockHashes: [HASH],
+  parentBlockHash: null,
+  tokenIds: Uint32Array.from([1, 2, 3, 4]),
+  blockSize: 4,
+  loraName: null,
+};
+
+describe('spec example bytes (engine-inputs.md §1.6)', () => {
+  it('have the documented sizes', () => {
+    expect([LEGACY_ARRAY.length, LATE_ARRAY.length, MAP_EVENTS.length, REMOVED_MAP.length, CLEARED_MAP.length]).toEqual([48, 66, 188, 76, 35]);
+  });
+
+  it.each([
+    ['legacy array events', LEGACY_ARRAY],
+    ['late array events', LATE_ARRAY],
+    ['map events (vLLM PR #42892)', MAP_EVENTS],
+  ])('%s decode to the same BlockStored', (_name, payload) => {
+    expect(decodeBatchPayload(payload)).toEqual({ timestamp: 1700000000.5, dpRank: 0, events: [STORED], ignored: 0 });
+  });
+
+  it.each([
+    ['map', REMOVED_MAP],
+    ['array', REMOVED_ARRAY],
+  ])('BlockRemoved (%s)', (_name, payload) => {
+    expect(decodeBatchPayload(payload).events).toEqual([{ kind: 'removed', blockHashes: [HASH] }]);
+  });
+
+  it.each([
+    ['map', CLEARED_MAP],
+    ['array', CLEARED_ARRAY],
+  ])('AllBlocksCleared (%s)', (_name, payload) => {
+    expect(decodeBatchPayload(payload).events).toEqual([{ kind: 'cleared' }]);
+  });
+
+  it('the simulated engine encodes exactly these bytes', () => {
+    const stored = { type: 'BlockStored' as const, blockHashes: [HASH], parentBlockHash: null, tokenIds: [1, 2, 3, 4], blockSize: 4 };
+    expect(hex(encodeBatch(1700000000.5, [stored], 0, { events: 'array' }))).toBe(hex(LEGACY_ARRAY));
+    expect(hex(encodeBatch(1700000000.5, [{ ...stored, extraKeys: [null], groupIdx: 0, kvCacheSpecKind: 'full_attention' }], 0, { events: 'array' }))).toBe(hex(LATE_ARRAY));
+    expect(hex(encodeBatch(1700000000.5, [{ ...stored, extraKeys: [null], groupIdx: 0, kvCacheSpecKind: 'full_attention' }], 0, { events: 'map' }))).toBe(hex(MAP_EVENTS));
+    expect(hex(encodeBatch(1700000000.5, [{ type: 'BlockRemoved', blockHashes: [HASH], groupIdx: 0 }], 0, { events: 'map' }))).toBe(hex(REMOVED_MAP));
+    expect(hex(encodeBatch(1700000000.5, [{ type: 'BlockRemoved', blockHashes: [HASH] }], 0, { events: 'array' }))).toBe(hex(REMOVED_ARRAY));
+    expect(hex(encodeBatch(1700000000.5, [{ type: 'AllBlocksCleared' }], 0, { events: 'map' }))).toBe(hex(CLEARED_MAP));
+    expect(hex(encodeBatch(1700000000.5, [{ type: 'AllBlocksCleared' }], 0, { events: 'array' }))).toBe(hex(CLEARED_ARRAY));
+  });
+
+  it('frames: topic, 8-byte big-endian sequence, payload', () => {
+    const frames = [bytes('6b 76 2d 65 76 65 6e 74 73'), bytes('00 00 00 00 00 00 00 2a'), LEGACY_ARRAY];
+    expect(parseLiveMessage(frames)).toEqual({ topic: 'kv-events', sequence: 42n, payload: LEGACY_ARRAY });
+    expect(encodeSequence(42n)).toEqual(frames[1]);
+  });
+});
+
+describe('block hash encodings', () => {
+  const bin32 = Buffer.concat([Buffer.alloc(24, 0x5a), bytes('ab 54 a9 8c eb 1f 0a d2')]);
+  it.each([
+    ['uint64', bytes(HASH_CF), HASH],
+    ['int64 (two\'s complement)', bytes('d3 ab 54 a9 8c eb 1f 0a d2'), HASH],
+    ['bytes, 32 (last 8 big-endian)', Buffer.concat([bytes('c4 20'), bin32]), HASH],
+    ['bytes, 8', bytes('c4 08 ab 54 a9 8c eb 1f 0a d2'), HASH],
+    ['bytes, shorter than 8', bytes('c4 02 01 02'), 0x0102n],
+    ['fixint', bytes('05'), 5n],
+    ['negative fixint', bytes('ff'), 0xffff_ffff_ffff_ffffn],
+    ['uint32', bytes('ce ff ff ff ff'), 0xffff_ffffn],
+    ['int64 max negative', bytes('d3 80 00 00 00 00 00 00 00'), 1n << 63n],
+  ])('%s', (_name, hashBytes, expected) => {
+    const payload = bytes('93 00 91 93 ac', '"BlockRemoved"', '91', hashBytes.toString('hex'), 'c0 00');
+    expect(decodeBatchPayload(payload).events).toEqual([{ kind: 'removed', blockHashes: [expected] }]);
+  });
+
+  it('rejects floats, strings and empty bytes', () => {
+    expect(() => engineHashToU64(1.5, 'h')).toThrow(DecodeError);
+    expect(() => engineHashToU64('12', 'h')).toThrow(DecodeError);
+    expect(() => engineHashToU64(new Uint8Array(0), 'h')).toThrow(DecodeError);
+  });
+
+  it('the simulated engine\'s hash modes all decode to the same u64', () => {
+    const events = [{ type: 'BlockStored' as const, blockHashes: [HASH, 7n], parentBlockHash: 0xfedcba9876543210n, tokenIds: [1, 2, 3, 4, 5, 6], blockSize: 3 }];
+    const decoded = (['uint', 'int', 'bytes'] as const).map((hashes) => decodeBatchPayload(encodeBatch(1, events, 0, { events: 'map', hashes })).events);
+    expect(decoded[0]).toEqual([{ ...STORED, blockHashes: [HASH, 7n], parentBlockHash: 0xfedcba9876543210n, tokenIds: Uint32Array.from([1, 2, 3, 4, 5, 6]), blockSize: 3 }]);
+    expect(decoded[1]).toEqual(decoded[0]);
+    expect(decoded[2]).toEqual(decoded[0]);
+  });
+});
+
+describe('event contents and filtering', () => {
+  const stored = (fields: Record<string, unknown>) => ({
+    type: 'BlockStored', block_hashes: [1], parent_block_hash: null, token_ids: [9, 9], block_size: 2, lora_id: null, medium: 'GPU', lora_name: null, ...fields,
+  });
+  const batchOf = (...events: unknown[]) => decodeBatchPayload(pack([1.5, events, 0]));
+
+  it.each([
+    ['medium CPU', { medium: 'CPU' }, false],
+    ['medium STORAGE', { medium: 'STORAGE' }, false],
+    ['medium cpu_tier2', { medium: 'cpu_tier2' }, false],
+    ['medium absent (null)', { medium: null }, true],
+    ['medium DEVICE', { medium: 'DEVICE' }, true],
+    ['group_idx 1', { group_idx: 1 }, false],
+    ['group_idx 0', { group_idx: 0 }, true],
+    ['kind sliding_window in group 0', { group_idx: 0, kv_cache_spec_kind: 'sliding_window' }, false],
+    ['kind mamba', { kv_cache_spec_kind: 'mamba' }, false],
+    ['kind mla_attention in group 1 (kind decides)', { group_idx: 1, kv_cache_spec_kind: 'mla_attention' }, true],
+    ['kind sink_full_attention', { kv_cache_spec_kind: 'sink_full_attention' }, true],
+  ])('BlockStored with %s counts: %s', (_name, fields, counts) => {
+    const out = batchOf(stored(fields));
+    expect(out.events.length).toBe(counts ? 1 : 0);
+    expect(out.ignored).toBe(counts ? 0 : 1);
+  });
+
+  it('filters BlockRemoved by tier and group, never AllBlocksCleared', () => {
+    const out = batchOf(
+      { type: 'BlockRemoved', block_hashes: [1], medium: 'CPU' },
+      ['BlockRemoved', [2], 'GPU', 3],
+      ['BlockRemoved', [3], 'GPU', 0],
+      ['AllBlocksCleared'],
+    );
+    expect(out.events).toEqual([{ kind: 'removed', blockHashes: [3n] }, { kind: 'cleared' }]);
+    expect(out.ignored).toBe(2);
+  });
+
+  it('ignores unknown event types but keeps the rest of the batch', () => {
+    const out = batchOf({ type: 'BlockUpdated', foo: 1 }, ['SomethingNew', 1, 2], stored({}));
+    expect(out.ignored).toBe(2);
+    expect(out.events).toHaveLength(1);
+  });
+
+  it('keeps the LoRA name; an empty name is the base model', () => {
+    expect(batchOf(stored({ lora_name: 'adapter-a' })).events[0]).toMatchObject({ loraName: 'adapter-a' });
+    expect(batchOf(stored({ lora_name: '' })).events[0]).toMatchObject({ loraName: null });
+    expect(batchOf(['BlockStored', [1], 5, [1, 2], 2, null, 'GPU', 'tenant-lora']).events[0]).toMatchObject({ loraName: 'tenant-lora', parentBlockHash: 5n });
+  });
+
+  it('SGLang positional events: salt metadata where vLLM has lora_name', () => {
+    const out = batchOf(['BlockStored', [1, 2], null, [1, 2, 3, 4], 2, null, 'GPU', { cache_salt: 'abc' }]);
+    expect(out.events).toEqual([{ kind: 'stored', blockHashes: [1n, 2n], parentBlockHash: null, tokenIds: Uint32Array.from([1, 2, 3, 4]), blockSize: 2, loraName: null }]);
+  });
+
+  it('ignores unknown map fields and extra trailing array elements', () => {
+    const a = batchOf(stored({ event_version: 1, locality: 'LOCAL', ownership: 'x', brand_new: [1, 2] }));
+    const b = batchOf(['BlockStored', [1], null, [9, 9], 2, null, 'GPU', null, null, 0, 'full_attention', null, 1, 'LOCAL', 'x', 'more']);
+    expect(a.events).toEqual(b.events);
+    expect(a.events).toHaveLength(1);
+  });
+
+  it('extracts MM hashes from extra_keys', () => {
+    const id = '0123456789abcdef'.repeat(4);
+    const out = batchOf(stored({
+      block_hashes: [1, 2, 3],
+      token_ids: [1, 2, 3, 4, 5, 6],
+      extra_keys: [[[id, 0], 'adapter-a'], null, [{ type: 'mm', modality: 'image', hash: 'ffffffffffffffff' + '0'.repeat(48), block_offset: 0 }, id]],
+    }));
+    expect(out.events[0]).toMatchObject({ mmHashes: [[0x0123456789abcdefn], null, [0xffffffffffffffffn, 0x0123456789abcdefn]] });
+    expect(batchOf(stored({ extra_keys: [['adapter-a']] })).events[0]).not.toHaveProperty('mmHashes');
+  });
+
+  it('accepts a map envelope and SGLang attn_dp_rank', () => {
+    expect(decodeBatchPayload(pack({ ts: 2, events: [['AllBlocksCleared']], data_parallel_rank: 3 }))).toMatchObject({ timestamp: 2, dpRank: 3 });
+    expect(decodeBatchPayload(pack({ ts: 2, events: [], attn_dp_rank: 5 }))).toMatchObject({ dpRank: 5 });
+    expect(decodeBatchPayload(pack([2, []]))).toMatchObject({ dpRank: null });
+    expect(decodeBatchPayload(pack([2, [], null]))).toMatchObject({ dpRank: null });
+  });
+});
+
+describe('malformed payloads throw DecodeError', () => {
+  const ok = ['BlockStored', [1], null, [1, 2], 2, null, 'GPU', null];
+  it.each([
+    ['reserved byte 0xc1', bytes('c1')],
+    ['truncated', bytes('93 01')],
+    ['trailing bytes', Buffer.concat([CLEARED_ARRAY, bytes('00')])],
+    ['empty', Buffer.alloc(0)],
+    ['batch is a string', pack('hello')],
+    ['events not an array', pack([1, 'x', 0])],
+    ['ts not a number', pack(['now', [], 0])],
+    ['dp_rank negative', pack([1, [], -1])],
+    ['dp_rank a string', pack([1, [], '0'])],
+    ['event is a number', pack([1, [7], 0])],
+    ['event tag not a string', pack([1, [[7, [1]]], 0])],
+    ['block_hashes not an array', pack([1, [['BlockRemoved', 5]], 0])],
+    ['hash is a float', pack([1, [['BlockRemoved', [1.5]]], 0])],
+    ['token id negative', pack([1, [['BlockStored', [1], null, [-1, 2], 2]], 0])],
+    ['token id above u32', pack([1, [['BlockStored', [1], null, [2 ** 32, 2], 2]], 0])],
+    ['token ids not an array', pack([1, [['BlockStored', [1], null, 'ab', 2]], 0])],
+    ['block_size 0', pack([1, [['BlockStored', [1], null, [1, 2], 0]], 0])],
+    ['block_size missing', pack([1, [['BlockStored', [1], null, [1, 2]]], 0])],
+    ['lora_name a number', pack([1, [[...ok.slice(0, 7), 5]], 0])],
+    ['medium a number', pack([1, [['BlockRemoved', [1], 3]], 0])],
+  ])('%s', (_name, payload) => {
+    expect(() => decodeBatchPayload(payload)).toThrow(DecodeError);
+  });
+});
+
+describe('frames', () => {
+  const seq = encodeSequence(7n);
+  it.each([
+    ['two frames', [Buffer.from(''), seq]],
+    ['four frames', [Buffer.from(''), seq, Buffer.from('x'), Buffer.from('y')]],
+    ['seven-byte sequence', [Buffer.from(''), seq.subarray(1), Buffer.from('x')]],
+    ['nine-byte sequence', [Buffer.from(''), Buffer.concat([seq, Buffer.from([0])]), Buffer.from('x')]],
+  ])('live message with %s is malformed', (_name, frames) => {
+    expect(() => parseLiveMessage(frames)).toThrow(DecodeError);
+  });
+
+  it('replay replies: both layouts and both end markers', () => {
+    const empty = Buffer.alloc(0);
+    const end = encodeSequence(END_SEQ);
+    expect(parseReplayReply([empty, seq, Buffer.from('p')])).toEqual({ end: false, sequence: 7n, payload: Buffer.from('p') });
+    expect(parseReplayReply([empty, Buffer.from('kv'), seq, Buffer.from('p')])).toEqual({ end: false, sequence: 7n, payload: Buffer.from('p') });
+    expect(parseReplayReply([empty, end, empty])).toEqual({ end: true });
+    expect(parseReplayReply([empty, empty, end, empty])).toEqual({ end: true });
+    expect(end).toEqual(Buffer.alloc(8, 0xff));
+    expect(() => parseReplayReply([empty, seq])).toThrow(DecodeError);
+    expect(() => parseReplayReply([empty, Buffer.from('abc'), Buffer.from('p')])).toThrow(DecodeError);
+  });
+});
