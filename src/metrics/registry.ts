@@ -1,0 +1,128 @@
+// Prometheus metrics of a relay process (wire-contract.md §10.1 names, plus ingest and producer
+// counters). Every value is sampled from its owner at scrape time, so nothing here holds state.
+import { Counter, Gauge, Registry } from 'prom-client';
+import type { SourceStats } from '../ingest/types';
+
+export type StreamKind = 'catalog' | 'pool' | 'readiness' | 'load' | 'serving_load';
+
+/** What the publication layer knows; fields it cannot report are left out. */
+export interface TransportMetrics {
+  subscribers?: Partial<Record<StreamKind, number>>;
+  laggedTotal?: Partial<Record<StreamKind, number>>;
+  limitRejectedTotal?: { stream: StreamKind; scope: 'total' | 'per_pool' | 'initialized_hub'; count: number }[];
+  poolHeartbeatsTotal?: number;
+  loadUpdatesTotal?: number;
+  requestedHubs?: number;
+  initializedHubs?: number;
+  readyHubs?: number;
+  idleHubs?: number;
+  terminalPublicationFailuresTotal?: number;
+}
+
+/** Per pool generation counters of the producer. */
+export interface PoolMetrics {
+  pool: string;
+  eventsApplied: number;
+  eventsDroppedBlockSize: number;
+  eventErrors: number;
+  deltasPublished: number;
+  deltasDropped: number;
+  capacityFailures: number;
+  parentNotFound: number;
+  unknownRemovals: number;
+}
+
+export interface ProducerMetrics {
+  catalogPoolCount: number;
+  topology: { ready: number; unavailable: number; unknown: number };
+  degradedLoadCoveragePoolCount: number;
+  ingest: SourceStats[];
+  pools: PoolMetrics[];
+}
+
+export interface MetricsProviders {
+  producer(): ProducerMetrics;
+  transport?(): TransportMetrics;
+}
+
+type Sampler = (set: (labels: Record<string, string>, value: number) => void) => void;
+
+export function createRelayMetrics(providers: MetricsProviders): Registry {
+  const registry = new Registry();
+  const transport = (): TransportMetrics => providers.transport?.() ?? {};
+  const gauge = (name: string, help: string, labelNames: string[], sample: Sampler): void => {
+    new Gauge({
+      name, help, labelNames, registers: [registry],
+      collect() {
+        this.reset();
+        sample((labels, value) => this.set(labels, value));
+      },
+    });
+  };
+  // Counters are owned elsewhere as running totals; a scrape copies the current totals.
+  const counter = (name: string, help: string, labelNames: string[], sample: Sampler): void => {
+    new Counter({
+      name, help, labelNames, registers: [registry],
+      collect() {
+        this.reset();
+        sample((labels, value) => this.inc(labels, value));
+      },
+    });
+  };
+  const perStream = (values: Partial<Record<StreamKind, number>> | undefined): Sampler => (set) => {
+    for (const [stream, v] of Object.entries(values ?? {})) set({ stream }, v ?? 0);
+  };
+  const scalar = (value: number | undefined): Sampler => (set) => {
+    if (value !== undefined) set({}, value);
+  };
+
+  gauge('kv_dc_relay_subscribers', 'Current subscribers per stream', ['stream'], (set) => perStream(transport().subscribers)(set));
+  counter('kv_dc_relay_subscriber_lagged_total', 'Streams terminated for lag', ['stream'], (set) => perStream(transport().laggedTotal)(set));
+  counter('kv_dc_relay_subscriber_limit_rejected_total', 'Admission rejections', ['stream', 'scope'], (set) => {
+    for (const r of transport().limitRejectedTotal ?? []) set({ stream: r.stream, scope: r.scope }, r.count);
+  });
+  counter('kv_dc_relay_pool_heartbeats_total', 'Pool-stream heartbeats emitted', [], (set) => scalar(transport().poolHeartbeatsTotal)(set));
+  counter('kv_dc_relay_load_updates_total', 'Load windows emitted', [], (set) => scalar(transport().loadUpdatesTotal)(set));
+  gauge('kv_dc_relay_catalog_pool_count', 'Pools in the catalog', [], (set) => set({}, providers.producer().catalogPoolCount));
+  gauge('kv_dc_relay_requested_publication_hub_count', 'Pools whose lazy hub was requested', [], (set) => scalar(transport().requestedHubs)(set));
+  gauge('kv_dc_relay_initialized_publication_hub_count', 'Hubs holding a mirror', [], (set) => scalar(transport().initializedHubs)(set));
+  gauge('kv_dc_relay_ready_publication_hub_count', 'Hubs with a ready contiguous mirror', [], (set) => scalar(transport().readyHubs)(set));
+  gauge('kv_dc_relay_idle_publication_hub_count', 'Ready hubs with no subscribers', [], (set) => scalar(transport().idleHubs)(set));
+  counter('kv_dc_relay_terminal_publication_failures_total', 'Generations fenced after a terminal publication failure', [], (set) =>
+    scalar(transport().terminalPublicationFailuresTotal)(set),
+  );
+  gauge('kv_dc_relay_serving_topology_count', 'Topology entries by state', ['state'], (set) => {
+    const t = providers.producer().topology;
+    set({ state: 'ready' }, t.ready);
+    set({ state: 'unavailable' }, t.unavailable);
+    set({ state: 'unknown' }, t.unknown);
+  });
+  gauge('kv_dc_relay_degraded_load_coverage_pool_count', 'Pools with observed < expected ranks', [], (set) =>
+    set({}, providers.producer().degradedLoadCoveragePoolCount),
+  );
+
+  const ingest = (field: keyof Omit<SourceStats, 'source' | 'lastSequence'>): Sampler => (set) => {
+    for (const s of providers.producer().ingest) set({ worker: s.source.workerId.toString(), dp_rank: String(s.source.dpRank) }, s[field]);
+  };
+  const source = ['worker', 'dp_rank'];
+  counter('kv_dc_relay_ingest_events_total', 'Engine KV events delivered to the producer', source, ingest('events'));
+  counter('kv_dc_relay_ingest_blocks_total', 'Blocks in delivered stored/removed events', source, ingest('blocks'));
+  counter('kv_dc_relay_ingest_malformed_total', 'Engine messages that could not be decoded', source, ingest('malformed'));
+  counter('kv_dc_relay_ingest_gaps_total', 'Engine sequence gaps detected', source, ingest('gaps'));
+  counter('kv_dc_relay_ingest_replays_total', 'Replay requests sent to engines', source, ingest('replays'));
+  counter('kv_dc_relay_ingest_resets_total', 'Source resets (history lost)', source, ingest('resets'));
+  counter('kv_dc_relay_ingest_ignored_total', 'Events ignored (tier, attention group, unknown type)', source, ingest('ignored'));
+
+  const pool = (field: keyof Omit<PoolMetrics, 'pool'>): Sampler => (set) => {
+    for (const p of providers.producer().pools) set({ pool: p.pool }, p[field]);
+  };
+  counter('kv_dc_relay_pool_events_applied_total', 'Primary-tier events applied to a pool', ['pool'], pool('eventsApplied'));
+  counter('kv_dc_relay_pool_events_dropped_block_size_total', 'Stored events dropped for a block size other than kvBlockSize', ['pool'], pool('eventsDroppedBlockSize'));
+  counter('kv_dc_relay_pool_event_errors_total', 'Events rejected by the pool state (source protocol errors)', ['pool'], pool('eventErrors'));
+  counter('kv_dc_relay_pool_deltas_published_total', 'Deltas published to a subscribed hub', ['pool'], pool('deltasPublished'));
+  counter('kv_dc_relay_pool_deltas_dropped_total', 'Deltas dropped with no subscriber', ['pool'], pool('deltasDropped'));
+  counter('kv_dc_relay_pool_capacity_failures_total', 'Blocks omitted from the CKF at capacity', ['pool'], pool('capacityFailures'));
+  counter('kv_dc_relay_pool_parent_not_found_total', 'Stores whose parent block was unknown', ['pool'], pool('parentNotFound'));
+  counter('kv_dc_relay_pool_unknown_removals_total', 'Removals of unknown blocks', ['pool'], pool('unknownRemovals'));
+  return registry;
+}

@@ -1,0 +1,48 @@
+// HTTP /metrics (Prometheus text) and /healthz (200 while serving, 503 during shutdown).
+import * as http from 'http';
+import type { AddressInfo } from 'net';
+import type { Registry } from 'prom-client';
+import { parseSocketAddress } from '../config/schema';
+
+export interface MetricsServer {
+  readonly address: string;
+  close(): Promise<void>;
+}
+
+export async function startMetricsServer(bind: string, registry: Registry, serving: () => boolean): Promise<MetricsServer> {
+  const addr = parseSocketAddress(bind);
+  if (!addr) throw new Error(`invalid metrics bind address ${bind}`);
+  const server = http.createServer((req, res) => {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method !== 'GET' && req.method !== 'HEAD') {
+      res.writeHead(405, { allow: 'GET, HEAD' }).end();
+    } else if (path === '/metrics') {
+      registry.metrics().then(
+        (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+        (err: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`${err.message}\n`),
+      );
+    } else if (path === '/healthz') {
+      const ok = serving();
+      res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'serving\n' : 'shutting down\n');
+    } else {
+      res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+    }
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(addr.port, addr.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const bound = server.address() as AddressInfo;
+  const host = bound.family === 'IPv6' ? `[${bound.address}]` : bound.address;
+  return {
+    address: `${host}:${bound.port}`,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
