@@ -105,3 +105,144 @@ export class SnapshotAssembly {
   absorb(frame: Uint8Array | DecodedFrame): AssembledSnapshot | null;
   reset(): void;
 }
+
+// --- Hashing, CKF helpers, pool state (native/hashing.cc, ckf.*, pool_*.cc) -------------------
+// Errors: TypeError / RangeError for bad arguments; domain errors are Errors with a string `code`.
+
+/** compute_salt_hash(cache_namespace, lora_name); null/undefined/"" mean absent. */
+export function saltSeed(cacheNamespace?: string | null, loraName?: string | null): bigint;
+/** Per-block mm hashes, indexed by block; null/undefined/missing entries hash plain tokens. */
+export type MmHashList = ReadonlyArray<BigUint64Array | readonly bigint[] | null | undefined>;
+/** Block hashes (§1.3). kvBlockSize 0 → RangeError. */
+export function blockHashes(
+  tokens: Uint32Array,
+  kvBlockSize: number,
+  eagle: boolean,
+  seed: bigint,
+  mmHashes?: MmHashList | null,
+): BigUint64Array;
+/** Block hashes chained into canonical sequence hashes (§1.5) in one call. */
+export function sequenceHashes(
+  tokens: Uint32Array,
+  kvBlockSize: number,
+  eagle: boolean,
+  seed: bigint,
+  mmHashes?: MmHashList | null,
+): BigUint64Array;
+export function sequenceHashesFromBlocks(blockHashes: BigUint64Array): BigUint64Array;
+export interface HashBatchResult {
+  /** All prompts' hashes, concatenated. */
+  hashes: BigUint64Array;
+  /** Prompt i's hashes are hashes[blockOffsets[i] .. blockOffsets[i+1]). */
+  blockOffsets: Uint32Array;
+}
+/** Many prompts in one call: prompt i is tokens[promptOffsets[i] .. promptOffsets[i+1]). */
+export function hashBatch(
+  tokens: Uint32Array,
+  promptOffsets: Uint32Array,
+  kvBlockSize: number,
+  eagle: boolean,
+  seed: bigint,
+  sequence: boolean,
+): HashBatchResult;
+/** hashBatch on a worker thread; do not mutate the inputs until it settles. */
+export function hashBatchAsync(
+  tokens: Uint32Array,
+  promptOffsets: Uint32Array,
+  kvBlockSize: number,
+  eagle: boolean,
+  seed: bigint,
+  sequence: boolean,
+): Promise<HashBatchResult>;
+/** Benchmark baseline: raw XXH3 over the same windows hashBatch reads (xor of the hashes). */
+export function xxh3BlocksBaseline(
+  tokens: Uint32Array,
+  promptOffsets: Uint32Array,
+  kvBlockSize: number,
+  eagle: boolean,
+  seed: bigint,
+  sequence: boolean,
+): bigint;
+export function padValueForMmHash(mmHash: bigint): number;
+export function hashMmIdentifier(identifier: string): bigint | null;
+
+/** bucket_count(expected); Error.code ExpectedCapacityZero / CapacityOverflow. */
+export function ckfBucketCount(expectedBlocks: bigint | number): number;
+export interface CkfPrepared {
+  fingerprint: number;
+  bucketA: number;
+  bucketB: number;
+}
+export function ckfPrepare(hash: bigint, bucketCount: number, seed: bigint): CkfPrepared;
+export function laneRngSeed(seed: bigint, lane: number | bigint): bigint;
+export function splitmixNext(state: bigint): { value: bigint; state: bigint };
+export function bucketContains(word: bigint, fingerprint: number): boolean;
+
+export interface PoolBatchSummary {
+  /** One entry per event: index into errorNames (0 = ok). */
+  errors: Uint8Array;
+  errorNames: ReadonlyArray<string | null>;
+  capacityFailures: number;
+  unknownRemovals: number;
+}
+export interface RawCanonicalResult {
+  outcome: string;
+  owners: number;
+  kicks: number;
+  rngDraws: number;
+  changedBuckets: Uint32Array;
+  changedWords: BigUint64Array;
+  rngState: bigint;
+}
+export interface PoolStats {
+  bucketCount: number;
+  residentCount: number;
+  ownedHashes: number;
+  lineageEntries: number;
+  sourceCount: number;
+  pendingEvents: number;
+  dirtyBuckets: number;
+  capacityFailures: number;
+  unknownRemovals: number;
+  parentNotFound: number;
+  invariantViolations: number;
+  loadFactor: number;
+  rngState: bigint;
+}
+/** Native pool state; see src/native/pool.ts for the contract. */
+export class PoolState {
+  constructor(bucketCount: number, seed: bigint, maxKicks: number);
+  applyBatch(meta: Uint32Array, words: BigUint64Array): PoolBatchSummary;
+  applyBatchAsync(meta: Uint32Array, words: BigUint64Array): Promise<PoolBatchSummary>;
+  store(
+    workerId: bigint,
+    dpRank: number,
+    parent: bigint | null,
+    startPosition: number | null,
+    extIds: BigUint64Array,
+    tokensHashes: BigUint64Array,
+  ): string | null;
+  remove(workerId: bigint, dpRank: number, extIds: BigUint64Array): string | null;
+  clear(workerId: bigint, dpRank: number): string | null;
+  insertCanonical(hash: bigint): RawCanonicalResult;
+  removeCanonical(hash: bigint): RawCanonicalResult;
+  reofferCanonical(hash: bigint): RawCanonicalResult;
+  contains(hash: bigint): boolean;
+  owners(hash: bigint): number;
+  isResident(hash: bigint): boolean;
+  pendingEvents(): number;
+  hasPendingPublication(): boolean;
+  drain(): { buckets: Uint32Array; values: BigUint64Array } | null;
+  stats(): PoolStats;
+  words(): BigUint64Array;
+  copyWordsAsync(): Promise<BigUint64Array>;
+  close(): void;
+}
+/** Native churn benchmark (bench/filter.ts): store/remove prompts keeping load in [minLoad, maxLoad]. */
+export function benchPoolNative(
+  bucketCount: number,
+  blocksPerPrompt: number,
+  minLoad: number,
+  maxLoad: number,
+  minOps: number,
+): { ops: number; seconds: number; opsPerSecond: number; finalLoad: number; capacityFailures: number };

@@ -6,6 +6,8 @@
 namespace {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvrelay::InitHashing(env, exports);
+  kvrelay::InitPool(env, exports);
+  kvrelay::InitPoolBench(env, exports);
   kvrelay::InitCbi1(env, exports);
   return exports;
 }

@@ -26,6 +26,8 @@ export const DEFAULT_BIND = '127.0.0.1:5561';
 export const DEFAULT_EXPECTED_UNIQUE_BLOCKS = 1_048_576;
 /** CKF seed (kv-router DEFAULT_SEED). */
 export const DEFAULT_CKF_SEED = 0x5deece66d1b54a33n;
+/** CKF relocation bound per insert (kv-router DEFAULT_MAX_KICKS; allowed 1..=4096). */
+export const DEFAULT_CKF_MAX_KICKS = 500;
 /** Time the server lets streams end gracefully before force-closing connections at shutdown. */
 export const SHUTDOWN_GRACE_MS = 250;
 /** Upper bound of a complete shutdown (process contract). */

@@ -1,0 +1,101 @@
+// Token -> block hash -> canonical sequence hash (spec hashing-ckf-cbi1.md §1). Pure C++, no N-API.
+#pragma once
+#include <algorithm>
+#include <cctype>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#ifndef XXH_INLINE_ALL
+#define XXH_INLINE_ALL
+#endif
+#include "xxhash.h"
+
+namespace kvrelay {
+namespace hashing {
+
+constexpr uint64_t kXxh3Seed = 1337;  // XXH3_SEED / CHAIN_XXH3_SEED
+constexpr uint64_t kNamespaceSaltSeed = 1;
+constexpr uint32_t kMmPadShiftValue = 1000000;
+constexpr uint64_t kMmPadHashMask = (uint64_t{1} << 30) - 1;
+
+inline uint64_t Xxh3(const void* data, size_t len, uint64_t seed) {
+  return static_cast<uint64_t>(XXH3_64bits_withSeed(data, len, seed));
+}
+
+// Upstream hashes the little-endian bytes; this code reinterprets memory, so it needs a LE host.
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "little-endian host required");
+
+// compute_salt_hash(cache_namespace, lora_name): empty strings count as absent.
+inline uint64_t SaltSeed(const std::string* cacheNamespace, const std::string* loraName) {
+  uint64_t seed = kXxh3Seed;
+  if (loraName != nullptr && !loraName->empty()) seed += Xxh3(loraName->data(), loraName->size(), 0);
+  if (cacheNamespace != nullptr && !cacheNamespace->empty()) {
+    seed += Xxh3(cacheNamespace->data(), cacheNamespace->size(), kNamespaceSaltSeed);
+  }
+  return seed;
+}
+
+// Number of complete blocks (standard: len / bs; Eagle: (len - 1) / bs, saturating).
+inline size_t CompleteBlockCount(size_t tokenCount, uint32_t kvBlockSize, bool eagle) {
+  if (kvBlockSize == 0) return 0;
+  if (eagle) return tokenCount == 0 ? 0 : (tokenCount - 1) / kvBlockSize;
+  return tokenCount / kvBlockSize;
+}
+
+// seq[i] = xxh3(LE64(parent) ++ LE64(block), 1337).
+inline uint64_t NextSequenceHash(uint64_t parent, uint64_t block) {
+  uint64_t input[2] = {parent, block};
+  return Xxh3(input, sizeof(input), kXxh3Seed);
+}
+
+// Per-block multimodal hashes: an absent entry (or index past the end) means plain token hashing.
+struct BlockMm {
+  bool present = false;
+  std::vector<uint64_t> mmHashes;
+};
+
+// Writes CompleteBlockCount(...) block hashes to `out`. `mm` may be null.
+inline void BlockHashes(const uint32_t* tokens, size_t tokenCount, uint32_t kvBlockSize, bool eagle, uint64_t seed,
+                        const std::vector<BlockMm>* mm, uint64_t* out) {
+  const size_t blocks = CompleteBlockCount(tokenCount, kvBlockSize, eagle);
+  const size_t window = static_cast<size_t>(kvBlockSize) + (eagle ? 1 : 0);
+  std::vector<uint8_t> scratch;
+  for (size_t i = 0; i < blocks; ++i) {
+    const uint32_t* chunk = tokens + i * kvBlockSize;
+    if (mm != nullptr && i < mm->size() && (*mm)[i].present) {
+      std::vector<uint64_t> sorted = (*mm)[i].mmHashes;
+      std::sort(sorted.begin(), sorted.end());
+      scratch.resize(window * 4 + sorted.size() * 8);
+      std::memcpy(scratch.data(), chunk, window * 4);
+      if (!sorted.empty()) std::memcpy(scratch.data() + window * 4, sorted.data(), sorted.size() * 8);
+      out[i] = Xxh3(scratch.data(), scratch.size(), seed);
+    } else {
+      out[i] = Xxh3(chunk, window * 4, seed);
+    }
+  }
+}
+
+// In place: block hashes -> canonical sequence hashes.
+inline void ChainInPlace(uint64_t* hashes, size_t count) {
+  for (size_t i = 1; i < count; ++i) hashes[i] = NextSequenceHash(hashes[i - 1], hashes[i]);
+}
+
+inline uint32_t PadValueForMmHash(uint64_t mmHash) {
+  return static_cast<uint32_t>(kMmPadShiftValue + (mmHash & kMmPadHashMask));
+}
+
+// hash_mm_identifier: "" -> absent; 64 hex chars -> first 16 read as hex; else xxh3(utf8, 0).
+inline bool HashMmIdentifier(const std::string& s, uint64_t* out) {
+  if (s.empty()) return false;
+  if (s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); })) {
+    *out = std::stoull(s.substr(0, 16), nullptr, 16);
+    return true;
+  }
+  *out = Xxh3(s.data(), s.size(), 0);
+  return true;
+}
+
+}  // namespace hashing
+}  // namespace kvrelay

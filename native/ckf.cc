@@ -1,0 +1,87 @@
+#include "ckf.h"
+
+#include <new>
+
+namespace kvrelay {
+namespace ckf {
+
+BucketCountError BucketCountFor(uint64_t expectedBlocks, uint64_t* out) {
+  if (expectedBlocks == 0) return BucketCountError::kExpectedCapacityZero;
+  uint64_t numerator = 0;
+  if (__builtin_mul_overflow(expectedBlocks, uint64_t{5}, &numerator) ||
+      __builtin_add_overflow(numerator, uint64_t{15}, &numerator)) {
+    return BucketCountError::kCapacityOverflow;
+  }
+  uint64_t required = numerator / 16;
+  if (required < 2) required = 2;
+  uint64_t power = 1;
+  while (power < required) {
+    if (power > (UINT64_MAX >> 1)) return BucketCountError::kCapacityOverflow;
+    power <<= 1;
+  }
+  *out = power;
+  return BucketCountError::kNone;
+}
+
+Addressing::Addressing(uint32_t bucketCount, uint64_t seed) : seed_(seed), mask_(bucketCount - 1), altDelta_(65536) {
+  for (uint32_t fp = 0; fp < 65536; ++fp) {
+    altDelta_[fp] = static_cast<uint32_t>(AltDelta(static_cast<uint16_t>(fp), mask_, seed));
+  }
+}
+
+Filter::Filter(uint32_t bucketCount, uint64_t seed)
+    : addressing_(bucketCount, seed),
+      words_(static_cast<uint64_t*>(std::calloc(bucketCount, sizeof(uint64_t)))),
+      rngState_(LaneRngSeed(seed, 0)) {
+  if (!words_) throw std::bad_alloc();
+  writes_.reserve(kDefaultMaxKicks + 2);
+}
+
+bool Filter::PutIntoEmpty(uint32_t bucket, uint16_t fp) {
+  const uint64_t word = words_[bucket];
+  const int slot = FirstSlot(word, 0);
+  if (slot < 0) return false;
+  Store(bucket, WithSlot(word, static_cast<unsigned>(slot), fp));
+  return true;
+}
+
+bool Filter::Insert(uint64_t hash, uint32_t maxKicks, uint32_t* kicks) {
+  writes_.clear();
+  *kicks = 0;
+  const Prepared p = addressing_.Prepare(hash);
+  const uint32_t a = static_cast<uint32_t>(p.a);
+  const uint32_t b = static_cast<uint32_t>(p.b);
+  if (PutIntoEmpty(a, p.fp) || PutIntoEmpty(b, p.fp)) return true;
+  uint16_t fp = p.fp;
+  uint32_t bucket = (NextRandom() & 1) == 0 ? a : b;
+  for (uint32_t i = 0; i < maxKicks; ++i) {
+    ++*kicks;
+    const uint64_t before = words_[bucket];
+    const unsigned slot = static_cast<unsigned>(NextRandom() & 3);
+    const uint16_t evicted = SlotOf(before, slot);
+    Store(bucket, WithSlot(before, slot, fp));
+    fp = evicted;
+    bucket = addressing_.Alt(bucket, fp);
+    if (PutIntoEmpty(bucket, fp)) return true;
+  }
+  for (auto it = writes_.rbegin(); it != writes_.rend(); ++it) words_[it->bucket] = it->before;
+  writes_.clear();
+  return false;
+}
+
+bool Filter::Remove(uint64_t hash, Write* write) {
+  const Prepared p = addressing_.Prepare(hash);
+  for (uint64_t bucket : {p.a, p.b}) {
+    const uint64_t word = words_[bucket];
+    const int slot = FirstSlot(word, p.fp);
+    if (slot >= 0) {
+      *write = Write{static_cast<uint32_t>(bucket), word};
+      words_[bucket] = WithSlot(word, static_cast<unsigned>(slot), 0);
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace ckf
+}  // namespace kvrelay

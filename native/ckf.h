@@ -1,0 +1,153 @@
+// Cuckoo filter (spec hashing-ckf-cbi1.md §2): bucket count, addressing, 16-bit x 4-slot bucket words,
+// SplitMix64 relocation with rollback, removal. Pure C++, no N-API.
+#pragma once
+#include <cstdint>
+#include <cstdlib>
+#include <memory>
+#include <vector>
+
+#include "block_hash.h"
+
+namespace kvrelay {
+namespace ckf {
+
+constexpr uint64_t kDefaultSeed = 0x5DEECE66D1B54A33ULL;
+constexpr uint64_t kAlternateBucketDomain = 0x9E3779B97F4A7C15ULL;
+constexpr uint64_t kSplitmixIncrement = 0x9E3779B97F4A7C15ULL;
+constexpr uint32_t kDefaultMaxKicks = 500;
+constexpr uint32_t kMaxKicks = 4096;
+// CBI1 caps the bucket count at 2^24; the pool state refuses larger filters.
+constexpr uint64_t kMaxBucketCount = uint64_t{1} << 24;
+constexpr uint64_t kSwarOnes = 0x0001000100010001ULL;
+constexpr uint64_t kSwarHighs = 0x8000800080008000ULL;
+
+enum class BucketCountError { kNone, kExpectedCapacityZero, kCapacityOverflow };
+
+// bucket_count(n) = next_power_of_two(max((5n + 15) / 16, 2)), with overflow checks.
+BucketCountError BucketCountFor(uint64_t expectedBlocks, uint64_t* out);
+
+inline bool IsValidBucketCount(uint64_t n) { return n >= 2 && (n & (n - 1)) == 0; }
+
+struct Prepared {
+  uint16_t fp;
+  uint64_t a;
+  uint64_t b;
+};
+
+inline uint64_t AltDelta(uint16_t fp, uint64_t mask, uint64_t seed) {
+  uint64_t d = hashing::Xxh3(&fp, sizeof(fp), seed ^ kAlternateBucketDomain) & mask;
+  return d == 0 ? 1 : d;
+}
+
+// prepare() without precomputed tables (consumer-side probes and helpers).
+inline Prepared PrepareDirect(uint64_t hash, uint64_t bucketCount, uint64_t seed) {
+  const uint64_t mask = bucketCount - 1;
+  const uint64_t mixed = hashing::Xxh3(&hash, sizeof(hash), seed);
+  uint16_t fp = static_cast<uint16_t>(mixed & 0xFFFF);
+  if (fp == 0) fp = 1;
+  const uint64_t a = (mixed >> 16) & mask;
+  return Prepared{fp, a, a ^ AltDelta(fp, mask, seed)};
+}
+
+inline uint16_t SlotOf(uint64_t word, unsigned k) { return static_cast<uint16_t>(word >> (16 * k)); }
+inline uint64_t WithSlot(uint64_t word, unsigned k, uint16_t v) {
+  const unsigned shift = 16 * k;
+  return (word & ~(uint64_t{0xFFFF} << shift)) | (uint64_t{v} << shift);
+}
+// Lowest slot index holding `v`, or -1.
+inline int FirstSlot(uint64_t word, uint16_t v) {
+  for (unsigned k = 0; k < 4; ++k) {
+    if (SlotOf(word, k) == v) return static_cast<int>(k);
+  }
+  return -1;
+}
+inline bool BucketContains(uint64_t word, uint16_t fp) {
+  const uint64_t x = word ^ (uint64_t{fp} * kSwarOnes);
+  return ((x - kSwarOnes) & ~x & kSwarHighs) != 0;
+}
+
+inline uint64_t SplitmixNext(uint64_t* state) {
+  *state += kSplitmixIncrement;
+  uint64_t v = *state;
+  v = (v ^ (v >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  v = (v ^ (v >> 27)) * 0x94D049BB133111EBULL;
+  return v ^ (v >> 31);
+}
+inline uint64_t LaneRngSeed(uint64_t seed, uint64_t lane) {
+  uint64_t state = seed ^ ((lane + 1) * kSplitmixIncrement);
+  return SplitmixNext(&state);
+}
+
+// Addressing for one (bucket_count, seed), with the alternate-bucket xor precomputed per fingerprint.
+class Addressing {
+ public:
+  Addressing(uint32_t bucketCount, uint64_t seed);
+  Prepared Prepare(uint64_t hash) const {
+    const uint64_t mixed = hashing::Xxh3(&hash, sizeof(hash), seed_);
+    uint16_t fp = static_cast<uint16_t>(mixed & 0xFFFF);
+    if (fp == 0) fp = 1;
+    const uint64_t a = (mixed >> 16) & mask_;
+    return Prepared{fp, a, a ^ altDelta_[fp]};
+  }
+  uint32_t Alt(uint32_t bucket, uint16_t fp) const { return bucket ^ altDelta_[fp]; }
+  uint32_t bucketCount() const { return mask_ + 1; }
+  uint64_t seed() const { return seed_; }
+
+ private:
+  uint64_t seed_;
+  uint32_t mask_;
+  std::vector<uint32_t> altDelta_;
+};
+
+struct Write {
+  uint32_t bucket;
+  uint64_t before;
+};
+
+// The producer's filter: bucket words, relocation rng and the write log of the last operation.
+class Filter {
+ public:
+  Filter(uint32_t bucketCount, uint64_t seed);
+
+  // Inserts with up to maxKicks relocations. true: writes() lists every physical write in order.
+  // false (CapacityExhausted): every write was rolled back, writes() is empty, the rng stays advanced.
+  bool Insert(uint64_t hash, uint32_t maxKicks, uint32_t* kicks);
+  // Clears the first slot equal to fp in bucket a, else b. false: not found (invariant violation).
+  bool Remove(uint64_t hash, Write* write);
+  bool Contains(uint64_t hash) const {
+    const Prepared p = addressing_.Prepare(hash);
+    return BucketContains(words_[p.a], p.fp) || BucketContains(words_[p.b], p.fp);
+  }
+
+  const std::vector<Write>& writes() const { return writes_; }
+  const Addressing& addressing() const { return addressing_; }
+  uint32_t bucketCount() const { return addressing_.bucketCount(); }
+  const uint64_t* words() const { return words_.get(); }
+  uint64_t word(uint32_t bucket) const { return words_[bucket]; }
+  uint64_t rngState() const { return rngState_; }
+  uint64_t rngDraws() const { return rngDraws_; }
+
+ private:
+  bool PutIntoEmpty(uint32_t bucket, uint16_t fp);
+  void Store(uint32_t bucket, uint64_t value) {
+    writes_.push_back(Write{bucket, words_[bucket]});
+    words_[bucket] = value;
+  }
+  uint64_t NextRandom() {
+    ++rngDraws_;
+    return SplitmixNext(&rngState_);
+  }
+
+  struct FreeDeleter {
+    void operator()(uint64_t* p) const { std::free(p); }
+  };
+  Addressing addressing_;
+  // calloc: zero pages are mapped lazily, so a 2^24-bucket filter costs nothing until touched.
+  std::unique_ptr<uint64_t[], FreeDeleter> words_;
+  uint64_t rngState_;
+  uint64_t rngDraws_ = 0;
+  std::vector<Write> writes_;
+};
+
+}  // namespace ckf
+}  // namespace kvrelay

@@ -1,0 +1,139 @@
+// Open-addressing u64 -> V map (linear probing, backward-shift deletion, no tombstones).
+// The pool state does millions of lookups per second on random 64-bit keys; std::unordered_map's
+// per-node allocation and pointer chasing cost several times more.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+namespace kvrelay {
+
+template <typename V>
+class U64Map {
+ public:
+  U64Map() { Rehash(16); }
+
+  size_t size() const { return size_ + (hasZero_ ? 1 : 0); }
+  bool empty() const { return size() == 0; }
+
+  V* Find(uint64_t key) {
+    if (key == 0) return hasZero_ ? &zeroValue_ : nullptr;
+    for (size_t i = Home(key);; i = (i + 1) & mask_) {
+      Slot& s = slots_[i];
+      if (s.key == key) return &s.value;
+      if (s.key == 0) return nullptr;
+    }
+  }
+  const V* Find(uint64_t key) const { return const_cast<U64Map*>(this)->Find(key); }
+
+  // Makes room for `extra` more keys, so that the next `extra` Emplace calls never rehash
+  // (pointers returned by Find stay valid across them).
+  void Reserve(size_t extra) {
+    size_t need = size_ + extra;
+    size_t capacity = slots_.size();
+    while (need * 2 > capacity) capacity *= 2;
+    if (capacity != slots_.size()) Rehash(capacity);
+  }
+
+  // Inserts key -> value if absent. Returns the value slot and whether it was inserted.
+  std::pair<V*, bool> Emplace(uint64_t key, const V& value) {
+    if (key == 0) {
+      if (hasZero_) return {&zeroValue_, false};
+      hasZero_ = true;
+      zeroValue_ = value;
+      return {&zeroValue_, true};
+    }
+    if ((size_ + 1) * 2 > slots_.size()) Rehash(slots_.size() * 2);
+    for (size_t i = Home(key);; i = (i + 1) & mask_) {
+      Slot& s = slots_[i];
+      if (s.key == key) return {&s.value, false};
+      if (s.key == 0) {
+        s.key = key;
+        s.value = value;
+        ++size_;
+        return {&s.value, true};
+      }
+    }
+  }
+
+  bool Erase(uint64_t key) {
+    if (key == 0) {
+      const bool had = hasZero_;
+      hasZero_ = false;
+      return had;
+    }
+    size_t i = Home(key);
+    for (;; i = (i + 1) & mask_) {
+      if (slots_[i].key == key) break;
+      if (slots_[i].key == 0) return false;
+    }
+    // Backward shift: pull later entries of the probe run into the hole when their home allows it.
+    size_t hole = i;
+    for (size_t j = (i + 1) & mask_; slots_[j].key != 0; j = (j + 1) & mask_) {
+      const size_t home = Home(slots_[j].key);
+      if (((j - home) & mask_) >= ((j - hole) & mask_)) {
+        slots_[hole] = slots_[j];
+        hole = j;
+      }
+    }
+    slots_[hole].key = 0;
+    --size_;
+    return true;
+  }
+
+  template <typename F>
+  void ForEach(F f) const {
+    if (hasZero_) f(uint64_t{0}, zeroValue_);
+    for (const Slot& s : slots_) {
+      if (s.key != 0) f(s.key, s.value);
+    }
+  }
+
+  void Clear() {
+    std::vector<Slot>().swap(slots_);
+    size_ = 0;
+    hasZero_ = false;
+    Rehash(16);
+  }
+
+  void Prefetch(uint64_t key) const { __builtin_prefetch(&slots_[Home(key)]); }
+
+ private:
+  struct Slot {
+    uint64_t key;  // 0 = empty; key 0 itself lives in zeroValue_
+    V value;
+  };
+
+  static uint64_t Mix(uint64_t k) {
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdULL;
+    k ^= k >> 33;
+    k *= 0xc4ceb9fe1a85ec53ULL;
+    k ^= k >> 33;
+    return k;
+  }
+  size_t Home(uint64_t key) const { return static_cast<size_t>(Mix(key)) & mask_; }
+
+  void Rehash(size_t capacity) {
+    std::vector<Slot> old(capacity, Slot{0, V{}});
+    old.swap(slots_);
+    mask_ = capacity - 1;
+    size_ = 0;
+    for (const Slot& s : old) {
+      if (s.key == 0) continue;
+      size_t i = Home(s.key);
+      while (slots_[i].key != 0) i = (i + 1) & mask_;
+      slots_[i] = s;
+      ++size_;
+    }
+  }
+
+  std::vector<Slot> slots_;
+  size_t mask_ = 0;
+  size_t size_ = 0;
+  bool hasZero_ = false;
+  V zeroValue_{};
+};
+
+}  // namespace kvrelay

@@ -1,0 +1,393 @@
+#include "pool_state.h"
+
+#include <algorithm>
+#include <new>
+
+namespace kvrelay {
+namespace pool {
+
+const char* PoolErrorName(PoolError e) {
+  switch (e) {
+    case PoolError::kNone: return nullptr;
+    case PoolError::kParentBlockNotFound: return "ParentBlockNotFound";
+    case PoolError::kInvalidBlockSequence: return "InvalidBlockSequence";
+    case PoolError::kOwnershipDegreeOverflow: return "OwnershipDegreeOverflow";
+    case PoolError::kIndexerInvariantViolation: return "IndexerInvariantViolation";
+    case PoolError::kAllocationFailed: return "AllocationFailed";
+  }
+  return "Unknown";
+}
+
+const char* RawOutcomeName(RawOutcome o) {
+  switch (o) {
+    case RawOutcome::kInserted: return "inserted";
+    case RawOutcome::kOwnerBumped: return "owner_bumped";
+    case RawOutcome::kCapacityExhausted: return "capacity_exhausted";
+    case RawOutcome::kRemoved: return "removed";
+    case RawOutcome::kOwnerDecremented: return "owner_decremented";
+    case RawOutcome::kReleasedNotResident: return "released_not_resident";
+    case RawOutcome::kUnknownRemoval: return "unknown_removal";
+    case RawOutcome::kReofferInserted: return "reoffer_inserted";
+    case RawOutcome::kReofferOmitted: return "reoffer_omitted";
+    case RawOutcome::kReofferAlreadyResident: return "reoffer_already_resident";
+    case RawOutcome::kReofferUnowned: return "reoffer_unowned";
+    case RawOutcome::kInvariantViolation: return "invariant_violation";
+  }
+  return "unknown";
+}
+
+PoolState::PoolState(uint32_t bucketCount, uint64_t seed, uint32_t maxKicks)
+    : filter_(bucketCount, seed), maxKicks_(maxKicks), dirty_(bucketCount) {}
+
+PoolState::Lineage* PoolState::FindSource(uint64_t workerId, uint32_t dpRank) {
+  const SourceKey key{workerId, dpRank};
+  if (cachedSource_ != nullptr && cachedKey_ == key) return cachedSource_;
+  auto it = sources_.find(key);
+  if (it == sources_.end()) return nullptr;
+  cachedKey_ = key;
+  cachedSource_ = it->second.get();
+  return cachedSource_;
+}
+
+PoolState::Lineage* PoolState::GetOrCreateSource(uint64_t workerId, uint32_t dpRank) {
+  Lineage* existing = FindSource(workerId, dpRank);
+  if (existing != nullptr) return existing;
+  auto& slot = sources_[SourceKey{workerId, dpRank}];
+  slot = std::make_unique<Lineage>();
+  return slot.get();
+}
+
+void PoolState::DropSourceIfEmpty(uint64_t workerId, uint32_t dpRank) {
+  auto it = sources_.find(SourceKey{workerId, dpRank});
+  if (it == sources_.end() || !it->second->empty()) return;
+  if (cachedSource_ == it->second.get()) cachedSource_ = nullptr;
+  sources_.erase(it);
+}
+
+void PoolState::MarkWrites() {
+  for (const ckf::Write& w : filter_.writes()) dirty_.Touch(w.bucket, w.before);
+}
+
+bool PoolState::InsertPhysical(uint64_t canonical, Ownership* own, uint32_t maxKicks, uint32_t* kicks) {
+  if (!filter_.Insert(canonical, maxKicks, kicks)) return false;
+  own->resident = 1;
+  ++residentCount_;
+  MarkWrites();
+  return true;
+}
+
+PoolError PoolState::Store(const StoreEvent& ev) {
+  ++pendingEvents_;
+  if (ev.count == 0) return PoolError::kNone;
+  Lineage* lineage = FindSource(ev.workerId, ev.dpRank);
+  uint64_t previous = 0;
+  bool hasPrevious = false;
+  if (ev.hasParent) {
+    const uint64_t* parent = lineage != nullptr ? lineage->Find(ev.parent) : nullptr;
+    if (parent == nullptr) {
+      ++counters_.parentNotFound;
+      return PoolError::kParentBlockNotFound;
+    }
+    previous = *parent;
+    hasPrevious = true;
+  } else if (ev.hasStart && ev.startPosition != 0) {
+    return PoolError::kInvalidBlockSequence;
+  }
+
+  try {
+    lineage = GetOrCreateSource(ev.workerId, ev.dpRank);
+    lineage->Reserve(ev.count);
+    owners_.Reserve(ev.count);
+    newExts_.reserve(ev.count);
+    newCanonicals_.reserve(ev.count);
+    newOwners_.reserve(ev.count);
+    reoffers_.reserve(ev.count);
+  } catch (const std::bad_alloc&) {
+    DropSourceIfEmpty(ev.workerId, ev.dpRank);
+    return PoolError::kAllocationFailed;
+  }
+  newExts_.clear();
+  newCanonicals_.clear();
+  newOwners_.clear();
+  reoffers_.clear();
+
+  // Lineage first (Reserve above guarantees no rehash, so a failure can be undone key by key).
+  PoolError error = PoolError::kNone;
+  for (size_t i = 0; i < ev.count; ++i) {
+    const uint64_t canonical =
+        hasPrevious ? hashing::NextSequenceHash(previous, ev.tokensHashes[i]) : ev.tokensHashes[i];
+    auto [mapped, inserted] = lineage->Emplace(ev.extIds[i], canonical);
+    if (inserted) {
+      newExts_.push_back(ev.extIds[i]);
+      newCanonicals_.push_back(canonical);
+    } else if (*mapped != canonical) {
+      error = PoolError::kInvalidBlockSequence;
+      break;
+    } else {
+      reoffers_.push_back(canonical);
+    }
+    previous = canonical;
+    hasPrevious = true;
+  }
+  if (error == PoolError::kNone) {
+    for (uint64_t canonical : newCanonicals_) {
+      Ownership* own = owners_.Emplace(canonical, Ownership{0, 0}).first;
+      if (own->owners == UINT32_MAX) {
+        error = PoolError::kOwnershipDegreeOverflow;
+        break;
+      }
+      ++own->owners;
+      newOwners_.push_back(own);
+    }
+    if (error != PoolError::kNone) {
+      for (size_t k = newOwners_.size(); k-- > 0;) {
+        Ownership* own = owners_.Find(newCanonicals_[k]);
+        if (--own->owners == 0) owners_.Erase(newCanonicals_[k]);
+      }
+    }
+  }
+  if (error != PoolError::kNone) {
+    for (uint64_t ext : newExts_) lineage->Erase(ext);
+    DropSourceIfEmpty(ev.workerId, ev.dpRank);
+    return error;
+  }
+  lineageEntries_ += newExts_.size();
+
+  // Physical admission: full relocation for new owners of non-resident hashes...
+  uint32_t kicks = 0;
+  for (size_t k = 0; k < newOwners_.size(); ++k) {
+    if (newOwners_[k]->resident) continue;
+    if (!InsertPhysical(newCanonicals_[k], newOwners_[k], maxKicks_, &kicks)) ++counters_.capacityFailures;
+  }
+  // ...then a relocation-free retry for re-offered omitted hashes that are not also candidates.
+  for (size_t k = 0; k < reoffers_.size(); ++k) {
+    const uint64_t canonical = reoffers_[k];
+    Ownership* own = owners_.Find(canonical);
+    if (own->resident) continue;
+    if (std::find(newCanonicals_.begin(), newCanonicals_.end(), canonical) != newCanonicals_.end()) continue;
+    if (std::find(reoffers_.begin(), reoffers_.begin() + k, canonical) != reoffers_.begin() + k) continue;
+    InsertPhysical(canonical, own, 0, &kicks);
+  }
+  return PoolError::kNone;
+}
+
+bool PoolState::ReleaseOwner(uint64_t canonical, RawOutcome* outcome, ckf::Write* write) {
+  Ownership* own = owners_.Find(canonical);
+  if (own == nullptr) return false;
+  if (own->owners > 1) {
+    --own->owners;
+    *outcome = RawOutcome::kOwnerDecremented;
+    return true;
+  }
+  if (own->resident) {
+    if (!filter_.Remove(canonical, write)) return false;
+    dirty_.Touch(write->bucket, write->before);
+    --residentCount_;
+    *outcome = RawOutcome::kRemoved;
+  } else {
+    *outcome = RawOutcome::kReleasedNotResident;
+  }
+  owners_.Erase(canonical);
+  return true;
+}
+
+PoolError PoolState::RemoveFromSource(Lineage* lineage, const uint64_t* extIds, size_t count) {
+  PoolError first = PoolError::kNone;
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t* canonical = lineage->Find(extIds[i]);
+    if (canonical == nullptr) {
+      ++counters_.unknownRemovals;
+      continue;
+    }
+    RawOutcome outcome;
+    ckf::Write write{};
+    if (!ReleaseOwner(*canonical, &outcome, &write)) {
+      // The lineage entry stays: state is as before this id.
+      ++counters_.invariantViolations;
+      if (first == PoolError::kNone) first = PoolError::kIndexerInvariantViolation;
+      continue;
+    }
+    lineage->Erase(extIds[i]);
+    --lineageEntries_;
+  }
+  return first;
+}
+
+PoolError PoolState::Remove(uint64_t workerId, uint32_t dpRank, const uint64_t* extIds, size_t count) {
+  ++pendingEvents_;
+  Lineage* lineage = FindSource(workerId, dpRank);
+  if (lineage == nullptr) {
+    counters_.unknownRemovals += count;
+    return PoolError::kNone;
+  }
+  const PoolError error = RemoveFromSource(lineage, extIds, count);
+  DropSourceIfEmpty(workerId, dpRank);
+  return error;
+}
+
+PoolError PoolState::Clear(uint64_t workerId, uint32_t dpRank) {
+  ++pendingEvents_;
+  Lineage* lineage = FindSource(workerId, dpRank);
+  if (lineage == nullptr) return PoolError::kNone;
+  clearScratch_.clear();
+  try {
+    clearScratch_.reserve(lineage->size());
+  } catch (const std::bad_alloc&) {
+    return PoolError::kAllocationFailed;
+  }
+  lineage->ForEach([this](uint64_t ext, uint64_t) { clearScratch_.push_back(ext); });
+  const PoolError error = RemoveFromSource(lineage, clearScratch_.data(), clearScratch_.size());
+  DropSourceIfEmpty(workerId, dpRank);
+  return error;
+}
+
+std::string PoolState::ValidateBatch(const uint32_t* meta, size_t metaLen, const uint64_t* /*words*/,
+                                     size_t wordsLen) {
+  if (metaLen % kMetaStride != 0) return "meta length is not a multiple of 5";
+  uint64_t needed = 0;
+  for (size_t e = 0; e < metaLen / kMetaStride; ++e) {
+    const uint32_t* m = meta + e * kMetaStride;
+    const uint32_t kind = m[0], flags = m[2], count = m[4];
+    if (flags > (kFlagParent | kFlagStart)) return "event " + std::to_string(e) + ": unknown flags";
+    needed += 1;  // workerId
+    switch (kind) {
+      case kStored:
+        needed += (flags & kFlagParent ? 1 : 0) + 2 * uint64_t{count};
+        break;
+      case kRemoved:
+      case kCleared:
+        if (flags != 0) return "event " + std::to_string(e) + ": parent/start only apply to stored events";
+        if (kind == kCleared && count != 0) return "event " + std::to_string(e) + ": cleared takes no blocks";
+        needed += count;
+        break;
+      default:
+        return "event " + std::to_string(e) + ": unknown kind " + std::to_string(kind);
+    }
+    if (needed > wordsLen) return "event " + std::to_string(e) + ": words array too short";
+  }
+  if (needed != wordsLen) return "words array longer than the events need";
+  return std::string();
+}
+
+void PoolState::ApplyBatch(const uint32_t* meta, size_t metaLen, const uint64_t* words, uint8_t* errorsOut) {
+  size_t w = 0;
+  for (size_t e = 0; e < metaLen / kMetaStride; ++e) {
+    const uint32_t* m = meta + e * kMetaStride;
+    const uint32_t kind = m[0], dpRank = m[1], flags = m[2], count = m[4];
+    const uint64_t workerId = words[w++];
+    PoolError error = PoolError::kNone;
+    if (kind == kStored) {
+      StoreEvent ev{workerId, dpRank, (flags & kFlagParent) != 0, 0, (flags & kFlagStart) != 0, m[3],
+                    nullptr, nullptr, count};
+      if (ev.hasParent) ev.parent = words[w++];
+      ev.extIds = words + w;
+      ev.tokensHashes = words + w + count;
+      w += 2 * size_t{count};
+      error = Store(ev);
+    } else if (kind == kRemoved) {
+      error = Remove(workerId, dpRank, words + w, count);
+      w += count;
+    } else {
+      error = Clear(workerId, dpRank);
+    }
+    errorsOut[e] = static_cast<uint8_t>(error);
+  }
+}
+
+RawResult PoolState::FinishRaw(RawOutcome outcome, uint64_t hash, uint32_t kicks, uint64_t drawsBefore,
+                               const std::vector<ckf::Write>& writes) {
+  RawResult r{outcome, Owners(hash), kicks, filter_.rngDraws() - drawsBefore, {}};
+  std::vector<std::pair<uint32_t, uint64_t>> originals;
+  for (const ckf::Write& w : writes) {
+    const bool seen = std::any_of(originals.begin(), originals.end(),
+                                  [&](const std::pair<uint32_t, uint64_t>& o) { return o.first == w.bucket; });
+    if (!seen) originals.emplace_back(w.bucket, w.before);
+  }
+  for (const auto& [bucket, original] : originals) {
+    if (filter_.word(bucket) != original) r.changed.emplace_back(bucket, filter_.word(bucket));
+  }
+  return r;
+}
+
+RawResult PoolState::InsertCanonical(uint64_t hash) {
+  ++pendingEvents_;
+  const uint64_t drawsBefore = filter_.rngDraws();
+  Ownership* own = owners_.Emplace(hash, Ownership{0, 0}).first;
+  if (own->owners == UINT32_MAX) return FinishRaw(RawOutcome::kInvariantViolation, hash, 0, drawsBefore, {});
+  ++own->owners;
+  if (own->resident) return FinishRaw(RawOutcome::kOwnerBumped, hash, 0, drawsBefore, {});
+  uint32_t kicks = 0;
+  if (InsertPhysical(hash, own, maxKicks_, &kicks)) {
+    return FinishRaw(RawOutcome::kInserted, hash, kicks, drawsBefore, filter_.writes());
+  }
+  ++counters_.capacityFailures;
+  return FinishRaw(RawOutcome::kCapacityExhausted, hash, kicks, drawsBefore, {});
+}
+
+RawResult PoolState::RemoveCanonical(uint64_t hash) {
+  ++pendingEvents_;
+  const uint64_t drawsBefore = filter_.rngDraws();
+  if (owners_.Find(hash) == nullptr) {
+    ++counters_.unknownRemovals;
+    return FinishRaw(RawOutcome::kUnknownRemoval, hash, 0, drawsBefore, {});
+  }
+  RawOutcome outcome;
+  ckf::Write write{};
+  if (!ReleaseOwner(hash, &outcome, &write)) {
+    ++counters_.invariantViolations;
+    return FinishRaw(RawOutcome::kInvariantViolation, hash, 0, drawsBefore, {});
+  }
+  std::vector<ckf::Write> writes;
+  if (outcome == RawOutcome::kRemoved) writes.push_back(write);
+  return FinishRaw(outcome, hash, 0, drawsBefore, writes);
+}
+
+RawResult PoolState::ReofferCanonical(uint64_t hash) {
+  ++pendingEvents_;
+  const uint64_t drawsBefore = filter_.rngDraws();
+  Ownership* own = owners_.Find(hash);
+  if (own == nullptr) return FinishRaw(RawOutcome::kReofferUnowned, hash, 0, drawsBefore, {});
+  if (own->resident) return FinishRaw(RawOutcome::kReofferAlreadyResident, hash, 0, drawsBefore, {});
+  uint32_t kicks = 0;
+  if (InsertPhysical(hash, own, 0, &kicks)) {
+    return FinishRaw(RawOutcome::kReofferInserted, hash, kicks, drawsBefore, filter_.writes());
+  }
+  return FinishRaw(RawOutcome::kReofferOmitted, hash, kicks, drawsBefore, {});
+}
+
+uint32_t PoolState::Owners(uint64_t hash) const {
+  const Ownership* own = owners_.Find(hash);
+  return own == nullptr ? 0 : own->owners;
+}
+
+bool PoolState::IsResident(uint64_t hash) const {
+  const Ownership* own = owners_.Find(hash);
+  return own != nullptr && own->resident != 0;
+}
+
+bool PoolState::Drain(std::vector<uint32_t>* buckets, std::vector<uint64_t>* values) {
+  buckets->clear();
+  values->clear();
+  if (pendingEvents_ == 0 && dirty_.size() == 0) return false;
+  const auto& dirtyBuckets = dirty_.buckets();
+  const auto& originals = dirty_.originals();
+  for (size_t i = 0; i < dirtyBuckets.size(); ++i) {
+    const uint64_t current = filter_.word(dirtyBuckets[i]);
+    if (current != originals[i]) {
+      buckets->push_back(dirtyBuckets[i]);
+      values->push_back(current);
+    }
+  }
+  dirty_.Reset();
+  pendingEvents_ = 0;
+  return !buckets->empty();
+}
+
+Stats PoolState::GetStats() const {
+  return Stats{filter_.bucketCount(), residentCount_,      owners_.size(),         lineageEntries_,
+               sources_.size(),       pendingEvents_,      dirty_.size(),          filter_.rngState(),
+               counters_};
+}
+
+}  // namespace pool
+}  // namespace kvrelay

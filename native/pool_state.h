@@ -1,0 +1,194 @@
+// The pool actor's state (spec hashing-ckf-cbi1.md §4.2-§4.6): per-source lineage, owner counting with
+// one physical fingerprint per resident canonical hash, the cuckoo filter and the publication window.
+// Pure C++, no N-API; single-threaded (the N-API wrapper serializes access).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "ckf.h"
+#include "flat_map.h"
+
+namespace kvrelay {
+namespace pool {
+
+// Per-event outcome. Stable numbers: the packed batch API returns them in a Uint8Array.
+enum class PoolError : uint8_t {
+  kNone = 0,
+  kParentBlockNotFound = 1,
+  kInvalidBlockSequence = 2,
+  kOwnershipDegreeOverflow = 3,
+  kIndexerInvariantViolation = 4,
+  kAllocationFailed = 5,
+};
+const char* PoolErrorName(PoolError e);
+
+// Packed event encoding of ApplyBatch (see binding.d.ts, PoolState.applyBatch):
+// meta: kMetaStride u32 per event = [kind, dpRank, flags, startPosition, blockCount];
+// words: per event workerId, [parent ext id if kFlagParent], blockCount ext ids,
+//        and for kStored blockCount tokens hashes.
+enum EventKind : uint32_t { kStored = 1, kRemoved = 2, kCleared = 3 };
+constexpr uint32_t kFlagParent = 1;
+constexpr uint32_t kFlagStart = 2;
+constexpr size_t kMetaStride = 5;
+
+struct StoreEvent {
+  uint64_t workerId;
+  uint32_t dpRank;
+  bool hasParent;
+  uint64_t parent;
+  bool hasStart;
+  uint32_t startPosition;
+  const uint64_t* extIds;
+  const uint64_t* tokensHashes;
+  size_t count;
+};
+
+struct Counters {
+  uint64_t capacityFailures = 0;
+  uint64_t unknownRemovals = 0;
+  uint64_t parentNotFound = 0;
+  uint64_t invariantViolations = 0;
+};
+
+// Outcomes of the raw canonical-hash operations (ckf_operations.json record_fields.outcome).
+enum class RawOutcome : uint8_t {
+  kInserted,
+  kOwnerBumped,
+  kCapacityExhausted,
+  kRemoved,
+  kOwnerDecremented,
+  kReleasedNotResident,
+  kUnknownRemoval,
+  kReofferInserted,
+  kReofferOmitted,
+  kReofferAlreadyResident,
+  kReofferUnowned,
+  kInvariantViolation,
+};
+const char* RawOutcomeName(RawOutcome o);
+
+struct RawResult {
+  RawOutcome outcome;
+  uint32_t owners;
+  uint32_t kicks;
+  uint64_t rngDraws;
+  std::vector<std::pair<uint32_t, uint64_t>> changed;  // (bucket, new word), first-touch order
+};
+
+// Buckets written since the last drain, in first-touch order, with their value before the first touch.
+class DirtyWindow {
+ public:
+  explicit DirtyWindow(uint32_t bucketCount) : bits_((bucketCount + 63) / 64, 0) {}
+  void Touch(uint32_t bucket, uint64_t original) {
+    uint64_t& w = bits_[bucket >> 6];
+    const uint64_t bit = uint64_t{1} << (bucket & 63);
+    if (w & bit) return;
+    w |= bit;
+    buckets_.push_back(bucket);
+    originals_.push_back(original);
+  }
+  size_t size() const { return buckets_.size(); }
+  const std::vector<uint32_t>& buckets() const { return buckets_; }
+  const std::vector<uint64_t>& originals() const { return originals_; }
+  void Reset() {
+    for (uint32_t b : buckets_) bits_[b >> 6] = 0;
+    buckets_.clear();
+    originals_.clear();
+  }
+
+ private:
+  std::vector<uint64_t> bits_;
+  std::vector<uint32_t> buckets_;
+  std::vector<uint64_t> originals_;
+};
+
+struct Stats {
+  uint32_t bucketCount;
+  uint64_t residentCount;
+  uint64_t ownedHashes;
+  uint64_t lineageEntries;
+  uint64_t sourceCount;
+  uint64_t pendingEvents;
+  uint64_t dirtyBuckets;
+  uint64_t rngState;
+  Counters counters;
+};
+
+class PoolState {
+ public:
+  PoolState(uint32_t bucketCount, uint64_t seed, uint32_t maxKicks);
+
+  // Engine events (§4.3-§4.5). Each counts one pending event, even when it fails or does nothing.
+  // A store error leaves the state untouched; removals keep going after an error (first error wins).
+  PoolError Store(const StoreEvent& ev);
+  PoolError Remove(uint64_t workerId, uint32_t dpRank, const uint64_t* extIds, size_t count);
+  PoolError Clear(uint64_t workerId, uint32_t dpRank);
+
+  // Checks the packed encoding; returns an empty string when it is well formed.
+  static std::string ValidateBatch(const uint32_t* meta, size_t metaLen, const uint64_t* words, size_t wordsLen);
+  // Applies a validated batch; errorsOut has one entry per event.
+  void ApplyBatch(const uint32_t* meta, size_t metaLen, const uint64_t* words, uint8_t* errorsOut);
+
+  // Raw canonical-hash operations with owner counting (ckf_operations.json).
+  RawResult InsertCanonical(uint64_t hash);
+  RawResult RemoveCanonical(uint64_t hash);
+  RawResult ReofferCanonical(uint64_t hash);
+
+  bool Contains(uint64_t hash) const { return filter_.Contains(hash); }
+  uint32_t Owners(uint64_t hash) const;
+  bool IsResident(uint64_t hash) const;
+
+  // Publication window (§4.6). false: nothing to publish (the window is reset either way).
+  bool Drain(std::vector<uint32_t>* buckets, std::vector<uint64_t>* values);
+  bool HasPendingPublication() const { return pendingEvents_ > 0 || dirty_.size() > 0; }
+
+  const ckf::Filter& filter() const { return filter_; }
+  const Counters& counters() const { return counters_; }
+  Stats GetStats() const;
+
+ private:
+  struct Ownership {
+    uint32_t owners;
+    uint32_t resident;
+  };
+  using Lineage = U64Map<uint64_t>;  // external id -> canonical hash
+  using SourceKey = std::pair<uint64_t, uint32_t>;
+
+  Lineage* FindSource(uint64_t workerId, uint32_t dpRank);
+  Lineage* GetOrCreateSource(uint64_t workerId, uint32_t dpRank);
+  void DropSourceIfEmpty(uint64_t workerId, uint32_t dpRank);
+  PoolError RemoveFromSource(Lineage* lineage, const uint64_t* extIds, size_t count);
+  // Releases one owner of `canonical`; false on an invariant violation (nothing changed).
+  // `write` receives the physical write when the outcome is kRemoved.
+  bool ReleaseOwner(uint64_t canonical, RawOutcome* outcome, ckf::Write* write);
+  bool InsertPhysical(uint64_t canonical, Ownership* own, uint32_t maxKicks, uint32_t* kicks);
+  void MarkWrites();
+  RawResult FinishRaw(RawOutcome outcome, uint64_t hash, uint32_t kicks, uint64_t drawsBefore,
+                      const std::vector<ckf::Write>& writes);
+
+  ckf::Filter filter_;
+  uint32_t maxKicks_;
+  DirtyWindow dirty_;
+  std::map<SourceKey, std::unique_ptr<Lineage>> sources_;
+  SourceKey cachedKey_{0, 0};
+  Lineage* cachedSource_ = nullptr;
+  U64Map<Ownership> owners_;
+  uint64_t residentCount_ = 0;
+  uint64_t lineageEntries_ = 0;
+  uint64_t pendingEvents_ = 0;
+  Counters counters_;
+
+  // Per-event scratch, kept to avoid allocations on the hot path.
+  std::vector<uint64_t> newExts_;
+  std::vector<uint64_t> newCanonicals_;
+  std::vector<Ownership*> newOwners_;
+  std::vector<uint64_t> reoffers_;
+  std::vector<uint64_t> clearScratch_;
+};
+
+}  // namespace pool
+}  // namespace kvrelay

@@ -1,0 +1,345 @@
+// The pool actor's native state (hashing-ckf-cbi1.md §4): per-(workerId, dpRank) lineage of engine
+// external ids → canonical hashes, owner counting with one physical fingerprint per resident hash,
+// the cuckoo filter and the publication window drained into absolute bucket images.
+//
+// Contract:
+// - Canonical hashes come from each stored block's `tokensHashes` (block hashes computed with
+//   ./hashing); engine ids are lineage only and never enter the filter.
+// - A failing store (ParentBlockNotFound, InvalidBlockSequence, OwnershipDegreeOverflow,
+//   AllocationFailed) leaves the state untouched. Removals process every id and report the first
+//   error (IndexerInvariantViolation). Capacity exhaustion is not an error: it is counted
+//   (`capacityFailures`), the ownership is kept, and a later store of the hash retries admission.
+// - Every applied event counts as one pending event (even when it fails); drain() resets the count.
+// - Not thread-safe by design: while applyAsync() or copyWordsAsync() is in flight, the caller must
+//   not call anything else on the same PoolState; doing so throws Error{code: 'PoolBusy'}.
+// - close() frees the native memory at once; any later call throws Error{code: 'PoolClosed'}.
+//   Without close(), the memory is freed when the object is garbage-collected.
+import type * as Binding from '../../binding';
+import type { PoolStats, RawCanonicalResult } from '../../binding';
+import { DEFAULT_CKF_MAX_KICKS, DEFAULT_CKF_SEED } from '../config/defaults';
+import { addon } from './addon';
+
+export type { PoolStats, RawCanonicalResult };
+
+export type PoolErrorCode =
+  | 'ParentBlockNotFound'
+  | 'InvalidBlockSequence'
+  | 'OwnershipDegreeOverflow'
+  | 'IndexerInvariantViolation'
+  | 'AllocationFailed';
+
+/** u64 values: a BigUint64Array (fastest) or bigints in [0, 2^64). */
+export type U64List = BigUint64Array | readonly bigint[];
+
+export type PoolEvent =
+  | {
+      kind: 'stored';
+      workerId: bigint;
+      dpRank: number;
+      /** Engine id of the block before blockHashes[0], or null for a root. */
+      parentHash: bigint | null;
+      /** Engine start position; only a non-zero start without a parent matters (InvalidBlockSequence). */
+      startPosition?: number | null;
+      /** Engine external ids (lineage only). */
+      blockHashes: U64List;
+      /** Block hashes of the blocks' tokens (§1.3), same length as blockHashes. */
+      tokensHashes: U64List;
+    }
+  | { kind: 'removed'; workerId: bigint; dpRank: number; blockHashes: U64List }
+  | { kind: 'cleared'; workerId: bigint; dpRank: number };
+
+export interface PoolBatchResult {
+  /** Per event: null, or the error that rejected (store) or interrupted (removal) it. */
+  outcomes: (PoolErrorCode | null)[];
+  errorCount: number;
+  /** Blocks omitted for capacity in this batch. */
+  capacityFailures: number;
+  /** Removals of ids this source never stored (idempotent no-ops) in this batch. */
+  unknownRemovals: number;
+}
+
+export interface BucketImages {
+  buckets: Uint32Array;
+  values: BigUint64Array;
+}
+
+export interface PoolStateOptions {
+  /** Power of two in [2, 2^24] (see ckfBucketCount). */
+  bucketCount: number;
+  seed?: bigint;
+  /** Relocation bound, 1..4096. */
+  maxKicks?: number;
+}
+
+// Packed encoding shared with native/pool_state.h (meta stride 5: kind, dpRank, flags, start, count).
+const KIND_STORED = 1;
+const KIND_REMOVED = 2;
+const KIND_CLEARED = 3;
+const FLAG_PARENT = 1;
+const FLAG_START = 2;
+const META_STRIDE = 5;
+const MAX_U64 = 0xffff_ffff_ffff_ffffn;
+
+function checkU64(v: bigint, what: string): void {
+  if (typeof v !== 'bigint') throw new TypeError(`${what} must be a bigint`);
+  if (v < 0n || v > MAX_U64) throw new RangeError(`${what} must be in [0, 2^64)`);
+}
+
+function checkU32(v: number, what: string): void {
+  if (typeof v !== 'number') throw new TypeError(`${what} must be a number`);
+  if (!Number.isInteger(v) || v < 0 || v > 0xffff_ffff) throw new RangeError(`${what} must be an integer in [0, 2^32)`);
+}
+
+function checkList(list: U64List, what: string): void {
+  if (list instanceof BigUint64Array) return;
+  if (!Array.isArray(list)) throw new TypeError(`${what} must be a BigUint64Array or bigint[]`);
+  for (const v of list) checkU64(v, what);
+}
+
+function toU64Array(list: U64List, what: string): BigUint64Array {
+  checkList(list, what);
+  return list instanceof BigUint64Array ? list : BigUint64Array.from(list);
+}
+
+/** Encodes events into the packed form of PoolState.applyPacked; reusable after reset(). */
+export class PoolEventBatch {
+  private meta = new Uint32Array(64 * META_STRIDE);
+  private words = new BigUint64Array(1024);
+  private metaLen = 0;
+  private wordsLen = 0;
+
+  get length(): number {
+    return this.metaLen / META_STRIDE;
+  }
+
+  reset(): void {
+    this.metaLen = 0;
+    this.wordsLen = 0;
+  }
+
+  add(ev: PoolEvent): this {
+    switch (ev.kind) {
+      case 'stored':
+        return this.addStored(ev.workerId, ev.dpRank, ev.parentHash, ev.startPosition ?? null, ev.blockHashes, ev.tokensHashes);
+      case 'removed':
+        return this.addRemoved(ev.workerId, ev.dpRank, ev.blockHashes);
+      case 'cleared':
+        return this.addCleared(ev.workerId, ev.dpRank);
+    }
+  }
+
+  addStored(
+    workerId: bigint,
+    dpRank: number,
+    parentHash: bigint | null,
+    startPosition: number | null,
+    extIds: U64List,
+    tokensHashes: U64List,
+  ): this {
+    if (extIds.length !== tokensHashes.length) throw new RangeError('blockHashes and tokensHashes differ in length');
+    if (parentHash !== null) checkU64(parentHash, 'parentHash');
+    if (startPosition !== null) checkU32(startPosition, 'startPosition');
+    checkList(extIds, 'blockHashes');
+    checkList(tokensHashes, 'tokensHashes');
+    const flags = (parentHash !== null ? FLAG_PARENT : 0) | (startPosition !== null ? FLAG_START : 0);
+    this.header(KIND_STORED, workerId, dpRank, flags, startPosition ?? 0, extIds.length);
+    this.ensureWords(1 + 2 * extIds.length);
+    if (parentHash !== null) this.words[this.wordsLen++] = parentHash;
+    this.putList(extIds);
+    this.putList(tokensHashes);
+    return this;
+  }
+
+  addRemoved(workerId: bigint, dpRank: number, extIds: U64List): this {
+    checkList(extIds, 'blockHashes');
+    this.header(KIND_REMOVED, workerId, dpRank, 0, 0, extIds.length);
+    this.ensureWords(extIds.length);
+    this.putList(extIds);
+    return this;
+  }
+
+  addCleared(workerId: bigint, dpRank: number): this {
+    this.header(KIND_CLEARED, workerId, dpRank, 0, 0, 0);
+    return this;
+  }
+
+  /** Views of the encoded events (valid until the next add/reset). */
+  packed(): { meta: Uint32Array; words: BigUint64Array } {
+    return { meta: this.meta.subarray(0, this.metaLen), words: this.words.subarray(0, this.wordsLen) };
+  }
+
+  private header(kind: number, workerId: bigint, dpRank: number, flags: number, start: number, count: number): void {
+    checkU64(workerId, 'workerId');
+    checkU32(dpRank, 'dpRank');
+    if (this.metaLen + META_STRIDE > this.meta.length) {
+      const grown = new Uint32Array(this.meta.length * 2);
+      grown.set(this.meta.subarray(0, this.metaLen));
+      this.meta = grown;
+    }
+    const m = this.meta;
+    const i = this.metaLen;
+    m[i] = kind;
+    m[i + 1] = dpRank;
+    m[i + 2] = flags;
+    m[i + 3] = start;
+    m[i + 4] = count;
+    this.metaLen += META_STRIDE;
+    this.ensureWords(1);
+    this.words[this.wordsLen++] = workerId;
+  }
+
+  private ensureWords(extra: number): void {
+    if (this.wordsLen + extra <= this.words.length) return;
+    let size = this.words.length * 2;
+    while (size < this.wordsLen + extra) size *= 2;
+    const grown = new BigUint64Array(size);
+    grown.set(this.words.subarray(0, this.wordsLen));
+    this.words = grown;
+  }
+
+  // Lists are checked before the event header is written, so a bad event leaves the batch intact.
+  private putList(list: U64List): void {
+    if (list instanceof BigUint64Array) {
+      this.words.set(list, this.wordsLen);
+    } else {
+      const w = this.words;
+      let j = this.wordsLen;
+      for (const v of list) w[j++] = v;
+    }
+    this.wordsLen += list.length;
+  }
+}
+
+function toResult(summary: Binding.PoolBatchSummary): PoolBatchResult {
+  const { errors, errorNames } = summary;
+  const outcomes = new Array<PoolErrorCode | null>(errors.length);
+  let errorCount = 0;
+  for (let i = 0; i < errors.length; i++) {
+    const code = errors[i];
+    outcomes[i] = code === 0 ? null : (errorNames[code] as PoolErrorCode);
+    if (code !== 0) errorCount++;
+  }
+  return { outcomes, errorCount, capacityFailures: summary.capacityFailures, unknownRemovals: summary.unknownRemovals };
+}
+
+function encode(events: readonly PoolEvent[] | PoolEventBatch): PoolEventBatch {
+  if (events instanceof PoolEventBatch) return events;
+  const batch = new PoolEventBatch();
+  for (const ev of events) batch.add(ev);
+  return batch;
+}
+
+export class PoolState {
+  private readonly native: Binding.PoolState;
+  readonly bucketCount: number;
+  readonly seed: bigint;
+  readonly maxKicks: number;
+
+  constructor(opts: PoolStateOptions) {
+    this.bucketCount = opts.bucketCount;
+    this.seed = opts.seed ?? DEFAULT_CKF_SEED;
+    this.maxKicks = opts.maxKicks ?? DEFAULT_CKF_MAX_KICKS;
+    this.native = new addon.PoolState(this.bucketCount, this.seed, this.maxKicks);
+  }
+
+  /** Applies events in order on the calling thread (small batches). */
+  apply(events: readonly PoolEvent[] | PoolEventBatch): PoolBatchResult {
+    const { meta, words } = encode(events).packed();
+    return toResult(this.native.applyBatch(meta, words));
+  }
+
+  /** Applies events on a worker thread (big batches). No other call on this PoolState until it settles. */
+  async applyAsync(events: readonly PoolEvent[] | PoolEventBatch): Promise<PoolBatchResult> {
+    const { meta, words } = encode(events).packed();
+    return toResult(await this.native.applyBatchAsync(meta, words));
+  }
+
+  store(
+    workerId: bigint,
+    dpRank: number,
+    parentHash: bigint | null,
+    startPosition: number | null,
+    extIds: U64List,
+    tokensHashes: U64List,
+  ): PoolErrorCode | null {
+    return this.native.store(
+      workerId,
+      dpRank,
+      parentHash,
+      startPosition,
+      toU64Array(extIds, 'extIds'),
+      toU64Array(tokensHashes, 'tokensHashes'),
+    ) as PoolErrorCode | null;
+  }
+
+  remove(workerId: bigint, dpRank: number, extIds: U64List): PoolErrorCode | null {
+    return this.native.remove(workerId, dpRank, toU64Array(extIds, 'extIds')) as PoolErrorCode | null;
+  }
+
+  clear(workerId: bigint, dpRank: number): PoolErrorCode | null {
+    return this.native.clear(workerId, dpRank) as PoolErrorCode | null;
+  }
+
+  /** Raw canonical-hash ops with owner counting (no lineage): one owner more, inserting if not resident. */
+  insertCanonical(hash: bigint): RawCanonicalResult {
+    return this.native.insertCanonical(hash);
+  }
+
+  /** One owner less; the fingerprint goes with the last owner of a resident hash. */
+  removeCanonical(hash: bigint): RawCanonicalResult {
+    return this.native.removeCanonical(hash);
+  }
+
+  /** Relocation-free retry of an owned, non-resident hash (no owner change). */
+  reofferCanonical(hash: bigint): RawCanonicalResult {
+    return this.native.reofferCanonical(hash);
+  }
+
+  /** Filter membership of a canonical sequence hash (false positives possible, no false negatives). */
+  contains(hash: bigint): boolean {
+    return this.native.contains(hash);
+  }
+
+  owners(hash: bigint): number {
+    return this.native.owners(hash);
+  }
+
+  isResident(hash: bigint): boolean {
+    return this.native.isResident(hash);
+  }
+
+  get pendingEvents(): number {
+    return this.native.pendingEvents();
+  }
+
+  hasPendingPublication(): boolean {
+    return this.native.hasPendingPublication();
+  }
+
+  /**
+   * Ends the publication window: the absolute images of buckets whose word changed since the last
+   * drain, in first-touch order (net reversions dropped). null when nothing changed. Resets
+   * pendingEvents either way.
+   */
+  drain(): BucketImages | null {
+    return this.native.drain();
+  }
+
+  stats(): PoolStats {
+    return this.native.stats();
+  }
+
+  /** A copy of every bucket word (tests and small pools; use copyWordsAsync for big ones). */
+  words(): BigUint64Array {
+    return this.native.words();
+  }
+
+  /** A copy of every bucket word taken on a worker thread. No other call until it settles. */
+  copyWordsAsync(): Promise<BigUint64Array> {
+    return this.native.copyWordsAsync();
+  }
+
+  close(): void {
+    this.native.close();
+  }
+}
