@@ -95,6 +95,12 @@ export class StreamReader<T> {
     return this.status!;
   }
 
+  /** Waits for the first message or the end: true when the stream delivered something. */
+  async opened(timeoutMs = 5000): Promise<boolean> {
+    await this.until(() => this.received > 0 || this.status !== undefined, timeoutMs);
+    return this.received > 0;
+  }
+
   get ended(): EndStatus | undefined {
     return this.status;
   }

@@ -1,0 +1,101 @@
+// Subscribers that do not keep up (wire-contract.md §6.2.3, §6.2.4, §6.4): a bounded queue per
+// subscriber, measured by what the transport has not sent on yet; lag ends only the slow stream.
+import { status } from '@grpc/grpc-js';
+import { FilterUpdateKind, RelayErrorReason } from '../../src/wire/enums';
+import type { FilterUpdate } from '../../src/wire/types';
+import { testProducer } from '../support/test-source';
+import { StreamReader, eventually, startTestRelay, subscriber, type TestRelay } from './helpers';
+import { rawCall, rawSession } from './raw-client';
+
+let relay: TestRelay;
+afterEach(async () => relay?.close());
+
+const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+test('a subscriber that stops reading lags with a tiny queue while a fast subscriber keeps up', async () => {
+  relay = await startTestRelay({ queues: { publicationQueueCapacity: 4 } });
+  const producer = testProducer({ bucketCount: 1 << 16 });
+  const feed = relay.source.attachPool(producer);
+
+  const fast = new StreamReader<FilterUpdate>(relay.client.subscribeKvPool({ ...subscriber('fast'), expectedProducer: producer }));
+  expect((await fast.next()).kind).toBe(FilterUpdateKind.SNAPSHOT_CHUNK);
+  const session = rawSession(relay.server.address);
+  const slow = rawCall(session, 'SubscribeKvPool', 'SubscribeKvPoolRequest', { ...subscriber('slow'), expectedProducer: producer }, 'FilterUpdate');
+  await eventually(() => relay.source.pool(producer.poolId!) !== undefined && feed.attachCount >= 1);
+  await pause(50); // the slow stream's snapshot chunk fits its window; it then stops reading
+
+  // 1000 images per delta (~12 KB): the slow stream's HTTP/2 window closes after a few deltas.
+  let published = 0;
+  let next = 0;
+  for (let i = 0; i < 64; i += 1) {
+    const images: Array<[number, bigint]> = [];
+    for (let k = 0; k < 1000; k += 1) images.push([(next++ * 7) % (1 << 16), BigInt(i + 1)]);
+    feed.publish(images);
+    published += 1;
+    // The fast subscriber takes every delta before the next one is published.
+    const d = await fast.next();
+    expect(d.sequence).toBe(BigInt(published));
+  }
+  expect(fast.ended).toBeUndefined();
+
+  slow.resume();
+  const end = await slow.end();
+  expect(end.code).toBe(status.RESOURCE_EXHAUSTED);
+  expect(end.reason).toBe('RELAY_ERROR_REASON_SUBSCRIBER_LAGGED');
+  const got = slow.messages();
+  expect(got[0].kind).toBe(FilterUpdateKind.SNAPSHOT_CHUNK);
+  expect(got.length).toBeLessThan(published + 1);
+  // What it did get is contiguous.
+  for (let i = 1; i < got.length; i += 1) expect(got[i].baseSequence).toBe(got[i - 1].sequence);
+  session.close();
+});
+
+test('the bootstrap ends with SNAPSHOT_PROGRESS_TIMEOUT when the client stops taking chunks; the slot frees', async () => {
+  relay = await startTestRelay({ limits: { maxPoolStreamsTotal: 1 }, timing: { snapshotProgressTimeoutMs: 200 } });
+  const producer = testProducer({ bucketCount: 1 << 20 }); // 2 chunks of 4 MiB
+  relay.source.attachPool(producer);
+  const session = rawSession(relay.server.address);
+  const stalled = rawCall(session, 'SubscribeKvPool', 'SubscribeKvPoolRequest', { ...subscriber('stalled'), expectedProducer: producer }, 'FilterUpdate');
+  // Once the timeout fired the permit is back: a reading client gets the whole snapshot.
+  const started = Date.now();
+  let reader: StreamReader<FilterUpdate> | undefined;
+  await eventually(async () => {
+    reader = new StreamReader<FilterUpdate>(relay.client.subscribeKvPool({ ...subscriber('reader'), expectedProducer: producer }));
+    return reader.opened();
+  }, 5000, 20);
+  expect(Date.now() - started).toBeGreaterThanOrEqual(150);
+  const chunks = [await reader!.next(), await reader!.next()];
+  expect(chunks.map((c) => c.kind)).toEqual([FilterUpdateKind.SNAPSHOT_CHUNK, FilterUpdateKind.SNAPSHOT_CHUNK]);
+
+  stalled.resume();
+  const end = await stalled.end();
+  expect(end.code).toBe(status.RESOURCE_EXHAUSTED);
+  expect(end.reason).toBe('RELAY_ERROR_REASON_SNAPSHOT_PROGRESS_TIMEOUT');
+  expect(stalled.messages().length).toBeLessThan(2);
+  session.close();
+});
+
+test('a load subscriber that stops reading lags by complete windows; others keep receiving', async () => {
+  relay = await startTestRelay({ timing: { loadWindowMs: 20 }, wan: { loadFanoutCapacity: 2 } });
+  // Large windows so the stalled stream's HTTP/2 window fills quickly.
+  relay.source.poolLoadState = {
+    pools: Array.from({ length: 200 }, (_, i) => ({ producer: testProducer({ pool: i + 1 }), kvUsedBlocks: 1n, totalKvBlocks: 2n, kvObservedRanks: 1, kvExpectedRanks: 1 })),
+  };
+  const session = rawSession(relay.server.address);
+  const stalled = rawCall(session, 'SubscribeKvPoolLoad', 'SubscribeKvPoolLoadRequest', subscriber('stalled'), 'KvPoolLoadUpdate');
+  const live = new StreamReader(relay.client.subscribeKvPoolLoad(subscriber('live')));
+  let last = (await live.next()).windowSequence;
+  for (let i = 0; i < 15; i += 1) {
+    const w = await live.next();
+    expect(w.windowSequence).toBeGreaterThan(last);
+    last = w.windowSequence;
+  }
+  stalled.resume();
+  const end = await stalled.end();
+  expect(end.code).toBe(status.RESOURCE_EXHAUSTED);
+  expect(end.reason).toBe('RELAY_ERROR_REASON_SUBSCRIBER_LAGGED');
+  expect(end.details).toMatch(/pool load subscriber lagged by \d+ complete windows; resubscribe/);
+  expect(live.ended).toBeUndefined();
+  session.close();
+});
+
