@@ -2,8 +2,7 @@
 // model.sourcePath (default model.name) or the explicit map, plus kvBlockSize and the hash-format
 // version; routing scope from the endpoint triple or the explicit map; dc_id = stable_dc_id(dcId).
 import type { EndpointConfig } from '../config/schema';
-import { deriveIndexerDomain } from '../identity/domain';
-import { formatDcId, stableDcId } from '../identity/dc-id';
+import { deriveIndexerDomain, poolIdDisplay, stableDcId } from '../identity';
 import type { KvPoolId } from '../wire/types';
 import { POOL_IDENTITY_VERSION } from '../wire/constants';
 
@@ -21,9 +20,10 @@ export function poolIdOf(ep: EndpointConfig, dcId: string): KvPoolId {
   return { identityVersion: POOL_IDENTITY_VERSION, indexerDomain, dcId: stableDcId(dcId) };
 }
 
-/** Display form `{cache}:{routing}/{dc}`; its string order is PoolId order. */
+/**
+ * Display form `{cache}:{routing}/{dc}`. Fixed-width lowercase hex, and default and explicit digests
+ * never coincide, so its string order is PoolId order.
+ */
 export function poolKey(id: KvPoolId): string {
-  const hex = (d: Uint8Array | undefined): string => Buffer.from(d ?? []).toString('hex');
-  const domain = id.indexerDomain;
-  return `${hex(domain?.cacheSemantics?.digest)}:${hex(domain?.routingScope?.digest)}/${formatDcId(id.dcId)}`;
+  return poolIdDisplay(id);
 }

@@ -1,0 +1,232 @@
+// One producer generation of one pool (hashing-ckf-cbi1.md §4.6-§4.7; wire-contract.md §8.3).
+//
+// Engine batches for the pool's sources are converted to pool-state events and applied to the
+// native pool state, serialized through one command chain (so a snapshot barrier never interleaves
+// with an apply). After each applied slice the publication window is checked: reaching
+// `publicationThreshold` pending events publishes a delta at once; the first pending event of a
+// window arms a one-shot `publicationDelayMs` timer that flushes whatever is pending.
+// Publishing without a listener drops the delta and does not advance the sequence.
+import type { Logger } from '../log';
+import type { EngineEventBatch, SourceKey } from '../ingest/types';
+import type { DeltaFrame, PoolFeed, PoolImage, PoolListener } from '../publication/source';
+import type { ProducerIdentity } from '../wire/types';
+import { MAX_DELTA_IMAGES } from '../config/defaults';
+import { MAX_U64 } from '../config/limits';
+import { encodeDelta, PoolState, type PoolBatchResult, type PoolEvent } from '../native';
+import { SaltCache, toPoolEvent, type PoolSemantics } from './events';
+import type { PoolMetrics } from '../metrics/registry';
+
+/** Above this many blocks a slice is applied off the event loop. */
+const ASYNC_APPLY_BLOCKS = 4096;
+
+export interface PoolActorOptions {
+  key: string;
+  producer: ProducerIdentity;
+  dcId: bigint;
+  semantics: PoolSemantics;
+  publicationThreshold: number;
+  publicationDelayMs: number;
+  logger: Logger;
+  /** Called once when an invariant violation fenced this generation (the producer replaces it). */
+  onFenced?(reason: string): void;
+}
+
+export class PoolActor implements PoolFeed {
+  readonly producer: ProducerIdentity;
+  readonly dcId: bigint;
+  private readonly state: PoolState;
+  private readonly format: { seed: bigint; bucketCount: number };
+  private readonly salts = new SaltCache();
+  private listener: PoolListener | undefined;
+  private lastSequence = 0n;
+  private chain: Promise<void> = Promise.resolve();
+  private timer: NodeJS.Timeout | undefined;
+  private ended: 'retired' | 'fenced' | undefined;
+  private readonly counters: Omit<PoolMetrics, 'pool'> = {
+    eventsApplied: 0,
+    eventsDroppedBlockSize: 0,
+    eventErrors: 0,
+    deltasPublished: 0,
+    deltasDropped: 0,
+    capacityFailures: 0,
+    parentNotFound: 0,
+    unknownRemovals: 0,
+  };
+
+  constructor(private readonly options: PoolActorOptions) {
+    this.producer = options.producer;
+    this.dcId = options.dcId;
+    const ckf = options.producer.ckfFormat;
+    if (!ckf) throw new TypeError('producer identity without a CKF format');
+    this.format = { seed: ckf.seed, bucketCount: Number(ckf.bucketCount) };
+    this.state = new PoolState({ bucketCount: this.format.bucketCount, seed: this.format.seed });
+  }
+
+  get key(): string {
+    return this.options.key;
+  }
+
+  get isEnded(): boolean {
+    return this.ended !== undefined;
+  }
+
+  /** Engine batch of one of this pool's sources (synchronous hand-off; applied in order). */
+  batch(b: EngineEventBatch): void {
+    if (this.ended) return;
+    const events: PoolEvent[] = [];
+    for (const ev of b.events) {
+      const c = toPoolEvent(b.source, ev, this.options.semantics, this.salts);
+      if ('event' in c) events.push(c.event);
+      else if (c.dropped === 'block_size') this.counters.eventsDroppedBlockSize += 1;
+    }
+    if (events.length > 0) this.enqueue(() => this.apply(events));
+  }
+
+  /** The source's history is lost: drop all of its blocks (like AllBlocksCleared). */
+  reset(source: SourceKey): void {
+    if (this.ended) return;
+    this.enqueue(() => this.apply([{ kind: 'cleared', workerId: source.workerId, dpRank: source.dpRank }]));
+  }
+
+  attach(listener: PoolListener): Promise<PoolImage> {
+    return new Promise<PoolImage>((resolve, reject) => {
+      this.enqueue(async () => {
+        if (this.ended) {
+          reject(new Error(`pool generation ${this.options.key} is ${this.ended}`));
+          return;
+        }
+        try {
+          this.flush();
+          const words = await this.state.copyWordsAsync();
+          this.listener = listener;
+          resolve({ sequence: this.lastSequence, words });
+        } catch (err) {
+          reject(err as Error);
+        }
+      });
+    });
+  }
+
+  detach(listener: PoolListener): void {
+    if (this.listener === listener) this.listener = undefined;
+  }
+
+  /** Withdrawal, replacement or shutdown: the listener hears `retired` after queued work ends. */
+  retire(): Promise<void> {
+    return this.end('retired');
+  }
+
+  /** Waits until every command queued so far has run (tests, orderly shutdown). */
+  idle(): Promise<void> {
+    return this.chain;
+  }
+
+  metrics(): PoolMetrics {
+    return { pool: this.options.key, ...this.counters };
+  }
+
+  private enqueue(command: () => void | Promise<void>): void {
+    this.chain = this.chain.then(command).catch((err: Error) => this.fence(`pool actor command failed: ${err.message}`));
+  }
+
+  private async apply(events: PoolEvent[]): Promise<void> {
+    // Slices never take the window past the threshold, so each delta covers at most
+    // publicationThreshold events, as when the reference checks after every command.
+    let i = 0;
+    while (i < events.length && !this.ended) {
+      const room = Math.max(1, this.options.publicationThreshold - this.state.pendingEvents);
+      const slice = events.slice(i, i + room);
+      i += slice.length;
+      const blocks = slice.reduce((n, e) => n + (e.kind === 'cleared' ? 0 : e.blockHashes.length), 0);
+      const result = blocks > ASYNC_APPLY_BLOCKS ? await this.state.applyAsync(slice) : this.state.apply(slice);
+      this.account(slice, result);
+      if (result.outcomes.includes('IndexerInvariantViolation')) {
+        this.fence('IndexerInvariantViolation');
+        return;
+      }
+      if (this.state.pendingEvents >= this.options.publicationThreshold) this.flush();
+      else this.armTimer();
+    }
+  }
+
+  private account(events: readonly PoolEvent[], result: PoolBatchResult): void {
+    this.counters.eventsApplied += events.length;
+    this.counters.eventErrors += result.errorCount;
+    this.counters.capacityFailures += result.capacityFailures;
+    this.counters.unknownRemovals += result.unknownRemovals;
+    result.outcomes.forEach((error, i) => {
+      if (error === null) return;
+      if (error === 'ParentBlockNotFound') this.counters.parentNotFound += 1;
+      const ev = events[i];
+      this.options.logger.warn(
+        { pool: this.options.key, error, event: ev.kind, worker: ev.workerId.toString(), dpRank: ev.dpRank },
+        'KV event rejected by the pool state',
+      );
+    });
+  }
+
+  private armTimer(): void {
+    if (this.timer || this.state.pendingEvents === 0) return;
+    this.timer = setTimeout(() => {
+      this.timer = undefined;
+      this.enqueue(() => this.flush());
+    }, this.options.publicationDelayMs);
+  }
+
+  /** Drains the window and publishes it (or drops it without a listener). */
+  private flush(): void {
+    if (this.timer) {
+      clearTimeout(this.timer);
+      this.timer = undefined;
+    }
+    const batch = this.state.drain();
+    if (!batch || this.ended) return;
+    const listener = this.listener;
+    if (!listener) {
+      this.counters.deltasDropped += 1;
+      return;
+    }
+    if (this.lastSequence === MAX_U64) {
+      this.fence('SequenceExhausted');
+      return;
+    }
+    const base = this.lastSequence;
+    const sequence = base + 1n;
+    // The hub turns a publication too big for one delta frame into a re-snapshot; it needs only the count.
+    const payload =
+      batch.buckets.length > MAX_DELTA_IMAGES
+        ? Buffer.alloc(0)
+        : encodeDelta(this.format, this.dcId, base, sequence, batch.buckets, batch.values);
+    const frame: DeltaFrame = { baseSequence: base, sequence, imageCount: batch.buckets.length, payload };
+    this.lastSequence = sequence;
+    this.counters.deltasPublished += 1;
+    listener.delta(frame);
+  }
+
+  private fence(reason: string): void {
+    if (this.ended) return;
+    this.options.logger.error({ pool: this.options.key, reason }, 'pool generation fenced');
+    this.stop('fenced');
+    this.listener?.fenced(reason);
+    this.listener = undefined;
+    this.options.onFenced?.(reason);
+  }
+
+  private end(how: 'retired'): Promise<void> {
+    const done = this.chain.then(() => {
+      if (this.ended) return;
+      this.stop(how);
+      this.listener?.retired();
+      this.listener = undefined;
+    });
+    this.chain = done;
+    return done;
+  }
+
+  private stop(how: 'retired' | 'fenced'): void {
+    this.ended = how;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.state.close();
+  }
+}

@@ -1,0 +1,409 @@
+// The producer: turns the configured deployment and the engines' KV events into the transport-
+// neutral state the publication layer serves (RelaySource): catalog, one pool generation per
+// materialized pool, readiness and load. It is also the ingest sink that routes each source's
+// batches to its pool's actor.
+//
+// A deployment change (hot reload) is applied as a diff: withdrawn pools retire (their feed ends),
+// new pools get a fresh layout generation, metadata changes update descriptors in place. Every
+// catalog change bumps the revision; listeners hear the latest state once per apply.
+import type { RelayConfig } from '../config/schema';
+import { DEFAULT_CKF_SEED } from '../config/defaults';
+import { LayoutGenerationCounter } from '../identity';
+import { KvEventSubscriber } from '../ingest';
+import type { EngineEventBatch, IngestSink, KvEventEndpointConfig, ResetReason, SourceKey, SourceStats } from '../ingest/types';
+import { buildPoolLoad, buildServingLoad, MetricsScraper, type LoadPool } from '../load';
+import type { Logger } from '../log';
+import type { ProducerMetrics } from '../metrics/registry';
+import { CBI1, ckfBucketCount } from '../native';
+import type {
+  CatalogState,
+  PoolFeed,
+  PoolLoadState,
+  ReadinessState,
+  RelaySource,
+  ServingLoadState,
+  Unsubscribe,
+} from '../publication/source';
+import { HealthMonitor, ReadinessProjection, type TopologyEndpointInput } from '../topology';
+import { ServingReadinessState } from '../wire/enums';
+import type { KvPoolDescriptor, KvPoolId, ProducerIdentity, RelayIdentity } from '../wire/types';
+import { Catalog } from './catalog';
+import { buildDeployment, endpointName, type Deployment, type PoolSpec } from './deployment';
+import { diffDeployments } from './diff';
+import { PoolActor } from './pool-actor';
+import { poolKey } from './pool-identity';
+
+export interface ProducerOptions {
+  config: RelayConfig;
+  relay: RelayIdentity;
+  logger: Logger;
+}
+
+interface LivePool {
+  spec: PoolSpec;
+  actor: PoolActor;
+}
+
+interface LiveSubscriber {
+  signature: string;
+  subscriber: KvEventSubscriber;
+}
+
+const EMPTY: Deployment = { pools: [], topology: [], conflicts: [] };
+
+export class Producer implements RelaySource {
+  private readonly logger: Logger;
+  private readonly relay: RelayIdentity;
+  private readonly dcId: string;
+  private readonly timing: RelayConfig['timing'];
+  private readonly bucketCount: number;
+  private readonly generations = new LayoutGenerationCounter();
+  private readonly catalogState = new Catalog();
+  private readonly projection = new ReadinessProjection();
+  private readonly readinessListeners = new Set<(state: ReadinessState) => void>();
+  private readonly health: HealthMonitor;
+  private readonly scraper: MetricsScraper;
+  private readonly pools = new Map<string, LivePool>();
+  /** Worker id → key of the pool its KV events feed. */
+  private readonly routes = new Map<bigint, string>();
+  private readonly subscribers = new Map<bigint, LiveSubscriber>();
+  private readonly retiredIngest: SourceStats[] = [];
+  private deployment: Deployment = EMPTY;
+  /** Serializes deployment changes (each awaits subscriber start/stop). */
+  private changes: Promise<void> = Promise.resolve();
+  private closed = false;
+  private readonly sink: IngestSink;
+
+  constructor(private readonly options: ProducerOptions) {
+    this.logger = options.logger;
+    this.relay = options.relay;
+    this.dcId = options.config.dcId;
+    this.timing = options.config.timing;
+    this.bucketCount = ckfBucketCount(options.config.expectedUniqueBlocks);
+    this.health = new HealthMonitor(this.timing.healthProbeMs);
+    this.scraper = new MetricsScraper(this.timing.loadWindowMs);
+    this.health.onChange(() => this.publishReadiness());
+    this.sink = { batch: (b) => this.batch(b), reset: (s, r) => this.reset(s, r) };
+  }
+
+  /** Applies the start config and starts probing and scraping. */
+  async start(): Promise<void> {
+    await this.applyConfig(this.options.config);
+    this.scraper.start();
+  }
+
+  /**
+   * Applies a new config's deployment (the `endpoints` part; tunables apply at start only).
+   * Resolves once subscribers for new sources are started.
+   */
+  applyConfig(config: RelayConfig): Promise<void> {
+    const next = this.changes.then(() => this.apply(buildDeployment(this.dcId, config.endpoints)));
+    this.changes = next.catch(() => undefined);
+    return next;
+  }
+
+  // ---- RelaySource ----
+
+  catalog(): CatalogState {
+    return this.catalogState.current();
+  }
+
+  onCatalog(listener: (state: CatalogState) => void): Unsubscribe {
+    return this.catalogState.onChange(listener);
+  }
+
+  pool(poolId: KvPoolId): PoolFeed | undefined {
+    const actor = this.pools.get(poolKey(poolId))?.actor;
+    return actor && !actor.isEnded ? actor : undefined;
+  }
+
+  readiness(): ReadinessState {
+    return this.projection.current();
+  }
+
+  onReadiness(listener: (state: ReadinessState) => void): Unsubscribe {
+    this.readinessListeners.add(listener);
+    return () => this.readinessListeners.delete(listener);
+  }
+
+  poolLoad(): PoolLoadState {
+    return { pools: buildPoolLoad(this.loadPools(), this.scraper.usage()) };
+  }
+
+  servingLoad(): ServingLoadState {
+    return buildServingLoad(this.loadPools());
+  }
+
+  // ---- ingest sink ----
+
+  batch(b: EngineEventBatch): void {
+    this.actorOf(b.source)?.batch(b);
+  }
+
+  reset(source: SourceKey, reason: ResetReason): void {
+    this.logger.info({ worker: source.workerId.toString(), dpRank: source.dpRank, reason }, 'KV source reset');
+    this.actorOf(source)?.reset(source);
+  }
+
+  // ---- lifecycle and diagnostics ----
+
+  /** Pool generation by key, for tests and diagnostics. */
+  poolActor(key: string): PoolActor | undefined {
+    return this.pools.get(key)?.actor;
+  }
+
+  /** KV-event subscribers' bound endpoints per worker (bind mode shows chosen ports). */
+  ingestEndpoints(workerId: bigint): string[] {
+    return this.subscribers.get(workerId)?.subscriber.endpoints() ?? [];
+  }
+
+  metrics(): ProducerMetrics {
+    const topology = { ready: 0, unavailable: 0, unknown: 0 };
+    for (const e of this.projection.current().entries) {
+      if (e.state === ServingReadinessState.READY) topology.ready += 1;
+      else if (e.state === ServingReadinessState.UNAVAILABLE) topology.unavailable += 1;
+      else topology.unknown += 1;
+    }
+    return {
+      catalogPoolCount: this.catalogState.size(),
+      topology,
+      degradedLoadCoveragePoolCount: this.poolLoad().pools.filter((p) => p.kvObservedRanks < p.kvExpectedRanks || p.kvExpectedRanks === 0).length,
+      ingest: [...this.subscribers.values()].flatMap((s) => s.subscriber.stats()),
+      pools: [...this.pools.values()].map((p) => p.actor.metrics()),
+    };
+  }
+
+  /** Terminal stop: sources close, every generation retires, catalog and readiness become empty. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.changes;
+    this.health.close();
+    this.scraper.close();
+    await Promise.all([...this.subscribers.values()].map((s) => s.subscriber.close()));
+    this.subscribers.clear();
+    this.routes.clear();
+    await Promise.all([...this.pools.values()].map((p) => p.actor.retire()));
+    this.pools.clear();
+    this.catalogState.clear();
+    this.catalogState.publish();
+    this.deployment = EMPTY;
+    this.publishReadiness();
+  }
+
+  // ---- internals ----
+
+  private async apply(next: Deployment): Promise<void> {
+    if (this.closed) return;
+    const diff = diffDeployments(this.deployment, next);
+    for (const c of next.conflicts) if (!this.deployment.conflicts.includes(c)) this.logger.warn({ conflict: c }, 'deployment conflict');
+    const retiring: Promise<void>[] = [];
+    for (const spec of diff.removed) {
+      const live = this.pools.get(spec.key);
+      if (!live) continue;
+      this.pools.delete(spec.key);
+      this.catalogState.remove(spec.key);
+      retiring.push(live.actor.retire());
+      this.logger.info({ pool: spec.key, endpoint: endpointName(spec.servingEndpoint) }, 'pool withdrawn');
+    }
+    for (const spec of diff.updated) {
+      const live = this.pools.get(spec.key);
+      if (!live) continue;
+      for (const source of droppedSources(live.spec, spec)) live.actor.reset(source);
+      live.spec = spec;
+      this.catalogState.upsert(spec.key, descriptor(spec, live.actor.producer));
+      this.logger.info({ pool: spec.key }, 'pool metadata updated');
+    }
+    for (const spec of diff.added) this.materialize(spec);
+    this.deployment = next;
+    this.routes.clear();
+    for (const { spec } of this.pools.values()) {
+      for (const w of spec.endpoint.workers) if (w.kvEvents) this.routes.set(w.id, spec.key);
+    }
+    this.catalogState.publish();
+    this.setProbeTargets();
+    this.publishReadiness();
+    await this.reconcileSubscribers();
+    await Promise.all(retiring);
+  }
+
+  private materialize(spec: PoolSpec): void {
+    const producer = this.producerIdentity(spec.poolId);
+    const actor = new PoolActor({
+      key: spec.key,
+      producer,
+      dcId: spec.poolId.dcId,
+      semantics: { kvBlockSize: spec.querySemantics.kvBlockSize, eagle: spec.endpoint.model.hashFormat === 'eagle' },
+      publicationThreshold: this.timing.publicationThreshold,
+      publicationDelayMs: this.timing.publicationDelayMs,
+      logger: this.logger,
+      onFenced: () => this.refence(spec.key, actor),
+    });
+    this.pools.set(spec.key, { spec, actor });
+    this.catalogState.upsert(spec.key, descriptor(spec, producer));
+    this.logger.info(
+      { pool: spec.key, endpoint: endpointName(spec.servingEndpoint), layoutGeneration: producer.layoutGeneration.toString() },
+      'pool materialized',
+    );
+  }
+
+  /**
+   * A fenced generation is replaced by a new one (new layout generation, empty state); the pool's
+   * sources are re-subscribed so their replay rebuilds the state.
+   */
+  private refence(key: string, fenced: PoolActor): void {
+    const next = this.changes.then(async () => {
+      const live = this.pools.get(key);
+      if (this.closed || !live || live.actor !== fenced) return;
+      this.pools.delete(key);
+      this.materialize(live.spec);
+      this.catalogState.publish();
+      for (const w of live.spec.endpoint.workers) {
+        const s = this.subscribers.get(w.id);
+        if (!s) continue;
+        this.subscribers.delete(w.id);
+        await this.retireSubscriber(s);
+      }
+      await this.reconcileSubscribers();
+    });
+    this.changes = next.catch((err: Error) => this.logger.error({ err: err.message, pool: key }, 'pool re-materialization failed'));
+  }
+
+  private producerIdentity(poolId: KvPoolId): ProducerIdentity {
+    return {
+      poolId,
+      producerIncarnation: this.relay.relayIncarnation,
+      layoutGeneration: this.generations.next(),
+      ckfFormat: {
+        formatVersion: CBI1.formatVersion,
+        seed: DEFAULT_CKF_SEED,
+        bucketCount: BigInt(this.bucketCount),
+        fingerprintBits: CBI1.fingerprintBits,
+        slotsPerBucket: CBI1.slotsPerBucket,
+      },
+    };
+  }
+
+  private actorOf(source: SourceKey): PoolActor | undefined {
+    const key = this.routes.get(source.workerId);
+    return key === undefined ? undefined : this.pools.get(key)?.actor;
+  }
+
+  private async reconcileSubscribers(): Promise<void> {
+    const wanted = new Map<bigint, KvEventEndpointConfig>();
+    for (const { spec } of this.pools.values()) {
+      for (const w of spec.endpoint.workers) {
+        if (!w.kvEvents) continue;
+        wanted.set(w.id, { workerId: w.id, dpSize: w.dpSize, dpStartRank: w.dpStartRank, ...w.kvEvents });
+      }
+    }
+    const stopping: Promise<void>[] = [];
+    for (const [id, live] of this.subscribers) {
+      const want = wanted.get(id);
+      if (want && signature(want) === live.signature) continue;
+      this.subscribers.delete(id);
+      stopping.push(this.retireSubscriber(live));
+      // The new subscriber replays from the start; blocks of the old subscription are dropped first.
+      if (want) this.resetRanks(live.subscriber.config);
+    }
+    await Promise.all(stopping);
+    for (const [id, config] of wanted) {
+      if (this.subscribers.has(id) || this.closed) continue;
+      const subscriber = new KvEventSubscriber(config, this.sink, { logger: this.logger });
+      this.subscribers.set(id, { signature: signature(config), subscriber });
+      try {
+        await subscriber.start();
+      } catch (err) {
+        this.logger.error({ worker: id.toString(), err: (err as Error).message }, 'KV event subscriber failed to start');
+      }
+    }
+  }
+
+  private async retireSubscriber(live: LiveSubscriber): Promise<void> {
+    this.retiredIngest.push(...live.subscriber.stats());
+    await live.subscriber.close();
+  }
+
+  private resetRanks(config: KvEventEndpointConfig): void {
+    for (let r = config.dpStartRank; r < config.dpStartRank + config.dpSize; r++) {
+      this.actorOf({ workerId: config.workerId, dpRank: r })?.reset({ workerId: config.workerId, dpRank: r });
+    }
+  }
+
+  private setProbeTargets(): void {
+    const all = this.deployment.topology.flatMap((t) => t.endpoint.workers);
+    this.health.setTargets(all.filter((w) => w.health).map((w) => ({ workerId: w.id, url: w.health!.url })));
+    const pooled = [...this.pools.values()].flatMap((p) => p.spec.endpoint.workers);
+    this.scraper.setTargets(
+      pooled.filter((w) => w.metrics).map((w) => ({ workerId: w.id, url: w.metrics!.url, dpStartRank: w.dpStartRank, dpSize: w.dpSize })),
+    );
+  }
+
+  private publishReadiness(): void {
+    const inputs: TopologyEndpointInput[] = this.deployment.topology.map((t) => ({
+      namespace: t.endpoint.namespace,
+      component: t.endpoint.component,
+      endpoint: t.endpoint.endpoint,
+      model: t.endpoint.model.name,
+      workerType: t.endpoint.workerType,
+      needs: t.endpoint.needs,
+      workers: t.endpoint.workers.map((w) => ({ id: w.id, live: this.health.liveness(w.id, w.live) })),
+      adapters: t.adapters,
+      poolId: t.poolKey === undefined ? undefined : this.pools.get(t.poolKey)?.spec.poolId,
+    }));
+    const update = this.projection.update(inputs);
+    if (!update.changed) return;
+    const state = this.projection.current();
+    for (const listener of this.readinessListeners) listener(state);
+  }
+
+  private loadPools(): LoadPool[] {
+    return this.catalogState.current().snapshot.pools.flatMap((d) => {
+      const live = d.producer?.poolId && this.pools.get(poolKey(d.producer.poolId));
+      if (!live) return [];
+      return [
+        {
+          producer: live.actor.producer,
+          namespace: live.spec.servingEndpoint.namespace,
+          models: live.spec.registrations.map((r) => r.canonicalModelId),
+          workers: live.spec.endpoint.workers.map((w) => ({
+            id: w.id,
+            dpStartRank: w.dpStartRank,
+            dpSize: w.dpSize,
+            totalKvBlocks: w.totalKvBlocks,
+            maxNumSeqs: w.maxNumSeqs,
+            live: this.health.liveness(w.id, w.live) === true,
+          })),
+        },
+      ];
+    });
+  }
+}
+
+function descriptor(spec: PoolSpec, producer: ProducerIdentity): KvPoolDescriptor {
+  return {
+    producer,
+    servingEndpoint: spec.servingEndpoint,
+    registrations: spec.registrations,
+    querySemantics: spec.querySemantics,
+    poolRoles: spec.poolRoles,
+  };
+}
+
+/** (worker, rank) sources a metadata update takes away from a pool. */
+function droppedSources(before: PoolSpec, after: PoolSpec): SourceKey[] {
+  const ranks = (spec: PoolSpec): Map<string, SourceKey> => {
+    const out = new Map<string, SourceKey>();
+    for (const w of spec.endpoint.workers) {
+      if (!w.kvEvents) continue;
+      for (let r = w.dpStartRank; r < w.dpStartRank + w.dpSize; r++) out.set(`${w.id}:${r}`, { workerId: w.id, dpRank: r });
+    }
+    return out;
+  };
+  const kept = ranks(after);
+  return [...ranks(before)].filter(([k]) => !kept.has(k)).map(([, s]) => s);
+}
+
+function signature(config: KvEventEndpointConfig): string {
+  return JSON.stringify(config, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+}

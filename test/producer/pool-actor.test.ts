@@ -1,0 +1,232 @@
+// The pool actor end to end over the real native pool state, hashing and CBI1 encoder.
+import { CBI1, decodeFrame, filterContains, saltSeed, sequenceHashes, type DecodedDelta } from '../../src/native';
+import { PoolActor } from '../../src/producer/pool-actor';
+import type { DeltaFrame, PoolListener } from '../../src/publication/source';
+import type { EngineEventBatch, EngineKvEvent } from '../../src/ingest/types';
+import type { ProducerIdentity } from '../../src/wire/types';
+import { silentLogger } from '../../src/log';
+
+const SEED = 0x5deece66d1b54a33n;
+const BUCKETS = 1024;
+const BS = 4;
+const DC = 0x04f110c98b1bfc48n;
+const producer: ProducerIdentity = {
+  producerIncarnation: 42n,
+  layoutGeneration: 1n,
+  ckfFormat: { formatVersion: 1, seed: SEED, bucketCount: BigInt(BUCKETS), fingerprintBits: 16, slotsPerBucket: 4 },
+};
+const format = { seed: SEED, bucketCount: BUCKETS };
+
+const actors: PoolActor[] = [];
+afterEach(async () => {
+  await Promise.all(actors.splice(0).map((a) => a.retire()));
+});
+
+function actor(threshold: number, delayMs: number, eagle = false): PoolActor {
+  const a = new PoolActor({
+    key: 'pool',
+    producer,
+    dcId: DC,
+    semantics: { kvBlockSize: BS, eagle },
+    publicationThreshold: threshold,
+    publicationDelayMs: delayMs,
+    logger: silentLogger,
+  });
+  actors.push(a);
+  return a;
+}
+
+class Recorder implements PoolListener {
+  deltas: DeltaFrame[] = [];
+  retiredCalls = 0;
+  fencedReasons: string[] = [];
+  delta(frame: DeltaFrame): void {
+    this.deltas.push(frame);
+  }
+  retired(): void {
+    this.retiredCalls += 1;
+  }
+  fenced(reason: string): void {
+    this.fencedReasons.push(reason);
+  }
+  decoded(): DecodedDelta[] {
+    return this.deltas.map((d) => decodeFrame(format, d.payload) as DecodedDelta);
+  }
+}
+
+const tokens = (n: number, from = 0): Uint32Array => Uint32Array.from({ length: n }, (_, i) => from + i);
+
+function stored(blockIds: bigint[], toks: Uint32Array, parent: bigint | null = null, loraName: string | null = null, blockSize = BS): EngineKvEvent {
+  return { kind: 'stored', blockHashes: blockIds, parentBlockHash: parent, tokenIds: toks, blockSize, loraName };
+}
+
+let seq = 0n;
+function batch(events: EngineKvEvent[], workerId = 7n, dpRank = 0): EngineEventBatch {
+  seq += 1n;
+  return { source: { workerId, dpRank }, sequence: seq, timestamp: 0, events };
+}
+
+function canonical(toks: Uint32Array, loraName: string | null = null, eagle = false): bigint[] {
+  return [...sequenceHashes(toks, BS, eagle, saltSeed(null, loraName))];
+}
+
+function applyDeltas(words: BigUint64Array, deltas: DecodedDelta[]): BigUint64Array {
+  const out = words.slice();
+  for (const d of deltas) d.buckets.forEach((b, i) => (out[b] = d.values[i]));
+  return out;
+}
+
+async function until(probe: () => boolean, ms = 2000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!probe()) {
+    if (Date.now() > deadline) throw new Error('condition not met within deadline');
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+test('attach on an empty pool gives an all-zero image at sequence 0', async () => {
+  const a = actor(1, 1);
+  const img = await a.attach(new Recorder());
+  expect(img.sequence).toBe(0n);
+  expect(img.words).toHaveLength(BUCKETS);
+  expect(img.words.every((w) => w === 0n)).toBe(true);
+});
+
+test('stored blocks become canonical hashes in the image; deltas continue it exactly', async () => {
+  const a = actor(1, 1);
+  const t1 = tokens(8);
+  a.batch(batch([stored([101n, 102n], t1)]));
+  const rec = new Recorder();
+  const img = await a.attach(rec);
+  // No listener before attach: the first change was dropped and the sequence did not advance.
+  expect(img.sequence).toBe(0n);
+  for (const h of canonical(t1)) expect(filterContains(img.words, h, SEED)).toBe(true);
+
+  // A child block chained on 102 (parent lookup in this source's lineage).
+  const t2 = tokens(12);
+  a.batch(batch([stored([103n], t2.subarray(8), 102n)]));
+  await until(() => rec.deltas.length === 1);
+  const [d] = rec.deltas;
+  expect(d.baseSequence).toBe(0n);
+  expect(d.sequence).toBe(1n);
+  const [frame] = rec.decoded();
+  expect(frame.header.epoch).toBe(1n);
+  expect(frame.baseEpoch).toBe(0n);
+  expect(frame.header.dcId).toBe(DC);
+  expect(frame.buckets.length).toBe(d.imageCount);
+  const words = applyDeltas(img.words, rec.decoded());
+  for (const h of canonical(t2)) expect(filterContains(words, h, SEED)).toBe(true);
+
+  // Removing everything returns the filter to empty, published as deltas 2 (and on).
+  a.batch(batch([{ kind: 'removed', blockHashes: [103n, 102n, 101n] }]));
+  await until(() => rec.deltas.length === 2);
+  expect(rec.deltas[1].baseSequence).toBe(1n);
+  expect(rec.deltas[1].sequence).toBe(2n);
+  expect(applyDeltas(img.words, rec.decoded()).every((w) => w === 0n)).toBe(true);
+});
+
+test('a LoRA name salts the canonical hashes', async () => {
+  const a = actor(1, 1);
+  const t = tokens(4, 500);
+  a.batch(batch([stored([1n], t, null, 'tenant-a-lora')]));
+  const img = await a.attach(new Recorder());
+  expect(filterContains(img.words, canonical(t, 'tenant-a-lora')[0], SEED)).toBe(true);
+  expect(filterContains(img.words, canonical(t)[0], SEED)).toBe(false);
+});
+
+test('Eagle pools hash windows of kvBlockSize + 1 tokens', async () => {
+  const a = actor(1, 1, true);
+  const t = tokens(9, 70);
+  a.batch(batch([stored([1n, 2n], t)]));
+  const img = await a.attach(new Recorder());
+  const eagle = canonical(t, null, true);
+  expect(eagle).toHaveLength(2);
+  for (const h of eagle) expect(filterContains(img.words, h, SEED)).toBe(true);
+});
+
+test('a stored event with another block size is counted and dropped', async () => {
+  const a = actor(1, 1);
+  a.batch(batch([stored([1n], tokens(8), null, null, 8)]));
+  const img = await a.attach(new Recorder());
+  expect(img.words.every((w) => w === 0n)).toBe(true);
+  expect(a.metrics().eventsDroppedBlockSize).toBe(1);
+  expect(a.metrics().eventsApplied).toBe(0);
+});
+
+test('threshold publishes at once; below it the delay timer flushes', async () => {
+  const a = actor(3, 30);
+  const rec = new Recorder();
+  await a.attach(rec);
+  a.batch(batch([stored([1n], tokens(4, 0)), stored([2n], tokens(4, 10))]));
+  await a.idle();
+  expect(rec.deltas).toHaveLength(0); // 2 < threshold 3, timer armed
+  a.batch(batch([stored([3n], tokens(4, 20))]));
+  await a.idle();
+  expect(rec.deltas).toHaveLength(1); // threshold reached: published without waiting
+  a.batch(batch([stored([4n], tokens(4, 30))]));
+  await a.idle();
+  expect(rec.deltas).toHaveLength(1);
+  await until(() => rec.deltas.length === 2); // the delay timer flushed the single pending event
+  expect(rec.deltas.map((d) => d.sequence)).toEqual([1n, 2n]);
+});
+
+test('a large batch is cut into deltas of at most `threshold` events', async () => {
+  const a = actor(4, 10_000);
+  const rec = new Recorder();
+  await a.attach(rec);
+  a.batch(batch(Array.from({ length: 10 }, (_, i) => stored([BigInt(100 + i)], tokens(4, 1000 + 4 * i)))));
+  await a.idle();
+  expect(rec.deltas).toHaveLength(2); // 4 + 4 published, 2 pending behind the 10 s timer
+  const img = await a.attach(new Recorder()); // barrier: the pending tail goes to the old listener
+  expect(rec.deltas).toHaveLength(3);
+  expect(img.sequence).toBe(3n);
+  expect(rec.deltas.map((d) => [d.baseSequence, d.sequence])).toEqual([[0n, 1n], [1n, 2n], [2n, 3n]]);
+});
+
+test('reset(source) clears only that source', async () => {
+  const a = actor(1, 1);
+  const t7 = tokens(4, 0);
+  const t8 = tokens(4, 40);
+  a.batch(batch([stored([1n], t7)], 7n));
+  a.batch(batch([stored([1n], t8)], 8n));
+  a.reset({ workerId: 7n, dpRank: 0 });
+  const img = await a.attach(new Recorder());
+  expect(filterContains(img.words, canonical(t7)[0], SEED)).toBe(false);
+  expect(filterContains(img.words, canonical(t8)[0], SEED)).toBe(true);
+});
+
+test('an unknown parent rejects the event (counted), other events still apply', async () => {
+  const a = actor(1, 1);
+  const t = tokens(4, 900);
+  a.batch(batch([stored([5n], tokens(4, 800), 999n), stored([6n], t)]));
+  const img = await a.attach(new Recorder());
+  expect(filterContains(img.words, canonical(t)[0], SEED)).toBe(true);
+  expect(a.metrics().parentNotFound).toBe(1);
+  expect(a.metrics().eventErrors).toBe(1);
+});
+
+test('detach drops deltas again without advancing; retire tells the listener', async () => {
+  const a = actor(1, 1);
+  const rec = new Recorder();
+  await a.attach(rec);
+  a.batch(batch([stored([1n], tokens(4))]));
+  await until(() => rec.deltas.length === 1);
+  a.detach(rec);
+  a.batch(batch([stored([2n], tokens(4, 4))]));
+  await a.idle();
+  await new Promise((r) => setTimeout(r, 20));
+  await a.idle();
+  expect(rec.deltas).toHaveLength(1);
+  expect(a.metrics().deltasDropped).toBe(1);
+  const rec2 = new Recorder();
+  const img = await a.attach(rec2);
+  expect(img.sequence).toBe(1n);
+  await a.retire();
+  expect(rec2.retiredCalls).toBe(1);
+  expect(a.isEnded).toBe(true);
+  await expect(a.attach(new Recorder())).rejects.toThrow(/retired/);
+});
+
+test('the CBI1 format constants are the ones the producer identity declares', () => {
+  expect([CBI1.formatVersion, CBI1.fingerprintBits, CBI1.slotsPerBucket]).toEqual([1, 16, 4]);
+});
