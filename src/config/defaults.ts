@@ -143,8 +143,12 @@ export const MAX_VERIFICATION_WINDOW = 8;
 export const CLIENT_SUBSCRIBER_ID_MAX_BYTES = 118;
 /** Window over which a replica's deltas per second are measured. */
 export const REPLICA_RATE_WINDOW_MS = 5_000;
-/** Redraw period of `watch` on a terminal. */
+/** Redraw period of `watch` on a terminal (and of its replica statistics line otherwise). */
 export const WATCH_REFRESH_MS = 500;
+/** Errors kept on the `watch` terminal screen. */
+export const WATCH_RECENT_ERRORS = 5;
+/** How long `query` waits for the catalog and the resolved pools' replicas. */
+export const QUERY_WAIT_MS = 10_000;
 
 // --- Engine KV-event ingest (engine-inputs.md §1.1–§1.2) ---
 /** A replay that stays silent this long is abandoned (vLLM's gRPC bridge uses 5 s). */
