@@ -248,10 +248,18 @@ export class PoolState {
     return toResult(this.native.applyBatch(meta, words));
   }
 
-  /** Applies events on a worker thread (big batches). No other call on this PoolState until it settles. */
+  /**
+   * Applies events on a worker thread (big batches). Until it settles: no other call on this
+   * PoolState (PoolBusy), and a PoolEventBatch passed in must not be reset or added to.
+   */
   async applyAsync(events: readonly PoolEvent[] | PoolEventBatch): Promise<PoolBatchResult> {
     const { meta, words } = encode(events).packed();
     return toResult(await this.native.applyBatchAsync(meta, words));
+  }
+
+  /** Applies events already encoded by a PoolEventBatch (or an equivalent encoder); RangeError if malformed. */
+  applyPacked(meta: Uint32Array, words: BigUint64Array): PoolBatchResult {
+    return toResult(this.native.applyBatch(meta, words));
   }
 
   store(
