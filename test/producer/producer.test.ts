@@ -1,0 +1,213 @@
+// The Producer as a RelaySource over real parts: native pool state, real HTTP health and metrics
+// endpoints, and batches delivered through its ingest sink.
+import * as http from 'http';
+import type { AddressInfo } from 'net';
+import { parseConfigText } from '../../src/config/load';
+import type { RelayConfig } from '../../src/config/schema';
+import { ckfBucketCount, filterContains, saltSeed, sequenceHashes } from '../../src/native';
+import { Producer } from '../../src/producer/producer';
+import type { CatalogState, DeltaFrame, PoolListener, ReadinessState } from '../../src/publication/source';
+import { silentLogger } from '../../src/log';
+import { DataStatus, KvQueryHashFormat, ServingReadinessState, WorkerRole } from '../../src/wire/enums';
+import type { KvPoolDescriptor } from '../../src/wire/types';
+import { poolKey } from '../../src/producer/pool-identity';
+
+const relay = { drtInstanceId: 5n, relayIncarnation: 77n };
+const producers: Producer[] = [];
+const servers: http.Server[] = [];
+afterEach(async () => {
+  await Promise.all(producers.splice(0).map((p) => p.close()));
+  await Promise.all(servers.splice(0).map((s) => new Promise((r) => s.close(r))));
+});
+
+// Nothing listens on port 9: the subscriber keeps dialing in the background, which is all we need.
+const kv = { endpoint: 'tcp://127.0.0.1:9' };
+const endpoint = (patch: object = {}) => ({
+  namespace: 'prod',
+  component: 'backend',
+  endpoint: 'generate',
+  model: { name: 'llama', kvBlockSize: 4 },
+  workerType: 'aggregated',
+  workers: [{ id: 7, kvEvents: kv, totalKvBlocks: 1000, maxNumSeqs: 8 }],
+  ...patch,
+});
+
+function config(endpoints: object[], extra: object = {}): RelayConfig {
+  return parseConfigText(
+    JSON.stringify({ dcId: 'dc-a', expectedUniqueBlocks: 32, timing: { publicationThreshold: 1, healthProbeMs: 50, loadWindowMs: 50 }, endpoints, ...extra }),
+    'test.json',
+  );
+}
+
+async function start(cfg: RelayConfig): Promise<Producer> {
+  const p = new Producer({ config: cfg, relay, logger: silentLogger });
+  producers.push(p);
+  await p.start();
+  return p;
+}
+
+async function until<T>(probe: () => T | undefined | false, ms = 3000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = probe();
+    if (v !== undefined && v !== false) return v;
+    if (Date.now() > deadline) throw new Error('condition not met within deadline');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+async function httpServer(handler: http.RequestListener): Promise<string> {
+  const s = http.createServer(handler);
+  servers.push(s);
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  return `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
+}
+
+class Recorder implements PoolListener {
+  deltas: DeltaFrame[] = [];
+  retiredCalls = 0;
+  delta(f: DeltaFrame): void {
+    this.deltas.push(f);
+  }
+  retired(): void {
+    this.retiredCalls += 1;
+  }
+  fenced(): void {}
+}
+
+const only = (s: CatalogState): KvPoolDescriptor => {
+  expect(s.snapshot.pools).toHaveLength(1);
+  return s.snapshot.pools[0];
+};
+
+test('catalog: descriptor and producer identity of a configured pool', async () => {
+  const p = await start(config([endpoint({ model: { name: 'llama', kvBlockSize: 4, aliases: ['chat'] }, adapters: [{ name: 'lora-a', servedModel: 'llama-a', workers: [7] }] })]));
+  const state = p.catalog();
+  expect(state.revision).toBe(1n);
+  const d = only(state);
+  expect(d.producer).toMatchObject({
+    producerIncarnation: 77n,
+    layoutGeneration: 1n,
+    ckfFormat: { formatVersion: 1, seed: 0x5deece66d1b54a33n, bucketCount: BigInt(ckfBucketCount(32)), fingerprintBits: 16, slotsPerBucket: 4 },
+  });
+  expect(d.producer!.ckfFormat!.bucketCount).toBe(16n);
+  expect(d.producer!.poolId!.identityVersion).toBe(1);
+  expect(d.servingEndpoint).toEqual({ namespace: 'prod', component: 'backend', endpoint: 'generate' });
+  expect(d.querySemantics).toEqual({ kvBlockSize: 4, hashFormat: KvQueryHashFormat.DYNAMO_STANDARD_V1 });
+  expect(d.poolRoles).toEqual([WorkerRole.AGGREGATED]);
+  expect(d.registrations.map((r) => r.canonicalModelId)).toEqual(['llama', 'llama-a']);
+  expect(p.pool(d.producer!.poolId!)).toBeDefined();
+});
+
+test('engine batches reach the pool: an attached image holds the canonical hashes', async () => {
+  const p = await start(config([endpoint()]));
+  const d = only(p.catalog());
+  const feed = p.pool(d.producer!.poolId!)!;
+  const toks = Uint32Array.from([1, 2, 3, 4, 5, 6, 7, 8]);
+  p.batch({ source: { workerId: 7n, dpRank: 0 }, sequence: 1n, timestamp: 0, events: [{ kind: 'stored', blockHashes: [11n, 12n], parentBlockHash: null, tokenIds: toks, blockSize: 4, loraName: null }] });
+  // A source of no pool is ignored.
+  p.batch({ source: { workerId: 99n, dpRank: 0 }, sequence: 1n, timestamp: 0, events: [{ kind: 'cleared' }] });
+  const img = await feed.attach(new Recorder());
+  for (const h of sequenceHashes(toks, 4, false, saltSeed(null, null))) expect(filterContains(img.words, h, 0x5deece66d1b54a33n)).toBe(true);
+  // Losing the source's history clears its blocks.
+  p.reset({ workerId: 7n, dpRank: 0 }, 'restart');
+  const after = await feed.attach(new Recorder());
+  expect(after.words.every((w) => w === 0n)).toBe(true);
+});
+
+test('hot apply: metadata in place, identity change replaces, re-materialization gets a new generation', async () => {
+  const p = await start(config([endpoint()]));
+  const seen: CatalogState[] = [];
+  p.onCatalog((s) => seen.push(s));
+  const first = only(p.catalog());
+  const feed1 = p.pool(first.producer!.poolId!)!;
+  const rec = new Recorder();
+  await feed1.attach(rec);
+
+  // Aliases and a second worker: same producer, revision + 1.
+  await p.applyConfig(config([endpoint({ model: { name: 'llama', kvBlockSize: 4, aliases: ['chat'] }, workers: [{ id: 7, kvEvents: kv }, { id: 8 }] })]));
+  const updated = only(p.catalog());
+  expect(p.catalog().revision).toBe(2n);
+  expect(updated.producer).toEqual(first.producer);
+  expect(updated.registrations[0].aliases).toEqual(['chat']);
+  expect(rec.retiredCalls).toBe(0);
+  expect(seen.map((s) => s.revision)).toEqual([2n]);
+
+  // Block size is identity material: the old pool is withdrawn (its feed retires), a new one appears.
+  await p.applyConfig(config([endpoint({ model: { name: 'llama', kvBlockSize: 8 } })]));
+  const replaced = only(p.catalog());
+  expect(p.catalog().revision).toBe(4n); // remove + add
+  expect(poolKey(replaced.producer!.poolId!)).not.toBe(poolKey(first.producer!.poolId!));
+  expect(replaced.producer!.layoutGeneration).toBe(2n);
+  expect(rec.retiredCalls).toBe(1);
+  expect(p.pool(first.producer!.poolId!)).toBeUndefined();
+
+  // Dematerialize (no kvEvents) and materialize again: a new layout generation for the same pool id.
+  await p.applyConfig(config([endpoint({ model: { name: 'llama', kvBlockSize: 8 }, workers: [{ id: 7 }] })]));
+  expect(p.catalog().snapshot.pools).toEqual([]);
+  await p.applyConfig(config([endpoint({ model: { name: 'llama', kvBlockSize: 8 } })]));
+  const again = only(p.catalog());
+  expect(again.producer!.poolId).toEqual(replaced.producer!.poolId);
+  expect(again.producer!.layoutGeneration).toBe(3n);
+  expect(p.catalog().revision).toBe(6n);
+
+  // An identical config changes nothing.
+  await p.applyConfig(config([endpoint({ model: { name: 'llama', kvBlockSize: 8 } })]));
+  expect(p.catalog().revision).toBe(6n);
+});
+
+test('readiness follows static liveness and real health probes', async () => {
+  let healthy = 200;
+  const url = await httpServer((req, res) => res.writeHead(healthy).end());
+  const p = await start(
+    config([
+      endpoint(),
+      endpoint({ endpoint: 'probed', model: { name: 'mistral', kvBlockSize: 4 }, workers: [{ id: 9, kvEvents: kv, health: { url: `${url}/health` } }] }),
+      endpoint({ endpoint: 'dead', model: { name: 'qwen', kvBlockSize: 4 }, workers: [{ id: 10, live: false }] }),
+    ]),
+  );
+  const updates: ReadinessState[] = [];
+  p.onReadiness((s) => updates.push(s));
+  const stateOf = (model: string) => p.readiness().entries.find((e) => e.canonicalModelId === model)?.state;
+  expect(stateOf('llama')).toBe(ServingReadinessState.READY);
+  expect(stateOf('qwen')).toBe(ServingReadinessState.UNAVAILABLE);
+  await until(() => stateOf('mistral') === ServingReadinessState.READY);
+  const llama = p.readiness().entries.find((e) => e.canonicalModelId === 'llama')!;
+  expect(llama.members[0].poolId).toEqual(p.catalog().snapshot.pools.find((d) => d.registrations[0].canonicalModelId === 'llama')!.producer!.poolId);
+  expect(llama.presentRoles).toEqual([WorkerRole.AGGREGATED]);
+  healthy = 503;
+  await until(() => stateOf('mistral') === ServingReadinessState.UNAVAILABLE);
+  expect(updates.length).toBeGreaterThanOrEqual(2);
+  expect(updates[updates.length - 1].revision).toBe(p.readiness().revision);
+});
+
+test('pool load from a real vLLM metrics endpoint; serving load lists pools and models', async () => {
+  const url = await httpServer((_req, res) =>
+    res.writeHead(200, { 'content-type': 'text/plain' }).end('vllm:kv_cache_usage_perc{engine="0",model_name="llama"} 0.25\n'),
+  );
+  const p = await start(config([endpoint({ workers: [{ id: 7, kvEvents: kv, totalKvBlocks: 1000, maxNumSeqs: 8, metrics: { url: `${url}/metrics` } }] })]));
+  const load = await until(() => {
+    const l = p.poolLoad().pools[0];
+    return l.kvObservedRanks === 1 ? l : undefined;
+  });
+  expect(load).toEqual({ producer: only(p.catalog()).producer, kvUsedBlocks: 250n, totalKvBlocks: 1000n, kvObservedRanks: 1, kvExpectedRanks: 1 });
+  const serving = p.servingLoad();
+  expect(serving.pools).toHaveLength(1);
+  expect(serving.pools[0].load!.status).toBe(DataStatus.UNAVAILABLE);
+  expect(serving.pools[0].deployment).toEqual({ liveWorkers: 1n, maxConcurrency: 8n });
+  expect(serving.models.map((m) => [m.namespace, m.canonicalModelId])).toEqual([['prod', 'llama']]);
+  expect(p.metrics().degradedLoadCoveragePoolCount).toBe(0);
+});
+
+test('close retires every generation and empties catalog and readiness', async () => {
+  const p = await start(config([endpoint()]));
+  const feed = p.pool(only(p.catalog()).producer!.poolId!)!;
+  const rec = new Recorder();
+  await feed.attach(rec);
+  const revision = p.catalog().revision;
+  await p.close();
+  expect(rec.retiredCalls).toBe(1);
+  expect(p.catalog().snapshot.pools).toEqual([]);
+  expect(p.catalog().revision).toBe(revision + 1n);
+  expect(p.readiness().entries).toEqual([]);
+});
