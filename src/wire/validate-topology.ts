@@ -44,8 +44,12 @@ export function checkTopologyEntry(entry: TopologyEntry): void {
     }
     checkWorkerRoles(member.roles);
     if (member.poolId) checkPoolId(member.poolId);
-    const key = `${endpoint.namespace}.${endpoint.component}.${endpoint.endpoint}`;
-    if (endpoints.has(key)) fail('DuplicateTopologyMember', `serving topology repeats endpoint ${JSON.stringify(key)}`);
+    // Keyed by the tuple, not the dotted display form: backend.a/generate ≠ backend/a.generate.
+    const key = JSON.stringify([endpoint.namespace, endpoint.component, endpoint.endpoint]);
+    if (endpoints.has(key)) {
+      const display = `${endpoint.namespace}.${endpoint.component}.${endpoint.endpoint}`;
+      fail('DuplicateTopologyMember', `serving topology repeats endpoint ${JSON.stringify(display)}`);
+    }
     endpoints.add(key);
   }
   const adapters = new Set<string>();
