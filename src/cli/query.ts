@@ -1,0 +1,130 @@
+// `kv-dc-relay query HOST:PORT --model NAME --tokens 1,2,3 | --tokens-file FILE [--lora NAME] [--json]`:
+// connects, waits for the catalog and the replicas of the pools the model resolves to, and prints
+// each pool's matched prefix depth with its readiness and load.
+import { readFile } from 'fs/promises';
+import { parseArgs } from 'util';
+import { QUERY_WAIT_MS } from '../config/defaults';
+import { MAX_U32 } from '../config/limits';
+import { RelayClient, type QueryRequest, type QueryResult } from '../client';
+import { queryPoolView } from '../client/views';
+
+export const QUERY_USAGE =
+  'usage: kv-dc-relay query HOST:PORT --model NAME (--tokens 1,2,3 | --tokens-file FILE) [--lora NAME] [--json] [--timeout-ms N] [--subscriber-id ID]';
+
+export class UsageError extends Error {}
+
+/** Token ids separated by commas and/or whitespace, or a JSON array; each a u32. */
+export function parseTokens(text: string): number[] {
+  const trimmed = text.trim();
+  const items: unknown[] = trimmed.startsWith('[') ? (JSON.parse(trimmed) as unknown[]) : trimmed.split(/[\s,]+/).filter((s) => s.length > 0);
+  if (!Array.isArray(items) || items.length === 0) throw new UsageError('no tokens given');
+  return items.map((item) => {
+    const n = typeof item === 'number' ? item : /^\d+$/.test(String(item)) ? Number(item) : NaN;
+    if (!Number.isInteger(n) || n < 0 || n > MAX_U32) throw new UsageError(`invalid token id ${JSON.stringify(item)} (expected an integer in 0..${MAX_U32})`);
+    return n;
+  });
+}
+
+export interface QueryOptions extends QueryRequest {
+  address: string;
+  subscriberId?: string;
+  timeoutMs?: number;
+}
+
+/**
+ * Resolves once the answer is complete (catalog, readiness, load and every resolved pool's replica)
+ * or the wait runs out; a model the catalog cannot resolve is answered as soon as the catalog arrives.
+ */
+export async function queryRelay(options: QueryOptions): Promise<QueryResult> {
+  const client = new RelayClient(options.address, { subscriberId: options.subscriberId ?? 'kv-dc-relay-query' });
+  const request: QueryRequest = { model: options.model, tokens: options.tokens, lora: options.lora };
+  try {
+    return await new Promise<QueryResult>((resolve) => {
+      const attempt = (final: boolean) => {
+        const result = client.query(request);
+        const complete =
+          result.kind === 'ok'
+            ? client.readiness() !== undefined && client.load() !== undefined && result.pools.every((p) => p.matchedBlocks !== null)
+            : result.kind !== 'noCatalog';
+        if (complete || final) {
+          clearTimeout(timer);
+          resolve(result);
+        }
+      };
+      const timer = setTimeout(() => attempt(true), options.timeoutMs ?? QUERY_WAIT_MS);
+      for (const event of ['catalog', 'readiness', 'load', 'replicaInstalled'] as const) client.on(event, () => attempt(false));
+      client.start();
+    });
+  } finally {
+    client.close();
+  }
+}
+
+export function formatQueryResult(model: string, result: QueryResult): string {
+  switch (result.kind) {
+    case 'noCatalog':
+      return 'no catalog received from the relay\n';
+    case 'unknownModel':
+      return `model ${JSON.stringify(model)} is not served by any pool in the catalog\n`;
+    case 'ambiguousModel':
+      return `model name ${JSON.stringify(model)} is ambiguous (${result.bindings.map((b) => b.canonicalModelId).join(', ')}); omitted fail-closed\n`;
+    case 'loraMismatch':
+      return `model ${JSON.stringify(model)} is LoRA adapter ${result.binding.adapter}, not the requested one\n`;
+    case 'ok': {
+      const b = result.binding;
+      const lines = [`model ${b.canonicalModelId} (${b.adapter ? `LoRA ${b.adapter} on ${b.baseModel}` : `base ${b.baseModel}`}): ${result.pools.length} pool(s)`];
+      for (const p of result.pools.map(queryPoolView)) {
+        const depth = p.matchedBlocks === null ? 'no replica' : `depth ${p.matchedBlocks}/${p.queryBlocks} blocks = ${p.matchedTokens} tokens`;
+        const load = p.load ? `  kv ${p.load.kvUsedBlocks}/${p.load.totalKvBlocks}` : '';
+        lines.push(`  ${p.endpoint}  ${depth}  (bs ${p.kvBlockSize} ${p.hashFormat})  readiness ${p.readiness ?? '-'}${load}`);
+      }
+      return `${lines.join('\n')}\n`;
+    }
+  }
+}
+
+export function queryResultJson(model: string, result: QueryResult): object {
+  if (result.kind !== 'ok') return { model, error: result.kind, ...(result.kind === 'ambiguousModel' ? { candidates: result.bindings } : {}) };
+  return { model, binding: result.binding, pools: result.pools.map(queryPoolView) };
+}
+
+/** CLI entry: 0 = answered, 1 = no answer (no catalog, unknown or ambiguous model), 2 = usage error. */
+export async function queryCommand(argv: string[], io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream }): Promise<number> {
+  let options: QueryOptions;
+  let json: boolean;
+  try {
+    const { values, positionals } = parseArgs({
+      args: argv,
+      allowPositionals: true,
+      options: {
+        model: { type: 'string' },
+        tokens: { type: 'string' },
+        'tokens-file': { type: 'string' },
+        lora: { type: 'string' },
+        json: { type: 'boolean' },
+        'timeout-ms': { type: 'string' },
+        'subscriber-id': { type: 'string' },
+      },
+    });
+    if (positionals.length !== 1) throw new UsageError('expected exactly one HOST:PORT');
+    if (!values.model) throw new UsageError('--model is required');
+    if ((values.tokens === undefined) === (values['tokens-file'] === undefined)) throw new UsageError('give exactly one of --tokens and --tokens-file');
+    const text = values.tokens ?? (await readFile(values['tokens-file']!, 'utf8'));
+    const timeoutMs = values['timeout-ms'] === undefined ? undefined : Number(values['timeout-ms']);
+    if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) throw new UsageError('--timeout-ms must be a positive integer');
+    options = { address: positionals[0], model: values.model, tokens: parseTokens(text), lora: values.lora, timeoutMs, subscriberId: values['subscriber-id'] };
+    json = values.json ?? false;
+  } catch (err) {
+    io.stderr.write(`query: ${(err as Error).message}\n${QUERY_USAGE}\n`);
+    return 2;
+  }
+  let result: QueryResult;
+  try {
+    result = await queryRelay(options);
+  } catch (err) {
+    io.stderr.write(`query: ${(err as Error).message}\n`);
+    return 2;
+  }
+  io.stdout.write(json ? `${JSON.stringify(queryResultJson(options.model, result))}\n` : formatQueryResult(options.model, result));
+  return result.kind === 'ok' ? 0 : 1;
+}

@@ -1,0 +1,135 @@
+// `kv-dc-relay watch HOST:PORT`: a live consumer view. On a terminal the view is redrawn in place;
+// otherwise every plane change, replica event and error is one JSON line (plus a periodic line of
+// replica statistics), so the output can be piped into other tools.
+import { parseArgs } from 'util';
+import { WATCH_RECENT_ERRORS, WATCH_REFRESH_MS } from '../config/defaults';
+import { RelayClient } from '../client';
+import { catalogView, errorView, loadView, readinessView, replicaView, servingLoadView } from '../client/views';
+
+export interface WatchOptions {
+  address: string;
+  subscriberId?: string;
+  /** Force JSON lines even on a terminal. */
+  json?: boolean;
+  out: NodeJS.WritableStream & { isTTY?: boolean };
+  /** Aborting ends the watch (SIGINT/SIGTERM in the CLI). */
+  signal: AbortSignal;
+  refreshMs?: number;
+}
+
+/** Runs until `signal` aborts. */
+export async function runWatch(options: WatchOptions): Promise<void> {
+  const client = new RelayClient(options.address, { subscriberId: options.subscriberId ?? 'kv-dc-relay-watch' });
+  const refreshMs = options.refreshMs ?? WATCH_REFRESH_MS;
+  const lines = options.json || !options.out.isTTY;
+  const recentErrors: string[] = [];
+  const line = (type: string, body: object) => options.out.write(`${JSON.stringify({ type, at: new Date().toISOString(), ...body })}\n`);
+
+  client.on('error', (e) => {
+    if (lines) line('error', errorView(e));
+    else {
+      recentErrors.push(`${new Date().toISOString()} ${e.plane} ${e.reason}: ${e.message} (${e.next})`);
+      if (recentErrors.length > WATCH_RECENT_ERRORS) recentErrors.shift();
+    }
+  });
+  if (lines) {
+    client.on('catalog', (c) => line('catalog', c ? catalogView(c) : { lost: true }));
+    client.on('readiness', (r) => line('readiness', r ? readinessView(r) : { lost: true }));
+    client.on('load', (l) => line('load', l ? loadView(client.catalog(), l) : { lost: true }));
+    client.on('servingLoad', (l) => line('servingLoad', l ? servingLoadView(client.catalog(), l) : { lost: true }));
+    client.on('replicaInstalled', (e) => line('replicaInstalled', { pool: e.poolKey, sequence: e.sequence.toString() }));
+    client.on('replicaInvalidated', (e) => line('replicaInvalidated', { pool: e.poolKey, reason: e.reason, message: e.message }));
+  }
+  const tick = () => {
+    if (lines) {
+      const states = client.poolStates();
+      if (states.length > 0) line('replicas', { pools: states.map(replicaView) });
+    } else {
+      options.out.write(`\x1b[H\x1b[2J${renderWatchScreen(client, recentErrors)}`);
+    }
+  };
+  client.start();
+  const timer = setInterval(tick, refreshMs);
+  try {
+    await new Promise<void>((resolve) => {
+      if (options.signal.aborted) resolve();
+      else options.signal.addEventListener('abort', () => resolve(), { once: true });
+    });
+  } finally {
+    clearInterval(timer);
+    client.close();
+  }
+}
+
+/** The terminal screen: catalog with producer generations, replicas, readiness, load, recent errors. */
+export function renderWatchScreen(client: RelayClient, recentErrors: readonly string[]): string {
+  const out: string[] = [`kv-dc-relay watch ${client.address}   ${new Date().toISOString()}`, ''];
+  const catalog = client.catalog();
+  if (!catalog) {
+    out.push('catalog: (waiting)');
+  } else {
+    const view = catalogView(catalog);
+    out.push(`catalog revision ${view.revision}  relay ${view.relay}  pools ${view.pools.length}  quarantined ${view.quarantined.length}`);
+    const states = new Map(client.poolStates().map((s) => [s.pool.poolKey, replicaView(s)]));
+    catalog.pools.forEach((pool, i) => {
+      const p = view.pools[i];
+      const r = states.get(pool.poolKey);
+      const replica = r?.ready ? `seq ${r.sequence}  slots ${r.filledSlots}/${r.totalSlots}  ${r.deltasPerSecond} deltas/s` : `(${r?.stream ?? 'idle'})`;
+      const models = p.models.map((m) => (m.aliases.length ? `${m.model} [${m.aliases.join(',')}]` : m.model)).join(' ');
+      out.push(`  ${p.endpoint}  gen ${p.layoutGeneration} inc ${p.producerIncarnation}  bs ${p.kvBlockSize} ${p.hashFormat}  ${models}`);
+      out.push(`      replica ${replica}`);
+    });
+    for (const q of view.quarantined) out.push(`  quarantined #${q.index} ${q.label}: ${q.message}`);
+  }
+  const readiness = client.readiness();
+  out.push('', readiness ? `readiness revision ${readiness.revision}` : 'readiness: (waiting)');
+  for (const e of readiness ? readinessView(readiness).entries : []) {
+    const adapters = e.adapters.map((a) => ` ${a.model}=${a.state}`).join('');
+    out.push(`  ${e.namespace}/${e.model}  ${e.state}  present [${e.presentRoles.join(',')}] missing [${e.missingRoles.join(',')}]${adapters}`);
+  }
+  const load = client.load();
+  out.push('', load ? `load window ${load.windowSequence} (${load.windowMs} ms)` : 'load: (waiting)');
+  for (const p of load ? loadView(catalog, load).pools : []) {
+    out.push(`  ${p.endpoint}  kv ${p.kvUsedBlocks}/${p.totalKvBlocks} blocks  ranks ${p.kvObservedRanks}/${p.kvExpectedRanks}`);
+  }
+  const serving = client.servingLoad();
+  if (serving) {
+    const view = servingLoadView(catalog, serving);
+    out.push('', `serving load window ${view.windowSequence}`);
+    for (const p of view.pools) out.push(`  ${p.endpoint}  ${p.load?.status ?? '-'}  ${JSON.stringify(p.load?.tokens ?? {})}  live ${p.liveWorkers ?? '-'}`);
+    for (const m of view.models) out.push(`  ${m.namespace}/${m.model}  ${m.load?.status ?? '-'}  frontends ${m.readyFrontends}/${m.observedFrontends}/${m.expectedFrontends}`);
+  }
+  if (recentErrors.length) out.push('', 'recent errors:', ...recentErrors.map((e) => `  ${e}`));
+  return `${out.join('\n')}\n`;
+}
+
+export const WATCH_USAGE = 'usage: kv-dc-relay watch HOST:PORT [--subscriber-id ID] [--json]';
+
+/** CLI entry: returns the process exit code (2 = usage error). */
+export async function watchCommand(argv: string[], io: { stdout: WatchOptions['out']; stderr: NodeJS.WritableStream }): Promise<number> {
+  let parsed;
+  try {
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: { 'subscriber-id': { type: 'string' }, json: { type: 'boolean' } } });
+  } catch (err) {
+    io.stderr.write(`${(err as Error).message}\n${WATCH_USAGE}\n`);
+    return 2;
+  }
+  if (parsed.positionals.length !== 1) {
+    io.stderr.write(`${WATCH_USAGE}\n`);
+    return 2;
+  }
+  const abort = new AbortController();
+  const stop = () => abort.abort();
+  process.once('SIGINT', stop);
+  process.once('SIGTERM', stop);
+  try {
+    await runWatch({ address: parsed.positionals[0], subscriberId: parsed.values['subscriber-id'], json: parsed.values.json, out: io.stdout, signal: abort.signal });
+  } catch (err) {
+    io.stderr.write(`watch: ${(err as Error).message}\n`);
+    return 2;
+  } finally {
+    process.off('SIGINT', stop);
+    process.off('SIGTERM', stop);
+  }
+  return 0;
+}

@@ -1,0 +1,11 @@
+// Consumer library of dynamo.kvrelay.v1.KvEventRelay.
+export { RelayClient } from './relay-client';
+export type { ClientErrorEvent, PoolState, RelayClientEvents, RelayClientOptions, ReplicaEvent } from './relay-client';
+export type { CatalogPool, CatalogValue } from './catalog-plane';
+export type { ReadinessValue } from './readiness-plane';
+export type { PoolLoadValue, ServingLoadValue } from './load-plane';
+export type { Plane, Quarantined } from './plane-error';
+export type { PoolQueryResult, QueryRequest, QueryResult, ReadinessName } from './query';
+export type { ReplicaStats, ReplicaFaultReason } from './replica';
+export type { BackoffOptions } from './backoff';
+export { findPrefixDepth, linearPrefixDepth } from './prefix-search';
