@@ -89,7 +89,10 @@ export function queryResultJson(model: string, result: QueryResult): object {
 }
 
 /** CLI entry: 0 = answered, 1 = no answer (no catalog, unknown or ambiguous model), 2 = usage error. */
-export async function queryCommand(argv: string[], io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream }): Promise<number> {
+export async function queryCommand(
+  argv: string[],
+  io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream } = { stdout: process.stdout, stderr: process.stderr },
+): Promise<number> {
   let options: QueryOptions;
   let json: boolean;
   try {

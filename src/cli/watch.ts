@@ -106,7 +106,10 @@ export function renderWatchScreen(client: RelayClient, recentErrors: readonly st
 export const WATCH_USAGE = 'usage: kv-dc-relay watch HOST:PORT [--subscriber-id ID] [--json]';
 
 /** CLI entry: returns the process exit code (2 = usage error). */
-export async function watchCommand(argv: string[], io: { stdout: WatchOptions['out']; stderr: NodeJS.WritableStream }): Promise<number> {
+export async function watchCommand(
+  argv: string[],
+  io: { stdout: WatchOptions['out']; stderr: NodeJS.WritableStream } = { stdout: process.stdout, stderr: process.stderr },
+): Promise<number> {
   let parsed;
   try {
     parsed = parseArgs({ args: argv, allowPositionals: true, options: { 'subscriber-id': { type: 'string' }, json: { type: 'boolean' } } });
