@@ -1,0 +1,164 @@
+// `kv-dc-relay serve --config FILE [--bind HOST:PORT] [--dc-id ID]`: a relay process.
+//
+// Process contract (relay-config.md): JSON-lines logs on stderr, `{"msg":"listening","address":…}`
+// once the gRPC listener is bound; a config error is one line `FILE: field.path: problem` and exit
+// 2; SIGINT/SIGTERM shut down (health NOT_SERVING, streams end, connections closed) and exit 0
+// within 5 s. The config file is watched; valid changes to `endpoints` apply live.
+import * as fs from 'fs';
+import { parseArgs } from 'util';
+import { SHUTDOWN_DEADLINE_MS } from '../config/defaults';
+import { ConfigError } from '../config/errors';
+import { parseConfigText, type ConfigOverrides } from '../config/load';
+import type { RelayConfig } from '../config/schema';
+import { watchConfigFile, type ConfigWatcher } from '../config/watch';
+import { newRelayIdentity } from '../identity';
+import { createLogger, type Logger } from '../log';
+import { createRelayMetrics } from '../metrics/registry';
+import { startMetricsServer, type MetricsServer } from '../metrics/server';
+import { Producer } from '../producer/producer';
+import { startRelayServer, type RelayServer } from '../transport/server';
+import type { RelayIdentity } from '../wire/types';
+
+export const SERVE_USAGE = 'usage: kv-dc-relay serve --config FILE [--bind HOST:PORT] [--dc-id ID]';
+
+export interface RelayProcessOptions {
+  configFile: string;
+  overrides?: ConfigOverrides;
+  logger: Logger;
+}
+
+export interface RunningRelay {
+  readonly address: string;
+  readonly metricsAddress: string | undefined;
+  readonly relay: RelayIdentity;
+  readonly producer: Producer;
+  readonly server: RelayServer;
+  /** Idempotent; resolves once streams ended, connections closed and sources stopped. */
+  shutdown(): Promise<void>;
+}
+
+/** Loads the config (ConfigError on a bad file), starts producer, gRPC listener, metrics and the watch. */
+export async function startRelay(options: RelayProcessOptions): Promise<RunningRelay> {
+  const { configFile, overrides = {}, logger } = options;
+  const text = readConfig(configFile);
+  const config = parseConfigText(text, configFile, overrides);
+  const relay = newRelayIdentity();
+  const producer = new Producer({ config, relay, logger });
+  await producer.start();
+
+  let server: RelayServer;
+  try {
+    server = await startRelayServer({
+      source: producer,
+      bind: config.bind,
+      relay,
+      options: { limits: config.limits, timing: config.timing, queues: config.queues },
+    });
+  } catch (err) {
+    await producer.close();
+    throw err;
+  }
+  logger.info({ address: server.address, relayIncarnation: relay.relayIncarnation.toString(), dcId: config.dcId }, 'listening');
+
+  let shuttingDown = false;
+  let metrics: MetricsServer | undefined;
+  if (config.metricsBind) {
+    const registry = createRelayMetrics({ producer: () => producer.metrics() });
+    try {
+      metrics = await startMetricsServer(config.metricsBind, registry, () => server.serving && !shuttingDown);
+    } catch (err) {
+      await Promise.all([server.shutdown(), producer.close()]);
+      throw err;
+    }
+    logger.info({ address: metrics.address }, 'metrics listening');
+  }
+
+  const watcher: ConfigWatcher = watchConfigFile(configFile, text, {
+    overrides,
+    onChange: (next) => {
+      const ignored = startOnlyChanges(config, next);
+      if (ignored.length > 0) logger.warn({ fields: ignored }, 'config fields changed that apply only at start; restart to apply them');
+      logger.info({ file: configFile }, 'config changed; applying endpoints');
+      producer.applyConfig(next).catch((err: Error) => logger.error({ err: err.message }, 'applying the config failed'));
+    },
+    onError: (err) => logger.error({ file: err.file, field: err.field, problem: err.problem }, `${err.message}; keeping the running config`),
+  });
+
+  let stopped: Promise<void> | undefined;
+  const shutdown = (): Promise<void> => {
+    stopped ??= (async () => {
+      shuttingDown = true;
+      watcher.close();
+      logger.info({}, 'shutting down');
+      await server.shutdown();
+      await producer.close();
+      await metrics?.close();
+      logger.info({}, 'stopped');
+    })();
+    return stopped;
+  };
+
+  return { address: server.address, metricsAddress: metrics?.address, relay, producer, server, shutdown };
+}
+
+/** The `serve` subcommand: runs until SIGINT/SIGTERM; returns the process exit code. */
+export async function serveCommand(argv: string[]): Promise<number> {
+  let values: { config?: string; bind?: string; 'dc-id'?: string };
+  try {
+    ({ values } = parseArgs({
+      args: argv,
+      options: { config: { type: 'string' }, bind: { type: 'string' }, 'dc-id': { type: 'string' } },
+      strict: true,
+      allowPositionals: false,
+    }));
+  } catch (err) {
+    process.stderr.write(`${(err as Error).message}\n${SERVE_USAGE}\n`);
+    return 2;
+  }
+  if (values.config === undefined) {
+    process.stderr.write(`--config is required\n${SERVE_USAGE}\n`);
+    return 2;
+  }
+  const logger = createLogger();
+  let relay: RunningRelay;
+  try {
+    relay = await startRelay({ configFile: values.config, overrides: { bind: values.bind, dcId: values['dc-id'] }, logger });
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      return 2;
+    }
+    logger.fatal({ err: (err as Error).message }, 'relay failed to start');
+    return 1;
+  }
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+  });
+  logger.info({ signal }, 'signal received');
+  // The contract bounds shutdown; a stuck close must not keep the process alive past it.
+  const deadline = setTimeout(() => {
+    logger.error({}, 'shutdown deadline passed; exiting');
+    process.exit(0);
+  }, SHUTDOWN_DEADLINE_MS - 500);
+  deadline.unref();
+  await relay.shutdown();
+  clearTimeout(deadline);
+  return 0;
+}
+
+function readConfig(file: string): string {
+  try {
+    return fs.readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(file, '(file)', `cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+  }
+}
+
+/** Top-level fields other than `endpoints` whose change a running relay does not apply. */
+function startOnlyChanges(running: RelayConfig, next: RelayConfig): string[] {
+  const keys = new Set([...Object.keys(running), ...Object.keys(next)]);
+  keys.delete('endpoints');
+  const text = (v: unknown): string => JSON.stringify(v) ?? '';
+  return [...keys].filter((k) => text(running[k as keyof RelayConfig]) !== text(next[k as keyof RelayConfig])).sort();
+}

@@ -1,0 +1,54 @@
+// The metrics HTTP surface of `serve`: Prometheus text with the reference names, and /healthz.
+import { createRelayMetrics, type ProducerMetrics, type TransportMetrics } from '../../src/metrics/registry';
+import { startMetricsServer, type MetricsServer } from '../../src/metrics/server';
+
+let server: MetricsServer | undefined;
+afterEach(async () => server?.close());
+
+const producer: ProducerMetrics = {
+  catalogPoolCount: 2,
+  topology: { ready: 1, unavailable: 2, unknown: 0 },
+  degradedLoadCoveragePoolCount: 1,
+  ingest: [{ source: { workerId: 18446744073709551615n, dpRank: 3 }, events: 5, blocks: 9, malformed: 1, gaps: 2, replays: 3, resets: 1, ignored: 4, lastSequence: 10n }],
+  pools: [{ pool: 'abc:def/0011', eventsApplied: 5, eventsDroppedBlockSize: 1, eventErrors: 0, deltasPublished: 4, deltasDropped: 1, capacityFailures: 0, parentNotFound: 0, unknownRemovals: 2 }],
+};
+
+test('/metrics exposes reference names, ingest counters per source and producer counters', async () => {
+  const transport: TransportMetrics = { subscribers: { catalog: 2, pool: 1 }, limitRejectedTotal: [{ stream: 'pool', scope: 'per_pool', count: 3 }] };
+  server = await startMetricsServer('127.0.0.1:0', createRelayMetrics({ producer: () => producer, transport: () => transport }), () => true);
+  const res = await fetch(`http://${server.address}/metrics`);
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toMatch(/^text\/plain/);
+  const text = await res.text();
+  for (const line of [
+    'kv_dc_relay_catalog_pool_count 2',
+    'kv_dc_relay_serving_topology_count{state="ready"} 1',
+    'kv_dc_relay_serving_topology_count{state="unavailable"} 2',
+    'kv_dc_relay_serving_topology_count{state="unknown"} 0',
+    'kv_dc_relay_degraded_load_coverage_pool_count 1',
+    'kv_dc_relay_subscribers{stream="catalog"} 2',
+    'kv_dc_relay_subscriber_limit_rejected_total{stream="pool",scope="per_pool"} 3',
+    'kv_dc_relay_ingest_events_total{worker="18446744073709551615",dp_rank="3"} 5',
+    'kv_dc_relay_ingest_gaps_total{worker="18446744073709551615",dp_rank="3"} 2',
+    'kv_dc_relay_pool_unknown_removals_total{pool="abc:def/0011"} 2',
+    'kv_dc_relay_pool_deltas_published_total{pool="abc:def/0011"} 4',
+  ]) {
+    expect(text).toContain(line);
+  }
+  expect(text).toContain('# TYPE kv_dc_relay_subscriber_lagged_total counter');
+  expect(text).toContain('# TYPE kv_dc_relay_initialized_publication_hub_count gauge');
+});
+
+test('/healthz is 200 while serving and 503 once shutdown began; other paths 404', async () => {
+  let serving = true;
+  server = await startMetricsServer('127.0.0.1:0', createRelayMetrics({ producer: () => producer }), () => serving);
+  expect((await fetch(`http://${server.address}/healthz`)).status).toBe(200);
+  serving = false;
+  const res = await fetch(`http://${server.address}/healthz`);
+  expect(res.status).toBe(503);
+  expect((await fetch(`http://${server.address}/nope`)).status).toBe(404);
+});
+
+test('a bad bind address is refused', async () => {
+  await expect(startMetricsServer('localhost:1', createRelayMetrics({ producer: () => producer }), () => true)).rejects.toThrow(/invalid metrics bind/);
+});

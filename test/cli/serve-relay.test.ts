@@ -1,0 +1,150 @@
+// A relay started as `serve` starts it (config file, producer, gRPC listener, metrics, watch), fed
+// by a simulated vLLM engine over ZMQ and read by a real gRPC client.
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { startRelay, type RunningRelay } from '../../src/cli/serve';
+import { silentLogger } from '../../src/log';
+import { decodeFrame, filterContains, saltSeed, sequenceHashes, SnapshotAssembly, type DecodedDelta } from '../../src/native';
+import { SimulatedEngine } from '../../src/sim';
+import { FilterUpdateKind } from '../../src/wire/enums';
+import { makeClient, type KvEventRelayClient } from '../../src/wire/service';
+import type { FilterUpdate, KvPoolCatalogUpdate } from '../../src/wire/types';
+import { MAX_MESSAGE, StreamReader, subscriber } from '../transport/helpers';
+
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvrelay-serve-'));
+let engine: SimulatedEngine | undefined;
+let relay: RunningRelay | undefined;
+let client: KvEventRelayClient | undefined;
+afterEach(async () => {
+  client?.close();
+  await relay?.shutdown();
+  await engine?.stop();
+  client = relay = engine = undefined;
+});
+afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
+
+const BS = 4;
+const SEED = 0x5deece66d1b54a33n;
+
+function configText(e: SimulatedEngine, aliases: string[] = []): string {
+  return JSON.stringify({
+    dcId: 'dc-a',
+    bind: '127.0.0.1:0',
+    metricsBind: '127.0.0.1:0',
+    expectedUniqueBlocks: 1024,
+    timing: { publicationThreshold: 1 },
+    endpoints: [
+      {
+        namespace: 'prod',
+        component: 'backend',
+        endpoint: 'generate',
+        model: { name: 'llama', kvBlockSize: BS, aliases },
+        workerType: 'aggregated',
+        workers: [
+          {
+            id: 7,
+            totalKvBlocks: 100,
+            health: { url: `${e.httpUrl}/health` },
+            metrics: { url: `${e.httpUrl}/metrics` },
+            kvEvents: { endpoint: e.pubEndpoint, replayEndpoint: e.replayEndpoint },
+          },
+        ],
+      },
+    ],
+  });
+}
+
+async function boot(file: string): Promise<{ catalog: StreamReader<KvPoolCatalogUpdate> }> {
+  engine = await new SimulatedEngine({ modelName: 'llama' }).start();
+  fs.writeFileSync(file, configText(engine));
+  relay = await startRelay({ configFile: file, logger: silentLogger });
+  client = makeClient(relay.address, { channelOptions: { 'grpc.max_receive_message_length': MAX_MESSAGE } });
+  const catalog = new StreamReader<KvPoolCatalogUpdate>(client.watchKvPoolCatalog(subscriber()));
+  return { catalog };
+}
+
+test('catalog, snapshot and deltas of engine KV events over gRPC; /metrics and /healthz', async () => {
+  const { catalog } = await boot(path.join(dir, 'relay.json'));
+  const first = await catalog.next();
+  expect(first.revision).toBe(1n);
+  expect(first.relay).toEqual(relay!.relay);
+  const [pool] = first.snapshot!.pools;
+  expect(pool.registrations[0].canonicalModelId).toBe('llama');
+
+  // Blocks the engine published before anyone subscribed are in the snapshot (replay from 0 too).
+  await engine!.waitForSubscribers();
+  const t1 = Array.from({ length: 8 }, (_, i) => i + 1);
+  await engine!.publish([{ type: 'BlockStored', blockHashes: [1001n, 1002n], parentBlockHash: null, tokenIds: t1, blockSize: BS }]);
+  const expected1 = [...sequenceHashes(Uint32Array.from(t1), BS, false, saltSeed(null, null))];
+  const feed = relay!.producer.pool(pool.producer!.poolId!)!;
+  const probe = async (): Promise<boolean> => filterContains((await feed.attach({ delta() {}, retired() {}, fenced() {} })).words, expected1[1], SEED);
+  for (let i = 0; !(await probe()); i++) {
+    if (i > 200) throw new Error('engine batch never reached the pool');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+
+  const stream = new StreamReader<FilterUpdate>(client!.subscribeKvPool({ ...subscriber(), expectedProducer: pool.producer }));
+  const chunk = await stream.next();
+  expect(chunk.kind).toBe(FilterUpdateKind.SNAPSHOT_CHUNK);
+  expect(chunk.producer).toEqual(pool.producer);
+  const snap = new SnapshotAssembly(pool.producer!.ckfFormat!).absorb(chunk.payload)!;
+  const words = new BigUint64Array(Number(pool.producer!.ckfFormat!.bucketCount));
+  snap.buckets.forEach((b, i) => (words[b] = snap.values[i]));
+  for (const h of expected1) expect(filterContains(words, h, SEED)).toBe(true);
+
+  // A live child block arrives as the next delta, continuing the snapshot's sequence.
+  const t2 = [...t1, 9, 10, 11, 12];
+  await engine!.publish([{ type: 'BlockStored', blockHashes: [1003n], parentBlockHash: 1002n, tokenIds: t2.slice(8), blockSize: BS }]);
+  const delta = await stream.next();
+  expect(delta.kind).toBe(FilterUpdateKind.DELTA);
+  expect(delta.baseSequence).toBe(chunk.sequence);
+  expect(delta.sequence).toBe(chunk.sequence + 1n);
+  const d = decodeFrame(pool.producer!.ckfFormat!, delta.payload) as DecodedDelta;
+  d.buckets.forEach((b, i) => (words[b] = d.values[i]));
+  const expected2 = [...sequenceHashes(Uint32Array.from(t2), BS, false, saltSeed(null, null))];
+  expect(filterContains(words, expected2[2], SEED)).toBe(true);
+
+  const metrics = await (await fetch(`http://${relay!.metricsAddress}/metrics`)).text();
+  expect(metrics).toContain('kv_dc_relay_catalog_pool_count 1');
+  expect(metrics).toMatch(/kv_dc_relay_ingest_events_total\{worker="7",dp_rank="0"\} [1-9]/);
+  expect(metrics).toContain('kv_dc_relay_serving_topology_count{state="ready"}');
+  expect((await fetch(`http://${relay!.metricsAddress}/healthz`)).status).toBe(200);
+  stream.cancel();
+});
+
+test('hot reload: an atomic rename applies within 2 s; an invalid file keeps the running state', async () => {
+  const file = path.join(dir, 'reload.json');
+  const { catalog } = await boot(file);
+  const first = await catalog.next();
+  const tmp = path.join(dir, '.reload.json.tmp');
+  fs.writeFileSync(tmp, configText(engine!, ['chat']));
+  const t0 = Date.now();
+  fs.renameSync(tmp, file);
+  const second = await catalog.next(2000);
+  expect(Date.now() - t0).toBeLessThan(2000);
+  expect(second.revision).toBe(2n);
+  expect(second.snapshot!.pools[0].registrations[0].aliases).toEqual(['chat']);
+  expect(second.snapshot!.pools[0].producer).toEqual(first.snapshot!.pools[0].producer);
+
+  fs.writeFileSync(file, '{"dcId": "dc-a", "endpoints": [{"bogus": 1}]}');
+  await new Promise((r) => setTimeout(r, 400));
+  expect(catalog.buffered).toBe(0);
+  expect(relay!.producer.catalog().revision).toBe(2n);
+
+  // In-place write of a valid file: the pool is withdrawn (no endpoints).
+  fs.writeFileSync(file, JSON.stringify({ dcId: 'dc-a', bind: '127.0.0.1:0' }));
+  const third = await catalog.next(2000);
+  expect(third.snapshot!.pools).toEqual([]);
+});
+
+test('shutdown ends the catalog stream cleanly and closes the metrics listener', async () => {
+  const { catalog } = await boot(path.join(dir, 'shutdown.json'));
+  await catalog.next();
+  const metricsAddress = relay!.metricsAddress!;
+  const done = relay!.shutdown();
+  const end = await catalog.end();
+  expect(end.code).toBe(0);
+  await done;
+  await expect(fetch(`http://${metricsAddress}/healthz`)).rejects.toThrow();
+});
