@@ -53,7 +53,8 @@ interface FieldPlan {
   /** Absent on the wire ⇒ undefined (message fields, oneof members, proto3 optional). */
   presence: boolean;
   type?: protobuf.Type;
-  defaultValue: unknown;
+  /** A fresh proto3 default (fresh so callers may mutate decoded values). */
+  makeDefault: () => unknown;
 }
 
 function kindOf(field: protobuf.Field): Kind {
@@ -88,7 +89,7 @@ function planOf(type: protobuf.Type): FieldPlan[] {
         repeated: field.repeated,
         presence: kind === 'message' || field.partOf !== null,
         type: kind === 'message' ? (field.resolvedType as protobuf.Type) : undefined,
-        defaultValue: DEFAULTS[kind](),
+        makeDefault: DEFAULTS[kind],
       };
     });
     plans.set(type, plan);
@@ -120,7 +121,7 @@ function fromWire(type: protobuf.Type, msg: Record<string, unknown>): Record<str
     } else if (present) {
       out[f.name] = fromWireValue(f, v);
     } else if (!f.presence) {
-      out[f.name] = f.kind === 'bytes' ? new Uint8Array(0) : f.defaultValue;
+      out[f.name] = f.makeDefault();
     }
   }
   return out;

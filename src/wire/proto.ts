@@ -30,10 +30,6 @@ export function relayType(name: string): protobuf.Type {
   return relayRoot.lookupType(`${RELAY_PROTO_PACKAGE}.${name}`);
 }
 
-export function relayEnum(name: string): protobuf.Enum {
-  return relayRoot.lookupEnum(`${RELAY_PROTO_PACKAGE}.${name}`);
-}
-
 export const relayService: protobuf.Service = relayRoot.lookupService(RELAY_SERVICE_NAME);
 
 interface FieldDescriptorLike {

@@ -3,4 +3,4 @@ export * from './validate-identity';
 export * from './validate-topology';
 export * from './validate-load';
 export * from './validate-catalog';
-export { isUnsupported, VALID, type WireErrorKind, type WireValidation, type WireValidationError } from './validation';
+export { isUnsupported, type WireErrorKind, type WireValidation, type WireValidationError } from './validation';

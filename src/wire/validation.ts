@@ -102,8 +102,3 @@ export function checked(check: () => void): WireValidation {
     throw e;
   }
 }
-
-/** Re-throws a failed result inside another throwing check. */
-export function assertValid(result: WireValidation): void {
-  if (!result.ok) throw new WireViolation(result.error);
-}
