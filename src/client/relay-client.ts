@@ -265,7 +265,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     sub.stream = new ResilientStream<FilterUpdate>({
       open: () => this.client.subscribeKvPool(request),
       onOpen: () => {
-        sub.replica = new PoolReplica(pool.descriptor.producer!);
+        sub.replica = new PoolReplica(pool.descriptor.producer!, this.catalogValue?.relay);
       },
       onMessage: (update) => this.applyPoolUpdate(sub, update),
       backoff: new Backoff(this.backoffOptions),

@@ -75,8 +75,13 @@ export class PoolReplica {
   private installed: { sequence: bigint; words: BigUint64Array; slots: Uint16Array } | undefined;
   private filled = 0;
 
-  /** `producer` must be a validated ProducerIdentity (from a validated catalog descriptor). */
-  constructor(producer: ProducerIdentity) {
+  /**
+   * `producer` must be a validated ProducerIdentity (from a validated catalog descriptor). `relay`,
+   * when given, is the identity of the Relay whose catalog listed the pool: frames from any other
+   * Relay instance are rejected.
+   */
+  constructor(producer: ProducerIdentity, relay?: RelayIdentity) {
+    this.relay = relay;
     this.producerKey = producerKey(producer);
     this.dcId = producer.poolId!.dcId;
     this.seed = producer.ckfFormat!.seed;

@@ -76,6 +76,29 @@ describe('kv-dc-relay watch', () => {
     }
   });
 
+  it('redraws a text view in place on a terminal', async () => {
+    const source = new TestSource();
+    source.attachPool(testProducer({ pool: 1 }));
+    server = await startRelay(source);
+    const out = Object.assign(new PassThrough(), { isTTY: true });
+    let text = '';
+    out.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+    const abort = new AbortController();
+    const done = runWatch({ address: server.address, out, signal: abort.signal, refreshMs: 20 });
+    try {
+      await waitFor(() => /replica seq 0 {2}slots 0\/64/.test(text), 'a screen with the installed replica');
+      const screens = text.split('\x1b[H\x1b[2J').filter((s) => s.length > 0);
+      const last = screens[screens.length - 1];
+      expect(last).toContain('catalog revision 1');
+      expect(last).toContain('dynamo.backend.generate  gen 1');
+      expect(last).toContain('llama [chat]');
+      expect(text).not.toMatch(/^\{/m);
+    } finally {
+      abort.abort();
+      await done;
+    }
+  });
+
   it('rejects bad usage with exit code 2', async () => {
     const { out } = capture();
     const err = capture();

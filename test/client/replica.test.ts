@@ -92,6 +92,11 @@ describe('PoolReplica', () => {
     expect(faultOf(() => installed().apply({ ...delta(5n, 6n, [[1, 1n]]), sequence: 7n, baseSequence: 6n }))).toBe('epochMismatch');
   });
 
+  it('rejects frames from a Relay other than the one whose catalog listed the pool', () => {
+    const replica = new PoolReplica(PRODUCER, { ...RELAY, drtInstanceId: 12n });
+    expect(faultOf(() => replica.apply(snapshotFrames(1n, new BigUint64Array(BUCKETS))[0]))).toBe('relayIdentity');
+  });
+
   it('rejects a corrupted frame with the codec error code', () => {
     const bad = delta(5n, 6n, [[1, 1n]]);
     const payload = Uint8Array.from(bad.payload);
