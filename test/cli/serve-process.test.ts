@@ -1,0 +1,111 @@
+// `kv-dc-relay serve` as a real process: config errors exit 2 with one line, the listening event is
+// logged once bound, SIGTERM/SIGINT shut down cleanly and exit 0 within 5 s.
+import { spawn, type ChildProcess } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { makeClient } from '../../src/wire/service';
+import type { KvPoolCatalogUpdate } from '../../src/wire/types';
+import { StreamReader, subscriber } from '../transport/helpers';
+
+const ROOT = path.resolve(__dirname, '..', '..');
+const HOOK = path.join(__dirname, 'serve-ts-hook.js');
+const MAIN = path.join(ROOT, 'src', 'cli', 'main.ts');
+const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvrelay-proc-'));
+const children: ChildProcess[] = [];
+afterAll(() => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
+interface Run {
+  child: ChildProcess;
+  stderr: () => string;
+  exit: Promise<{ code: number | null; ms: number }>;
+}
+
+function run(args: string[]): Run {
+  const child = spawn(process.execPath, ['-r', HOOK, MAIN, ...args], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+  children.push(child);
+  let err = '';
+  child.stderr!.on('data', (b: Buffer) => (err += b.toString()));
+  let signalledAt = 0;
+  const exit = new Promise<{ code: number | null; ms: number }>((resolve) =>
+    child.on('exit', (code) => resolve({ code, ms: signalledAt ? Date.now() - signalledAt : 0 })),
+  );
+  const kill = child.kill.bind(child);
+  child.kill = (sig?: NodeJS.Signals | number) => {
+    signalledAt = Date.now();
+    return kill(sig);
+  };
+  return { child, stderr: () => err, exit };
+}
+
+function write(name: string, text: string): string {
+  const file = path.join(dir, name);
+  fs.writeFileSync(file, text);
+  return file;
+}
+
+async function listening(r: Run, ms = 15000): Promise<string> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    for (const line of r.stderr().split('\n')) {
+      if (!line.startsWith('{')) continue;
+      const ev = JSON.parse(line) as { msg?: string; address?: string };
+      if (ev.msg === 'listening' && ev.address) return ev.address;
+    }
+    if (r.child.exitCode !== null || Date.now() > deadline) throw new Error(`no listening event; stderr:\n${r.stderr()}`);
+    await new Promise((res) => setTimeout(res, 20));
+  }
+}
+
+test('config errors exit 2 with exactly one line naming file, field and problem', async () => {
+  const bad = write('bad.yaml', 'dcId: dc-a\ntiming: { pollMs: 5 }\n');
+  const missing = path.join(dir, 'missing.json');
+  const ok = write('ok.json', '{"dcId": "dc-a"}');
+  const cases: [string[], string][] = [
+    [['serve', '--config', bad], `${bad}: timing.pollMs: unknown field`],
+    [['serve', '--config', missing], `${missing}: (file): cannot read: ENOENT`],
+    [['serve', '--config', ok, '--dc-id', 'dc-a '], `${ok}: dcId: must not have surrounding whitespace`],
+    [['serve', '--config', ok, '--bind', 'localhost:1'], `${ok}: bind: must be a numeric IP:port`],
+  ];
+  const results = await Promise.all(cases.map(async ([args]) => {
+    const r = run(args);
+    return { code: (await r.exit).code, stderr: r.stderr() };
+  }));
+  results.forEach((res, i) => {
+    expect(res.code).toBe(2);
+    expect(res.stderr).toBe(`${cases[i][1]}\n`);
+  });
+});
+
+test('usage errors exit 2', async () => {
+  const [noConfig, unknown] = [run(['serve']), run(['frobnicate'])];
+  expect((await noConfig.exit).code).toBe(2);
+  expect(noConfig.stderr()).toContain('--config is required');
+  expect((await unknown.exit).code).toBe(2);
+  expect(unknown.stderr()).toContain('unknown command: frobnicate');
+});
+
+test.each(['SIGTERM', 'SIGINT'] as const)('serve logs "listening", serves, and on %s exits 0 within 5 s', async (signal) => {
+  const file = write(`serve-${signal}.yaml`, 'dcId: dc-a\nbind: 127.0.0.1:5999\n');
+  const r = run(['serve', '--config', file, '--bind', '127.0.0.1:0', '--dc-id', 'dc-b']);
+  const address = await listening(r);
+  expect(address).toMatch(/^127\.0\.0\.1:\d+$/);
+  expect(address).not.toBe('127.0.0.1:0');
+  const client = makeClient(address);
+  const catalog = new StreamReader<KvPoolCatalogUpdate>(client.watchKvPoolCatalog(subscriber()));
+  const first = await catalog.next();
+  expect(first.revision).toBe(0n);
+  expect(first.snapshot!.pools).toEqual([]);
+  r.child.kill(signal);
+  const end = await catalog.end();
+  expect(end.code).toBe(0);
+  const { code, ms } = await r.exit;
+  client.close();
+  expect(code).toBe(0);
+  expect(ms).toBeLessThan(5000);
+  // Every stderr line is a JSON log event.
+  for (const line of r.stderr().trim().split('\n')) expect(() => JSON.parse(line)).not.toThrow();
+});
