@@ -3,7 +3,7 @@
 // snapshot and then advanced by contiguous deltas. Any violation throws a ReplicaFault; the caller
 // drops the replica and resubscribes (there is no buffering across gaps and no repair).
 import * as os from 'os';
-import { decodeFrame, SnapshotAssembly } from '../native';
+import { decodeFrame, SnapshotAssembly, type AssembledSnapshot, type DecodedChunk, type DecodedDelta, type DecodedFrame } from '../native';
 import { REPLICA_RATE_WINDOW_MS } from '../config/defaults';
 import { FilterUpdateKind } from '../wire/enums';
 import type { FilterUpdate, ProducerIdentity, RelayIdentity } from '../wire/types';
@@ -59,8 +59,6 @@ export interface ReplicaStats {
   deltasPerSecond: number;
 }
 
-type DecodedFrame = ReturnType<typeof decodeFrame>;
-
 const SLOTS_PER_BUCKET = 4;
 
 export class PoolReplica {
@@ -69,7 +67,9 @@ export class PoolReplica {
   readonly seed: bigint;
   private readonly dcId: bigint;
   private readonly format: { seed: bigint; bucketCount: number };
-  private readonly assembly: InstanceType<typeof SnapshotAssembly>;
+  private readonly assembly: SnapshotAssembly;
+  /** Words of the snapshot being assembled. */
+  private pending: { words: BigUint64Array; filled: number } | undefined;
   private readonly rate = new RateMeter(REPLICA_RATE_WINDOW_MS);
   private relay: RelayIdentity | undefined;
   private installed: { sequence: bigint; words: BigUint64Array; slots: Uint16Array } | undefined;
@@ -147,7 +147,7 @@ export class PoolReplica {
     if (producerKey(update.producer) !== this.producerKey) throw new ReplicaFault('producerChanged', 'frame belongs to a different producer generation');
   }
 
-  private decode(update: FilterUpdate, kind: 'chunk' | 'delta'): DecodedFrame {
+  private decode(update: FilterUpdate): DecodedFrame {
     let frame: DecodedFrame;
     try {
       frame = decodeFrame(this.format, update.payload);
@@ -155,7 +155,8 @@ export class PoolReplica {
       const code = (err as { code?: unknown }).code;
       throw new ReplicaFault('malformedFrame', `CBI1 frame rejected: ${(err as Error).message}`, typeof code === 'string' ? code : undefined);
     }
-    if (frame.kind !== kind) throw new ReplicaFault('malformedFrame', `a ${kind} update carries a CBI1 ${frame.kind} frame`);
+    const expected = update.kind === FilterUpdateKind.DELTA ? 'delta' : 'chunk';
+    if (frame.kind !== expected) throw new ReplicaFault('malformedFrame', `a ${expected} update carries a CBI1 ${frame.kind} frame`);
     if (frame.header.dcId !== this.dcId) {
       throw new ReplicaFault('identityDrift', `CBI1 dc_id ${frame.header.dcId} differs from the pool's ${this.dcId}`);
     }
@@ -171,30 +172,31 @@ export class PoolReplica {
       if (update.sequence <= this.installed.sequence) return { kind: 'stale' };
       throw new ReplicaFault('snapshotWhileReady', 'a new snapshot arrived on a ready replica');
     }
-    const frame = this.decode(update, 'chunk');
-    let assembled: { epoch: bigint; buckets: Uint32Array; values: BigUint64Array } | null;
+    const frame = this.decode(update) as DecodedChunk;
+    let complete: AssembledSnapshot | null;
     try {
-      assembled = this.assembly.absorb(frame);
+      complete = this.assembly.absorb(frame);
     } catch (err) {
       const code = (err as { code?: unknown }).code;
       throw new ReplicaFault('chunkSequence', `snapshot assembly failed: ${(err as Error).message}`, typeof code === 'string' ? code : undefined);
     }
-    if (!assembled) return { kind: 'chunk' };
-    const words = new BigUint64Array(this.bucketCount);
-    for (let i = 0; i < assembled.buckets.length; i++) words[assembled.buckets[i]] = assembled.values[i];
-    const slots = new Uint16Array(words.buffer);
-    let filled = 0;
-    for (let i = 0; i < slots.length; i++) if (slots[i] !== 0) filled++;
-    this.installed = { sequence: assembled.epoch, words, slots };
+    // The assembly has validated order, offsets and coverage; the dense chunk words are copied as
+    // they arrive so that installing never walks the whole table in one event-loop turn.
+    if (frame.chunkIndex === 0 || !this.pending) this.pending = { words: new BigUint64Array(this.bucketCount), filled: 0 };
+    this.pending.words.set(frame.words, frame.bucketOffset);
+    this.pending.filled += countFilled(new Uint16Array(frame.words.buffer, frame.words.byteOffset, frame.words.length * SLOTS_PER_BUCKET));
+    if (!complete) return { kind: 'chunk' };
+    const { words, filled } = this.pending;
+    this.pending = undefined;
+    this.installed = { sequence: complete.epoch, words, slots: new Uint16Array(words.buffer) };
     this.filled = filled;
-    return { kind: 'installed', sequence: assembled.epoch };
+    return { kind: 'installed', sequence: complete.epoch };
   }
 
   private applyDelta(update: FilterUpdate, nowMs: number): ReplicaOutcome {
     const installed = this.installed;
     if (!installed) throw new ReplicaFault('deltaBeforeSnapshot', 'delta before the snapshot was installed');
-    const frame = this.decode(update, 'delta');
-    if (frame.kind !== 'delta') throw new ReplicaFault('malformedFrame', 'expected a delta frame');
+    const frame = this.decode(update) as DecodedDelta;
     if (frame.baseEpoch !== update.baseSequence) {
       throw new ReplicaFault('epochMismatch', `CBI1 base_epoch ${frame.baseEpoch} differs from base_sequence ${update.baseSequence}`);
     }
@@ -239,6 +241,12 @@ export class PoolReplica {
 function bucketHas(slots: Uint16Array, bucket: number, fp: number): boolean {
   const i = bucket * SLOTS_PER_BUCKET;
   return slots[i] === fp || slots[i + 1] === fp || slots[i + 2] === fp || slots[i + 3] === fp;
+}
+
+function countFilled(slots: Uint16Array): number {
+  let n = 0;
+  for (let i = 0; i < slots.length; i++) if (slots[i] !== 0) n++;
+  return n;
 }
 
 function filledIn(slots: Uint16Array, bucket: number): number {
