@@ -88,7 +88,8 @@ export function encodeDelta(
   buckets: Uint32Array,
   values: BigUint64Array,
 ): Buffer;
-export function encodeSnapshotChunks(format: FilterFormatInput, dcId: bigint, epoch: bigint, words: BigUint64Array): Buffer[];
+/** Chunk frames as views of one ArrayBuffer (src/native/cbi1.ts turns them into Buffers). */
+export function encodeSnapshotChunks(format: FilterFormatInput, dcId: bigint, epoch: bigint, words: BigUint64Array): Uint8Array[];
 export function encodeSnapshotChunk(
   format: FilterFormatInput,
   dcId: bigint,
@@ -96,7 +97,7 @@ export function encodeSnapshotChunk(
   words: BigUint64Array,
   chunkIndex: number,
 ): Buffer;
-export function encodeSnapshotAsync(format: FilterFormatInput, dcId: bigint, epoch: bigint, words: BigUint64Array): Promise<Buffer[]>;
+export function encodeSnapshotAsync(format: FilterFormatInput, dcId: bigint, epoch: bigint, words: BigUint64Array): Promise<Uint8Array[]>;
 export function decodeFrame(expected: FilterFormatInput, bytes: Uint8Array): DecodedFrame;
 
 export class SnapshotAssembly {

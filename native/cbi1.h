@@ -111,6 +111,10 @@ size_t ChunkFrameLen(const FilterFormat& format, uint32_t chunkIndex);
 void ValidateSnapshot(const FilterFormat& format, size_t wordCount);
 void WriteChunk(const FilterFormat& format, uint64_t dcId, uint64_t epoch, const uint64_t* words,
                 uint32_t chunkIndex, uint8_t* out);
+// Every chunk frame back to back: chunk i starts at i × kMaxFrameBytes (all chunks but the last
+// are full), SnapshotFramesLen bytes in all.
+size_t SnapshotFramesLen(const FilterFormat& format);
+void WriteSnapshot(const FilterFormat& format, uint64_t dcId, uint64_t epoch, const uint64_t* words, uint8_t* out);
 
 // --- Decoding -------------------------------------------------------------------------------
 

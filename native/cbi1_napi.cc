@@ -8,6 +8,7 @@
 #include <cstring>
 
 #include "cbi1.h"
+#include "cbi1_region.h"
 #include "modules.h"
 
 namespace kvrelay {
@@ -226,31 +227,41 @@ SnapshotArgs ParseSnapshotArgs(const Napi::CallbackInfo& info, const char* signa
   return args;
 }
 
-Napi::Buffer<uint8_t> EncodeChunkBuffer(Napi::Env env, const SnapshotArgs& args, uint32_t index) {
-  auto frame = Napi::Buffer<uint8_t>::New(env, cbi1::ChunkFrameLen(args.format, index));
-  cbi1::WriteChunk(args.format, args.dcId, args.epoch, args.words.Data(), index, frame.Data());
-  return frame;
+// Hands an encoded snapshot region to JavaScript as one external ArrayBuffer (returned to the
+// region pool once every chunk view is collected) and returns a Uint8Array view per chunk frame.
+Napi::Array ChunkViews(Napi::Env env, const FilterFormat& format, uint8_t* region, size_t len) {
+  Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(
+      env, region, len, [](Napi::Env, void* data, size_t* size) { cbi1::GiveRegion(static_cast<uint8_t*>(data), *size); delete size; },
+      new size_t(len));
+  uint32_t count = cbi1::ChunkCount(format);
+  Napi::Array views = Napi::Array::New(env, count);
+  for (uint32_t i = 0; i < count; ++i) {
+    views[i] = Napi::Uint8Array::New(env, cbi1::ChunkFrameLen(format, i), buffer, i * cbi1::kMaxFrameBytes);
+  }
+  return views;
 }
 
 Napi::Value EncodeSnapshotChunks(const Napi::CallbackInfo& info) {
   SnapshotArgs args = ParseSnapshotArgs(info, "encodeSnapshotChunks(format, dcId, epoch, words: BigUint64Array)");
-  uint32_t count = cbi1::ChunkCount(args.format);
-  Napi::Array chunks = Napi::Array::New(info.Env(), count);
-  for (uint32_t i = 0; i < count; ++i) chunks[i] = EncodeChunkBuffer(info.Env(), args, i);
-  return chunks;
+  size_t len = cbi1::SnapshotFramesLen(args.format);
+  uint8_t* region = cbi1::TakeRegion(len);
+  if (region == nullptr) throw ToJsError(info.Env(), Cbi1Error{"AllocationFailed", {}});
+  cbi1::WriteSnapshot(args.format, args.dcId, args.epoch, args.words.Data(), region);
+  return ChunkViews(info.Env(), args.format, region, len);
 }
 
 Napi::Value EncodeSnapshotChunk(const Napi::CallbackInfo& info) {
   static const char* kSignature = "encodeSnapshotChunk(format, dcId, epoch, words: BigUint64Array, chunkIndex)";
   RequireArgs(info, 5, kSignature);
   SnapshotArgs args = ParseSnapshotArgs(info, kSignature);
-  uint64_t index = IntegerArg(info.Env(), info[4], "chunkIndex", cbi1::ChunkCount(args.format) - 1);
-  return EncodeChunkBuffer(info.Env(), args, static_cast<uint32_t>(index));
+  auto index = static_cast<uint32_t>(IntegerArg(info.Env(), info[4], "chunkIndex", cbi1::ChunkCount(args.format) - 1));
+  auto frame = Napi::Buffer<uint8_t>::New(info.Env(), cbi1::ChunkFrameLen(args.format, index));
+  cbi1::WriteChunk(args.format, args.dcId, args.epoch, args.words.Data(), index, frame.Data());
+  return frame;
 }
 
-// Encodes every chunk of a snapshot on a libuv worker thread into malloc'd frames that become
-// external Buffers, so the event loop only wraps finished memory. The reference keeps the words
-// array from being collected while the worker reads it.
+// Encodes a whole snapshot on a libuv worker thread, so the event loop only wraps finished
+// memory. The reference keeps the words array from being collected while the worker reads it.
 class EncodeSnapshotWorker : public Napi::AsyncWorker {
  public:
   EncodeSnapshotWorker(Napi::Env env, const SnapshotArgs& args)
@@ -261,41 +272,33 @@ class EncodeSnapshotWorker : public Napi::AsyncWorker {
         epoch_(args.epoch),
         words_(args.words.Data()),
         wordsRef_(Napi::Persistent(static_cast<Napi::Object>(args.words))),
-        chunks_(cbi1::ChunkCount(args.format), nullptr) {}
+        len_(cbi1::SnapshotFramesLen(args.format)) {}
 
   ~EncodeSnapshotWorker() override {
-    for (uint8_t* chunk : chunks_) std::free(chunk);
+    if (region_ != nullptr) cbi1::GiveRegion(region_, len_);
   }
 
   Napi::Promise Promise() const { return deferred_.Promise(); }
 
  protected:
   void Execute() override {
-    for (uint32_t i = 0; i < chunks_.size(); ++i) {
-      chunks_[i] = static_cast<uint8_t*>(std::malloc(cbi1::ChunkFrameLen(format_, i)));
-      if (chunks_[i] == nullptr) {
-        SetError("AllocationFailed: cannot allocate a CBI1 snapshot chunk");
-        return;
-      }
-      cbi1::WriteChunk(format_, dcId_, epoch_, words_, i, chunks_[i]);
+    region_ = cbi1::TakeRegion(len_);
+    if (region_ == nullptr) {
+      SetError("AllocationFailed");
+      return;
     }
+    cbi1::WriteSnapshot(format_, dcId_, epoch_, words_, region_);
   }
 
   void OnOK() override {
-    Napi::Env env = Env();
-    Napi::Array result = Napi::Array::New(env, chunks_.size());
-    for (uint32_t i = 0; i < chunks_.size(); ++i) {
-      result[i] = Napi::Buffer<uint8_t>::New(env, chunks_[i], cbi1::ChunkFrameLen(format_, i),
-                                             [](Napi::Env, uint8_t* data) { std::free(data); });
-      chunks_[i] = nullptr;  // owned by the Buffer now
-    }
-    deferred_.Resolve(result);
+    uint8_t* region = region_;
+    region_ = nullptr;  // owned by the ArrayBuffer from here on
+    deferred_.Resolve(ChunkViews(Env(), format_, region, len_));
   }
 
-  void OnError(const Napi::Error& error) override {
-    Napi::Object value = error.Value();
-    value.Set("code", Napi::String::New(Env(), "AllocationFailed"));
-    deferred_.Reject(value);
+  // Execute fails only when the region cannot be allocated.
+  void OnError(const Napi::Error&) override {
+    deferred_.Reject(ToJsError(Env(), Cbi1Error{"AllocationFailed", {}}).Value());
   }
 
  private:
@@ -305,7 +308,8 @@ class EncodeSnapshotWorker : public Napi::AsyncWorker {
   uint64_t epoch_;
   const uint64_t* words_;
   Napi::ObjectReference wordsRef_;
-  std::vector<uint8_t*> chunks_;
+  size_t len_;
+  uint8_t* region_ = nullptr;
 };
 
 Napi::Value EncodeSnapshotAsync(const Napi::CallbackInfo& info) {

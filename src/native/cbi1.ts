@@ -79,9 +79,15 @@ export function encodeDelta(
   return addon.encodeDelta(format, dcId, baseSequence, sequence, buckets, values);
 }
 
+// The native encoders write all chunks of a snapshot into one region; each chunk is a Buffer view
+// of it (no copy), and the region is freed once every chunk is collected.
+function asBuffers(views: Uint8Array[]): Buffer[] {
+  return views.map((view) => Buffer.from(view.buffer, view.byteOffset, view.byteLength));
+}
+
 /** Every chunk of a snapshot, on the calling thread: for small tables only (~1 ms per full chunk). */
 export function encodeSnapshotChunks(format: FilterFormatInput, dcId: bigint, epoch: bigint, words: BigUint64Array): Buffer[] {
-  return addon.encodeSnapshotChunks(format, dcId, epoch, words);
+  return asBuffers(addon.encodeSnapshotChunks(format, dcId, epoch, words));
 }
 
 /** Chunk `chunkIndex` of a snapshot, for callers that pace chunk encoding themselves. */
@@ -105,7 +111,7 @@ export async function encodeSnapshotAsync(
   epoch: bigint,
   words: BigUint64Array,
 ): Promise<Buffer[]> {
-  return addon.encodeSnapshotAsync(format, dcId, epoch, words);
+  return asBuffers(await addon.encodeSnapshotAsync(format, dcId, epoch, words));
 }
 
 /** decode(expected, bytes): every check of §3.5 in order; throws a Cbi1Error. */
