@@ -11,8 +11,9 @@ import type { Window } from './windows';
 
 const EMPTY = new Uint8Array(0);
 
+/** Wall clock in microseconds since the Unix epoch. */
 export function nowMicros(): bigint {
-  return BigInt(Date.now()) * 1000n;
+  return BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000));
 }
 
 export function relayInfoMessage(relay: RelayIdentity): Buffer {

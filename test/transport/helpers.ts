@@ -1,11 +1,11 @@
 // Test helpers: a relay on loopback port 0 driven by a TestSource, a real grpc-js client, and a
 // reader that turns a client stream into awaitable messages and a final status.
-import type * as grpc from '@grpc/grpc-js';
+import * as grpc from '@grpc/grpc-js';
 import type { ServiceOptionsInput } from '../../src/config/defaults';
 import { startRelayServer, type RelayServer } from '../../src/transport/server';
 import { RELAY_CONTRACT_MARKER } from '../../src/wire/constants';
 import { relayErrorReason } from '../../src/wire/errors';
-import { makeClient, type KvEventRelayClient } from '../../src/wire/service';
+import { makeClient, serviceDefinition, type KvEventRelayClient } from '../../src/wire/service';
 import type { RelayIdentity } from '../../src/wire/types';
 import { TestSource } from '../support/test-source';
 
@@ -146,4 +146,16 @@ export async function eventually(condition: () => boolean | Promise<boolean>, ti
 
 export function subscriber(id = 'consumer-a'): { subscriberId: string; contractMarker: number } {
   return { subscriberId: id, contractMarker: MARKER };
+}
+
+/** A KvEventRelay client whose stream messages are the raw response bytes as received. */
+export function rawBytesClient(address: string): KvEventRelayClient {
+  const definition: grpc.ServiceDefinition = {};
+  for (const [name, method] of Object.entries(serviceDefinition)) {
+    definition[name] = { ...method, responseDeserialize: (bytes: Buffer) => bytes };
+  }
+  const Client = grpc.makeGenericClientConstructor(definition, 'KvEventRelayRaw');
+  return new Client(address, grpc.credentials.createInsecure(), {
+    'grpc.max_receive_message_length': MAX_MESSAGE,
+  }) as unknown as KvEventRelayClient;
 }
