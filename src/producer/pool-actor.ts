@@ -10,10 +10,11 @@ import type { Logger } from '../log';
 import type { EngineEventBatch, SourceKey } from '../ingest/types';
 import type { DeltaFrame, PoolFeed, PoolImage, PoolListener } from '../publication/source';
 import type { ProducerIdentity } from '../wire/types';
-import { MAX_DELTA_IMAGES } from '../config/defaults';
+import { INGEST_LOG_MAX_PER_WINDOW, INGEST_LOG_WINDOW_MS, MAX_DELTA_IMAGES } from '../config/defaults';
+import { ThrottledLogger } from '../ingest/throttle';
 import { MAX_U64 } from '../config/limits';
 import { encodeDelta, PoolState, type PoolBatchResult, type PoolEvent } from '../native';
-import { SaltCache, toPoolEvent, type PoolSemantics } from './events';
+import { SaltCache, toPoolEvent, type Conversion, type PoolSemantics } from './events';
 import type { PoolMetrics } from '../metrics/registry';
 
 /** Above this many blocks a slice is applied off the event loop. */
@@ -37,6 +38,8 @@ export class PoolActor implements PoolFeed {
   private readonly state: PoolState;
   private readonly format: { seed: bigint; bucketCount: number };
   private readonly salts = new SaltCache();
+  /** A misbehaving source can be rejected thousands of times a second; each must not be a log line. */
+  private readonly warnings: ThrottledLogger;
   private listener: PoolListener | undefined;
   private lastSequence = 0n;
   private chain: Promise<void> = Promise.resolve();
@@ -60,6 +63,7 @@ export class PoolActor implements PoolFeed {
     if (!ckf) throw new TypeError('producer identity without a CKF format');
     this.format = { seed: ckf.seed, bucketCount: Number(ckf.bucketCount) };
     this.state = new PoolState({ bucketCount: this.format.bucketCount, seed: this.format.seed });
+    this.warnings = new ThrottledLogger(options.logger, INGEST_LOG_MAX_PER_WINDOW, INGEST_LOG_WINDOW_MS);
   }
 
   get key(): string {
@@ -75,7 +79,14 @@ export class PoolActor implements PoolFeed {
     if (this.ended) return;
     const events: PoolEvent[] = [];
     for (const ev of b.events) {
-      const c = toPoolEvent(b.source, ev, this.options.semantics, this.salts);
+      let c: Conversion;
+      try {
+        c = toPoolEvent(b.source, ev, this.options.semantics, this.salts);
+      } catch (err) {
+        this.counters.eventErrors += 1;
+        this.warn(b.source, ev.kind, `event not convertible: ${(err as Error).message}`);
+        continue;
+      }
       if ('event' in c) events.push(c.event);
       else if (c.dropped === 'block_size') this.counters.eventsDroppedBlockSize += 1;
     }
@@ -158,11 +169,15 @@ export class PoolActor implements PoolFeed {
       if (error === null) return;
       if (error === 'ParentBlockNotFound') this.counters.parentNotFound += 1;
       const ev = events[i];
-      this.options.logger.warn(
-        { pool: this.options.key, error, event: ev.kind, worker: ev.workerId.toString(), dpRank: ev.dpRank },
-        'KV event rejected by the pool state',
-      );
+      this.warn({ workerId: ev.workerId, dpRank: ev.dpRank }, ev.kind, error);
     });
+  }
+
+  private warn(source: SourceKey, event: string, error: string): void {
+    this.warnings.warn(
+      { pool: this.options.key, worker: source.workerId.toString(), dpRank: source.dpRank, event, error },
+      'KV event rejected by the pool',
+    );
   }
 
   private armTimer(): void {

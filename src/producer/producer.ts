@@ -10,7 +10,7 @@ import type { RelayConfig } from '../config/schema';
 import { DEFAULT_CKF_SEED } from '../config/defaults';
 import { LayoutGenerationCounter } from '../identity';
 import { KvEventSubscriber } from '../ingest';
-import type { EngineEventBatch, IngestSink, KvEventEndpointConfig, ResetReason, SourceKey, SourceStats } from '../ingest/types';
+import type { EngineEventBatch, IngestSink, KvEventEndpointConfig, ResetReason, SourceKey } from '../ingest/types';
 import { buildPoolLoad, buildServingLoad, MetricsScraper, type LoadPool } from '../load';
 import type { Logger } from '../log';
 import type { ProducerMetrics } from '../metrics/registry';
@@ -67,7 +67,6 @@ export class Producer implements RelaySource {
   /** Worker id → key of the pool its KV events feed. */
   private readonly routes = new Map<bigint, string>();
   private readonly subscribers = new Map<bigint, LiveSubscriber>();
-  private readonly retiredIngest: SourceStats[] = [];
   private deployment: Deployment = EMPTY;
   /** Serializes deployment changes (each awaits subscriber start/stop). */
   private changes: Promise<void> = Promise.resolve();
@@ -167,7 +166,7 @@ export class Producer implements RelaySource {
     return {
       catalogPoolCount: this.catalogState.size(),
       topology,
-      degradedLoadCoveragePoolCount: this.poolLoad().pools.filter((p) => p.kvObservedRanks < p.kvExpectedRanks || p.kvExpectedRanks === 0).length,
+      degradedLoadCoveragePoolCount: this.poolLoad().pools.filter((p) => p.kvObservedRanks < p.kvExpectedRanks).length,
       ingest: [...this.subscribers.values()].flatMap((s) => s.subscriber.stats()),
       pools: [...this.pools.values()].map((p) => p.actor.metrics()),
     };
@@ -256,6 +255,7 @@ export class Producer implements RelaySource {
       const live = this.pools.get(key);
       if (this.closed || !live || live.actor !== fenced) return;
       this.pools.delete(key);
+      this.catalogState.remove(key);
       this.materialize(live.spec);
       this.catalogState.publish();
       for (const w of live.spec.endpoint.workers) {
@@ -320,7 +320,6 @@ export class Producer implements RelaySource {
   }
 
   private async retireSubscriber(live: LiveSubscriber): Promise<void> {
-    this.retiredIngest.push(...live.subscriber.stats());
     await live.subscriber.close();
   }
 

@@ -66,13 +66,16 @@ async function httpServer(handler: http.RequestListener): Promise<string> {
 class Recorder implements PoolListener {
   deltas: DeltaFrame[] = [];
   retiredCalls = 0;
+  fencedReasons: string[] = [];
   delta(f: DeltaFrame): void {
     this.deltas.push(f);
   }
   retired(): void {
     this.retiredCalls += 1;
   }
-  fenced(): void {}
+  fenced(reason: string): void {
+    this.fencedReasons.push(reason);
+  }
 }
 
 const only = (s: CatalogState): KvPoolDescriptor => {
@@ -154,6 +157,26 @@ test('hot apply: metadata in place, identity change replaces, re-materialization
   // An identical config changes nothing.
   await p.applyConfig(config([endpoint({ model: { name: 'llama', kvBlockSize: 8 } })]));
   expect(p.catalog().revision).toBe(6n);
+});
+
+test('a fenced generation is replaced by a new layout generation of the same pool', async () => {
+  const p = await start(config([endpoint()]));
+  const first = only(p.catalog());
+  const rec = new Recorder();
+  await p.pool(first.producer!.poolId!)!.attach(rec);
+  // A value the native state refuses fails the actor's command: the generation fences itself.
+  p.batch({ source: { workerId: 7n, dpRank: 0 }, sequence: 1n, timestamp: 0, events: [{ kind: 'removed', blockHashes: [-1n] }] });
+  const replaced = await until(() => {
+    const d = p.catalog().snapshot.pools[0];
+    return d && d.producer!.layoutGeneration !== first.producer!.layoutGeneration ? d : undefined;
+  });
+  expect(rec.fencedReasons).toHaveLength(1);
+  expect(replaced.producer!.poolId).toEqual(first.producer!.poolId);
+  expect(replaced.producer!.layoutGeneration).toBe(2n);
+  expect(p.catalog().revision).toBe(3n); // remove + add
+  const feed = p.pool(first.producer!.poolId!)!;
+  expect(feed.producer).toEqual(replaced.producer);
+  expect((await feed.attach(new Recorder())).sequence).toBe(0n);
 });
 
 test('readiness follows static liveness and real health probes', async () => {
