@@ -7,6 +7,7 @@ import { RelayError } from '../wire/errors';
 import type { RelayIdentity } from '../wire/types';
 import { SharedFrame } from './frames';
 import type { QueuedPermits } from './permits';
+import type { PublicationCounters } from './stats';
 import { encodeSnapshotFrames } from './snapshot';
 import type { DeltaFrame, PoolFeed, PoolImage, PoolListener } from './source';
 
@@ -30,6 +31,7 @@ export interface HubContext {
   replayLimit: number;
   /** Relay shutdown: waits are abandoned. */
   shutdown: AbortSignal;
+  counters: PublicationCounters;
 }
 
 export const retiredError = (): RelayError =>
@@ -83,23 +85,25 @@ export class PoolHub {
     this.admissions += 1;
     try {
       this.throwIfEnded();
-      if (this.subscribers.size >= this.ctx.maxSubscribersPerPool) {
-        throw new RelayError(RelayErrorReason.RESOURCE_LIMIT, `Relay per-pool subscriber limit ${this.ctx.maxSubscribersPerPool} reached`);
-      }
+      this.checkPerPoolLimit();
       const snapshot = await this.currentSnapshot();
       this.throwIfEnded();
       // Joining is synchronous from here: the replay and the live deltas neither overlap nor gap.
       const replay = this.recent.filter((f) => f.sequence > snapshot.sequence);
       const covered = replay.length === 0 ? this.sequence === snapshot.sequence : replay[0].baseSequence === snapshot.sequence;
       if (!covered || replay.length > this.ctx.replayLimit) throw retiredError();
-      if (this.subscribers.size >= this.ctx.maxSubscribersPerPool) {
-        throw new RelayError(RelayErrorReason.RESOURCE_LIMIT, `Relay per-pool subscriber limit ${this.ctx.maxSubscribersPerPool} reached`);
-      }
+      this.checkPerPoolLimit();
       this.subscribers.add(subscriber);
       return { snapshot, replay };
     } finally {
       this.admissions -= 1;
     }
+  }
+
+  private checkPerPoolLimit(): void {
+    if (this.subscribers.size < this.ctx.maxSubscribersPerPool) return;
+    this.ctx.counters.rejected('pool', 'per_pool');
+    throw new RelayError(RelayErrorReason.RESOURCE_LIMIT, `Relay per-pool subscriber limit ${this.ctx.maxSubscribersPerPool} reached`);
   }
 
   unsubscribe(subscriber: HubSubscriber): void {

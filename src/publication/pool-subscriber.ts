@@ -8,6 +8,7 @@ import type { ProducerIdentity, RelayIdentity } from '../wire/types';
 import { heartbeatMessage, type SharedFrame } from './frames';
 import type { HubSnapshot, HubSubscriber } from './hub';
 import type { OpenStream } from './sink';
+import type { PublicationCounters } from './stats';
 
 export interface PoolSubscriberOptions {
   relay: RelayIdentity;
@@ -16,6 +17,7 @@ export interface PoolSubscriberOptions {
   queueBytes: number;
   heartbeatMs: number;
   progressTimeoutMs: number;
+  counters: PublicationCounters;
 }
 
 export class PoolSubscriber implements HubSubscriber {
@@ -99,6 +101,7 @@ export class PoolSubscriber implements HubSubscriber {
     if (this.stream.closed) return;
     if (this.stream.frames === 0) {
       this.stream.send(heartbeatMessage(this.options.relay, this.options.producer, this.lastSequence));
+      this.options.counters.poolHeartbeatsTotal += 1;
     }
     this.heartbeat?.refresh();
   }
@@ -108,6 +111,7 @@ export class PoolSubscriber implements HubSubscriber {
   }
 
   private lagged(): void {
+    this.options.counters.laggedTotal.pool += 1;
     const message = `pool subscriber lagged: more than ${this.options.queueCapacity} frames or ${this.options.queueBytes} bytes queued; resubscribe`;
     this.stream.end(new RelayError(RelayErrorReason.SUBSCRIBER_LAGGED, message));
   }

@@ -23,6 +23,12 @@ export class HubRegistry {
     return this.entries.size;
   }
 
+  get idleCount(): number {
+    let idle = 0;
+    for (const entry of this.entries.values()) if (entry.hub.idle) idle += 1;
+    return idle;
+  }
+
   /** The hub of `feed`'s generation; another generation of the same pool is retired. */
   hubFor(feed: PoolFeed, producerKey: string, poolKey: string): PoolHub {
     const existing = this.entries.get(producerKey);
@@ -58,6 +64,7 @@ export class HubRegistry {
         return;
       }
     }
+    this.ctx.counters.rejected('pool', 'initialized_hub');
     throw new RelayError(RelayErrorReason.RESOURCE_LIMIT, `Relay initialized publication hub limit ${this.maxInitializedHubs} reached`);
   }
 }

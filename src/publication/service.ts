@@ -20,6 +20,7 @@ import { Permits, QueuedPermits } from './permits';
 import { PoolSubscriber } from './pool-subscriber';
 import { HubRegistry } from './registry';
 import { OpenStream, type FrameSink } from './sink';
+import { PublicationCounters, type PublicationStats, type StreamKind } from './stats';
 import type { CatalogState, PoolLoadState, ReadinessState, RelaySource, ServingLoadState, Unsubscribe } from './source';
 import { WindowPublisher } from './windows';
 
@@ -27,7 +28,18 @@ export interface PublicationConfig {
   source: RelaySource;
   relay: RelayIdentity;
   options: ServiceOptions;
+  /** A load plane stopped publishing; the relay treats this as fatal. */
+  onFailure: (err: unknown) => void;
 }
+
+/** How each stream type names its limit in RESOURCE_LIMIT messages. */
+const LIMIT_NAMES: Readonly<Record<StreamKind, string>> = {
+  catalog: 'catalog stream',
+  pool: 'total pool stream',
+  readiness: 'readiness stream',
+  load: 'load stream',
+  serving_load: 'serving-load stream',
+};
 
 interface StreamRequest {
   subscriberId: string;
@@ -51,13 +63,8 @@ class EncodedLatest<S> {
 }
 
 export class Publication {
-  private readonly permits: {
-    catalog: Permits;
-    pool: Permits;
-    readiness: Permits;
-    load: Permits;
-    servingLoad: Permits;
-  };
+  private readonly permits: Record<StreamKind, Permits>;
+  private readonly counters = new PublicationCounters();
   private readonly streams = new Set<OpenStream>();
   private readonly shutdown = new AbortController();
   private readonly hubs: HubRegistry;
@@ -76,7 +83,7 @@ export class Publication {
       pool: new Permits(limits.maxPoolStreamsTotal),
       readiness: new Permits(limits.maxReadinessSubscribers),
       load: new Permits(limits.maxLoadSubscribers),
-      servingLoad: new Permits(limits.maxServingLoadSubscribers),
+      serving_load: new Permits(limits.maxServingLoadSubscribers),
     };
     this.hubs = new HubRegistry(
       {
@@ -85,25 +92,37 @@ export class Publication {
         maxSubscribersPerPool: limits.maxSubscribersPerPool,
         replayLimit: Math.min(queues.publicationQueueCapacity, DEFAULT_PUBLICATION_CAPACITY),
         shutdown: this.shutdown.signal,
+        counters: this.counters,
       },
       limits.maxInitializedPoolHubs,
     );
     this.catalog = new EncodedLatest(() => source.catalog(), (s) => catalogMessage(relay, s));
     this.readiness = new EncodedLatest(() => source.readiness(), (s) => readinessMessage(relay, s));
-    const fanout = wan.loadFanoutCapacity;
-    this.poolLoad = new WindowPublisher('pool load', () => source.poolLoad(), (w) => poolLoadMessage(relay, w), timing.loadWindowMs, fanout);
-    this.servingLoad = new WindowPublisher(
-      'serving load',
-      () => source.servingLoad(),
-      (w) => servingLoadMessage(relay, w),
-      timing.loadWindowMs,
-      fanout,
-    );
+    const windows = {
+      windowMs: timing.loadWindowMs,
+      fanoutCapacity: wan.loadFanoutCapacity,
+      counters: this.counters,
+      onFailure: config.onFailure,
+    };
+    this.poolLoad = new WindowPublisher({
+      ...windows,
+      kind: 'load',
+      plane: 'pool load',
+      sample: () => source.poolLoad(),
+      encode: (w) => poolLoadMessage(relay, w),
+    });
+    this.servingLoad = new WindowPublisher({
+      ...windows,
+      kind: 'serving_load',
+      plane: 'serving load',
+      sample: () => source.servingLoad(),
+      encode: (w) => servingLoadMessage(relay, w),
+    });
     this.stopWatchingCatalog = source.onCatalog((state) => this.retireWithdrawnGenerations(state));
   }
 
   watchCatalog(request: WatchKvPoolCatalogRequest, sink: FrameSink): void {
-    const stream = this.admit(request, sink, this.permits.catalog, 'catalog stream');
+    const stream = this.admit(request, sink, 'catalog');
     if (!stream) return;
     const writer = new LatestWriter(stream, () => this.catalog.bytes());
     writer.request();
@@ -112,7 +131,7 @@ export class Publication {
   }
 
   subscribeReadiness(request: SubscribeServingReadinessRequest, sink: FrameSink): void {
-    const stream = this.admit(request, sink, this.permits.readiness, 'readiness stream');
+    const stream = this.admit(request, sink, 'readiness');
     if (!stream) return;
     const writer = new LatestWriter(stream, () => this.readiness.bytes());
     writer.request();
@@ -121,18 +140,18 @@ export class Publication {
   }
 
   subscribePoolLoad(request: SubscribeKvPoolLoadRequest, sink: FrameSink): void {
-    const stream = this.admit(request, sink, this.permits.load, 'load stream');
+    const stream = this.admit(request, sink, 'load');
     if (stream) this.poolLoad.subscribe(stream);
   }
 
   subscribeServingLoad(request: SubscribeServingLoadRequest, sink: FrameSink): void {
-    const stream = this.admit(request, sink, this.permits.servingLoad, 'serving-load stream');
+    const stream = this.admit(request, sink, 'serving_load');
     if (stream) this.servingLoad.subscribe(stream);
   }
 
   /** SubscribeKvPool: wire-contract.md §6.2. Resolves when the stream is live or has ended. */
   async subscribePool(request: SubscribeKvPoolRequest, sink: FrameSink): Promise<void> {
-    const stream = this.admit(request, sink, this.permits.pool, 'total pool stream', () =>
+    const stream = this.admit(request, sink, 'pool', () =>
       checkExpectedProducer(request.expectedProducer),
     );
     if (!stream) return;
@@ -157,6 +176,7 @@ export class Publication {
         queueBytes: queues.publicationQueueBytes,
         heartbeatMs: timing.poolHeartbeatMs,
         progressTimeoutMs: timing.snapshotProgressTimeoutMs,
+        counters: this.counters,
       });
       const joined = await hub.subscribe(subscriber);
       stream.defer(() => hub.unsubscribe(subscriber));
@@ -178,11 +198,22 @@ export class Publication {
     for (const stream of [...this.streams]) stream.end();
   }
 
+  stats(): PublicationStats {
+    return {
+      subscribers: { ...this.counters.subscribers },
+      laggedTotal: { ...this.counters.laggedTotal },
+      limitRejectedTotal: { ...this.counters.limitRejectedTotal },
+      poolHeartbeatsTotal: this.counters.poolHeartbeatsTotal,
+      loadUpdatesTotal: this.counters.loadUpdatesTotal,
+      initializedHubs: this.hubs.size,
+      idleHubs: this.hubs.idleCount,
+    };
+  }
+
   private admit(
     request: StreamRequest,
     sink: FrameSink,
-    permits: Permits,
-    streamName: string,
+    kind: StreamKind,
     validateRequest?: () => RelayError | undefined,
   ): OpenStream | undefined {
     const rejection = (): RelayError | undefined => {
@@ -194,16 +225,20 @@ export class Publication {
       sink.end(error);
       return undefined;
     }
+    const permits = this.permits[kind];
     const release = permits.tryAcquire();
     if (!release) {
-      sink.end(new RelayError(RelayErrorReason.RESOURCE_LIMIT, `Relay ${streamName} limit ${permits.limit} reached`));
+      this.counters.rejected(kind, 'total');
+      sink.end(new RelayError(RelayErrorReason.RESOURCE_LIMIT, `Relay ${LIMIT_NAMES[kind]} limit ${permits.limit} reached`));
       return undefined;
     }
     const stream = new OpenStream(sink);
     this.streams.add(stream);
+    this.counters.subscribers[kind] += 1;
     stream.defer(() => {
       release();
       this.streams.delete(stream);
+      this.counters.subscribers[kind] -= 1;
     });
     return stream;
   }

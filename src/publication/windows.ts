@@ -5,6 +5,7 @@
 import { RelayErrorReason } from '../wire/enums';
 import { RelayError } from '../wire/errors';
 import type { OpenStream } from './sink';
+import type { PublicationCounters, StreamKind } from './stats';
 
 export interface Window<T> {
   sequence: bigint;
@@ -13,23 +14,28 @@ export interface Window<T> {
   state: T;
 }
 
+export interface WindowPublisherOptions<T> {
+  kind: Extract<StreamKind, 'load' | 'serving_load'>;
+  /** Names the plane in errors, e.g. "pool load". */
+  plane: string;
+  sample: () => T;
+  encode: (window: Window<T>) => Buffer;
+  windowMs: number;
+  fanoutCapacity: number;
+  counters: PublicationCounters;
+  /** A window could not be built: the plane stopped (the server treats this as fatal). */
+  onFailure: (err: unknown) => void;
+}
+
 export class WindowPublisher<T> {
   private current: { window: Window<T>; bytes: Buffer };
   private readonly subscribers = new Set<OpenStream>();
   private timer: NodeJS.Timeout | undefined;
-  /** Why the plane stopped, if it failed (the server's supervisor reads it). */
-  failure: unknown;
+  private failure: unknown;
 
-  constructor(
-    /** Names the plane in errors, e.g. "pool load". */
-    private readonly plane: string,
-    private readonly sample: () => T,
-    private readonly encode: (window: Window<T>) => Buffer,
-    private readonly windowMs: number,
-    private readonly fanoutCapacity: number,
-  ) {
+  constructor(private readonly options: WindowPublisherOptions<T>) {
     this.current = this.build(0n);
-    this.timer = setInterval(() => this.publish(), windowMs);
+    this.timer = setInterval(() => this.publish(), options.windowMs);
   }
 
   get latest(): Window<T> {
@@ -38,7 +44,7 @@ export class WindowPublisher<T> {
 
   subscribe(stream: OpenStream): void {
     if (this.failure !== undefined) {
-      stream.end(new RelayError(RelayErrorReason.PUBLICATION_UNAVAILABLE, `${this.plane} publication stopped`));
+      stream.end(new RelayError(RelayErrorReason.PUBLICATION_UNAVAILABLE, `${this.options.plane} publication stopped`));
       return;
     }
     this.subscribers.add(stream);
@@ -60,9 +66,11 @@ export class WindowPublisher<T> {
       this.fail(err);
       return;
     }
+    if (this.options.kind === 'load') this.options.counters.loadUpdatesTotal += 1;
     for (const stream of [...this.subscribers]) {
-      if (stream.frames >= this.fanoutCapacity) {
-        const message = `${this.plane} subscriber lagged by ${stream.frames + 1} complete windows; resubscribe`;
+      if (stream.frames >= this.options.fanoutCapacity) {
+        this.options.counters.laggedTotal[this.options.kind] += 1;
+        const message = `${this.options.plane} subscriber lagged by ${stream.frames + 1} complete windows; resubscribe`;
         stream.end(new RelayError(RelayErrorReason.SUBSCRIBER_LAGGED, message));
         continue;
       }
@@ -75,17 +83,18 @@ export class WindowPublisher<T> {
     this.failure = err;
     this.stop();
     for (const stream of [...this.subscribers]) {
-      stream.end(new RelayError(RelayErrorReason.PUBLICATION_UNAVAILABLE, `${this.plane} publication stopped`));
+      stream.end(new RelayError(RelayErrorReason.PUBLICATION_UNAVAILABLE, `${this.options.plane} publication stopped`));
     }
+    this.options.onFailure(err);
   }
 
   private build(sequence: bigint): { window: Window<T>; bytes: Buffer } {
     const window: Window<T> = {
       sequence,
       observedMs: BigInt(Date.now()),
-      windowMs: BigInt(this.windowMs),
-      state: this.sample(),
+      windowMs: BigInt(this.options.windowMs),
+      state: this.options.sample(),
     };
-    return { window, bytes: this.encode(window) };
+    return { window, bytes: this.options.encode(window) };
   }
 }

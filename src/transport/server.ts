@@ -12,6 +12,7 @@ import {
 } from '../config/defaults';
 import { Publication } from '../publication/service';
 import type { RelaySource } from '../publication/source';
+import type { PublicationStats } from '../publication/stats';
 import { RELAY_SERVICE_NAME } from '../wire/constants';
 import { relayReflectionPackageDefinition } from '../wire/proto';
 import { serviceDefinition } from '../wire/service';
@@ -24,6 +25,8 @@ export interface RelayServerConfig {
   bind: string;
   relay: RelayIdentity;
   options?: ServiceOptionsInput;
+  /** The transport failed on its own (a load plane stopped): it has shut down; the relay should stop. */
+  onFatal?: (err: unknown) => void;
 }
 
 export interface RelayServer {
@@ -33,6 +36,10 @@ export interface RelayServer {
   readonly options: ServiceOptions;
   /** True from start until shutdown begins (what gRPC health reports). */
   readonly serving: boolean;
+  /** Why the transport stopped on its own, if it did. */
+  readonly lastError: unknown;
+  /** Publication counters for the metrics exporter. */
+  stats(): PublicationStats;
   /** Ends every stream and closes every connection; resolves within 5 s. Idempotent. */
   shutdown(): Promise<void>;
 }
@@ -46,7 +53,13 @@ export async function startRelayServer(config: RelayServerConfig): Promise<Relay
     'grpc.keepalive_time_ms': wan.keepaliveIntervalMs,
     'grpc.keepalive_timeout_ms': wan.keepaliveTimeoutMs,
   });
-  const publication = new Publication({ source: config.source, relay: config.relay, options });
+  let lastError: unknown;
+  const fatal = (err: unknown): void => {
+    if (lastError !== undefined) return;
+    lastError = err ?? new Error('transport failed');
+    void shutdown().then(() => config.onFatal?.(lastError));
+  };
+  const publication = new Publication({ source: config.source, relay: config.relay, options, onFailure: fatal });
   server.addService(serviceDefinition, relayHandlers(publication, config.relay));
   const health = new HealthImplementation({ '': 'SERVING', [RELAY_SERVICE_NAME]: 'SERVING' });
   health.addToServer(server);
@@ -63,7 +76,7 @@ export async function startRelayServer(config: RelayServerConfig): Promise<Relay
 
   let serving = true;
   let stopped: Promise<void> | undefined;
-  const shutdown = (): Promise<void> => {
+  function shutdown(): Promise<void> {
     stopped ??= (async () => {
       serving = false;
       health.setStatus('', 'NOT_SERVING');
@@ -72,7 +85,7 @@ export async function startRelayServer(config: RelayServerConfig): Promise<Relay
       await closeServer(server);
     })();
     return stopped;
-  };
+  }
 
   return {
     address,
@@ -81,6 +94,10 @@ export async function startRelayServer(config: RelayServerConfig): Promise<Relay
     get serving() {
       return serving;
     },
+    get lastError() {
+      return lastError;
+    },
+    stats: () => publication.stats(),
     shutdown,
   };
 }

@@ -152,6 +152,8 @@ export class TestSource implements RelaySource {
   private readonly catalogListeners = new Set<(s: CatalogState) => void>();
   private readonly readinessListeners = new Set<(s: ReadinessState) => void>();
   poolLoadState: PoolLoadState = { pools: [] };
+  /** When set, sampling the pool load throws it (a failed load aggregate). */
+  poolLoadError: Error | undefined;
   servingLoadState: ServingLoadState = { pools: [], models: [] };
 
   /** Attaches (or replaces) the pool's generation and publishes the new catalog. */
@@ -200,6 +202,7 @@ export class TestSource implements RelaySource {
   }
 
   poolLoad(): PoolLoadState {
+    if (this.poolLoadError) throw this.poolLoadError;
     return this.poolLoadState;
   }
 

@@ -1,0 +1,33 @@
+// Counters of the publication layer, read by the metrics exporter (names in wire-contract.md §10.1
+// map one to one: kv_dc_relay_subscribers{stream}, …_subscriber_lagged_total{stream},
+// …_subscriber_limit_rejected_total{stream,scope}, …_pool_heartbeats_total, …_load_updates_total).
+
+export type StreamKind = 'catalog' | 'pool' | 'readiness' | 'load' | 'serving_load';
+export type LimitScope = 'total' | 'per_pool' | 'initialized_hub';
+
+export interface PublicationStats {
+  subscribers: Record<StreamKind, number>;
+  laggedTotal: Record<StreamKind, number>;
+  /** Keyed `${stream}/${scope}`, e.g. 'pool/per_pool'. */
+  limitRejectedTotal: Record<string, number>;
+  poolHeartbeatsTotal: number;
+  loadUpdatesTotal: number;
+  /** Hubs that exist (requested or initialized), and those of them that are idle. */
+  initializedHubs: number;
+  idleHubs: number;
+}
+
+const perStream = (): Record<StreamKind, number> => ({ catalog: 0, pool: 0, readiness: 0, load: 0, serving_load: 0 });
+
+export class PublicationCounters {
+  readonly subscribers = perStream();
+  readonly laggedTotal = perStream();
+  readonly limitRejectedTotal: Record<string, number> = {};
+  poolHeartbeatsTotal = 0;
+  loadUpdatesTotal = 0;
+
+  rejected(stream: StreamKind, scope: LimitScope): void {
+    const key = `${stream}/${scope}`;
+    this.limitRejectedTotal[key] = (this.limitRejectedTotal[key] ?? 0) + 1;
+  }
+}
