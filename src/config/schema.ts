@@ -51,7 +51,14 @@ const u32 = count(0, MAX_U32);
 
 /** u64 ids: a JSON/YAML integer (exact only up to 2^53) or a decimal string for larger values. */
 const u64 = z
-  .union([z.number().int().min(0).max(Number.MAX_SAFE_INTEGER), z.string().regex(/^\d{1,20}$/, 'must be a decimal u64')])
+  .union([
+    z
+      .number()
+      .min(0, 'must not be negative')
+      .max(Number.MAX_SAFE_INTEGER, 'is above 2^53: write it as a quoted decimal string')
+      .refine(Number.isInteger, 'must be an integer'),
+    z.string().regex(/^\d{1,20}$/, 'must be a decimal u64'),
+  ])
   .transform((v) => BigInt(v))
   .refine((v) => v <= MAX_U64, 'must fit in 64 bits');
 
