@@ -1,0 +1,139 @@
+// PoolHub against a feed whose image arrives when the test says so: admission while initializing,
+// retirement and shutdown during the wait, deltas racing the first image, encoding concurrency.
+import { PoolHub, type HubContext, type HubSubscriber } from '../../src/publication/hub';
+import { QueuedPermits } from '../../src/publication/permits';
+import type { PoolImage, PoolListener } from '../../src/publication/source';
+import { PublicationCounters } from '../../src/publication/stats';
+import { RelayErrorReason } from '../../src/wire/enums';
+import { RelayError } from '../../src/wire/errors';
+import { TestPoolFeed, testProducer } from '../support/test-source';
+import { RELAY } from '../transport/helpers';
+
+/** A TestPoolFeed whose attach resolves only when `release()` is called. */
+class GatedFeed extends TestPoolFeed {
+  private gates: Array<() => void> = [];
+  listener: PoolListener | undefined;
+
+  override attach(listener: PoolListener): Promise<PoolImage> {
+    this.listener = listener;
+    const image = super.attach(listener);
+    return new Promise((resolve) => this.gates.push(() => resolve(image)));
+  }
+
+  release(): void {
+    for (const g of this.gates.splice(0)) g();
+  }
+
+  get waiting(): number {
+    return this.gates.length;
+  }
+}
+
+function context(overrides: Partial<HubContext> = {}): HubContext {
+  return {
+    relay: RELAY,
+    encodingPermits: new QueuedPermits(2),
+    maxSubscribersPerPool: 64,
+    replayLimit: 16,
+    shutdown: new AbortController().signal,
+    counters: new PublicationCounters(),
+    ...overrides,
+  };
+}
+
+class Recorder implements HubSubscriber {
+  frames: bigint[] = [];
+  objects: unknown[] = [];
+  ended: RelayError | null | undefined;
+  deliver(frame: { sequence: bigint }): void {
+    this.frames.push(frame.sequence);
+    this.objects.push(frame);
+  }
+  end(error?: RelayError): void {
+    this.ended = error ?? null;
+  }
+}
+
+const flush = () => new Promise((r) => setImmediate(r));
+
+test('subscribers arriving while the first image is taken share it; deltas racing the image are replayed', async () => {
+  const feed = new GatedFeed(testProducer());
+  const hub = new PoolHub(feed, context());
+  const a = hub.subscribe(new Recorder());
+  const b = hub.subscribe(new Recorder());
+  await flush();
+  expect(feed.attachCount).toBe(1);
+  expect(hub.idle).toBe(false);
+  feed.release();
+  // A delta published after the image was cut but before the hub saw the image.
+  feed.publish([[1, 1n]]);
+  const [ja, jb] = await Promise.all([a, b]);
+  expect(ja.snapshot).toBe(jb.snapshot);
+  expect(ja.snapshot.sequence).toBe(0n);
+  expect(ja.replay.map((f) => f.sequence)).toEqual([1n]);
+});
+
+test('retirement while waiting for an encoding permit ends the admission with PUBLICATION_UNAVAILABLE', async () => {
+  const permits = new QueuedPermits(1);
+  const blocker = await permits.acquire(new AbortController().signal);
+  const feed = new GatedFeed(testProducer());
+  const hub = new PoolHub(feed, context({ encodingPermits: permits }));
+  const admission = hub.subscribe(new Recorder());
+  await flush();
+  expect(feed.attachCount).toBe(0); // still waiting for the permit
+  feed.listener = undefined;
+  hub.end(new RelayError(RelayErrorReason.PUBLICATION_UNAVAILABLE, 'retired'));
+  await expect(admission).rejects.toMatchObject({ reason: RelayErrorReason.PUBLICATION_UNAVAILABLE });
+  blocker();
+});
+
+test('relay shutdown abandons a waiting admission', async () => {
+  const permits = new QueuedPermits(1);
+  const blocker = await permits.acquire(new AbortController().signal);
+  const shutdown = new AbortController();
+  const hub = new PoolHub(new GatedFeed(testProducer()), context({ encodingPermits: permits, shutdown: shutdown.signal }));
+  const admission = hub.subscribe(new Recorder());
+  shutdown.abort();
+  await expect(admission).rejects.toMatchObject({ reason: RelayErrorReason.PUBLICATION_UNAVAILABLE });
+  blocker();
+});
+
+test('the encoding concurrency limit bounds images taken at once across hubs', async () => {
+  const permits = new QueuedPermits(1);
+  const feeds = [new GatedFeed(testProducer({ pool: 1 })), new GatedFeed(testProducer({ pool: 2 }))];
+  const hubs = feeds.map((f) => new PoolHub(f, context({ encodingPermits: permits })));
+  const admissions = hubs.map((h) => h.subscribe(new Recorder()));
+  await flush();
+  expect(feeds.map((f) => f.waiting)).toEqual([1, 0]);
+  feeds[0].release();
+  await admissions[0];
+  await flush();
+  expect(feeds[1].waiting).toBe(1);
+  feeds[1].release();
+  await admissions[1];
+});
+
+test('a failing image fences the hub: INVALID_PUBLICATION for the waiting subscriber', async () => {
+  const feed = new TestPoolFeed(testProducer());
+  feed.attach = () => Promise.reject(new Error('lease changed'));
+  const hub = new PoolHub(feed, context());
+  await expect(hub.subscribe(new Recorder())).rejects.toMatchObject({ reason: RelayErrorReason.INVALID_PUBLICATION });
+  expect(hub.isEnded).toBe(true);
+});
+
+test('live subscribers get every delta as one shared frame; retirement ends them', async () => {
+  const feed = new TestPoolFeed(testProducer());
+  const hub = new PoolHub(feed, context());
+  const r1 = new Recorder();
+  const r2 = new Recorder();
+  await hub.subscribe(r1);
+  await hub.subscribe(r2);
+  feed.publish([[0, 1n]]);
+  feed.publish([[0, 2n]]);
+  expect(r1.frames).toEqual([1n, 2n]);
+  expect(r2.frames).toEqual([1n, 2n]);
+  expect(r2.objects[0]).toBe(r1.objects[0]);
+  feed.retire();
+  expect(r1.ended).toMatchObject({ reason: RelayErrorReason.PUBLICATION_UNAVAILABLE });
+  expect(feed.attached).toBe(false);
+});
