@@ -1,7 +1,7 @@
 // Snapshot encoding: a full 2^24-bucket table (128 MiB of bucket words) into 32 CBI1 chunks,
 // checksums included, against a copy of the same 128 MiB measured in the same run; and the
 // longest event-loop stall while the worker-thread encoder runs.
-import { encodeSnapshotAsync, encodeSnapshotChunks, CBI1 } from '../src/native';
+import { encodeSnapshotAsync, encodeSnapshotChunks, SnapshotAssembly, CBI1 } from '../src/native';
 import type { BenchResult } from './support/result';
 import { fullGc } from './support/gc';
 import { withStallMonitor } from './support/stall';
@@ -43,6 +43,14 @@ export async function run(): Promise<BenchResult[]> {
     await fullGc();
     asyncMs.push(await timeMs(() => encodeSnapshotAsync(FORMAT, 1n, 3n, words)));
   }
+  // The consumer side: decode (checksums included) and assemble all 32 chunks into sparse images.
+  const chunks = encodeSnapshotChunks(FORMAT, 1n, 5n, words);
+  const assembleMs: number[] = [];
+  for (let i = 0; i < SAMPLES; i++) {
+    await fullGc();
+    const assembly = new SnapshotAssembly(FORMAT);
+    assembleMs.push(await timeMs(() => chunks.forEach((chunk) => assembly.absorb(chunk))));
+  }
   // Stalls are measured in separate runs: the monitor keeps the loop spinning, which competes
   // with the worker for the CPU and would distort the throughput samples.
   // The same monitor over an idle loop for as long as an encode takes: the machine's own noise.
@@ -66,6 +74,7 @@ export async function run(): Promise<BenchResult[]> {
   return [
     row('cbi1 snapshot encode 2^24 buckets, worker thread', median(asyncMs), warmBaseline, `median of ${SAMPLES}, 32 chunks incl. checksums, recycled output memory`),
     row('cbi1 snapshot encode 2^24 buckets, calling thread', median(syncMs), warmBaseline, `median of ${SAMPLES}, encodeSnapshotChunks`),
+    row('cbi1 snapshot decode + assembly 2^24 buckets', median(assembleMs), warmBaseline, `median of ${SAMPLES}, every word nonzero (2^24 images)`),
     row(
       'cbi1 snapshot encode 2^24 buckets, first (fresh memory)',
       coldEncodeMs,

@@ -274,6 +274,10 @@ bool SnapshotAssembly::Absorb(const DecodedFrame& frame, AssembledSnapshot* out)
     Reset();
     epoch_ = frame.header.epoch;
     chunkCount_ = frame.chunkCount;
+    // Room for a full table up front: growing by doubling copied and faulted in far more memory
+    // than the images need, while untouched reserved pages cost no physical memory.
+    buckets_.reserve(bucketCount_);
+    values_.reserve(bucketCount_);
   }
   if (frame.chunkIndex != nextChunk_ || frame.chunkCount != chunkCount_ || frame.header.epoch != epoch_ ||
       frame.header.bucketCount != bucketCount_ || frame.bucketOffset != nextBucket_) {
