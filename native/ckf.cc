@@ -31,9 +31,8 @@ Addressing::Addressing(uint32_t bucketCount, uint64_t seed) : seed_(seed), mask_
 
 Filter::Filter(uint32_t bucketCount, uint64_t seed)
     : addressing_(bucketCount, seed),
-      words_(static_cast<uint64_t*>(std::calloc(bucketCount, sizeof(uint64_t)))),
+      words_(bucketCount),
       rngState_(LaneRngSeed(seed, 0)) {
-  if (!words_) throw std::bad_alloc();
   writes_.reserve(kDefaultMaxKicks + 2);
 }
 

@@ -2,11 +2,10 @@
 // SplitMix64 relocation with rollback, removal. Pure C++, no N-API.
 #pragma once
 #include <cstdint>
-#include <cstdlib>
-#include <memory>
 #include <vector>
 
 #include "block_hash.h"
+#include "zeroed_buffer.h"
 
 namespace kvrelay {
 namespace ckf {
@@ -122,7 +121,12 @@ class Filter {
   const std::vector<Write>& writes() const { return writes_; }
   const Addressing& addressing() const { return addressing_; }
   uint32_t bucketCount() const { return addressing_.bucketCount(); }
-  const uint64_t* words() const { return words_.get(); }
+  const uint64_t* words() const { return words_.data(); }
+  void Prefetch(uint64_t hash) const {
+    const Prepared p = addressing_.Prepare(hash);
+    __builtin_prefetch(&words_[p.a]);
+    __builtin_prefetch(&words_[p.b]);
+  }
   uint64_t word(uint32_t bucket) const { return words_[bucket]; }
   uint64_t rngState() const { return rngState_; }
   uint64_t rngDraws() const { return rngDraws_; }
@@ -138,12 +142,8 @@ class Filter {
     return SplitmixNext(&rngState_);
   }
 
-  struct FreeDeleter {
-    void operator()(uint64_t* p) const { std::free(p); }
-  };
   Addressing addressing_;
-  // calloc: zero pages are mapped lazily, so a 2^24-bucket filter costs nothing until touched.
-  std::unique_ptr<uint64_t[], FreeDeleter> words_;
+  ZeroedBuffer<uint64_t> words_;
   uint64_t rngState_;
   uint64_t rngDraws_ = 0;
   std::vector<Write> writes_;

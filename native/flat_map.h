@@ -5,7 +5,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <utility>
-#include <vector>
+
+#include "zeroed_buffer.h"
 
 namespace kvrelay {
 
@@ -85,23 +86,17 @@ class U64Map {
   template <typename F>
   void ForEach(F f) const {
     if (hasZero_) f(uint64_t{0}, zeroValue_);
-    for (const Slot& s : slots_) {
-      if (s.key != 0) f(s.key, s.value);
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i].key != 0) f(slots_[i].key, slots_[i].value);
     }
-  }
-
-  void Clear() {
-    std::vector<Slot>().swap(slots_);
-    size_ = 0;
-    hasZero_ = false;
-    Rehash(16);
   }
 
   void Prefetch(uint64_t key) const { __builtin_prefetch(&slots_[Home(key)]); }
 
  private:
+  // All-zero bytes = empty slot (ZeroedBuffer); key 0 itself lives in zeroValue_.
   struct Slot {
-    uint64_t key;  // 0 = empty; key 0 itself lives in zeroValue_
+    uint64_t key;
     V value;
   };
 
@@ -116,11 +111,12 @@ class U64Map {
   size_t Home(uint64_t key) const { return static_cast<size_t>(Mix(key)) & mask_; }
 
   void Rehash(size_t capacity) {
-    std::vector<Slot> old(capacity, Slot{0, V{}});
-    old.swap(slots_);
+    ZeroedBuffer<Slot> old(capacity);
+    std::swap(old, slots_);
     mask_ = capacity - 1;
     size_ = 0;
-    for (const Slot& s : old) {
+    for (size_t k = 0; k < old.size(); ++k) {
+      const Slot& s = old[k];
       if (s.key == 0) continue;
       size_t i = Home(s.key);
       while (slots_[i].key != 0) i = (i + 1) & mask_;
@@ -129,7 +125,7 @@ class U64Map {
     }
   }
 
-  std::vector<Slot> slots_;
+  ZeroedBuffer<Slot> slots_;
   size_t mask_ = 0;
   size_t size_ = 0;
   bool hasZero_ = false;

@@ -102,6 +102,7 @@ PoolError PoolState::Store(const StoreEvent& ev) {
     newCanonicals_.reserve(ev.count);
     newOwners_.reserve(ev.count);
     reoffers_.reserve(ev.count);
+    canonicals_.reserve(ev.count);
   } catch (const std::bad_alloc&) {
     DropSourceIfEmpty(ev.workerId, ev.dpRank);
     return PoolError::kAllocationFailed;
@@ -111,11 +112,27 @@ PoolError PoolState::Store(const StoreEvent& ev) {
   newOwners_.clear();
   reoffers_.clear();
 
+  // Canonical hashes are pure arithmetic, so every table line this event touches is known up front:
+  // prefetching them a few blocks ahead overlaps the cache misses that dominate big pools.
+  canonicals_.resize(ev.count);
+  for (size_t i = 0; i < ev.count; ++i) {
+    canonicals_[i] = hasPrevious ? hashing::NextSequenceHash(previous, ev.tokensHashes[i]) : ev.tokensHashes[i];
+    previous = canonicals_[i];
+    hasPrevious = true;
+  }
+  auto prefetch = [&](size_t j) {
+    if (j >= ev.count) return;
+    lineage->Prefetch(ev.extIds[j]);
+    owners_.Prefetch(canonicals_[j]);
+    filter_.Prefetch(canonicals_[j]);
+  };
+  for (size_t j = 0; j < kPrefetchDistance; ++j) prefetch(j);
+
   // Lineage first (Reserve above guarantees no rehash, so a failure can be undone key by key).
   PoolError error = PoolError::kNone;
   for (size_t i = 0; i < ev.count; ++i) {
-    const uint64_t canonical =
-        hasPrevious ? hashing::NextSequenceHash(previous, ev.tokensHashes[i]) : ev.tokensHashes[i];
+    prefetch(i + kPrefetchDistance);
+    const uint64_t canonical = canonicals_[i];
     auto [mapped, inserted] = lineage->Emplace(ev.extIds[i], canonical);
     if (inserted) {
       newExts_.push_back(ev.extIds[i]);
@@ -126,8 +143,6 @@ PoolError PoolState::Store(const StoreEvent& ev) {
     } else {
       reoffers_.push_back(canonical);
     }
-    previous = canonical;
-    hasPrevious = true;
   }
   if (error == PoolError::kNone) {
     for (uint64_t canonical : newCanonicals_) {
@@ -192,8 +207,23 @@ bool PoolState::ReleaseOwner(uint64_t canonical, RawOutcome* outcome, ckf::Write
 }
 
 PoolError PoolState::RemoveFromSource(Lineage* lineage, const uint64_t* extIds, size_t count) {
+  // Two-stage prefetch: lineage lines 2d ahead, then (once they are in) owner and filter lines d ahead.
+  auto prefetchLineage = [&](size_t j) {
+    if (j < count) lineage->Prefetch(extIds[j]);
+  };
+  auto prefetchOwner = [&](size_t j) {
+    if (j >= count) return;
+    const uint64_t* canonical = lineage->Find(extIds[j]);
+    if (canonical == nullptr) return;
+    owners_.Prefetch(*canonical);
+    filter_.Prefetch(*canonical);
+  };
+  for (size_t j = 0; j < 2 * kPrefetchDistance; ++j) prefetchLineage(j);
+  for (size_t j = 0; j < kPrefetchDistance; ++j) prefetchOwner(j);
   PoolError first = PoolError::kNone;
   for (size_t i = 0; i < count; ++i) {
+    prefetchLineage(i + 2 * kPrefetchDistance);
+    prefetchOwner(i + kPrefetchDistance);
     const uint64_t* canonical = lineage->Find(extIds[i]);
     if (canonical == nullptr) {
       ++counters_.unknownRemovals;

@@ -182,7 +182,11 @@ class PoolState {
   uint64_t pendingEvents_ = 0;
   Counters counters_;
 
+  // Blocks ahead whose table lines are prefetched.
+  static constexpr size_t kPrefetchDistance = 8;
+
   // Per-event scratch, kept to avoid allocations on the hot path.
+  std::vector<uint64_t> canonicals_;
   std::vector<uint64_t> newExts_;
   std::vector<uint64_t> newCanonicals_;
   std::vector<Ownership*> newOwners_;

@@ -351,3 +351,25 @@ export class PoolState {
     this.native.close();
   }
 }
+
+export interface NativeChurnBench {
+  ops: number;
+  seconds: number;
+  opsPerSecond: number;
+  finalLoad: number;
+  capacityFailures: number;
+}
+
+/**
+ * Benchmark only (blocks the calling thread): prompt churn (stores and last-block-first removals of
+ * `blocksPerPrompt`-block prompts) through the native batch apply + drain, load kept in [minLoad, maxLoad].
+ */
+export function benchPoolChurnNative(
+  bucketCount: number,
+  blocksPerPrompt: number,
+  minLoad: number,
+  maxLoad: number,
+  minOps: number,
+): NativeChurnBench {
+  return addon.benchPoolNative(bucketCount, blocksPerPrompt, minLoad, maxLoad, minOps);
+}

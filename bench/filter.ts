@@ -1,0 +1,134 @@
+// Pool-state ingest (stores + removes of blocks) on a 524288-bucket filter at 50-80 % load: a native
+// C++ loop and the JS batch API (encoding included), measured in the same run.
+import { benchPoolChurnNative, PoolEventBatch, PoolState } from '../src/native';
+import type { BenchResult } from './support/result';
+
+const BUCKETS = 524_288;
+const BLOCKS_PER_PROMPT = 16;
+const MIN_LOAD = 0.5;
+const MAX_LOAD = 0.8;
+const EVENTS_PER_BATCH = 1024;
+const JS_MIN_OPS = 6_000_000;
+
+interface Prompt {
+  workerId: bigint;
+  extIds: BigUint64Array;
+  tokensHashes: BigUint64Array;
+}
+
+class Prompts {
+  private x = 0x1234_5678_9abc_def0n;
+  private readonly live: Prompt[] = [];
+  private head = 0;
+
+  private next(): bigint {
+    this.x = BigInt.asUintN(64, this.x + 0x9e37_79b9_7f4a_7c15n);
+    let z = this.x;
+    z = BigInt.asUintN(64, (z ^ (z >> 30n)) * 0xbf58_476d_1ce4_e5b9n);
+    z = BigInt.asUintN(64, (z ^ (z >> 27n)) * 0x94d0_49bb_1331_11ebn);
+    return z ^ (z >> 31n);
+  }
+
+  /** Pre-generated like decoded engine events: ids and tokens hashes already in typed arrays. */
+  make(count: number): Prompt[] {
+    const out: Prompt[] = [];
+    for (let i = 0; i < count; i++) {
+      const extIds = new BigUint64Array(BLOCKS_PER_PROMPT);
+      const tokensHashes = new BigUint64Array(BLOCKS_PER_PROMPT);
+      for (let b = 0; b < BLOCKS_PER_PROMPT; b++) {
+        extIds[b] = this.next();
+        tokensHashes[b] = this.next();
+      }
+      out.push({ workerId: BigInt(i & 3), extIds, tokensHashes });
+    }
+    return out;
+  }
+
+  liveBlocks(): number {
+    return (this.live.length - this.head) * BLOCKS_PER_PROMPT;
+  }
+  push(p: Prompt): void {
+    this.live.push(p);
+  }
+  shift(): Prompt {
+    const p = this.live[this.head++];
+    if (this.head > 65_536) {
+      this.live.splice(0, this.head);
+      this.head = 0;
+    }
+    return p;
+  }
+}
+
+function jsChurn(): { opsPerSecond: number; load: number } {
+  const pool = new PoolState({ bucketCount: BUCKETS });
+  const prompts = new Prompts();
+  const slots = BUCKETS * 4;
+  const batch = new PoolEventBatch();
+  // Fill to mid-band (untimed).
+  while (prompts.liveBlocks() < ((MIN_LOAD + MAX_LOAD) / 2) * slots) {
+    batch.reset();
+    for (const p of prompts.make(EVENTS_PER_BATCH)) {
+      batch.addStored(p.workerId, 0, null, null, p.extIds, p.tokensHashes);
+      prompts.push(p);
+    }
+    pool.apply(batch);
+  }
+  pool.drain();
+
+  let ops = 0;
+  let ns = 0n;
+  let coin = 0;
+  while (ops < JS_MIN_OPS) {
+    const fresh = prompts.make(EVENTS_PER_BATCH);
+    const plan: boolean[] = [];
+    let live = prompts.liveBlocks();
+    for (let e = 0; e < EVENTS_PER_BATCH; e++) {
+      const load = live / slots;
+      const store = load < MIN_LOAD || (load < MAX_LOAD && (coin++ & 1) === 0);
+      plan.push(store);
+      live += store ? BLOCKS_PER_PROMPT : -BLOCKS_PER_PROMPT;
+    }
+    const start = process.hrtime.bigint();
+    batch.reset();
+    for (let e = 0; e < EVENTS_PER_BATCH; e++) {
+      if (plan[e]) {
+        const p = fresh[e];
+        batch.addStored(p.workerId, 0, null, null, p.extIds, p.tokensHashes);
+        prompts.push(p);
+      } else {
+        const p = prompts.shift();
+        batch.addRemoved(p.workerId, 0, p.extIds.slice().reverse());
+      }
+    }
+    pool.apply(batch);
+    pool.drain();
+    ns += process.hrtime.bigint() - start;
+    ops += EVENTS_PER_BATCH * BLOCKS_PER_PROMPT;
+  }
+  const load = pool.stats().loadFactor;
+  pool.close();
+  return { opsPerSecond: ops / (Number(ns) / 1e9), load };
+}
+
+export async function run(): Promise<BenchResult[]> {
+  const native = benchPoolChurnNative(BUCKETS, BLOCKS_PER_PROMPT, MIN_LOAD, MAX_LOAD, 30_000_000);
+  const js = jsChurn();
+  const baseline = { name: 'native C++ churn loop (same workload shape)', value: native.opsPerSecond };
+  return [
+    {
+      name: `pool ingest, native loop, ${BUCKETS} buckets, load ${MIN_LOAD}-${MAX_LOAD}`,
+      value: native.opsPerSecond,
+      unit: 'block ops/s',
+      note: `target >= 30M; ${BLOCKS_PER_PROMPT}-block prompts, apply + drain per ${EVENTS_PER_BATCH}-event batch; final load ${native.finalLoad.toFixed(2)}`,
+    },
+    {
+      name: `pool ingest, JS batch API, ${BUCKETS} buckets, load ${MIN_LOAD}-${MAX_LOAD}`,
+      value: js.opsPerSecond,
+      unit: 'block ops/s',
+      baseline,
+      ratio: js.opsPerSecond / native.opsPerSecond,
+      note: `target >= 5M; includes PoolEventBatch encoding; final load ${js.load.toFixed(2)}`,
+    },
+  ];
+}
