@@ -63,7 +63,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
   let shuttingDown = false;
   let metrics: MetricsServer | undefined;
   if (config.metricsBind) {
-    const registry = createRelayMetrics({ producer: () => producer.metrics() });
+    const registry = createRelayMetrics({ producer: () => producer.metrics(), transport: () => server.stats() });
     try {
       metrics = await startMetricsServer(config.metricsBind, registry, () => server.serving && !shuttingDown);
     } catch (err) {

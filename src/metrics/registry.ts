@@ -2,22 +2,7 @@
 // counters). Every value is sampled from its owner at scrape time, so nothing here holds state.
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { SourceStats } from '../ingest/types';
-
-export type StreamKind = 'catalog' | 'pool' | 'readiness' | 'load' | 'serving_load';
-
-/** What the publication layer knows; fields it cannot report are left out. */
-export interface TransportMetrics {
-  subscribers?: Partial<Record<StreamKind, number>>;
-  laggedTotal?: Partial<Record<StreamKind, number>>;
-  limitRejectedTotal?: { stream: StreamKind; scope: 'total' | 'per_pool' | 'initialized_hub'; count: number }[];
-  poolHeartbeatsTotal?: number;
-  loadUpdatesTotal?: number;
-  requestedHubs?: number;
-  initializedHubs?: number;
-  readyHubs?: number;
-  idleHubs?: number;
-  terminalPublicationFailuresTotal?: number;
-}
+import type { PublicationStats, StreamKind } from '../publication/stats';
 
 /** Per pool generation counters of the producer. */
 export interface PoolMetrics {
@@ -34,6 +19,8 @@ export interface PoolMetrics {
 
 export interface ProducerMetrics {
   catalogPoolCount: number;
+  /** Generations fenced by a producer-side failure (each replaced by a new generation). */
+  fencedGenerationsTotal: number;
   topology: { ready: number; unavailable: number; unknown: number };
   degradedLoadCoveragePoolCount: number;
   ingest: SourceStats[];
@@ -42,14 +29,14 @@ export interface ProducerMetrics {
 
 export interface MetricsProviders {
   producer(): ProducerMetrics;
-  transport?(): TransportMetrics;
+  /** The publication layer's counters; without it the transport metrics are not exported. */
+  transport?(): PublicationStats;
 }
 
 type Sampler = (set: (labels: Record<string, string>, value: number) => void) => void;
 
 export function createRelayMetrics(providers: MetricsProviders): Registry {
   const registry = new Registry();
-  const transport = (): TransportMetrics => providers.transport?.() ?? {};
   const gauge = (name: string, help: string, labelNames: string[], sample: Sampler): void => {
     new Gauge({
       name, help, labelNames, registers: [registry],
@@ -69,28 +56,28 @@ export function createRelayMetrics(providers: MetricsProviders): Registry {
       },
     });
   };
-  const perStream = (values: Partial<Record<StreamKind, number>> | undefined): Sampler => (set) => {
-    for (const [stream, v] of Object.entries(values ?? {})) set({ stream }, v ?? 0);
+  const perStream = (values: Partial<Record<StreamKind, number>>): Sampler => (set) => {
+    for (const [stream, v] of Object.entries(values)) set({ stream }, v ?? 0);
   };
-  const scalar = (value: number | undefined): Sampler => (set) => {
-    if (value !== undefined) set({}, value);
-  };
-
-  gauge('kv_dc_relay_subscribers', 'Current subscribers per stream', ['stream'], (set) => perStream(transport().subscribers)(set));
-  counter('kv_dc_relay_subscriber_lagged_total', 'Streams terminated for lag', ['stream'], (set) => perStream(transport().laggedTotal)(set));
-  counter('kv_dc_relay_subscriber_limit_rejected_total', 'Admission rejections', ['stream', 'scope'], (set) => {
-    for (const r of transport().limitRejectedTotal ?? []) set({ stream: r.stream, scope: r.scope }, r.count);
-  });
-  counter('kv_dc_relay_pool_heartbeats_total', 'Pool-stream heartbeats emitted', [], (set) => scalar(transport().poolHeartbeatsTotal)(set));
-  counter('kv_dc_relay_load_updates_total', 'Load windows emitted', [], (set) => scalar(transport().loadUpdatesTotal)(set));
-  gauge('kv_dc_relay_catalog_pool_count', 'Pools in the catalog', [], (set) => set({}, providers.producer().catalogPoolCount));
-  gauge('kv_dc_relay_requested_publication_hub_count', 'Pools whose lazy hub was requested', [], (set) => scalar(transport().requestedHubs)(set));
-  gauge('kv_dc_relay_initialized_publication_hub_count', 'Hubs holding a mirror', [], (set) => scalar(transport().initializedHubs)(set));
-  gauge('kv_dc_relay_ready_publication_hub_count', 'Hubs with a ready contiguous mirror', [], (set) => scalar(transport().readyHubs)(set));
-  gauge('kv_dc_relay_idle_publication_hub_count', 'Ready hubs with no subscribers', [], (set) => scalar(transport().idleHubs)(set));
+  const transport = providers.transport;
+  if (transport) {
+    gauge('kv_dc_relay_subscribers', 'Current subscribers per stream', ['stream'], (set) => perStream(transport().subscribers)(set));
+    counter('kv_dc_relay_subscriber_lagged_total', 'Streams terminated for lag', ['stream'], (set) => perStream(transport().laggedTotal)(set));
+    counter('kv_dc_relay_subscriber_limit_rejected_total', 'Admission rejections', ['stream', 'scope'], (set) => {
+      for (const [key, count] of Object.entries(transport().limitRejectedTotal)) {
+        const [stream, scope] = key.split('/');
+        set({ stream, scope }, count);
+      }
+    });
+    counter('kv_dc_relay_pool_heartbeats_total', 'Pool-stream heartbeats emitted', [], (set) => set({}, transport().poolHeartbeatsTotal));
+    counter('kv_dc_relay_load_updates_total', 'Load windows emitted', [], (set) => set({}, transport().loadUpdatesTotal));
+    gauge('kv_dc_relay_initialized_publication_hub_count', 'Hubs holding a mirror', [], (set) => set({}, transport().initializedHubs));
+    gauge('kv_dc_relay_idle_publication_hub_count', 'Ready hubs with no subscribers', [], (set) => set({}, transport().idleHubs));
+  }
   counter('kv_dc_relay_terminal_publication_failures_total', 'Generations fenced after a terminal publication failure', [], (set) =>
-    scalar(transport().terminalPublicationFailuresTotal)(set),
+    set({}, providers.producer().fencedGenerationsTotal),
   );
+  gauge('kv_dc_relay_catalog_pool_count', 'Pools in the catalog', [], (set) => set({}, providers.producer().catalogPoolCount));
   gauge('kv_dc_relay_serving_topology_count', 'Topology entries by state', ['state'], (set) => {
     const t = providers.producer().topology;
     set({ state: 'ready' }, t.ready);

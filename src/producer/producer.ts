@@ -68,6 +68,7 @@ export class Producer implements RelaySource {
   private readonly routes = new Map<bigint, string>();
   private readonly subscribers = new Map<bigint, LiveSubscriber>();
   private deployment: Deployment = EMPTY;
+  private fencedGenerations = 0;
   /** Serializes deployment changes (each awaits subscriber start/stop). */
   private changes: Promise<void> = Promise.resolve();
   private closed = false;
@@ -165,6 +166,7 @@ export class Producer implements RelaySource {
     }
     return {
       catalogPoolCount: this.catalogState.size(),
+      fencedGenerationsTotal: this.fencedGenerations,
       topology,
       degradedLoadCoveragePoolCount: this.poolLoad().pools.filter((p) => p.kvObservedRanks < p.kvExpectedRanks).length,
       ingest: [...this.subscribers.values()].flatMap((s) => s.subscriber.stats()),
@@ -251,6 +253,7 @@ export class Producer implements RelaySource {
    * sources are re-subscribed so their replay rebuilds the state.
    */
   private refence(key: string, fenced: PoolActor): void {
+    this.fencedGenerations += 1;
     const next = this.changes.then(async () => {
       const live = this.pools.get(key);
       if (this.closed || !live || live.actor !== fenced) return;

@@ -1,5 +1,6 @@
 // The metrics HTTP surface of `serve`: Prometheus text with the reference names, and /healthz.
-import { createRelayMetrics, type ProducerMetrics, type TransportMetrics } from '../../src/metrics/registry';
+import { createRelayMetrics, type ProducerMetrics } from '../../src/metrics/registry';
+import type { PublicationStats } from '../../src/publication/stats';
 import { startMetricsServer, type MetricsServer } from '../../src/metrics/server';
 
 let server: MetricsServer | undefined;
@@ -7,6 +8,7 @@ afterEach(async () => server?.close());
 
 const producer: ProducerMetrics = {
   catalogPoolCount: 2,
+  fencedGenerationsTotal: 1,
   topology: { ready: 1, unavailable: 2, unknown: 0 },
   degradedLoadCoveragePoolCount: 1,
   ingest: [{ source: { workerId: 18446744073709551615n, dpRank: 3 }, events: 5, blocks: 9, malformed: 1, gaps: 2, replays: 3, resets: 1, ignored: 4, lastSequence: 10n }],
@@ -14,7 +16,15 @@ const producer: ProducerMetrics = {
 };
 
 test('/metrics exposes reference names, ingest counters per source and producer counters', async () => {
-  const transport: TransportMetrics = { subscribers: { catalog: 2, pool: 1 }, limitRejectedTotal: [{ stream: 'pool', scope: 'per_pool', count: 3 }] };
+  const transport: PublicationStats = {
+    subscribers: { catalog: 2, pool: 1, readiness: 0, load: 0, serving_load: 0 },
+    laggedTotal: { catalog: 0, pool: 4, readiness: 0, load: 0, serving_load: 0 },
+    limitRejectedTotal: { 'pool/per_pool': 3 },
+    poolHeartbeatsTotal: 6,
+    loadUpdatesTotal: 7,
+    initializedHubs: 2,
+    idleHubs: 1,
+  };
   server = await startMetricsServer('127.0.0.1:0', createRelayMetrics({ producer: () => producer, transport: () => transport }), () => true);
   const res = await fetch(`http://${server.address}/metrics`);
   expect(res.status).toBe(200);
@@ -32,11 +42,17 @@ test('/metrics exposes reference names, ingest counters per source and producer 
     'kv_dc_relay_ingest_gaps_total{worker="18446744073709551615",dp_rank="3"} 2',
     'kv_dc_relay_pool_unknown_removals_total{pool="abc:def/0011"} 2',
     'kv_dc_relay_pool_deltas_published_total{pool="abc:def/0011"} 4',
+    'kv_dc_relay_subscriber_lagged_total{stream="pool"} 4',
+    'kv_dc_relay_pool_heartbeats_total 6',
+    'kv_dc_relay_load_updates_total 7',
+    'kv_dc_relay_initialized_publication_hub_count 2',
+    'kv_dc_relay_idle_publication_hub_count 1',
+    'kv_dc_relay_terminal_publication_failures_total 1',
   ]) {
     expect(text).toContain(line);
   }
   expect(text).toContain('# TYPE kv_dc_relay_subscriber_lagged_total counter');
-  expect(text).toContain('# TYPE kv_dc_relay_initialized_publication_hub_count gauge');
+  expect(text).toContain('# TYPE kv_dc_relay_subscribers gauge');
 });
 
 test('/healthz is 200 while serving and 503 once shutdown began; other paths 404', async () => {
