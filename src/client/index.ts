@@ -1,6 +1,8 @@
 // Consumer library of dynamo.kvrelay.v1.KvEventRelay.
 export { RelayClient } from './relay-client';
-export type { ClientErrorEvent, PoolState, RelayClientEvents, RelayClientOptions, ReplicaEvent } from './relay-client';
+export type { RelayClientEvents, RelayClientOptions } from './relay-client';
+export type { PoolState, ReplicaEvent } from './pool-replicas';
+export type { ClientErrorEvent } from './stream-events';
 export type { CatalogPool, CatalogValue } from './catalog-plane';
 export type { ReadinessValue } from './readiness-plane';
 export type { PoolLoadValue, ServingLoadValue } from './load-plane';

@@ -6,7 +6,8 @@ import { endpointLabel, type CatalogPool, type CatalogValue } from './catalog-pl
 import { relayLabel } from './envelope';
 import type { PoolLoadValue, ServingLoadValue } from './load-plane';
 import type { ReadinessValue } from './readiness-plane';
-import type { ClientErrorEvent, PoolState } from './relay-client';
+import type { PoolState } from './pool-replicas';
+import type { ClientErrorEvent } from './stream-events';
 import type { PoolQueryResult } from './query';
 
 const shortName = (enumName: 'WorkerRole' | 'ServingReadinessState' | 'DataStatus', prefix: string, v: number): string =>
