@@ -6,6 +6,7 @@ import { parseArgs } from 'util';
 import { QUERY_WAIT_MS } from '../config/defaults';
 import { MAX_U32 } from '../config/limits';
 import { RelayClient, type QueryRequest, type QueryResult } from '../client';
+import { buildNameIndex, resolveName } from '../client/name-index';
 import { queryPoolView } from '../client/views';
 
 export const QUERY_USAGE =
@@ -36,7 +37,14 @@ export interface QueryOptions extends QueryRequest {
  * or the wait runs out; a model the catalog cannot resolve is answered as soon as the catalog arrives.
  */
 export async function queryRelay(options: QueryOptions): Promise<QueryResult> {
-  const client = new RelayClient(options.address, { subscriberId: options.subscriberId ?? 'kv-dc-relay-query' });
+  const client = new RelayClient(options.address, {
+    subscriberId: options.subscriberId ?? 'kv-dc-relay-query',
+    // Only the resolved pools need a replica; the others would cost a snapshot download each.
+    pools: (pool, catalog) => {
+      const r = resolveName(buildNameIndex(catalog.pools), options.model);
+      return r.kind === 'resolved' && r.pools.some((p) => p.pool.poolKey === pool.poolKey);
+    },
+  });
   const request: QueryRequest = { model: options.model, tokens: options.tokens, lora: options.lora };
   try {
     return await new Promise<QueryResult>((resolve) => {

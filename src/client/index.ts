@@ -1,7 +1,7 @@
 // Consumer library of dynamo.kvrelay.v1.KvEventRelay.
 export { RelayClient } from './relay-client';
 export type { RelayClientEvents, RelayClientOptions } from './relay-client';
-export type { PoolState, ReplicaEvent } from './pool-replicas';
+export type { PoolFilter, PoolState, ReplicaEvent } from './pool-replicas';
 export type { ClientErrorEvent } from './stream-events';
 export type { CatalogPool, CatalogValue } from './catalog-plane';
 export type { ReadinessValue } from './readiness-plane';

@@ -22,6 +22,9 @@ export interface PoolReplicaListener {
   error(event: ClientErrorEvent): void;
 }
 
+/** Which catalog pools get a replica (default: every pool). */
+export type PoolFilter = (pool: CatalogPool, catalog: CatalogValue) => boolean;
+
 export interface PoolState {
   pool: CatalogPool;
   stream: StreamState;
@@ -42,12 +45,14 @@ export class PoolReplicas {
     private readonly subscriberId: string,
     private readonly backoff: BackoffOptions,
     private readonly listener: PoolReplicaListener,
+    private readonly filter: PoolFilter = () => true,
   ) {}
 
   /** Follows a new catalog value. */
   reconcile(catalog: CatalogValue): void {
     const listed = new Set<string>();
     for (const pool of catalog.pools) {
+      if (!this.filter(pool, catalog)) continue;
       listed.add(pool.poolKey);
       const sub = this.subs.get(pool.poolKey);
       if (sub && sub.pool.producerKey !== pool.producerKey) {
@@ -62,7 +67,7 @@ export class PoolReplicas {
       }
     }
     for (const key of [...this.subs.keys()]) {
-      if (!listed.has(key)) this.drop(key, 'poolWithdrawn', 'the pool is no longer in the catalog');
+      if (!listed.has(key)) this.drop(key, 'poolWithdrawn', 'the pool is no longer in the catalog (or no longer selected)');
     }
   }
 

@@ -13,7 +13,7 @@ import { planeStreamAction } from './error-action';
 import { queryHasher } from './hashing';
 import { applyPoolLoadUpdate, applyServingLoadUpdate, type PoolLoadValue, type ServingLoadValue } from './load-plane';
 import type { Plane } from './plane-error';
-import { PoolReplicas, type PoolState, type ReplicaEvent } from './pool-replicas';
+import { PoolReplicas, type PoolFilter, type PoolState, type ReplicaEvent } from './pool-replicas';
 import { runQuery, type QueryRequest, type QueryResult } from './query';
 import { applyReadinessUpdate, type ReadinessValue } from './readiness-plane';
 import type { PoolReplica } from './replica';
@@ -30,6 +30,8 @@ export interface RelayClientOptions {
   maxMessageBytes?: number;
   /** Serving load is a variant-S RPC; a Relay without it answers UNIMPLEMENTED and the plane stops. */
   servingLoad?: boolean;
+  /** Subscribe only to the pools this selects (each replica costs a snapshot download and a stream slot). */
+  pools?: PoolFilter;
 }
 
 
@@ -77,7 +79,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
       invalidated: (e) => this.emit('replicaInvalidated', e),
       delta: (e) => this.emit('delta', e),
       error: (e) => this.report(e),
-    });
+    }, options.pools);
   }
 
   start(): void {

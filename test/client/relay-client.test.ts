@@ -139,6 +139,18 @@ describe('RelayClient over loopback gRPC', () => {
     expect(events.replicaInstalled.map((e) => e.args[0].producerKey)).toEqual([producerKey(gen1.producer), producerKey(gen2.producer)]);
   });
 
+  it('subscribes only to the pools the filter selects', async () => {
+    const source = new TestSource();
+    source.attachPool(testProducer({ pool: 1 }));
+    source.attachPool(testProducer({ pool: 2 }));
+    server = await startRelay(source);
+    client = testClient(server.address, { pools: (pool) => pool.poolKey === KEY2 });
+    client.start();
+    await waitFor(() => client!.replica(KEY2) !== undefined, 'selected replica');
+    expect(client.catalog()!.pools).toHaveLength(2);
+    expect(client.poolStates().map((s) => s.pool.poolKey)).toEqual([KEY2]);
+  });
+
   it('drops the replica of a pool withdrawn from the catalog', async () => {
     const source = new TestSource();
     source.attachPool(testProducer({ pool: 1 }));
