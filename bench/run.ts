@@ -19,13 +19,18 @@ function load(name: string): BenchModule | undefined {
   return typeof mod.run === 'function' ? (mod as BenchModule) : undefined;
 }
 
+// Four significant digits, with thousands separators for large values.
+function formatNumber(value: number): string {
+  return Number(value.toPrecision(4)).toLocaleString('en-US', { maximumFractionDigits: 6 });
+}
+
 function formatValue(value: number, unit: string): string {
-  return `${value} ${unit}`;
+  return `${formatNumber(value)} ${unit}`;
 }
 
 function markdownRow(module: string, r: BenchResult): string {
-  const baseline = r.baseline ? `${r.baseline.name}: ${r.baseline.value} ${r.unit}` : '';
-  const ratio = r.ratio === undefined ? '' : `${r.ratio}`;
+  const baseline = r.baseline ? `${r.baseline.name}: ${formatValue(r.baseline.value, r.unit)}` : '';
+  const ratio = r.ratio === undefined ? '' : formatNumber(r.ratio);
   return `| ${module} | ${r.name} | ${formatValue(r.value, r.unit)} | ${baseline} | ${ratio} | ${r.note ?? ''} |`;
 }
 
@@ -34,8 +39,8 @@ function printTable(rows: [string, BenchResult][]): void {
     module,
     r.name,
     formatValue(r.value, r.unit),
-    r.baseline ? `${r.baseline.value} ${r.unit} (${r.baseline.name})` : '',
-    r.ratio === undefined ? '' : `x${r.ratio}`,
+    r.baseline ? `${formatValue(r.baseline.value, r.unit)} (${r.baseline.name})` : '',
+    r.ratio === undefined ? '' : `x${formatNumber(r.ratio)}`,
     r.note ?? '',
   ]);
   const header = ['module', 'benchmark', 'value', 'baseline', 'ratio', 'note'];
