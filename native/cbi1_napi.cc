@@ -4,7 +4,6 @@
 #include <napi.h>
 
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 
 #include "cbi1.h"
@@ -230,9 +229,11 @@ SnapshotArgs ParseSnapshotArgs(const Napi::CallbackInfo& info, const char* signa
 // Hands an encoded snapshot region to JavaScript as one external ArrayBuffer (returned to the
 // region pool once every chunk view is collected) and returns a Uint8Array view per chunk frame.
 Napi::Array ChunkViews(Napi::Env env, const FilterFormat& format, uint8_t* region, size_t len) {
-  Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(
-      env, region, len, [](Napi::Env, void* data, size_t* size) { cbi1::GiveRegion(static_cast<uint8_t*>(data), *size); delete size; },
-      new size_t(len));
+  auto giveBack = [](Napi::Env, void* data, size_t* size) {
+    cbi1::GiveRegion(static_cast<uint8_t*>(data), *size);
+    delete size;
+  };
+  Napi::ArrayBuffer buffer = Napi::ArrayBuffer::New(env, region, len, giveBack, new size_t(len));
   uint32_t count = cbi1::ChunkCount(format);
   Napi::Array views = Napi::Array::New(env, count);
   for (uint32_t i = 0; i < count; ++i) {
