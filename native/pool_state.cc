@@ -299,11 +299,30 @@ std::string PoolState::ValidateBatch(const uint32_t* meta, size_t metaLen, const
   return std::string();
 }
 
+// Words an event occupies in the packed encoding.
+static size_t EventWords(const uint32_t* m) {
+  const size_t count = m[4];
+  if (m[0] == kStored) return 1 + ((m[2] & kFlagParent) ? 1 : 0) + 2 * count;
+  return 1 + count;
+}
+
+void PoolState::PrefetchLineage(const uint32_t* m, const uint64_t* words) {
+  if (m[0] == kCleared) return;
+  const Lineage* lineage = FindSource(words[0], m[1]);
+  if (lineage == nullptr) return;
+  const uint64_t* ids = words + 1 + ((m[0] == kStored && (m[2] & kFlagParent)) ? 1 : 0);
+  const size_t n = std::min<size_t>(m[4], 2 * kPrefetchDistance);
+  for (size_t i = 0; i < n; ++i) lineage->Prefetch(ids[i]);
+}
+
 void PoolState::ApplyBatch(const uint32_t* meta, size_t metaLen, const uint64_t* words, uint8_t* errorsOut) {
+  const size_t events = metaLen / kMetaStride;
   size_t w = 0;
-  for (size_t e = 0; e < metaLen / kMetaStride; ++e) {
+  for (size_t e = 0; e < events; ++e) {
     const uint32_t* m = meta + e * kMetaStride;
     const uint32_t kind = m[0], dpRank = m[1], flags = m[2], count = m[4];
+    // The next event's lineage lines load while this one is applied.
+    if (e + 1 < events) PrefetchLineage(m + kMetaStride, words + w + EventWords(m));
     const uint64_t workerId = words[w++];
     PoolError error = PoolError::kNone;
     if (kind == kStored) {

@@ -167,6 +167,8 @@ class PoolState {
   bool ReleaseOwner(uint64_t canonical, RawOutcome* outcome, ckf::Write* write);
   bool InsertPhysical(uint64_t canonical, Ownership* own, uint32_t maxKicks, uint32_t* kicks);
   void MarkWrites();
+  // Prefetches the first lineage lines of a packed event (m: its meta, words: its first word).
+  void PrefetchLineage(const uint32_t* m, const uint64_t* words);
   RawResult FinishRaw(RawOutcome outcome, uint64_t hash, uint32_t kicks, uint64_t drawsBefore,
                       const std::vector<ckf::Write>& writes);
 
