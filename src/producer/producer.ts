@@ -9,8 +9,7 @@
 import type { RelayConfig } from '../config/schema';
 import { DEFAULT_CKF_SEED } from '../config/defaults';
 import { LayoutGenerationCounter } from '../identity';
-import { KvEventSubscriber } from '../ingest';
-import type { EngineEventBatch, IngestSink, KvEventEndpointConfig, ResetReason, SourceKey } from '../ingest/types';
+import type { EngineEventBatch, IngestSink, ResetReason, SourceKey } from '../ingest/types';
 import { buildPoolLoad, buildServingLoad, MetricsScraper, type LoadPool } from '../load';
 import type { Logger } from '../log';
 import type { ProducerMetrics } from '../metrics/registry';
@@ -24,14 +23,16 @@ import type {
   ServingLoadState,
   Unsubscribe,
 } from '../publication/source';
-import { HealthMonitor, ReadinessProjection, type TopologyEndpointInput } from '../topology';
+import { HealthMonitor, ReadinessProjection } from '../topology';
 import { ServingReadinessState } from '../wire/enums';
-import type { KvPoolDescriptor, KvPoolId, ProducerIdentity, RelayIdentity } from '../wire/types';
+import type { KvPoolId, ProducerIdentity, RelayIdentity } from '../wire/types';
 import { Catalog } from './catalog';
 import { buildDeployment, endpointName, type Deployment, type PoolSpec } from './deployment';
 import { diffDeployments } from './diff';
 import { PoolActor } from './pool-actor';
 import { poolKey } from './pool-identity';
+import { KvSources } from './sources';
+import { descriptor, droppedSources, kvSourceConfigs, loadPool, sourcesOf, topologyInputs, type Liveness } from './views';
 
 export interface ProducerOptions {
   config: RelayConfig;
@@ -42,11 +43,6 @@ export interface ProducerOptions {
 interface LivePool {
   spec: PoolSpec;
   actor: PoolActor;
-}
-
-interface LiveSubscriber {
-  signature: string;
-  subscriber: KvEventSubscriber;
 }
 
 const EMPTY: Deployment = { pools: [], topology: [], conflicts: [] };
@@ -63,16 +59,16 @@ export class Producer implements RelaySource {
   private readonly readinessListeners = new Set<(state: ReadinessState) => void>();
   private readonly health: HealthMonitor;
   private readonly scraper: MetricsScraper;
+  private readonly sources: KvSources;
+  private readonly liveness: Liveness;
   private readonly pools = new Map<string, LivePool>();
   /** Worker id → key of the pool its KV events feed. */
   private readonly routes = new Map<bigint, string>();
-  private readonly subscribers = new Map<bigint, LiveSubscriber>();
   private deployment: Deployment = EMPTY;
   private fencedGenerations = 0;
   /** Serializes deployment changes (each awaits subscriber start/stop). */
   private changes: Promise<void> = Promise.resolve();
   private closed = false;
-  private readonly sink: IngestSink;
 
   constructor(private readonly options: ProducerOptions) {
     this.logger = options.logger;
@@ -82,8 +78,10 @@ export class Producer implements RelaySource {
     this.bucketCount = ckfBucketCount(options.config.expectedUniqueBlocks);
     this.health = new HealthMonitor(this.timing.healthProbeMs);
     this.scraper = new MetricsScraper(this.timing.loadWindowMs);
+    this.liveness = (id, staticLive) => this.health.liveness(id, staticLive);
+    const sink: IngestSink = { batch: (b) => this.batch(b), reset: (s, r) => this.reset(s, r) };
+    this.sources = new KvSources(sink, this.logger);
     this.health.onChange(() => this.publishReadiness());
-    this.sink = { batch: (b) => this.batch(b), reset: (s, r) => this.reset(s, r) };
   }
 
   /** Applies the start config and starts probing and scraping. */
@@ -97,9 +95,7 @@ export class Producer implements RelaySource {
    * Resolves once subscribers for new sources are started.
    */
   applyConfig(config: RelayConfig): Promise<void> {
-    const next = this.changes.then(() => this.apply(buildDeployment(this.dcId, config.endpoints)));
-    this.changes = next.catch(() => undefined);
-    return next;
+    return this.serialize(() => this.apply(buildDeployment(this.dcId, config.endpoints)));
   }
 
   // ---- RelaySource ----
@@ -152,9 +148,9 @@ export class Producer implements RelaySource {
     return this.pools.get(key)?.actor;
   }
 
-  /** KV-event subscribers' bound endpoints per worker (bind mode shows chosen ports). */
+  /** KV-event subscribers' endpoints of a worker (bind mode shows chosen ports). */
   ingestEndpoints(workerId: bigint): string[] {
-    return this.subscribers.get(workerId)?.subscriber.endpoints() ?? [];
+    return this.sources.endpoints(workerId);
   }
 
   metrics(): ProducerMetrics {
@@ -169,7 +165,7 @@ export class Producer implements RelaySource {
       fencedGenerationsTotal: this.fencedGenerations,
       topology,
       degradedLoadCoveragePoolCount: this.poolLoad().pools.filter((p) => p.kvObservedRanks < p.kvExpectedRanks).length,
-      ingest: [...this.subscribers.values()].flatMap((s) => s.subscriber.stats()),
+      ingest: this.sources.stats(),
       pools: [...this.pools.values()].map((p) => p.actor.metrics()),
     };
   }
@@ -181,8 +177,7 @@ export class Producer implements RelaySource {
     await this.changes;
     this.health.close();
     this.scraper.close();
-    await Promise.all([...this.subscribers.values()].map((s) => s.subscriber.close()));
-    this.subscribers.clear();
+    await this.sources.close();
     this.routes.clear();
     await Promise.all([...this.pools.values()].map((p) => p.actor.retire()));
     this.pools.clear();
@@ -193,6 +188,12 @@ export class Producer implements RelaySource {
   }
 
   // ---- internals ----
+
+  private serialize(change: () => Promise<void>): Promise<void> {
+    const next = this.changes.then(change);
+    this.changes = next.catch((err: Error) => this.logger.error({ err: err.message }, 'deployment change failed'));
+    return next;
+  }
 
   private async apply(next: Deployment): Promise<void> {
     if (this.closed) return;
@@ -217,20 +218,21 @@ export class Producer implements RelaySource {
     }
     for (const spec of diff.added) this.materialize(spec);
     this.deployment = next;
+    const before = new Map(this.routes);
     this.routes.clear();
-    for (const { spec } of this.pools.values()) {
-      for (const w of spec.endpoint.workers) if (w.kvEvents) this.routes.set(w.id, spec.key);
-    }
+    for (const { spec } of this.pools.values()) for (const c of kvSourceConfigs([spec])) this.routes.set(c.workerId, spec.key);
     this.catalogState.publish();
     this.setProbeTargets();
     this.publishReadiness();
-    await this.reconcileSubscribers();
+    // A worker that now feeds another pool is re-subscribed, so its replay fills the new pool.
+    await this.sources.stop([...this.routes].filter(([id, key]) => before.has(id) && before.get(id) !== key).map(([id]) => id));
+    await this.reconcileSources();
     await Promise.all(retiring);
   }
 
   private materialize(spec: PoolSpec): void {
     const producer = this.producerIdentity(spec.poolId);
-    const actor = new PoolActor({
+    const actor: PoolActor = new PoolActor({
       key: spec.key,
       producer,
       dcId: spec.poolId.dcId,
@@ -238,7 +240,7 @@ export class Producer implements RelaySource {
       publicationThreshold: this.timing.publicationThreshold,
       publicationDelayMs: this.timing.publicationDelayMs,
       logger: this.logger,
-      onFenced: () => this.refence(spec.key, actor),
+      onFenced: () => this.replaceFenced(spec.key, actor),
     });
     this.pools.set(spec.key, { spec, actor });
     this.catalogState.upsert(spec.key, descriptor(spec, producer));
@@ -249,27 +251,21 @@ export class Producer implements RelaySource {
   }
 
   /**
-   * A fenced generation is replaced by a new one (new layout generation, empty state); the pool's
-   * sources are re-subscribed so their replay rebuilds the state.
+   * A fenced generation is withdrawn and replaced by a new one (new layout generation, empty
+   * state); the pool's sources are re-subscribed so their replay rebuilds the state.
    */
-  private refence(key: string, fenced: PoolActor): void {
+  private replaceFenced(key: string, fenced: PoolActor): void {
     this.fencedGenerations += 1;
-    const next = this.changes.then(async () => {
+    void this.serialize(async () => {
       const live = this.pools.get(key);
       if (this.closed || !live || live.actor !== fenced) return;
       this.pools.delete(key);
       this.catalogState.remove(key);
       this.materialize(live.spec);
       this.catalogState.publish();
-      for (const w of live.spec.endpoint.workers) {
-        const s = this.subscribers.get(w.id);
-        if (!s) continue;
-        this.subscribers.delete(w.id);
-        await this.retireSubscriber(s);
-      }
-      await this.reconcileSubscribers();
+      await this.sources.stop(kvSourceConfigs([live.spec]).map((c) => c.workerId));
+      await this.reconcileSources();
     });
-    this.changes = next.catch((err: Error) => this.logger.error({ err: err.message, pool: key }, 'pool re-materialization failed'));
   }
 
   private producerIdentity(poolId: KvPoolId): ProducerIdentity {
@@ -292,120 +288,35 @@ export class Producer implements RelaySource {
     return key === undefined ? undefined : this.pools.get(key)?.actor;
   }
 
-  private async reconcileSubscribers(): Promise<void> {
-    const wanted = new Map<bigint, KvEventEndpointConfig>();
-    for (const { spec } of this.pools.values()) {
-      for (const w of spec.endpoint.workers) {
-        if (!w.kvEvents) continue;
-        wanted.set(w.id, { workerId: w.id, dpSize: w.dpSize, dpStartRank: w.dpStartRank, ...w.kvEvents });
-      }
-    }
-    const stopping: Promise<void>[] = [];
-    for (const [id, live] of this.subscribers) {
-      const want = wanted.get(id);
-      if (want && signature(want) === live.signature) continue;
-      this.subscribers.delete(id);
-      stopping.push(this.retireSubscriber(live));
-      // The new subscriber replays from the start; blocks of the old subscription are dropped first.
-      if (want) this.resetRanks(live.subscriber.config);
-    }
-    await Promise.all(stopping);
-    for (const [id, config] of wanted) {
-      if (this.subscribers.has(id) || this.closed) continue;
-      const subscriber = new KvEventSubscriber(config, this.sink, { logger: this.logger });
-      this.subscribers.set(id, { signature: signature(config), subscriber });
-      try {
-        await subscriber.start();
-      } catch (err) {
-        this.logger.error({ worker: id.toString(), err: (err as Error).message }, 'KV event subscriber failed to start');
-      }
-    }
-  }
-
-  private async retireSubscriber(live: LiveSubscriber): Promise<void> {
-    await live.subscriber.close();
-  }
-
-  private resetRanks(config: KvEventEndpointConfig): void {
-    for (let r = config.dpStartRank; r < config.dpStartRank + config.dpSize; r++) {
-      this.actorOf({ workerId: config.workerId, dpRank: r })?.reset({ workerId: config.workerId, dpRank: r });
-    }
+  private reconcileSources(): Promise<void> {
+    const specs = [...this.pools.values()].map((p) => p.spec);
+    // A replaced subscription replays from the start: what the old one delivered is dropped first.
+    return this.sources.reconcile(kvSourceConfigs(specs), (old) => {
+      for (const s of sourcesOf(old)) this.actorOf(s)?.reset(s);
+    });
   }
 
   private setProbeTargets(): void {
     const all = this.deployment.topology.flatMap((t) => t.endpoint.workers);
-    this.health.setTargets(all.filter((w) => w.health).map((w) => ({ workerId: w.id, url: w.health!.url })));
+    this.health.setTargets(all.flatMap((w) => (w.health ? [{ workerId: w.id, url: w.health.url }] : [])));
     const pooled = [...this.pools.values()].flatMap((p) => p.spec.endpoint.workers);
     this.scraper.setTargets(
-      pooled.filter((w) => w.metrics).map((w) => ({ workerId: w.id, url: w.metrics!.url, dpStartRank: w.dpStartRank, dpSize: w.dpSize })),
+      pooled.flatMap((w) => (w.metrics ? [{ workerId: w.id, url: w.metrics.url, dpStartRank: w.dpStartRank, dpSize: w.dpSize }] : [])),
     );
   }
 
   private publishReadiness(): void {
-    const inputs: TopologyEndpointInput[] = this.deployment.topology.map((t) => ({
-      namespace: t.endpoint.namespace,
-      component: t.endpoint.component,
-      endpoint: t.endpoint.endpoint,
-      model: t.endpoint.model.name,
-      workerType: t.endpoint.workerType,
-      needs: t.endpoint.needs,
-      workers: t.endpoint.workers.map((w) => ({ id: w.id, live: this.health.liveness(w.id, w.live) })),
-      adapters: t.adapters,
-      poolId: t.poolKey === undefined ? undefined : this.pools.get(t.poolKey)?.spec.poolId,
-    }));
-    const update = this.projection.update(inputs);
-    if (!update.changed) return;
+    const inputs = topologyInputs(this.deployment, this.liveness, (key) => this.pools.get(key)?.spec.poolId);
+    if (!this.projection.update(inputs).changed) return;
     const state = this.projection.current();
     for (const listener of this.readinessListeners) listener(state);
   }
 
+  /** Catalog pools in catalog order, with their current generation. */
   private loadPools(): LoadPool[] {
     return this.catalogState.current().snapshot.pools.flatMap((d) => {
       const live = d.producer?.poolId && this.pools.get(poolKey(d.producer.poolId));
-      if (!live) return [];
-      return [
-        {
-          producer: live.actor.producer,
-          namespace: live.spec.servingEndpoint.namespace,
-          models: live.spec.registrations.map((r) => r.canonicalModelId),
-          workers: live.spec.endpoint.workers.map((w) => ({
-            id: w.id,
-            dpStartRank: w.dpStartRank,
-            dpSize: w.dpSize,
-            totalKvBlocks: w.totalKvBlocks,
-            maxNumSeqs: w.maxNumSeqs,
-            live: this.health.liveness(w.id, w.live) === true,
-          })),
-        },
-      ];
+      return live ? [loadPool(live.spec, live.actor.producer, this.liveness)] : [];
     });
   }
-}
-
-function descriptor(spec: PoolSpec, producer: ProducerIdentity): KvPoolDescriptor {
-  return {
-    producer,
-    servingEndpoint: spec.servingEndpoint,
-    registrations: spec.registrations,
-    querySemantics: spec.querySemantics,
-    poolRoles: spec.poolRoles,
-  };
-}
-
-/** (worker, rank) sources a metadata update takes away from a pool. */
-function droppedSources(before: PoolSpec, after: PoolSpec): SourceKey[] {
-  const ranks = (spec: PoolSpec): Map<string, SourceKey> => {
-    const out = new Map<string, SourceKey>();
-    for (const w of spec.endpoint.workers) {
-      if (!w.kvEvents) continue;
-      for (let r = w.dpStartRank; r < w.dpStartRank + w.dpSize; r++) out.set(`${w.id}:${r}`, { workerId: w.id, dpRank: r });
-    }
-    return out;
-  };
-  const kept = ranks(after);
-  return [...ranks(before)].filter(([k]) => !kept.has(k)).map(([, s]) => s);
-}
-
-function signature(config: KvEventEndpointConfig): string {
-  return JSON.stringify(config, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
 }

@@ -27,7 +27,7 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 const BS = 4;
 const SEED = 0x5deece66d1b54a33n;
 
-function configText(e: SimulatedEngine, aliases: string[] = []): string {
+function configText(e: SimulatedEngine, aliases: string[] = [], extra: object = {}): string {
   return JSON.stringify({
     dcId: 'dc-a',
     bind: '127.0.0.1:0',
@@ -41,6 +41,7 @@ function configText(e: SimulatedEngine, aliases: string[] = []): string {
         endpoint: 'generate',
         model: { name: 'llama', kvBlockSize: BS, aliases },
         workerType: 'aggregated',
+        ...extra,
         workers: [
           {
             id: 7,
@@ -137,6 +138,34 @@ test('hot reload: an atomic rename applies within 2 s; an invalid file keeps the
   fs.writeFileSync(file, JSON.stringify({ dcId: 'dc-a', bind: '127.0.0.1:0' }));
   const third = await catalog.next(2000);
   expect(third.snapshot!.pools).toEqual([]);
+});
+
+test('an identity change replaces the pool and the engine replay fills the new generation', async () => {
+  const file = path.join(dir, 'identity.json');
+  const { catalog } = await boot(file);
+  const old = (await catalog.next()).snapshot!.pools[0];
+  await engine!.waitForSubscribers();
+  const toks = [5, 6, 7, 8];
+  await engine!.publish([{ type: 'BlockStored', blockHashes: [77n], parentBlockHash: null, tokenIds: toks, blockSize: BS }]);
+  const [hash] = sequenceHashes(Uint32Array.from(toks), BS, false, saltSeed(null, null));
+  const contains = async (poolId: NonNullable<typeof old.producer>['poolId']): Promise<boolean> => {
+    const feed = relay!.producer.pool(poolId!);
+    return feed !== undefined && filterContains((await feed.attach({ delta() {}, retired() {}, fenced() {} })).words, hash, SEED);
+  };
+  for (let i = 0; !(await contains(old.producer!.poolId)); i++) {
+    if (i > 200) throw new Error('engine batch never reached the pool');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+
+  fs.writeFileSync(file, configText(engine!, [], { indexerIdentity: { semantics: { weights: 'revision-b' } } }));
+  const next = await catalog.next(2000);
+  const [pool] = next.snapshot!.pools;
+  expect(pool.producer!.poolId).not.toEqual(old.producer!.poolId);
+  expect(pool.producer!.layoutGeneration).toBe(old.producer!.layoutGeneration + 1n);
+  for (let i = 0; !(await contains(pool.producer!.poolId)); i++) {
+    if (i > 200) throw new Error('the replay never filled the new pool');
+    await new Promise((r) => setTimeout(r, 10));
+  }
 });
 
 test('shutdown ends the catalog stream cleanly and closes the metrics listener', async () => {

@@ -1,0 +1,78 @@
+// The running KV-event subscriptions, one per worker with `kvEvents`, reconciled against the wanted
+// set after every deployment change. A subscription whose config changed is replaced; its new
+// subscriber replays from the start, so the caller first drops what the old one delivered.
+import { KvEventSubscriber } from '../ingest';
+import type { IngestSink, KvEventEndpointConfig, SourceStats } from '../ingest/types';
+import type { Logger } from '../log';
+
+interface Live {
+  signature: string;
+  subscriber: KvEventSubscriber;
+}
+
+export class KvSources {
+  private readonly live = new Map<bigint, Live>();
+  private closed = false;
+
+  constructor(
+    private readonly sink: IngestSink,
+    private readonly logger: Logger,
+  ) {}
+
+  /**
+   * Stops subscriptions no longer wanted or changed, then starts the missing ones. `replaced` hears
+   * the old config of each subscription that is replaced by a different one for the same worker.
+   */
+  async reconcile(wanted: readonly KvEventEndpointConfig[], replaced: (old: KvEventEndpointConfig) => void): Promise<void> {
+    const byWorker = new Map(wanted.map((c) => [c.workerId, c]));
+    const stopping: Promise<void>[] = [];
+    for (const [id, live] of this.live) {
+      const want = byWorker.get(id);
+      if (want && signature(want) === live.signature) continue;
+      this.live.delete(id);
+      stopping.push(live.subscriber.close());
+      if (want) replaced(live.subscriber.config);
+    }
+    await Promise.all(stopping);
+    for (const [id, config] of byWorker) {
+      if (this.live.has(id) || this.closed) continue;
+      const subscriber = new KvEventSubscriber(config, this.sink, { logger: this.logger });
+      this.live.set(id, { signature: signature(config), subscriber });
+      try {
+        await subscriber.start();
+      } catch (err) {
+        this.logger.error({ worker: id.toString(), err: (err as Error).message }, 'KV event subscriber failed to start');
+      }
+    }
+  }
+
+  /** Closes these workers' subscriptions; the next reconcile starts them afresh (replay from 0). */
+  async stop(workerIds: readonly bigint[]): Promise<void> {
+    const stopping: Promise<void>[] = [];
+    for (const id of workerIds) {
+      const live = this.live.get(id);
+      if (!live) continue;
+      this.live.delete(id);
+      stopping.push(live.subscriber.close());
+    }
+    await Promise.all(stopping);
+  }
+
+  /** A worker's SUB endpoints (bind mode shows the chosen ports). */
+  endpoints(workerId: bigint): string[] {
+    return this.live.get(workerId)?.subscriber.endpoints() ?? [];
+  }
+
+  stats(): SourceStats[] {
+    return [...this.live.values()].flatMap((l) => l.subscriber.stats());
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.stop([...this.live.keys()]);
+  }
+}
+
+function signature(config: KvEventEndpointConfig): string {
+  return JSON.stringify(config, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+}

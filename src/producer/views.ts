@@ -1,0 +1,76 @@
+// Pure mappings from the deployment model onto what the other layers take: catalog descriptors,
+// KV-source configs, topology inputs and load inputs.
+import type { KvEventEndpointConfig, SourceKey } from '../ingest/types';
+import type { LoadPool } from '../load';
+import type { TopologyEndpointInput } from '../topology';
+import type { KvPoolDescriptor, KvPoolId, ProducerIdentity } from '../wire/types';
+import type { Deployment, PoolSpec } from './deployment';
+
+/** A worker's liveness: true/false when authoritative, undefined while its health is unanswered. */
+export type Liveness = (workerId: bigint, staticLive: boolean) => boolean | undefined;
+
+export function descriptor(spec: PoolSpec, producer: ProducerIdentity): KvPoolDescriptor {
+  return {
+    producer,
+    servingEndpoint: spec.servingEndpoint,
+    registrations: spec.registrations,
+    querySemantics: spec.querySemantics,
+    poolRoles: spec.poolRoles,
+  };
+}
+
+export function kvSourceConfigs(specs: Iterable<PoolSpec>): KvEventEndpointConfig[] {
+  const out: KvEventEndpointConfig[] = [];
+  for (const spec of specs) {
+    for (const w of spec.endpoint.workers) {
+      if (w.kvEvents) out.push({ workerId: w.id, dpSize: w.dpSize, dpStartRank: w.dpStartRank, ...w.kvEvents });
+    }
+  }
+  return out;
+}
+
+/** Every (worker, rank) source of a pool's workers with kvEvents. */
+export function poolSources(spec: PoolSpec): SourceKey[] {
+  return kvSourceConfigs([spec]).flatMap((c) => sourcesOf(c));
+}
+
+export function sourcesOf(config: KvEventEndpointConfig): SourceKey[] {
+  return Array.from({ length: config.dpSize }, (_, i) => ({ workerId: config.workerId, dpRank: config.dpStartRank + i }));
+}
+
+/** (worker, rank) sources a metadata update takes away from a pool. */
+export function droppedSources(before: PoolSpec, after: PoolSpec): SourceKey[] {
+  const key = (s: SourceKey): string => `${s.workerId}:${s.dpRank}`;
+  const kept = new Set(poolSources(after).map(key));
+  return poolSources(before).filter((s) => !kept.has(key(s)));
+}
+
+export function topologyInputs(deployment: Deployment, liveness: Liveness, poolIdOf: (key: string) => KvPoolId | undefined): TopologyEndpointInput[] {
+  return deployment.topology.map((t) => ({
+    namespace: t.endpoint.namespace,
+    component: t.endpoint.component,
+    endpoint: t.endpoint.endpoint,
+    model: t.endpoint.model.name,
+    workerType: t.endpoint.workerType,
+    needs: t.endpoint.needs,
+    workers: t.endpoint.workers.map((w) => ({ id: w.id, live: liveness(w.id, w.live) })),
+    adapters: t.adapters,
+    poolId: t.poolKey === undefined ? undefined : poolIdOf(t.poolKey),
+  }));
+}
+
+export function loadPool(spec: PoolSpec, producer: ProducerIdentity, liveness: Liveness): LoadPool {
+  return {
+    producer,
+    namespace: spec.servingEndpoint.namespace,
+    models: spec.registrations.map((r) => r.canonicalModelId),
+    workers: spec.endpoint.workers.map((w) => ({
+      id: w.id,
+      dpStartRank: w.dpStartRank,
+      dpSize: w.dpSize,
+      totalKvBlocks: w.totalKvBlocks,
+      maxNumSeqs: w.maxNumSeqs,
+      live: liveness(w.id, w.live) === true,
+    })),
+  };
+}
