@@ -1,8 +1,7 @@
 // The worker-thread snapshot encoder: a 2^24-bucket (128 MiB) table encodes off the event loop,
 // the words stay alive while the worker reads them, and concurrent encodes do not interfere.
-import * as v8 from 'v8';
-import * as vm from 'vm';
 import { decodeFrame, encodeSnapshotAsync, encodeSnapshotChunks, filterFormat, SnapshotAssembly, CBI1 } from '../../src/native';
+import { fullGc } from '../../bench/support/gc';
 import { withStallMonitor } from '../../bench/support/stall';
 
 const SEED = 0x5deece66d1b54a33n;
@@ -65,17 +64,14 @@ test('a 2^24-bucket snapshot encodes on a worker thread without stalling the eve
 });
 
 test('the words array stays alive while the worker reads it, even with no JavaScript reference', async () => {
-  v8.setFlagsFromString('--expose-gc');
-  const gc = vm.runInNewContext('gc') as () => void;
   const bucketCount = 1 << 22;
   const format = { seed: SEED, bucketCount };
   // The only reference to the words is the one the pending encode holds.
   const pending = encodeSnapshotAsync(format, 5n, 6n, table(bucketCount, 2));
   for (let i = 0; i < 5; i++) {
-    gc();
+    await fullGc();
     // Allocation pressure so a freed backing store would be reused.
     new BigUint64Array(bucketCount).fill(0xdeadn);
-    await new Promise((resolve) => setImmediate(resolve));
   }
   const chunks = await pending;
   expect(sameWords(rebuild(bucketCount, chunks, SEED).words, table(bucketCount, 2))).toBe(true);
@@ -90,4 +86,23 @@ test('concurrent encodes of different tables produce the same bytes as the synch
     expect(chunks.length).toBe(expected.length);
     chunks.forEach((chunk, j) => expect(chunk.equals(expected[j])).toBe(true));
   });
+});
+
+test('recycled snapshot memory is reused only after every chunk of the previous snapshot is collected', async () => {
+  const bucketCount = 1 << 21;
+  const format = { seed: SEED, bucketCount };
+  const first = await encodeSnapshotAsync(format, 1n, 1n, table(bucketCount, 3));
+  const firstCopy = first.map((chunk) => Buffer.from(chunk));
+  // While `first` is alive its memory must not be handed out again.
+  await fullGc();
+  const second = await encodeSnapshotAsync(format, 1n, 2n, table(bucketCount, 4));
+  first.forEach((chunk, i) => expect(chunk.equals(firstCopy[i])).toBe(true));
+  expect(sameWords(rebuild(bucketCount, second, SEED).words, table(bucketCount, 4))).toBe(true);
+  // Dropping one chunk is not enough: the region lives until all its chunks are gone.
+  const keep = first[2];
+  first.length = 0;
+  await fullGc();
+  const third = encodeSnapshotChunks(format, 1n, 3n, table(bucketCount, 5));
+  expect(keep.equals(firstCopy[2])).toBe(true);
+  expect(sameWords(rebuild(bucketCount, third, SEED).words, table(bucketCount, 5))).toBe(true);
 });
