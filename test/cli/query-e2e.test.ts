@@ -57,6 +57,7 @@ describe('query end to end', () => {
             endpoint: 'generate',
             model: { name: 'llama', kvBlockSize: BS, aliases: ['chat'] },
             workerType: 'aggregated',
+            adapters: [{ name: 'tenant-a', servedModel: 'llama-tenant-a', workers: [7] }],
             workers: [{ id: 7, totalKvBlocks: 100, live: true, kvEvents: { endpoint: engine.pubEndpoint, replayEndpoint: engine.replayEndpoint } }],
           },
         ],
@@ -69,6 +70,8 @@ describe('query end to end', () => {
     const prompt = Array.from({ length: 5 * BS + 2 }, (_, i) => 100 + i);
     await engine.publish([{ type: 'BlockStored', blockHashes: [501n, 502n], parentBlockHash: null, tokenIds: prompt.slice(0, 2 * BS), blockSize: BS }]);
     await engine.publish([{ type: 'BlockStored', blockHashes: [503n], parentBlockHash: 502n, tokenIds: prompt.slice(2 * BS, 3 * BS), blockSize: BS }]);
+    // The same prompt's first block under the LoRA adapter lands in the LoRA (salted) hash space.
+    await engine.publish([{ type: 'BlockStored', blockHashes: [601n], parentBlockHash: null, tokenIds: prompt.slice(0, BS), blockSize: BS, loraName: 'tenant-a' }]);
 
     client = new RelayClient(relay.address, { subscriberId: 'e2e' });
     client.start();
@@ -77,6 +80,13 @@ describe('query end to end', () => {
       return r.kind === 'ok' ? r.pools[0]?.matchedBlocks : undefined;
     };
     await waitFor(() => depth() === 3, 'the library to see 3 matched blocks', 10_000);
+    const loraDepth = () => {
+      const r = client!.query({ model: 'llama-tenant-a', tokens: prompt });
+      return r.kind === 'ok' ? r.pools[0]?.matchedBlocks : undefined;
+    };
+    await waitFor(() => loraDepth() === 1, 'the LoRA prefix', 10_000);
+    const viaAdapter = client.query({ model: 'llama', lora: 'tenant-a', tokens: prompt });
+    expect(viaAdapter.kind === 'ok' && viaAdapter.pools.map((p) => p.matchedBlocks)).toEqual([1]);
 
     const { code, stdout, stderr } = await runCli(['query', relay.address, '--model', 'llama', '--tokens', prompt.join(','), '--json']);
     expect(stderr).toBe('');
