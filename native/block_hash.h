@@ -77,6 +77,20 @@ inline void BlockHashes(const uint32_t* tokens, size_t tokenCount, uint32_t kvBl
   }
 }
 
+// Plain-token sequence hashes in one loop: the next (independent) block hash overlaps the current
+// (serial) chain step in the CPU, which a hash-all-then-chain pass cannot do.
+inline void SequenceHashesPlain(const uint32_t* tokens, size_t tokenCount, uint32_t kvBlockSize, bool eagle,
+                                uint64_t seed, uint64_t* out) {
+  const size_t blocks = CompleteBlockCount(tokenCount, kvBlockSize, eagle);
+  const size_t windowBytes = (static_cast<size_t>(kvBlockSize) + (eagle ? 1 : 0)) * 4;
+  uint64_t previous = 0;
+  for (size_t i = 0; i < blocks; ++i) {
+    const uint64_t block = Xxh3(tokens + i * kvBlockSize, windowBytes, seed);
+    previous = i == 0 ? block : NextSequenceHash(previous, block);
+    out[i] = previous;
+  }
+}
+
 // In place: block hashes -> canonical sequence hashes.
 inline void ChainInPlace(uint64_t* hashes, size_t count) {
   for (size_t i = 1; i < count; ++i) hashes[i] = NextSequenceHash(hashes[i - 1], hashes[i]);

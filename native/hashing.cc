@@ -74,6 +74,10 @@ Napi::Value BlockHashesImpl(const Napi::CallbackInfo& info, bool chain) {
   const bool hasMm = MmArg(args::Arg(info, 4), &mm);
   const size_t blocks = hashing::CompleteBlockCount(tokens.ElementLength(), bs, eagle);
   auto out = Napi::BigUint64Array::New(env, blocks);
+  if (chain && !hasMm) {
+    hashing::SequenceHashesPlain(tokens.Data(), tokens.ElementLength(), bs, eagle, seed, out.Data());
+    return out;
+  }
   hashing::BlockHashes(tokens.Data(), tokens.ElementLength(), bs, eagle, seed, hasMm ? &mm : nullptr, out.Data());
   if (chain) hashing::ChainInPlace(out.Data(), blocks);
   return out;
@@ -135,8 +139,11 @@ void HashBatchCore(const uint32_t* tokens, const uint32_t* offsets, const uint32
                    uint32_t bs, bool eagle, uint64_t seed, bool sequence, uint64_t* out) {
   for (size_t p = 0; p + 1 < n; ++p) {
     uint64_t* dst = out + blockOffsets[p];
-    hashing::BlockHashes(tokens + offsets[p], offsets[p + 1] - offsets[p], bs, eagle, seed, nullptr, dst);
-    if (sequence) hashing::ChainInPlace(dst, blockOffsets[p + 1] - blockOffsets[p]);
+    if (sequence) {
+      hashing::SequenceHashesPlain(tokens + offsets[p], offsets[p + 1] - offsets[p], bs, eagle, seed, dst);
+    } else {
+      hashing::BlockHashes(tokens + offsets[p], offsets[p + 1] - offsets[p], bs, eagle, seed, nullptr, dst);
+    }
   }
 }
 
