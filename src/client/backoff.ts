@@ -30,7 +30,12 @@ export class Backoff {
     return Math.round(base / 2 + this.random() * (base / 2));
   }
 
-  /** After a successful (re)subscription the next failure starts from the initial delay again. */
+  /** The cap; a stream that stayed healthy at least this long counts as recovered. */
+  get maxMs(): number {
+    return this.options.maxMs;
+  }
+
+  /** After a recovery the next failure starts from the initial delay again. */
   reset(): void {
     this.current = this.options.initialMs;
   }

@@ -42,6 +42,8 @@ export class ResilientStream<T> {
   private timer: NodeJS.Timeout | undefined;
   private current: StreamState = 'idle';
   private lastDelayMs = 0;
+  /** When the current call delivered its first valid message. */
+  private healthySince: number | undefined;
 
   constructor(private readonly options: ResilientStreamOptions<T>) {}
 
@@ -76,9 +78,9 @@ export class ResilientStream<T> {
     this.options.onOpen();
     const call = this.options.open();
     this.call = call;
+    this.healthySince = undefined;
     let ended = false;
     let okStatus = false;
-    let first = true;
     call.on('data', (message: T) => {
       if (this.call !== call) return;
       try {
@@ -88,10 +90,7 @@ export class ResilientStream<T> {
         this.fail(call, { kind: 'invalid', reason, message: text, action: 'retry', cause: err });
         return;
       }
-      if (first) {
-        first = false;
-        this.options.backoff.reset();
-      }
+      this.healthySince ??= Date.now();
     });
     // grpc-js reports a failed call through both 'error' and 'status'; 'status' carries the trailers.
     call.on('error', () => undefined);
@@ -126,6 +125,9 @@ export class ResilientStream<T> {
   private fail(call: ClientReadableStream<T>, failure: StreamFailure): void {
     if (this.call !== call) return;
     this.abandonCall();
+    // Only a stream that stayed healthy for a while resets the delay, so a stream that keeps failing
+    // right after its first message (e.g. a bad delta after each snapshot) still backs off.
+    if (this.healthySince !== undefined && Date.now() - this.healthySince >= this.options.backoff.maxMs) this.options.backoff.reset();
     const decision = this.options.onFailure(failure);
     if (this.current === 'stopped') return;
     if (decision === 'stop') {

@@ -18,6 +18,10 @@ describe('Backoff', () => {
     expect(b.next()).toBe(50);
   });
 
+  it('exposes its cap', () => {
+    expect(new Backoff(DEFAULT_BACKOFF).maxMs).toBe(5_000);
+  });
+
   it('rejects inconsistent bounds', () => {
     expect(() => new Backoff({ initialMs: 0, maxMs: 10 })).toThrow(RangeError);
     expect(() => new Backoff({ initialMs: 10, maxMs: 5 })).toThrow(RangeError);
