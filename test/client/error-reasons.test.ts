@@ -112,6 +112,23 @@ describe('RelayClient error handling', () => {
     await waitFor(() => poolCalls === 2, 'a retry after the catalog refresh');
   });
 
+  it('keeps backing off a stream that fails right after its first valid message', async () => {
+    const at: number[] = [];
+    const started = await serve({
+      subscribeServingReadiness: (call) => {
+        at.push(Date.now());
+        call.write({ protocolVersion: RELAY_PROTOCOL_VERSION, relay: RELAY, revision: 1n, entries: [], contractMarker: RELAY_CONTRACT_MARKER });
+        call.emit('error', new RelayError(RelayErrorReason.SUBSCRIBER_LAGGED, 'lagged').toGrpcStatus());
+      },
+    });
+    server = started.server;
+    client = testClient(started.address);
+    client.start();
+    await waitFor(() => at.length >= 5, 'five readiness streams');
+    // Delays stay at or above base / 2 with base 20, 40, 80, 160 ms: no reset after each first message.
+    [10, 20, 40, 80].forEach((minimum, k) => expect(at[k + 1] - at[k]).toBeGreaterThanOrEqual(minimum - 1));
+  });
+
   it('drops the catalog plane on an invalid catalog message, then reconnects', async () => {
     let catalogCalls = 0;
     const started = await serve({
