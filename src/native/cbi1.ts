@@ -21,27 +21,30 @@ export type {
 } from '../../binding';
 
 /** ImagesWireError names as thrown in `error.code` (Format errors as 'Format.<FormatError>'). */
-export type Cbi1ErrorCode =
-  | 'Truncated'
-  | 'FrameTooLarge'
-  | 'Magic'
-  | 'WireVersion'
-  | 'Checksum'
-  | 'Malformed'
-  | 'Flags'
-  | 'DeltaImageCount'
-  | 'SnapshotChunkWordCount'
-  | 'BucketIndex'
-  | 'SnapshotBucketCount'
-  | 'ChunkSequence'
-  | 'IncompleteCoverage'
-  | 'UnsupportedFormatIdentity'
-  | 'AllocationFailed'
-  | 'Format.BucketCount'
-  | 'Format.Version'
-  | 'Format.FingerprintBits'
-  | 'Format.SlotsPerBucket'
-  | 'Format.Mismatch';
+export const CBI1_ERROR_CODES = [
+  'Truncated',
+  'FrameTooLarge',
+  'Magic',
+  'WireVersion',
+  'Checksum',
+  'Malformed',
+  'Flags',
+  'DeltaImageCount',
+  'SnapshotChunkWordCount',
+  'BucketIndex',
+  'SnapshotBucketCount',
+  'ChunkSequence',
+  'IncompleteCoverage',
+  'UnsupportedFormatIdentity',
+  'AllocationFailed',
+  'Format.BucketCount',
+  'Format.Version',
+  'Format.FingerprintBits',
+  'Format.SlotsPerBucket',
+  'Format.Mismatch',
+] as const;
+
+export type Cbi1ErrorCode = (typeof CBI1_ERROR_CODES)[number];
 
 /** A codec error; details (actual, maximum, value, bucket, bucketCount, expected, seed, buckets) as properties. */
 export interface Cbi1Error extends Error {
@@ -51,8 +54,9 @@ export interface Cbi1Error extends Error {
 
 // isNativeError rather than instanceof: the addon creates its errors in the main realm.
 export function isCbi1Error(error: unknown, code?: Cbi1ErrorCode): error is Cbi1Error {
-  if (!types.isNativeError(error) || typeof (error as { code?: unknown }).code !== 'string') return false;
-  return code === undefined || (error as Cbi1Error).code === code;
+  if (!types.isNativeError(error)) return false;
+  const actual = (error as { code?: unknown }).code;
+  return code === undefined ? (CBI1_ERROR_CODES as readonly unknown[]).includes(actual) : actual === code;
 }
 
 /** Wire constants of CBI1 (frame limit 4194368 bytes, 524288 buckets per chunk, 349525 delta images, …). */

@@ -170,3 +170,12 @@ describe('SnapshotAssembly', () => {
     expect(thrown(() => assembly.absorb(chunks[1]))).toMatchObject({ code: 'ChunkSequence' });
   });
 });
+
+test('isCbi1Error recognizes codec errors only', () => {
+  const codec = thrown(() => decodeFrame(format, Buffer.alloc(3)));
+  expect(isCbi1Error(codec)).toBe(true);
+  expect(isCbi1Error(codec, 'Truncated')).toBe(true);
+  expect(isCbi1Error(codec, 'Magic')).toBe(false);
+  expect(isCbi1Error(Object.assign(new Error('no such file'), { code: 'ENOENT' }))).toBe(false);
+  expect(isCbi1Error({ code: 'Truncated', message: 'not an Error' })).toBe(false);
+});
