@@ -45,7 +45,7 @@ describe('constants', () => {
 });
 
 describe('frames[]', () => {
-  test.each(vectors.frames.map((f: Json) => [f.name, f]))('%s: decode gives the fields, encode reproduces the bytes', (_, f: Json) => {
+  test.each<[string, Json]>(vectors.frames.map((f: Json) => [f.name, f]))('%s: decode gives the fields, encode reproduces the bytes', (_, f: Json) => {
     const format = toFormat(f.expected_format);
     const bytes = Buffer.from(f.frame_hex, 'hex');
     expect(bytes.length).toBe(f.frame_len);
@@ -88,7 +88,7 @@ function ruleWords(name: string, bucketCount: number): BigUint64Array {
 }
 
 describe('compact_snapshots[]', () => {
-  test.each(vectors.compact_snapshots.map((s: Json) => [s.name, s]))('%s', async (_, s: Json) => {
+  test.each<[string, Json]>(vectors.compact_snapshots.map((s: Json) => [s.name, s]))('%s', async (_, s: Json) => {
     const format = toFormat(s.expected_format);
     const words = ruleWords(s.name, format.bucketCount);
     const dcId = BigInt(s.dc_id);
@@ -139,7 +139,7 @@ function malformedBytes(m: Json): Buffer {
 }
 
 describe('malformed_frames[]', () => {
-  test.each(vectors.malformed_frames.map((m: Json) => [m.name, m]))('%s', (_, m: Json) => {
+  test.each<[string, Json]>(vectors.malformed_frames.map((m: Json) => [m.name, m]))('%s', (_, m: Json) => {
     const bytes = malformedBytes(m);
     expect(bytes.length).toBe(m.frame_len);
     const error = thrown(() => decodeFrame(toFormat(m.expected_format), bytes));
@@ -149,7 +149,7 @@ describe('malformed_frames[]', () => {
 });
 
 describe('decoder_accepts[]', () => {
-  test.each(vectors.decoder_accepts.map((a: Json) => [a.name, a]))('%s', (_, a: Json) => {
+  test.each<[string, Json]>(vectors.decoder_accepts.map((a: Json) => [a.name, a]))('%s', (_, a: Json) => {
     const decoded = decodeFrame(toFormat(a.expected_format), Buffer.from(a.frame_hex, 'hex'));
     expect(decoded).toMatchObject(expectedDecoded(a.decoded));
     decodedHeaderMatches(decoded);
@@ -158,7 +158,7 @@ describe('decoder_accepts[]', () => {
 
 describe('assembly_cases[]', () => {
   // Each case runs twice: absorbing raw frame bytes, and absorbing frames decodeFrame returned.
-  const cases = vectors.assembly_cases.flatMap((c: Json) => [
+  const cases: [string, string, Json][] = vectors.assembly_cases.flatMap((c: Json) => [
     [c.name, 'bytes', c],
     [c.name, 'decoded', c],
   ]);
@@ -190,7 +190,7 @@ describe('encoder_errors[]', () => {
     delta_bucket_1024_of_1024: () => encodeDelta(format, 7n, 4n, 5n, Uint32Array.of(1024), BigUint64Array.of(1n)),
     snapshot_1_word_for_1024: () => encodeSnapshotChunks(format, 7n, 5n, BigUint64Array.of(0n)),
   };
-  test.each(vectors.encoder_errors.map((e: Json) => [e.name, e]))('%s', (name: string, e: Json) => {
+  test.each<[string, Json]>(vectors.encoder_errors.map((e: Json) => [e.name, e]))('%s', (name: string, e: Json) => {
     expect(calls[name]).toBeDefined();
     const error = thrown(calls[name]);
     expect(isCbi1Error(error)).toBe(true);
@@ -215,7 +215,7 @@ describe('encoder_errors[]', () => {
 });
 
 describe('filter_format_new[]', () => {
-  test.each(vectors.filter_format_new.map((c: Json) => [c.bucket_count, c]))('bucket_count %d', (bucketCount: number, c: Json) => {
+  test.each<[number, Json]>(vectors.filter_format_new.map((c: Json) => [c.bucket_count, c]))('bucket_count %d', (bucketCount: number, c: Json) => {
     const make = () => filterFormat({ seed: 0x5eedn, bucketCount });
     if (c.ok) {
       expect(make()).toEqual({ seed: 0x5eedn, bucketCount });
