@@ -26,6 +26,8 @@ export class PoolSubscriber implements HubSubscriber {
   private queuedBytes = 0;
   private lastSequence = 0n;
   private heartbeat: NodeJS.Timeout | undefined;
+  /** When the last data frame was handed over (the heartbeat interval counts from it). */
+  private lastDataAt = 0;
 
   constructor(
     private readonly stream: OpenStream,
@@ -71,6 +73,7 @@ export class PoolSubscriber implements HubSubscriber {
     const queued = this.queued.splice(0);
     this.queuedBytes = 0;
     for (const frame of queued) this.sendData(frame);
+    this.lastDataAt = performance.now();
     this.heartbeat = setTimeout(() => this.beat(), this.options.heartbeatMs);
   }
 
@@ -92,18 +95,24 @@ export class PoolSubscriber implements HubSubscriber {
   private sendData(frame: SharedFrame): void {
     this.lastSequence = frame.sequence;
     this.stream.send(frame.bytes, frame.accountedBytes);
-    this.heartbeat?.refresh();
+    this.lastDataAt = performance.now();
   }
 
-  // Heartbeats say "nothing new" to a client that has taken everything; one that has not does
-  // not need one, so a stalled client does not pile them up.
+  // Data frames push the next heartbeat back (checked when the timer fires, so sending a frame
+  // costs no timer work); heartbeats do not, so an idle stream gets one per interval. A client
+  // that has not taken everything yet does not need one, so a stalled client does not pile them up.
   private beat(): void {
     if (this.stream.closed) return;
+    const sinceData = performance.now() - this.lastDataAt;
+    if (sinceData < this.options.heartbeatMs) {
+      this.heartbeat = setTimeout(() => this.beat(), this.options.heartbeatMs - sinceData);
+      return;
+    }
     if (this.stream.frames === 0) {
       this.stream.send(heartbeatMessage(this.options.relay, this.options.producer, this.lastSequence));
       this.options.counters.poolHeartbeatsTotal += 1;
     }
-    this.heartbeat?.refresh();
+    this.heartbeat = setTimeout(() => this.beat(), this.options.heartbeatMs);
   }
 
   private wouldOverflow(frames: number, bytes: number, frame: SharedFrame): boolean {

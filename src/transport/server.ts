@@ -1,6 +1,7 @@
-// The relay's gRPC listener: KvEventRelay plus gRPC health and reflection on one plaintext HTTP/2
-// port. Shutdown marks health NOT_SERVING, ends every stream, and force-closes every connection
-// (idle ones and ones whose client stopped reading) after a short grace.
+// The relay's gRPC server: KvEventRelay plus gRPC health and reflection on one plaintext HTTP/2
+// port (connections accepted by our own listener and handed to grpc-js). Shutdown marks health
+// NOT_SERVING, ends every stream, and force-closes every connection (idle ones and ones whose
+// client stopped reading) after a short grace.
 import * as grpc from '@grpc/grpc-js';
 import { ReflectionService } from '@grpc/reflection';
 import { HealthImplementation } from 'grpc-health-check';
@@ -18,6 +19,7 @@ import { relayReflectionPackageDefinition } from '../wire/proto';
 import { serviceDefinition } from '../wire/service';
 import type { RelayIdentity } from '../wire/types';
 import { relayHandlers } from './handlers';
+import { listen, type Listener } from './listener';
 
 export interface RelayServerConfig {
   source: RelaySource;
@@ -65,14 +67,15 @@ export async function startRelayServer(config: RelayServerConfig): Promise<Relay
   health.addToServer(server);
   new ReflectionService(relayReflectionPackageDefinition as never).addToServer(server);
 
-  let port: number;
+  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  let listener: Listener;
   try {
-    port = await bind(server, config.bind);
+    listener = await listen(config.bind, (socket) => injector.injectConnection(socket));
   } catch (err) {
     publication.close();
+    server.forceShutdown();
     throw err;
   }
-  const address = `${hostOf(config.bind)}:${port}`;
 
   let serving = true;
   let stopped: Promise<void> | undefined;
@@ -82,14 +85,18 @@ export async function startRelayServer(config: RelayServerConfig): Promise<Relay
       health.setStatus('', 'NOT_SERVING');
       health.setStatus(RELAY_SERVICE_NAME, 'NOT_SERVING');
       publication.close();
-      await closeServer(server);
+      // Streams have ended: clients that read get their EOF during the grace; then every
+      // remaining connection (idle, or with unread data) is torn down.
+      injector.drain(SHUTDOWN_GRACE_MS);
+      await listener.close(SHUTDOWN_GRACE_MS);
+      server.forceShutdown();
     })();
     return stopped;
   }
 
   return {
-    address,
-    port,
+    address: listener.address,
+    port: listener.port,
     options,
     get serving() {
       return serving;
@@ -100,37 +107,4 @@ export async function startRelayServer(config: RelayServerConfig): Promise<Relay
     stats: () => publication.stats(),
     shutdown,
   };
-}
-
-function bind(server: grpc.Server, address: string): Promise<number> {
-  return new Promise((resolve, reject) => {
-    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, port) => (err ? reject(err) : resolve(port)));
-  });
-}
-
-// Streams have been ended; a client that reads gets its EOF during the grace, then every
-// remaining connection (idle, or with unread data) is torn down.
-function closeServer(server: grpc.Server): Promise<void> {
-  return new Promise((resolve) => {
-    let done = false;
-    const finish = (): void => {
-      if (done) return;
-      done = true;
-      clearTimeout(grace);
-      resolve();
-    };
-    const grace = setTimeout(() => {
-      server.forceShutdown();
-      finish();
-    }, SHUTDOWN_GRACE_MS);
-    server.tryShutdown(() => {
-      server.forceShutdown();
-      finish();
-    });
-  });
-}
-
-function hostOf(bind: string): string {
-  const at = bind.lastIndexOf(':');
-  return at > 0 ? bind.slice(0, at) : bind;
 }

@@ -150,7 +150,7 @@ export function subscriber(id = 'consumer-a'): { subscriberId: string; contractM
 
 /** A KvEventRelay client whose stream messages are the raw response bytes as received. */
 export function rawBytesClient(address: string): KvEventRelayClient {
-  const definition: grpc.ServiceDefinition = {};
+  const definition: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
   for (const [name, method] of Object.entries(serviceDefinition)) {
     definition[name] = { ...method, responseDeserialize: (bytes: Buffer) => bytes };
   }
