@@ -31,6 +31,9 @@ export interface QueryHasher {
 }
 
 export interface QueryView {
+  nowMs: number;
+  /** A replica silent for longer is not used: its depth is unknown, not zero. */
+  maxReplicaAgeMs: number;
   catalog: CatalogValue | undefined;
   replicas: ReadonlyMap<string, PoolReplica>;
   readiness: ReadinessValue | undefined;
@@ -49,7 +52,9 @@ export interface PoolQueryResult {
   hashFormat: 'standard' | 'eagle';
   /** Complete blocks in the query under this pool's semantics. */
   queryBlocks: number;
-  /** null when the pool has no installed replica (unknown, not zero). */
+  /** 'stale': installed but silent for longer than the freshness limit. */
+  replica: 'ready' | 'stale' | 'absent';
+  /** null unless the replica is ready (unknown, not zero). */
   matchedBlocks: number | null;
   matchedTokens: number | null;
   replicaSequence: bigint | null;
@@ -104,7 +109,8 @@ function queryPool(
   const binding = bindingOf(registration);
   const hashes = hasher.sequenceHashes(tokens, semantics.kvBlockSize, eagle, binding.adapter);
   const replica = view.replicas.get(pool.poolKey);
-  const usable = replica !== undefined && replica.ready && replica.producerKey === pool.producerKey;
+  const installed = replica !== undefined && replica.ready && replica.producerKey === pool.producerKey;
+  const usable = installed && replica.ageMs(view.nowMs) <= view.maxReplicaAgeMs;
   let matchedBlocks: number | null = null;
   if (usable) {
     matchedBlocks = findPrefixDepth(
@@ -125,6 +131,7 @@ function queryPool(
     kvBlockSize: semantics.kvBlockSize,
     hashFormat: eagle ? 'eagle' : 'standard',
     queryBlocks: hashes.length,
+    replica: usable ? 'ready' : installed ? 'stale' : 'absent',
     matchedBlocks,
     matchedTokens: matchedBlocks === null ? null : Math.min(matchedBlocks * semantics.kvBlockSize, tokens.length),
     replicaSequence: usable ? replica.sequence! : null,

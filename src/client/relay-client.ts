@@ -3,7 +3,13 @@
 // pool replicas follow the catalog: one subscription per pool, keyed by its current producer.
 import { EventEmitter } from 'events';
 import type { ClientReadableStream } from '@grpc/grpc-js';
-import { CLIENT_SUBSCRIBER_ID_MAX_BYTES, DEFAULT_QUEUES, DEFAULT_VERIFICATION_WINDOW, MAX_VERIFICATION_WINDOW } from '../config/defaults';
+import {
+  CLIENT_SUBSCRIBER_ID_MAX_BYTES,
+  DEFAULT_MAX_REPLICA_AGE_MS,
+  DEFAULT_QUEUES,
+  DEFAULT_VERIFICATION_WINDOW,
+  MAX_VERIFICATION_WINDOW,
+} from '../config/defaults';
 import { RELAY_CONTRACT_MARKER } from '../wire/constants';
 import { makeClient, type KvEventRelayClient } from '../wire/service';
 import { hasControlCharacter } from '../wire/text';
@@ -30,6 +36,8 @@ export interface RelayClientOptions {
   maxMessageBytes?: number;
   /** Serving load is a variant-S RPC; a Relay without it answers UNIMPLEMENTED and the plane stops. */
   servingLoad?: boolean;
+  /** A replica silent for longer is not used by queries (default 30 s; the Relay heartbeats every 10 s). */
+  maxReplicaAgeMs?: number;
   /** Subscribe only to the pools this selects (each replica costs a snapshot download and a stream slot). */
   pools?: PoolFilter;
 }
@@ -72,6 +80,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     if (!Number.isInteger(this.verificationWindow) || this.verificationWindow < 1 || this.verificationWindow > MAX_VERIFICATION_WINDOW) {
       throw new RangeError(`verificationWindow must be an integer in 1..${MAX_VERIFICATION_WINDOW}`);
     }
+    if (options.maxReplicaAgeMs !== undefined && !(options.maxReplicaAgeMs > 0)) throw new RangeError('maxReplicaAgeMs must be positive');
     const maxMessageBytes = options.maxMessageBytes ?? DEFAULT_QUEUES.maxMessageBytes;
     this.client = makeClient(address, { channelOptions: { 'grpc.max_receive_message_length': maxMessageBytes } });
     this.pools = new PoolReplicas(this.client, this.subscriberId, this.backoffOptions, {
@@ -157,7 +166,15 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
 
   query(request: QueryRequest): QueryResult {
     return runQuery(
-      { catalog: this.catalogValue, replicas: this.pools.ready(), readiness: this.readinessValue, load: this.loadValue, servingLoad: this.servingLoadValue },
+      {
+        nowMs: Date.now(),
+        maxReplicaAgeMs: this.options.maxReplicaAgeMs ?? DEFAULT_MAX_REPLICA_AGE_MS,
+        catalog: this.catalogValue,
+        replicas: this.pools.ready(),
+        readiness: this.readinessValue,
+        load: this.loadValue,
+        servingLoad: this.servingLoadValue,
+      },
       request,
       queryHasher,
       this.verificationWindow,

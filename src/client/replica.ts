@@ -57,6 +57,8 @@ export interface ReplicaStats {
   filledSlots: number;
   totalSlots: number;
   deltasPerSecond: number;
+  /** Since the last accepted frame; the Relay sends a heartbeat at least every pool heartbeat interval. */
+  ageMs: number;
 }
 
 const SLOTS_PER_BUCKET = 4;
@@ -74,6 +76,7 @@ export class PoolReplica {
   private relay: RelayIdentity | undefined;
   private installed: { sequence: bigint; words: BigUint64Array; slots: Uint16Array } | undefined;
   private filled = 0;
+  private lastFrameMs = 0;
 
   /**
    * `producer` must be a validated ProducerIdentity (from a validated catalog descriptor). `relay`,
@@ -112,6 +115,17 @@ export class PoolReplica {
 
   apply(update: FilterUpdate, nowMs: number = Date.now()): ReplicaOutcome {
     this.checkFrameIdentity(update);
+    const outcome = this.applyKind(update, nowMs);
+    this.lastFrameMs = nowMs;
+    return outcome;
+  }
+
+  /** Milliseconds since the last accepted frame (snapshot chunk, delta or heartbeat). */
+  ageMs(nowMs: number = Date.now()): number {
+    return nowMs - this.lastFrameMs;
+  }
+
+  private applyKind(update: FilterUpdate, nowMs: number): ReplicaOutcome {
     switch (update.kind) {
       case FilterUpdateKind.SNAPSHOT_CHUNK:
         return this.applyChunk(update);
@@ -132,6 +146,7 @@ export class PoolReplica {
       filledSlots: this.filled,
       totalSlots: this.bucketCount * SLOTS_PER_BUCKET,
       deltasPerSecond: this.rate.perSecond(nowMs),
+      ageMs: this.ageMs(nowMs),
     };
   }
 

@@ -57,6 +57,7 @@ export function replicaView(state: PoolState) {
     filledSlots: state.stats?.filledSlots ?? null,
     totalSlots: state.stats?.totalSlots ?? null,
     deltasPerSecond: state.stats ? Math.round(state.stats.deltasPerSecond * 10) / 10 : null,
+    ageMs: state.stats?.ageMs ?? null,
   };
 }
 
@@ -152,6 +153,7 @@ export function queryPoolView(p: PoolQueryResult) {
     kvBlockSize: p.kvBlockSize,
     hashFormat: p.hashFormat,
     queryBlocks: p.queryBlocks,
+    replica: p.replica,
     matchedBlocks: p.matchedBlocks,
     matchedTokens: p.matchedTokens,
     replicaSequence: str(p.replicaSequence),
