@@ -82,7 +82,7 @@ export function formatQueryResult(model: string, result: QueryResult): string {
       const b = result.binding;
       const lines = [`model ${b.canonicalModelId} (${b.adapter ? `LoRA ${b.adapter} on ${b.baseModel}` : `base ${b.baseModel}`}): ${result.pools.length} pool(s)`];
       for (const p of result.pools.map(queryPoolView)) {
-        const depth = p.matchedBlocks === null ? 'no replica' : `depth ${p.matchedBlocks}/${p.queryBlocks} blocks = ${p.matchedTokens} tokens`;
+        const depth = p.matchedBlocks === null ? `${p.replica} replica` : `depth ${p.matchedBlocks}/${p.queryBlocks} blocks = ${p.matchedTokens} tokens`;
         const load = p.load ? `  kv ${p.load.kvUsedBlocks}/${p.load.totalKvBlocks}` : '';
         lines.push(`  ${p.endpoint}  ${depth}  (bs ${p.kvBlockSize} ${p.hashFormat})  readiness ${p.readiness ?? '-'}${load}`);
       }
