@@ -12,6 +12,8 @@ export const SNAPSHOT_BOOTSTRAP_QUEUE_CAPACITY = 1;
 export const SNAPSHOT_SEND_POLL_INTERVAL_MS = 10;
 /** Deltas a hub remembers so a new subscriber can share a recent snapshot encoding. */
 export const DEFAULT_PUBLICATION_CAPACITY = 64;
+/** Images a hub takes in a row before giving up on a producer that keeps outrunning them. */
+export const HUB_SNAPSHOT_ATTEMPTS = 3;
 export const ACTOR_MAILBOX_CAPACITY = 256;
 export const PENDING_BLOCK_PERMITS = 65_536;
 export const ACTOR_FAULT_CHANNEL_CAPACITY = 16;

@@ -1,7 +1,7 @@
 // One publication hub per producer generation: it holds the generation's publisher lease (the
 // PoolListener), remembers the recent deltas, encodes snapshot images once and shares them, and
 // fans every delta out to its subscribers as one shared frame.
-import { DEFAULT_PUBLICATION_CAPACITY, MAX_DELTA_IMAGES } from '../config/defaults';
+import { DEFAULT_PUBLICATION_CAPACITY, HUB_SNAPSHOT_ATTEMPTS, MAX_DELTA_IMAGES } from '../config/defaults';
 import { FilterUpdateKind, RelayErrorReason } from '../wire/enums';
 import { RelayError } from '../wire/errors';
 import type { RelayIdentity } from '../wire/types';
@@ -27,8 +27,9 @@ export interface HubContext {
   relay: RelayIdentity;
   encodingPermits: QueuedPermits;
   maxSubscribersPerPool: number;
-  /** Deltas a new subscriber may have to catch up behind a shared snapshot. */
+  /** Deltas (and their accounted bytes) a new subscriber may catch up behind a shared snapshot. */
   replayLimit: number;
+  replayBytes: number;
   /** Relay shutdown: waits are abandoned. */
   shutdown: AbortSignal;
   counters: PublicationCounters;
@@ -43,6 +44,9 @@ export class PoolHub {
   /** Last sequence of the generation the hub has seen (valid once ready). */
   private sequence = 0n;
   private readonly recent: SharedFrame[] = [];
+  private recentBytes = 0;
+  /** Highest sequence dropped from `recent` by its bounds. */
+  private forgottenThrough = -1n;
   private snapshot: HubSnapshot | undefined;
   private refreshing: Promise<HubSnapshot> | undefined;
   private readonly subscribers = new Set<HubSubscriber>();
@@ -119,6 +123,7 @@ export class PoolHub {
     const subscribers = [...this.subscribers];
     this.subscribers.clear();
     this.recent.length = 0;
+    this.recentBytes = 0;
     this.snapshot = undefined;
     for (const s of subscribers) s.end(error);
     this.onEnded?.();
@@ -129,9 +134,7 @@ export class PoolHub {
   private currentSnapshot(): Promise<HubSnapshot> {
     if (this.refreshing) return this.refreshing;
     const shared = this.snapshot;
-    if (shared && this.ready && this.sequence - shared.sequence <= BigInt(this.ctx.replayLimit)) {
-      return Promise.resolve(shared);
-    }
+    if (shared && this.ready && this.canReplayFrom(shared.sequence)) return Promise.resolve(shared);
     const refreshing = this.takeSnapshot();
     this.refreshing = refreshing;
     const clear = (): void => {
@@ -141,20 +144,19 @@ export class PoolHub {
     return refreshing;
   }
 
+  private canReplayFrom(sequence: bigint): boolean {
+    if (this.sequence === sequence) return true;
+    const oldest = this.recent[0];
+    return this.sequence - sequence <= BigInt(this.ctx.replayLimit) && oldest !== undefined && oldest.baseSequence <= sequence;
+  }
+
   private async takeSnapshot(): Promise<HubSnapshot> {
     const signal = AbortSignal.any([this.abort.signal, this.ctx.shutdown]);
     const release = await this.ctx.encodingPermits.acquire(signal).catch(() => {
       throw new RelayError(RelayErrorReason.PUBLICATION_UNAVAILABLE, 'pool generation retired while waiting for publication admission');
     });
     try {
-      let image: PoolImage;
-      try {
-        image = await this.feed.attach(this.listener);
-      } catch (err) {
-        throw this.fail(`pool image failed: ${messageOf(err)}`);
-      }
-      this.throwIfEnded();
-      this.adopt(image.sequence);
+      const image = await this.attachAndAdopt();
       let chunks: SharedFrame[];
       try {
         chunks = await encodeSnapshotFrames(this.ctx.relay, this.feed, image);
@@ -170,10 +172,28 @@ export class PoolHub {
     }
   }
 
+  // A producer much faster than its image copy can outrun the recent-delta memory; the image is
+  // then taken again rather than treating the gap as a producer failure.
+  private async attachAndAdopt(): Promise<PoolImage> {
+    for (let attempt = 0; attempt < HUB_SNAPSHOT_ATTEMPTS; attempt += 1) {
+      let image: PoolImage;
+      try {
+        image = await this.feed.attach(this.listener);
+      } catch (err) {
+        throw this.fail(`pool image failed: ${messageOf(err)}`);
+      }
+      this.throwIfEnded();
+      if (this.adopt(image.sequence)) return image;
+    }
+    throw new RelayError(RelayErrorReason.PUBLICATION_UNAVAILABLE, 'pool publication outran its snapshot; resubscribe');
+  }
+
   // Lines the hub's delta history up with an image taken through the barrier: deltas up to the
-  // image are inside it, deltas after it must continue it without a gap.
-  private adopt(imageSequence: bigint): void {
+  // image are inside it, deltas after it must continue it without a gap. False when the deltas
+  // right after the image were already forgotten.
+  private adopt(imageSequence: bigint): boolean {
     const after = this.recent.filter((f) => f.sequence > imageSequence);
+    if (after.length > 0 && after[0].baseSequence !== imageSequence && this.forgottenThrough > imageSequence) return false;
     let expected = imageSequence;
     for (const f of after) {
       if (f.baseSequence !== expected) throw this.fail(`delta ${f.baseSequence}->${f.sequence} does not continue image ${imageSequence}`);
@@ -181,8 +201,10 @@ export class PoolHub {
     }
     if (this.ready && expected !== this.sequence) throw this.fail(`image ${imageSequence} is ahead of the published sequence ${this.sequence}`);
     this.recent.splice(0, this.recent.length, ...after);
+    this.recentBytes = after.reduce((sum, f) => sum + f.accountedBytes, 0);
     this.sequence = expected;
     this.ready = true;
+    return true;
   }
 
   private onDelta(delta: DeltaFrame): void {
@@ -201,10 +223,20 @@ export class PoolHub {
     }
     const frame = new SharedFrame(this.ctx.relay, this.feed.producer, FilterUpdateKind.DELTA, delta.baseSequence, delta.sequence, delta.payload);
     if (this.ready) this.sequence = delta.sequence;
-    this.recent.push(frame);
-    if (this.recent.length > DEFAULT_PUBLICATION_CAPACITY) this.recent.shift();
-    if (this.snapshot && this.sequence - this.snapshot.sequence > BigInt(this.ctx.replayLimit)) this.snapshot = undefined;
+    this.remember(frame);
+    if (this.snapshot && !this.canReplayFrom(this.snapshot.sequence)) this.snapshot = undefined;
     for (const s of this.subscribers) s.deliver(frame);
+  }
+
+  // The recent deltas are bounded like a subscriber queue: more could never be replayed anyway.
+  private remember(frame: SharedFrame): void {
+    this.recent.push(frame);
+    this.recentBytes += frame.accountedBytes;
+    while (this.recent.length > DEFAULT_PUBLICATION_CAPACITY || this.recentBytes > this.ctx.replayBytes) {
+      const dropped = this.recent.shift()!;
+      this.recentBytes -= dropped.accountedBytes;
+      this.forgottenThrough = dropped.sequence;
+    }
   }
 
   // A publication too big for one delta frame becomes a new snapshot: everyone subscribed so far
@@ -213,6 +245,7 @@ export class PoolHub {
     const subscribers = [...this.subscribers];
     this.subscribers.clear();
     this.recent.length = 0;
+    this.recentBytes = 0;
     this.snapshot = undefined;
     this.sequence = sequence;
     for (const s of subscribers) s.end(retiredError());

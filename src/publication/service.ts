@@ -91,6 +91,7 @@ export class Publication {
         encodingPermits: new QueuedPermits(queues.encodingConcurrency),
         maxSubscribersPerPool: limits.maxSubscribersPerPool,
         replayLimit: Math.min(queues.publicationQueueCapacity, DEFAULT_PUBLICATION_CAPACITY),
+        replayBytes: queues.publicationQueueBytes,
         shutdown: this.shutdown.signal,
         counters: this.counters,
       },

@@ -35,6 +35,7 @@ function context(overrides: Partial<HubContext> = {}): HubContext {
     encodingPermits: new QueuedPermits(2),
     maxSubscribersPerPool: 64,
     replayLimit: 16,
+    replayBytes: 16 << 20,
     shutdown: new AbortController().signal,
     counters: new PublicationCounters(),
     ...overrides,
@@ -71,6 +72,22 @@ test('subscribers arriving while the first image is taken share it; deltas racin
   expect(ja.snapshot).toBe(jb.snapshot);
   expect(ja.snapshot.sequence).toBe(0n);
   expect(ja.replay.map((f) => f.sequence)).toEqual([1n]);
+});
+
+test('a producer that outruns the recent-delta memory during the image gets a second image, not a fence', async () => {
+  const feed = new GatedFeed(testProducer());
+  const hub = new PoolHub(feed, context());
+  const admission = hub.subscribe(new Recorder());
+  await flush();
+  for (let i = 0; i < 70; i += 1) feed.publish([[i % 16, BigInt(i + 1)]]);
+  feed.release();
+  await flush();
+  expect(feed.attachCount).toBe(2);
+  feed.release();
+  const joined = await admission;
+  expect(joined.snapshot.sequence).toBe(70n);
+  expect(joined.replay).toEqual([]);
+  expect(hub.isEnded).toBe(false);
 });
 
 test('retirement while waiting for an encoding permit ends the admission with PUBLICATION_UNAVAILABLE', async () => {
