@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // kv-dc-relay command-line entry: one subcommand per module; add new ones to COMMANDS.
+import { demoCommand } from './demo';
 import { queryCommand } from './query';
 import { serveCommand } from './serve';
 import { watchCommand } from './watch';
@@ -10,6 +11,7 @@ const COMMANDS: Record<string, Command> = {
   serve: serveCommand,
   watch: watchCommand,
   query: queryCommand,
+  demo: demoCommand,
 };
 
 const USAGE = `usage: kv-dc-relay <command> [options]\ncommands: ${Object.keys(COMMANDS).join(', ')}`;
