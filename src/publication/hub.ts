@@ -180,7 +180,10 @@ export class PoolHub {
       try {
         image = await this.feed.attach(this.listener);
       } catch (err) {
-        throw this.fail(`pool image failed: ${messageOf(err)}`);
+        // Initialization failed (e.g. the generation ended meanwhile): unavailable, not a bad publication.
+        const error = new RelayError(RelayErrorReason.PUBLICATION_UNAVAILABLE, `pool publication initialization failed: ${messageOf(err)}`);
+        this.end(error);
+        throw error;
       }
       this.throwIfEnded();
       if (this.adopt(image.sequence)) return image;

@@ -130,9 +130,18 @@ test('the encoding concurrency limit bounds images taken at once across hubs', a
   await admissions[1];
 });
 
-test('a failing image fences the hub: INVALID_PUBLICATION for the waiting subscriber', async () => {
+test('a failing initialization ends the hub: PUBLICATION_UNAVAILABLE for the waiting subscriber', async () => {
   const feed = new TestPoolFeed(testProducer());
-  feed.attach = () => Promise.reject(new Error('lease changed'));
+  feed.attach = () => Promise.reject(new Error('pool generation is retired'));
+  const hub = new PoolHub(feed, context());
+  await expect(hub.subscribe(new Recorder())).rejects.toMatchObject({ reason: RelayErrorReason.PUBLICATION_UNAVAILABLE });
+  expect(hub.isEnded).toBe(true);
+});
+
+test('a snapshot that cannot be encoded is INVALID_PUBLICATION', async () => {
+  const feed = new TestPoolFeed(testProducer({ bucketCount: 16 }));
+  const attach = feed.attach.bind(feed);
+  feed.attach = async (listener) => ({ ...(await attach(listener)), words: new BigUint64Array(8) }); // wrong size
   const hub = new PoolHub(feed, context());
   await expect(hub.subscribe(new Recorder())).rejects.toMatchObject({ reason: RelayErrorReason.INVALID_PUBLICATION });
   expect(hub.isEnded).toBe(true);
