@@ -106,7 +106,8 @@ const endpointSchema = z
     indexerIdentity: z.strictObject({ semantics: identityMap.optional(), routingScope: identityMap.optional() }).optional(),
     workerType: workerType.optional(),
     needs: z.array(z.array(workerType).min(1, 'a needs alternative must not be empty')).optional(),
-    adapters: z.array(z.strictObject({ name, servedModel: name, workers: z.array(u64).default([]) })).default([]),
+    // An adapter without `workers` is served by every worker of the endpoint.
+    adapters: z.array(z.strictObject({ name, servedModel: name, workers: z.array(u64).optional() })).default([]),
     workers: z.array(workerSchema).default([]),
   })
   .superRefine((ep, ctx) => {
@@ -119,7 +120,7 @@ const endpointSchema = z
       }
     });
     ep.adapters.forEach((a, i) =>
-      a.workers.forEach((id, j) => {
+      a.workers?.forEach((id, j) => {
         if (!ids.has(id)) ctx.addIssue({ code: 'custom', path: ['adapters', i, 'workers', j], message: `unknown worker id ${id}` });
       }),
     );

@@ -67,7 +67,9 @@ export function buildDeployment(dcId: string, endpoints: readonly EndpointConfig
       const served = new Set(regs.filter((r) => r.target?.lora).map((r) => r.canonicalModelId));
       topology.push({
         endpoint: ep,
-        adapters: ep.adapters.filter((a) => served.has(a.servedModel)).map((a) => ({ servedModel: a.servedModel, workers: a.workers })),
+        adapters: ep.adapters
+          .filter((a) => served.has(a.servedModel))
+          .map((a) => ({ servedModel: a.servedModel, workers: a.workers ?? ep.workers.map((w) => w.id) })),
       });
     }
     const reason = materializationProblem(ep, regs);

@@ -95,6 +95,11 @@ describe('materialization', () => {
     expect(d.conflicts).toEqual(['prod/backend/zero: not materialized: kvBlockSize is 0']);
   });
 
+  test('an adapter without workers is served by every worker of the endpoint', () => {
+    const d = buildDeployment('dc-a', endpoints([{ ...base, workers: [{ id: 7, kvEvents: kv }, { id: 8 }], adapters: [{ name: 'l', servedModel: 'm-l' }] }]));
+    expect(d.topology[0].adapters).toEqual([{ servedModel: 'm-l', workers: [7n, 8n] }]);
+  });
+
   test('legacy endpoints declare the LEGACY role', () => {
     const d = buildDeployment('dc-a', endpoints([base]));
     expect(d.pools[0].poolRoles).toEqual([WorkerRole.LEGACY]);
