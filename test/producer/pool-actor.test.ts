@@ -183,6 +183,28 @@ test('a large batch is cut into deltas of at most `threshold` events', async () 
   expect(rec.deltas.map((d) => [d.baseSequence, d.sequence])).toEqual([[0n, 1n], [1n, 2n], [2n, 3n]]);
 });
 
+test('a batch above the async threshold is applied off the event loop with the same result', async () => {
+  const a = new PoolActor({
+    key: 'big',
+    producer: { ...producer, ckfFormat: { ...producer.ckfFormat!, bucketCount: 8192n } },
+    dcId: DC,
+    semantics: { kvBlockSize: BS, eagle: false },
+    publicationThreshold: 16,
+    publicationDelayMs: 1,
+    logger: silentLogger,
+  });
+  actors.push(a);
+  const n = 5000;
+  const t = tokens(n * BS, 100_000);
+  a.batch(batch([stored(Array.from({ length: n }, (_, i) => BigInt(i + 1)), t)]));
+  const img = await a.attach(new Recorder());
+  const hashes = canonical(t);
+  expect(hashes).toHaveLength(n);
+  const missing = hashes.filter((h) => !filterContains(img.words, h, SEED)).length;
+  expect(missing).toBe(a.metrics().capacityFailures);
+  expect(missing).toBeLessThan(n / 100);
+});
+
 test('reset(source) clears only that source', async () => {
   const a = actor(1, 1);
   const t7 = tokens(4, 0);
