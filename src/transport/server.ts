@@ -20,6 +20,7 @@ import { serviceDefinition } from '../wire/service';
 import type { RelayIdentity } from '../wire/types';
 import { relayHandlers } from './handlers';
 import { listen, type Listener } from './listener';
+import { acceptZstdRequests } from './zstd';
 
 export interface RelayServerConfig {
   source: RelaySource;
@@ -49,6 +50,7 @@ export interface RelayServer {
 export async function startRelayServer(config: RelayServerConfig): Promise<RelayServer> {
   const options = resolveServiceOptions(config.options);
   const { queues, wan } = options;
+  acceptZstdRequests();
   const server = new grpc.Server({
     'grpc.max_receive_message_length': queues.maxMessageBytes,
     'grpc.max_send_message_length': queues.maxMessageBytes,

@@ -1,0 +1,63 @@
+// zstd-compressed requests are accepted (wire-contract.md §1.3).
+import * as http2 from 'http2';
+import { decodeMessage } from '../../src/wire/codec';
+import { startTestRelay, type TestRelay } from './helpers';
+
+let relay: TestRelay;
+beforeAll(async () => {
+  relay = await startTestRelay();
+});
+afterAll(async () => relay.close());
+
+// WatchKvPoolCatalogRequest{subscriber_id: "consumer-a" × 12, marker KVR1} compressed by `zstd -19`.
+const COMPRESSED_REQUEST = Buffer.from('28b52ffd2480cd0000900a78636f6e73756d65722d61fd073152564b0100ab6949027e5cd779', 'hex');
+
+function call(body: Buffer, compressed: boolean): Promise<{ data: Buffer; status: string | undefined }> {
+  const session = http2.connect(`http://${relay.server.address}`);
+  const stream = session.request({
+    ':method': 'POST',
+    ':path': '/dynamo.kvrelay.v1.KvEventRelay/WatchKvPoolCatalog',
+    'content-type': 'application/grpc',
+    te: 'trailers',
+    'grpc-encoding': 'zstd',
+  });
+  const framed = Buffer.alloc(5 + body.length);
+  framed.writeUInt8(compressed ? 1 : 0, 0);
+  framed.writeUInt32BE(body.length, 1);
+  body.copy(framed, 5);
+  stream.end(framed);
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let status: string | undefined;
+    stream.on('response', (h) => (status = h['grpc-status'] as string | undefined));
+    stream.on('trailers', (h) => (status = h['grpc-status'] as string | undefined));
+    stream.on('data', (c: Buffer) => {
+      chunks.push(c);
+      const data = Buffer.concat(chunks);
+      if (data.length >= 5 && data.length >= 5 + data.readUInt32BE(1)) {
+        session.destroy();
+        resolve({ data, status });
+      }
+    });
+    stream.on('close', () => {
+      session.destroy();
+      resolve({ data: Buffer.concat(chunks), status });
+    });
+  });
+}
+
+test('a zstd-compressed request opens the stream like an uncompressed one', async () => {
+  const { data } = await call(COMPRESSED_REQUEST, true);
+  expect(data.readUInt8(0)).toBe(0); // responses go uncompressed
+  const update = decodeMessage('KvPoolCatalogUpdate', data.subarray(5, 5 + data.readUInt32BE(1)));
+  expect(update.revision).toBe(0n);
+  expect(update.contractMarker).toBe(0x4b565231);
+});
+
+test('a corrupt zstd request ends the call with INTERNAL', async () => {
+  const corrupt = Buffer.from(COMPRESSED_REQUEST);
+  corrupt[8] ^= 0xff;
+  const { data, status } = await call(corrupt, true);
+  expect(data.length).toBe(0);
+  expect(status).toBe('13');
+});
