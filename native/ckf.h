@@ -122,7 +122,8 @@ class Filter {
   const Addressing& addressing() const { return addressing_; }
   uint32_t bucketCount() const { return addressing_.bucketCount(); }
   const uint64_t* words() const { return words_.data(); }
-  void Prefetch(uint64_t hash) const {
+  // always_inline: GCC marks a prefetch-only function const and drops the call as dead.
+  __attribute__((always_inline)) void Prefetch(uint64_t hash) const {
     const Prepared p = addressing_.Prepare(hash);
     __builtin_prefetch(&words_[p.a]);
     __builtin_prefetch(&words_[p.b]);

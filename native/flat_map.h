@@ -59,16 +59,20 @@ class U64Map {
   }
 
   bool Erase(uint64_t key) {
-    if (key == 0) {
-      const bool had = hasZero_;
+    V* value = Find(key);
+    if (value == nullptr) return false;
+    EraseFound(value);
+    return true;
+  }
+
+  // Erases the entry whose value Find just returned (saves the second probe).
+  void EraseFound(const V* value) {
+    if (value == &zeroValue_) {
       hasZero_ = false;
-      return had;
+      return;
     }
-    size_t i = Home(key);
-    for (;; i = (i + 1) & mask_) {
-      if (slots_[i].key == key) break;
-      if (slots_[i].key == 0) return false;
-    }
+    const Slot* slot = reinterpret_cast<const Slot*>(reinterpret_cast<const char*>(value) - offsetof(Slot, value));
+    const size_t i = static_cast<size_t>(slot - slots_.data());
     // Backward shift: pull later entries of the probe run into the hole when their home allows it.
     size_t hole = i;
     for (size_t j = (i + 1) & mask_; slots_[j].key != 0; j = (j + 1) & mask_) {
@@ -80,7 +84,6 @@ class U64Map {
     }
     slots_[hole].key = 0;
     --size_;
-    return true;
   }
 
   template <typename F>
@@ -91,7 +94,8 @@ class U64Map {
     }
   }
 
-  void Prefetch(uint64_t key) const { __builtin_prefetch(&slots_[Home(key)]); }
+  // always_inline: GCC marks a prefetch-only function const and drops the call as dead.
+  __attribute__((always_inline)) void Prefetch(uint64_t key) const { __builtin_prefetch(&slots_[Home(key)]); }
 
  private:
   // All-zero bytes = empty slot (ZeroedBuffer); key 0 itself lives in zeroValue_.

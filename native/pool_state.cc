@@ -202,7 +202,7 @@ bool PoolState::ReleaseOwner(uint64_t canonical, RawOutcome* outcome, ckf::Write
   } else {
     *outcome = RawOutcome::kReleasedNotResident;
   }
-  owners_.Erase(canonical);
+  owners_.EraseFound(own);
   return true;
 }
 
@@ -237,7 +237,7 @@ PoolError PoolState::RemoveFromSource(Lineage* lineage, const uint64_t* extIds, 
       if (first == PoolError::kNone) first = PoolError::kIndexerInvariantViolation;
       continue;
     }
-    lineage->Erase(extIds[i]);
+    lineage->EraseFound(canonical);
     --lineageEntries_;
   }
   return first;

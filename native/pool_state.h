@@ -185,7 +185,7 @@ class PoolState {
   Counters counters_;
 
   // Blocks ahead whose table lines are prefetched.
-  static constexpr size_t kPrefetchDistance = 8;
+  static constexpr size_t kPrefetchDistance = 4;
 
   // Per-event scratch, kept to avoid allocations on the hot path.
   std::vector<uint64_t> canonicals_;
