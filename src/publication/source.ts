@@ -69,7 +69,8 @@ export interface PoolFeed {
    * Publisher lease, as a barrier: pending changes are first flushed (published to the previous
    * listener, if any), then a consistent image at sequence N is taken off the event loop, and from
    * then on every delta N+1, N+2, … goes to `listener`. Without a listener the producer drops
-   * deltas and does not advance its sequence.
+   * deltas and does not advance its sequence. The publication hub attaches again with the same
+   * listener whenever it needs a fresh image; deltas keep flowing to it across such re-attaches.
    */
   attach(listener: PoolListener): Promise<PoolImage>;
   /** Ends the lease: deltas are dropped again until the next attach. */
