@@ -143,11 +143,6 @@ export class Producer implements RelaySource {
 
   // ---- lifecycle and diagnostics ----
 
-  /** Pool generation by key, for tests and diagnostics. */
-  poolActor(key: string): PoolActor | undefined {
-    return this.pools.get(key)?.actor;
-  }
-
   /** KV-event subscribers' endpoints of a worker (bind mode shows chosen ports). */
   ingestEndpoints(workerId: bigint): string[] {
     return this.sources.endpoints(workerId);

@@ -168,6 +168,43 @@ test('an identity change replaces the pool and the engine replay fills the new g
   }
 });
 
+test('bind mode: the relay binds the SUB and an engine dials in', async () => {
+  const file = path.join(dir, 'bind.json');
+  fs.writeFileSync(
+    file,
+    JSON.stringify({
+      dcId: 'dc-a',
+      bind: '127.0.0.1:0',
+      expectedUniqueBlocks: 1024,
+      timing: { publicationThreshold: 1 },
+      endpoints: [
+        {
+          namespace: 'prod',
+          component: 'backend',
+          endpoint: 'generate',
+          model: { name: 'llama', kvBlockSize: BS },
+          workers: [{ id: 7, kvEvents: { endpoint: 'tcp://127.0.0.1:0', mode: 'bind' } }],
+        },
+      ],
+    }),
+  );
+  relay = await startRelay({ configFile: file, logger: silentLogger });
+  const [sub] = relay.producer.ingestEndpoints(7n);
+  expect(sub).toMatch(/^tcp:\/\/127\.0\.0\.1:[1-9]\d*$/);
+  engine = await new SimulatedEngine({ mode: 'connect', connectTo: sub, replay: false, http: false }).start();
+  await engine.waitForSubscribers();
+  const toks = [9, 8, 7, 6];
+  await engine.publish([{ type: 'BlockStored', blockHashes: [1n], parentBlockHash: null, tokenIds: toks, blockSize: BS }]);
+  const [hash] = sequenceHashes(Uint32Array.from(toks), BS, false, saltSeed(null, null));
+  const feed = relay.producer.pool(relay.producer.catalog().snapshot.pools[0].producer!.poolId!)!;
+  for (let i = 0; !filterContains((await feed.attach({ delta() {}, retired() {}, fenced() {} })).words, hash, SEED); i++) {
+    if (i > 200) throw new Error('engine batch never reached the pool');
+    // A slow joiner misses early messages; publish again until one lands (as a real engine would).
+    await engine.publish([{ type: 'BlockStored', blockHashes: [1n], parentBlockHash: null, tokenIds: toks, blockSize: BS }]);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+});
+
 test('shutdown ends the catalog stream cleanly and closes the metrics listener', async () => {
   const { catalog } = await boot(path.join(dir, 'shutdown.json'));
   await catalog.next();
