@@ -1,5 +1,7 @@
 // Pool-state ingest (stores + removes of blocks) on a 524288-bucket filter at 50-80 % load: a native
-// C++ loop and the JS batch API (encoding included), measured in the same run.
+// C++ loop and the JS batch API (encoding included), measured in the same run. At this size the
+// lineage and owner tables hold ~1.4 M entries each (>100 MiB), so every block op costs ~3 random
+// DRAM reads; throughput is bound by memory latency and how many misses the prefetching overlaps.
 import { benchPoolChurnNative, PoolEventBatch, PoolState } from '../src/native';
 import type { BenchResult } from './support/result';
 
@@ -8,7 +10,7 @@ const BLOCKS_PER_PROMPT = 16;
 const MIN_LOAD = 0.5;
 const MAX_LOAD = 0.8;
 const EVENTS_PER_BATCH = 1024;
-const JS_MIN_OPS = 6_000_000;
+const JS_MIN_OPS = 4_000_000;
 
 interface Prompt {
   workerId: bigint;
