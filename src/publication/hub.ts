@@ -77,10 +77,6 @@ export class PoolHub {
     return this.ready && !this.isEnded && this.subscribers.size === 0 && this.admissions === 0 && !this.refreshing;
   }
 
-  get subscriberCount(): number {
-    return this.subscribers.size;
-  }
-
   /**
    * Adds a subscriber: it gets a snapshot (shared with others when recent enough) plus the deltas
    * since that snapshot, then every new delta. Throws RelayError when it cannot be admitted.
@@ -196,7 +192,8 @@ export class PoolHub {
   // right after the image were already forgotten.
   private adopt(imageSequence: bigint): boolean {
     const after = this.recent.filter((f) => f.sequence > imageSequence);
-    if (after.length > 0 && after[0].baseSequence !== imageSequence && this.forgottenThrough > imageSequence) return false;
+    const continues = after.length > 0 ? after[0].baseSequence === imageSequence : this.sequence === imageSequence;
+    if (!continues && this.forgottenThrough > imageSequence) return false;
     let expected = imageSequence;
     for (const f of after) {
       if (f.baseSequence !== expected) throw this.fail(`delta ${f.baseSequence}->${f.sequence} does not continue image ${imageSequence}`);
@@ -249,6 +246,7 @@ export class PoolHub {
     this.subscribers.clear();
     this.recent.length = 0;
     this.recentBytes = 0;
+    this.forgottenThrough = sequence;
     this.snapshot = undefined;
     this.sequence = sequence;
     for (const s of subscribers) s.end(retiredError());

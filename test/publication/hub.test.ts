@@ -90,6 +90,20 @@ test('a producer that outruns the recent-delta memory during the image gets a se
   expect(hub.isEnded).toBe(false);
 });
 
+test('an oversized delta while the image is taken leads to a second image, not a fence', async () => {
+  const feed = new GatedFeed(testProducer());
+  const hub = new PoolHub(feed, context());
+  const admission = hub.subscribe(new Recorder());
+  await flush();
+  feed.publishOversized(349_526);
+  feed.release();
+  await flush();
+  expect(feed.attachCount).toBe(2);
+  feed.release();
+  expect((await admission).snapshot.sequence).toBe(1n);
+  expect(hub.isEnded).toBe(false);
+});
+
 test('retirement while waiting for an encoding permit ends the admission with PUBLICATION_UNAVAILABLE', async () => {
   const permits = new QueuedPermits(1);
   const blocker = await permits.acquire(new AbortController().signal);
