@@ -13,6 +13,8 @@ export const IDENTITY_VALUE_MAX_BYTES = 1024;
 export const MAX_EXPECTED_UNIQUE_BLOCKS = 53_687_091;
 /** Config file changes are debounced so an editor's burst of writes is read once. */
 export const CONFIG_WATCH_DEBOUNCE_MS = 100;
+/** Backstop poll of the config file for filesystems where fs.watch misses events (network mounts). */
+export const CONFIG_WATCH_POLL_MS = 1000;
 
 // Validation bounds of the tunables (wire-contract.md §8.1).
 /** Timer rule: non-zero and at most one year. */

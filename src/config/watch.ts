@@ -1,11 +1,11 @@
 // Watches a config file and hands every valid new version to `onChange`. The directory is watched
-// (not the file) so atomic renames over the file are noticed; bursts are debounced and a version
-// whose text did not change is not reported. An invalid version goes to `onError` whole and the
-// caller keeps its running state.
+// (not the file) so atomic renames over the file are noticed, with a slow stat poll as a backstop
+// where fs.watch misses events; bursts are debounced and a version whose text did not change is
+// not reported. An invalid version goes to `onError` whole and the caller keeps its running state.
 import * as fs from 'fs';
 import * as path from 'path';
 import { ConfigError } from './errors';
-import { CONFIG_WATCH_DEBOUNCE_MS } from './limits';
+import { CONFIG_WATCH_DEBOUNCE_MS, CONFIG_WATCH_POLL_MS } from './limits';
 import { parseConfigText, type ConfigOverrides } from './load';
 import type { RelayConfig } from './schema';
 
@@ -54,18 +54,38 @@ export function watchConfigFile(file: string, initialText: string | undefined, o
     options.onChange(config);
   };
 
-  const watcher = fs.watch(dir, { persistent: false }, (_event, filename) => {
-    if (filename !== null && filename.toString() !== base) return;
+  const schedule = (): void => {
     if (timer) clearTimeout(timer);
     timer = setTimeout(reload, debounceMs);
+  };
+  const watcher = fs.watch(dir, { persistent: false }, (_event, filename) => {
+    if (filename === null || filename.toString() === base) schedule();
   });
   watcher.on('error', (err) => options.onError(new ConfigError(file, '(file)', `watch failed: ${err.message}`)));
+
+  let lastStat = statKey(file);
+  const poll = setInterval(() => {
+    const key = statKey(file);
+    if (key !== lastStat) schedule();
+    lastStat = key;
+  }, CONFIG_WATCH_POLL_MS);
+  poll.unref();
 
   return {
     close(): void {
       closed = true;
       if (timer) clearTimeout(timer);
+      clearInterval(poll);
       watcher.close();
     },
   };
+}
+
+function statKey(file: string): string {
+  try {
+    const st = fs.statSync(file);
+    return `${st.ino}:${st.size}:${st.mtimeMs}`;
+  } catch {
+    return 'absent';
+  }
 }
