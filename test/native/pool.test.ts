@@ -420,6 +420,18 @@ describe('async calls, snapshots and lifetime', () => {
     expect(() => pool.close()).not.toThrow();
   });
 
+  test('raw and query methods validate their arguments', () => {
+    const pool = new PoolState({ bucketCount: 16 });
+    expectThrows(() => pool.insertCanonical(1 as never), 'TypeError');
+    expectThrows(() => pool.removeCanonical(-1n), 'RangeError');
+    expectThrows(() => pool.reofferCanonical('1' as never), 'TypeError');
+    expectThrows(() => pool.contains(1n << 64n), 'RangeError');
+    expectThrows(() => pool.owners(undefined as never), 'TypeError');
+    expectThrows(() => pool.clear(1n, -1), 'RangeError');
+    expect(pool.reofferCanonical(5n).outcome).toBe('reoffer_unowned');
+    expect(pool.stats().ownedHashes).toBe(0);
+  });
+
   test('constructor arguments are validated', () => {
     expectThrows(() => new PoolState({ bucketCount: 3 }), 'RangeError');
     expectThrows(() => new PoolState({ bucketCount: 1 }), 'RangeError');
