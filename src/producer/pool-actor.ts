@@ -28,7 +28,10 @@ export interface PoolActorOptions {
   publicationThreshold: number;
   publicationDelayMs: number;
   logger: Logger;
-  /** Called once when an invariant violation fenced this generation (the producer replaces it). */
+  /**
+   * Called once when this generation fenced itself (IndexerInvariantViolation, sequence exhaustion,
+   * or a command that failed unexpectedly); the producer replaces it with a new generation.
+   */
   onFenced?(reason: string): void;
 }
 
@@ -64,10 +67,6 @@ export class PoolActor implements PoolFeed {
     this.format = { seed: ckf.seed, bucketCount: Number(ckf.bucketCount) };
     this.state = new PoolState({ bucketCount: this.format.bucketCount, seed: this.format.seed });
     this.warnings = new ThrottledLogger(options.logger, INGEST_LOG_MAX_PER_WINDOW, INGEST_LOG_WINDOW_MS);
-  }
-
-  get key(): string {
-    return this.options.key;
   }
 
   get isEnded(): boolean {
