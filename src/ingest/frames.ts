@@ -14,7 +14,8 @@ export interface LiveMessage {
   payload: Buffer;
 }
 
-export type ReplayReply = { end: true } | { end: false; sequence: bigint; payload: Buffer };
+/** topic is null in the 2-frame layout, which has no topic frame. */
+export type ReplayReply = { end: true } | { end: false; topic: string | null; sequence: bigint; payload: Buffer };
 
 export function encodeSequence(sequence: bigint): Buffer {
   const buf = Buffer.alloc(SEQUENCE_BYTES);
@@ -39,7 +40,7 @@ export function parseReplayReply(frames: Buffer[]): ReplayReply {
   const [seqFrame, payload] = body.slice(-2);
   const sequence = decodeSequence(seqFrame);
   if (sequence === END_SEQ) return { end: true };
-  return { end: false, sequence, payload };
+  return { end: false, topic: body.length === 3 ? body[0].toString('utf8') : null, sequence, payload };
 }
 
 /** The replay request: start sequence, 8 bytes big-endian, after an empty delimiter (DEALER). */

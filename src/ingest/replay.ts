@@ -12,7 +12,7 @@ export interface ReplayCallbacks {
   malformed(err: Error): void;
 }
 
-export function requestReplay(endpoint: string, from: bigint, idleTimeoutMs: number, cb: ReplayCallbacks): ReplayHandle {
+export function requestReplay(endpoint: string, topic: string, from: bigint, idleTimeoutMs: number, cb: ReplayCallbacks): ReplayHandle {
   const dealer = new Dealer({ linger: 0, receiveTimeout: idleTimeoutMs, sendTimeout: idleTimeoutMs });
   let done = false;
   const handle: ReplayHandle = {
@@ -40,6 +40,8 @@ export function requestReplay(endpoint: string, from: bigint, idleTimeoutMs: num
         continue;
       }
       if (reply.end) return finish(true);
+      // The live subscription's prefix filter, applied where the reply layout carries the topic.
+      if (reply.topic !== null && !reply.topic.startsWith(topic)) continue;
       cb.reply(handle, reply.sequence, reply.payload);
     }
   };

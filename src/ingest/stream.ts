@@ -27,7 +27,10 @@ interface PendingReplay {
 }
 
 export class RankStream {
+  /** Last sequence delivered (or skipped as undecodable). */
   private last: bigint | null = null;
+  /** Last sequence seen on the live connection; only this one detects a restart. */
+  private lastLive: bigint | null = null;
   /** Whether the sink holds anything from this publisher since the last reset. */
   private delivered = false;
   private replay: PendingReplay | null = null;
@@ -48,11 +51,21 @@ export class RankStream {
 
   /** The connection was lost: the engine may have restarted, so its blocks are unknown. */
   disconnected(): void {
+    this.lastLive = null;
     this.cancelReplay();
     this.forget('disconnect');
   }
 
   live(sequence: bigint, payload: Buffer): void {
+    const previous = this.lastLive;
+    this.lastLive = sequence;
+    if (previous !== null && sequence <= previous) {
+      // One connection's live stream went backwards: vLLM's sequence restarts at 0 with the process.
+      this.cancelReplay();
+      this.forget('restart');
+      if (this.beginReplay(0n, true, [{ sequence, payload }])) return;
+      return this.deliver(sequence, payload);
+    }
     if (!this.replay) return this.accept(sequence, payload, true);
     this.replay.buffered.push({ sequence, payload });
     if (this.replay.buffered.length > this.maxBufferedDuringReplay) this.replayEnded(this.replay.handle, false);
@@ -81,26 +94,22 @@ export class RankStream {
     if (!complete) handle.cancel();
     // Held-back live messages continue the stream; what the replay already covered is skipped.
     // No new replay from here: a gap the replay did not cover is lost history.
-    for (const msg of replay.buffered) {
-      if (this.last !== null && msg.sequence <= this.last) continue;
-      this.accept(msg.sequence, msg.payload, false);
-    }
+    replay.buffered.forEach((msg, i) => {
+      // A gap replay was started by buffered[0], whose gap is already counted.
+      this.accept(msg.sequence, msg.payload, false, !replay.initial && i === 0);
+    });
   }
 
   close(): void {
     this.cancelReplay();
   }
 
-  private accept(sequence: bigint, payload: Buffer, mayReplay: boolean): void {
+  private accept(sequence: bigint, payload: Buffer, mayReplay: boolean, gapCounted = false): void {
     const last = this.last;
     if (last === null || sequence === last + 1n) return this.deliver(sequence, payload);
-    if (sequence <= last) {
-      // vLLM's sequence restarts at 0 with the process: everything the sink holds is stale.
-      this.forget('restart');
-      if (mayReplay && this.beginReplay(0n, true, [{ sequence, payload }])) return;
-      return this.deliver(sequence, payload);
-    }
-    this.hooks.gap();
+    // Already delivered by a replay, which can overtake the live connection.
+    if (sequence <= last) return;
+    if (!gapCounted) this.hooks.gap();
     if (mayReplay && this.beginReplay(last + 1n, false, [{ sequence, payload }])) return;
     this.forget('gap');
     this.deliver(sequence, payload);

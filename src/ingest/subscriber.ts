@@ -128,6 +128,7 @@ class RankSubscription {
   private readonly stream: RankStream;
   private readonly seen = new Map<number, SourceKey>();
   private loop: Promise<void> = Promise.resolve();
+  private events: Promise<void> = Promise.resolve();
 
   constructor(
     private readonly owner: KvEventSubscriber,
@@ -151,11 +152,9 @@ class RankSubscription {
   }
 
   async open(): Promise<void> {
-    const { socket, stream } = this;
+    const { socket } = this;
     socket.subscribe(this.owner.config.topic);
-    const up = this.owner.config.mode === 'connect' ? 'connect' : 'accept';
-    socket.events.on(up, () => stream.connected());
-    socket.events.on('disconnect', () => stream.disconnected());
+    this.events = this.eventLoop(this.owner.config.mode === 'connect' ? 'connect' : 'accept');
     if (this.owner.config.mode === 'connect') {
       socket.connect(this.endpoint);
     } else {
@@ -168,7 +167,26 @@ class RankSubscription {
   async close(): Promise<void> {
     this.stream.close();
     if (!this.socket.closed) this.socket.close();
-    await this.loop;
+    await Promise.all([this.loop, this.events]);
+  }
+
+  /**
+   * Connection events drive first-connect replay and disconnect resets. Read with receive() rather
+   * than events.on(): zeromq caches its emitter wiring process-wide, which breaks once the module
+   * is loaded a second time (as jest does per test file).
+   */
+  private async eventLoop(up: 'connect' | 'accept'): Promise<void> {
+    const observer = this.socket.events;
+    while (!observer.closed && !this.socket.closed) {
+      let event;
+      try {
+        event = await observer.receive();
+      } catch {
+        return; // the socket (and with it the observer) closed
+      }
+      if (event.type === up) this.stream.connected();
+      else if (event.type === 'disconnect') this.stream.disconnected();
+    }
   }
 
   private async receiveLoop(): Promise<void> {
@@ -222,7 +240,7 @@ class RankSubscription {
   private startReplay(from: bigint): ReplayHandle | null {
     if (!this.replayEndpoint || this.owner.isClosed) return null;
     this.owner.counter(this.source).replays += 1;
-    return requestReplay(this.replayEndpoint, from, this.owner.replayIdleTimeoutMs, {
+    return requestReplay(this.replayEndpoint, this.owner.config.topic, from, this.owner.replayIdleTimeoutMs, {
       reply: (handle, seq, payload) => this.stream.replayed(handle, seq, payload),
       end: (handle, complete) => {
         if (!complete) this.owner.warn({ dpRank: this.rank, from: String(from) }, 'KV-event replay incomplete');

@@ -249,8 +249,8 @@ describe('frames', () => {
   it('replay replies: both layouts and both end markers', () => {
     const empty = Buffer.alloc(0);
     const end = encodeSequence(END_SEQ);
-    expect(parseReplayReply([empty, seq, Buffer.from('p')])).toEqual({ end: false, sequence: 7n, payload: Buffer.from('p') });
-    expect(parseReplayReply([empty, Buffer.from('kv'), seq, Buffer.from('p')])).toEqual({ end: false, sequence: 7n, payload: Buffer.from('p') });
+    expect(parseReplayReply([empty, seq, Buffer.from('p')])).toEqual({ end: false, topic: null, sequence: 7n, payload: Buffer.from('p') });
+    expect(parseReplayReply([empty, Buffer.from('kv'), seq, Buffer.from('p')])).toEqual({ end: false, topic: 'kv', sequence: 7n, payload: Buffer.from('p') });
     expect(parseReplayReply([empty, end, empty])).toEqual({ end: true });
     expect(parseReplayReply([empty, empty, end, empty])).toEqual({ end: true });
     expect(end).toEqual(Buffer.alloc(8, 0xff));

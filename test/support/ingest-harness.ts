@@ -1,0 +1,51 @@
+import { KvEventSubscriber, type SubscriberOptions } from '../../src/ingest/subscriber';
+import type { KvEventEndpointConfig } from '../../src/ingest/types';
+import { SimulatedEngine, type SimulatedEngineOptions } from '../../src/sim/engine';
+import { RecordingSink } from './recording-sink';
+
+export const WORKER = 7n;
+
+export interface Harness {
+  engine: SimulatedEngine;
+  sub: KvEventSubscriber;
+  sink: RecordingSink;
+  warnings: { obj: object; msg: string }[];
+  close(): Promise<void>;
+}
+
+/** A simulated engine (bind mode) and a subscriber dialing it, with every subscription in place. */
+export async function connectHarness(
+  engineOptions: SimulatedEngineOptions = {},
+  config: Partial<KvEventEndpointConfig> = {},
+  options: SubscriberOptions = {},
+): Promise<Harness> {
+  const engine = await new SimulatedEngine({ http: false, ...engineOptions }).start();
+  const sink = new RecordingSink();
+  const warnings: Harness['warnings'] = [];
+  const sub = new KvEventSubscriber(
+    {
+      workerId: WORKER,
+      dpSize: engine.dpSize,
+      dpStartRank: engine.dpStartRank,
+      endpoint: engine.pubEndpoint,
+      replayEndpoint: engine.replayEndpoint,
+      topic: engine.topic,
+      mode: 'connect',
+      ...config,
+    },
+    sink,
+    { logger: { warn: (obj, msg) => warnings.push({ obj, msg }) }, replayIdleTimeoutMs: 2_000, ...options },
+  );
+  await sub.start();
+  await engine.waitForSubscribers();
+  return {
+    engine,
+    sub,
+    sink,
+    warnings,
+    close: async () => {
+      await sub.close();
+      await engine.stop();
+    },
+  };
+}
