@@ -120,6 +120,11 @@ export async function serveCommand(argv: string[]): Promise<number> {
     return 2;
   }
   const logger = createLogger();
+  // Installed before starting, so a signal during startup still ends in an orderly shutdown.
+  const signalled = new Promise<NodeJS.Signals>((resolve) => {
+    process.once('SIGINT', () => resolve('SIGINT'));
+    process.once('SIGTERM', () => resolve('SIGTERM'));
+  });
   let relay: RunningRelay;
   try {
     relay = await startRelay({ configFile: values.config, overrides: { bind: values.bind, dcId: values['dc-id'] }, logger });
@@ -131,10 +136,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     logger.fatal({ err: (err as Error).message }, 'relay failed to start');
     return 1;
   }
-  const signal = await new Promise<NodeJS.Signals>((resolve) => {
-    process.once('SIGINT', () => resolve('SIGINT'));
-    process.once('SIGTERM', () => resolve('SIGTERM'));
-  });
+  const signal = await signalled;
   logger.info({ signal }, 'signal received');
   // The contract bounds shutdown; a stuck close must not keep the process alive past it.
   const deadline = setTimeout(() => {
