@@ -157,7 +157,7 @@ PoolError PoolState::Store(const StoreEvent& ev) {
     if (error != PoolError::kNone) {
       for (size_t k = newOwners_.size(); k-- > 0;) {
         Ownership* own = owners_.Find(newCanonicals_[k]);
-        if (--own->owners == 0) owners_.Erase(newCanonicals_[k]);
+        if (--own->owners == 0) owners_.EraseFound(own);
       }
     }
   }
@@ -178,7 +178,7 @@ PoolError PoolState::Store(const StoreEvent& ev) {
   for (size_t k = 0; k < reoffers_.size(); ++k) {
     const uint64_t canonical = reoffers_[k];
     Ownership* own = owners_.Find(canonical);
-    if (own->resident) continue;
+    if (own == nullptr || own->resident) continue;  // null only if the tables were already inconsistent
     if (std::find(newCanonicals_.begin(), newCanonicals_.end(), canonical) != newCanonicals_.end()) continue;
     if (std::find(reoffers_.begin(), reoffers_.begin() + k, canonical) != reoffers_.begin() + k) continue;
     InsertPhysical(canonical, own, 0, &kicks);
