@@ -7,9 +7,9 @@ import { startRelay, type RunningRelay } from '../../src/cli/serve';
 import { silentLogger } from '../../src/log';
 import { decodeFrame, filterContains, saltSeed, sequenceHashes, SnapshotAssembly, type DecodedDelta } from '../../src/native';
 import { SimulatedEngine } from '../../src/sim';
-import { FilterUpdateKind } from '../../src/wire/enums';
+import { DataStatus, FilterUpdateKind, ServingReadinessState, WorkerRole } from '../../src/wire/enums';
 import { makeClient, type KvEventRelayClient } from '../../src/wire/service';
-import type { FilterUpdate, KvPoolCatalogUpdate } from '../../src/wire/types';
+import type { FilterUpdate, KvPoolCatalogUpdate, KvPoolLoadUpdate, ServingLoadUpdate, ServingReadinessUpdate } from '../../src/wire/types';
 import { MAX_MESSAGE, StreamReader, subscriber } from '../transport/helpers';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvrelay-serve-'));
@@ -33,7 +33,7 @@ function configText(e: SimulatedEngine, aliases: string[] = [], extra: object = 
     bind: '127.0.0.1:0',
     metricsBind: '127.0.0.1:0',
     expectedUniqueBlocks: 1024,
-    timing: { publicationThreshold: 1 },
+    timing: { publicationThreshold: 1, loadWindowMs: 100, healthProbeMs: 100 },
     endpoints: [
       {
         namespace: 'prod',
@@ -113,6 +113,34 @@ test('catalog, snapshot and deltas of engine KV events over gRPC; /metrics and /
   expect(metrics).toContain('kv_dc_relay_subscribers{stream="pool"} 1');
   expect((await fetch(`http://${relay!.metricsAddress}/healthz`)).status).toBe(200);
   stream.cancel();
+});
+
+test('readiness, pool load and serving load streams from health and metrics of the engine', async () => {
+  const { catalog } = await boot(path.join(dir, 'views.json'));
+  const [pool] = (await catalog.next()).snapshot!.pools;
+  engine!.setGauges(0, { kvCacheUsage: 0.5 });
+
+  const readiness = new StreamReader<ServingReadinessUpdate>(client!.subscribeServingReadiness(subscriber()));
+  let r = await readiness.next();
+  // Before the engine's /health first answers the entry is UNKNOWN; then READY.
+  while (r.entries[0]?.state !== ServingReadinessState.READY) r = await readiness.next();
+  expect(r.entries).toHaveLength(1);
+  expect(r.entries[0]).toMatchObject({ namespace: 'prod', canonicalModelId: 'llama', presentRoles: [WorkerRole.AGGREGATED], missingRoles: [] });
+  expect(r.entries[0].members[0].poolId).toEqual(pool.producer!.poolId);
+
+  const load = new StreamReader<KvPoolLoadUpdate>(client!.subscribeKvPoolLoad(subscriber()));
+  let l = await load.next();
+  while (l.pools[0]?.kvObservedRanks !== 1) l = await load.next();
+  expect(l.windowMs).toBe(100n);
+  expect(l.pools[0]).toEqual({ producer: pool.producer, kvUsedBlocks: 50n, totalKvBlocks: 100n, kvObservedRanks: 1, kvExpectedRanks: 1 });
+
+  const serving = new StreamReader<ServingLoadUpdate>(client!.subscribeServingLoad(subscriber()));
+  let sl = await serving.next();
+  while (sl.pools.length === 0) sl = await serving.next();
+  expect(sl.pools[0].producer).toEqual(pool.producer);
+  expect(sl.pools[0].load!.status).toBe(DataStatus.UNAVAILABLE);
+  expect(sl.models.map((m) => [m.namespace, m.canonicalModelId, m.deployment!.servingPools])).toEqual([['prod', 'llama', [pool.producer!.poolId]]]);
+  for (const s of [readiness, load, serving]) s.cancel();
 });
 
 test('hot reload: an atomic rename applies within 2 s; an invalid file keeps the running state', async () => {
