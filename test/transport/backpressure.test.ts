@@ -10,8 +10,6 @@ import { rawCall, rawSession } from './raw-client';
 let relay: TestRelay;
 afterEach(async () => relay?.close());
 
-const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 test('a subscriber that stops reading lags with a tiny queue while a fast subscriber keeps up', async () => {
   relay = await startTestRelay({ queues: { publicationQueueCapacity: 4 } });
   const producer = testProducer({ bucketCount: 1 << 16 });
@@ -21,8 +19,7 @@ test('a subscriber that stops reading lags with a tiny queue while a fast subscr
   expect((await fast.next()).kind).toBe(FilterUpdateKind.SNAPSHOT_CHUNK);
   const session = rawSession(relay.server.address);
   const slow = rawCall(session, 'SubscribeKvPool', 'SubscribeKvPoolRequest', { ...subscriber('slow'), expectedProducer: producer }, 'FilterUpdate');
-  await eventually(() => relay.source.pool(producer.poolId!) !== undefined && feed.attachCount >= 1);
-  await pause(50); // the slow stream's snapshot chunk fits its window; it then stops reading
+  await slow.headers; // its snapshot is being written; it never reads
 
   // 1000 images per delta (~12 KB): the slow stream's HTTP/2 window closes after a few deltas.
   let published = 0;
@@ -50,6 +47,33 @@ test('a subscriber that stops reading lags with a tiny queue while a fast subscr
   session.close();
 });
 
+test('a live subscriber whose client stops reading lags once the transport stops taking its frames', async () => {
+  relay = await startTestRelay({ queues: { publicationQueueCapacity: 4 } });
+  const producer = testProducer({ bucketCount: 16 }); // a one-chunk snapshot that fits the window
+  const feed = relay.source.attachPool(producer);
+  const fast = new StreamReader<FilterUpdate>(relay.client.subscribeKvPool({ ...subscriber('fast'), expectedProducer: producer }));
+  await fast.next();
+  const session = rawSession(relay.server.address);
+  const slow = rawCall(session, 'SubscribeKvPool', 'SubscribeKvPoolRequest', { ...subscriber('slow'), expectedProducer: producer }, 'FilterUpdate');
+  await slow.headers;
+  let published = 0;
+  while (relay.server.stats().laggedTotal.pool === 0 && published < 2000) {
+    feed.publish(Array.from({ length: 16 }, (_, b) => [b, BigInt(published + 1)] as [number, bigint]));
+    published += 1;
+    expect((await fast.next()).sequence).toBe(BigInt(published));
+  }
+  expect(relay.server.stats().laggedTotal.pool).toBe(1);
+  expect(published).toBeGreaterThan(16); // it went live and took deltas until its window closed
+  slow.resume();
+  const end = await slow.end();
+  expect(end.reason).toBe('RELAY_ERROR_REASON_SUBSCRIBER_LAGGED');
+  const got = slow.messages();
+  expect(got[0].kind).toBe(FilterUpdateKind.SNAPSHOT_CHUNK);
+  expect(got.slice(1).map((m) => m.sequence)).toEqual(got.slice(1).map((_, i) => BigInt(i + 1)));
+  expect(fast.ended).toBeUndefined();
+  session.close();
+});
+
 test('the bootstrap ends with SNAPSHOT_PROGRESS_TIMEOUT when the client stops taking chunks; the slot frees', async () => {
   relay = await startTestRelay({ limits: { maxPoolStreamsTotal: 1 }, timing: { snapshotProgressTimeoutMs: 200 } });
   const producer = testProducer({ bucketCount: 1 << 20 }); // 2 chunks of 4 MiB
@@ -72,6 +96,23 @@ test('the bootstrap ends with SNAPSHOT_PROGRESS_TIMEOUT when the client stops ta
   expect(end.code).toBe(status.RESOURCE_EXHAUSTED);
   expect(end.reason).toBe('RELAY_ERROR_REASON_SNAPSHOT_PROGRESS_TIMEOUT');
   expect(stalled.messages().length).toBeLessThan(2);
+  session.close();
+});
+
+test('deltas piling up behind a stalled bootstrap are lag, checked between snapshot chunks', async () => {
+  relay = await startTestRelay({ queues: { publicationQueueCapacity: 4 }, timing: { snapshotProgressTimeoutMs: 30_000 } });
+  const producer = testProducer({ bucketCount: 1 << 20 }); // 2 chunks of 4 MiB: the first one stalls
+  const feed = relay.source.attachPool(producer);
+  const session = rawSession(relay.server.address);
+  const stalled = rawCall(session, 'SubscribeKvPool', 'SubscribeKvPoolRequest', { ...subscriber('stalled'), expectedProducer: producer }, 'FilterUpdate');
+  await stalled.headers; // the first chunk is being written: the bootstrap has begun
+  for (let i = 0; i < 5; i += 1) feed.publish([[i, BigInt(i + 1)]]);
+  await eventually(() => relay.server.stats().laggedTotal.pool === 1);
+  stalled.resume();
+  const end = await stalled.end();
+  expect(end.code).toBe(status.RESOURCE_EXHAUSTED);
+  expect(end.reason).toBe('RELAY_ERROR_REASON_SUBSCRIBER_LAGGED');
+  expect(stalled.messages().every((m) => m.kind === FilterUpdateKind.SNAPSHOT_CHUNK)).toBe(true);
   session.close();
 });
 

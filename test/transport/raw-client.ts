@@ -15,6 +15,8 @@ export interface RawEnd {
 export class RawCall<Res extends WireMessageName> {
   private chunks: Buffer[] = [];
   private endPromise: Promise<RawEnd>;
+  /** Resolves when response headers arrive (the server wrote its first message, read or not). */
+  readonly headers: Promise<void>;
   readonly stream: http2.ClientHttp2Stream;
 
   constructor(
@@ -34,6 +36,7 @@ export class RawCall<Res extends WireMessageName> {
     request.copy(framed, 5);
     this.stream.end(framed);
     this.stream.pause();
+    this.headers = new Promise((resolve) => this.stream.once('response', () => resolve()));
     this.endPromise = new Promise((resolve) => {
       const fromHeaders = (h: http2.IncomingHttpHeaders): RawEnd | undefined => {
         if (h['grpc-status'] === undefined) return undefined;

@@ -47,6 +47,12 @@ test('shutdown force-closes an idle TCP connection and HTTP/2 connections with u
 
   const reading = new StreamReader<KvPoolCatalogUpdate>(relay.client.watchKvPoolCatalog(subscriber('reader')));
   await reading.next();
+  const others = [
+    new StreamReader(relay.client.subscribeServingReadiness(subscriber('r'))),
+    new StreamReader(relay.client.subscribeKvPoolLoad(subscriber('l'))),
+    new StreamReader(relay.client.subscribeServingLoad(subscriber('s'))),
+  ];
+  for (const o of others) await o.next();
   const readingPool = new StreamReader<FilterUpdate>(relay.client.subscribeKvPool({ ...subscriber('pool-reader'), expectedProducer: producer }));
   await readingPool.next();
   await new Promise((r) => setTimeout(r, 50));
@@ -59,6 +65,7 @@ test('shutdown force-closes an idle TCP connection and HTTP/2 connections with u
   expect(statuses).toEqual(['SERVING', 'NOT_SERVING']);
   // A client that kept reading saw its streams end cleanly.
   expect((await reading.end()).code).toBe(grpc.status.OK);
+  for (const o of others) expect((await o.end()).code).toBe(grpc.status.OK);
   const poolEnd = await readingPool.end();
   expect([grpc.status.OK, grpc.status.UNAVAILABLE, grpc.status.CANCELLED]).toContain(poolEnd.code);
   health.close();
