@@ -55,7 +55,7 @@ test('shutdown force-closes an idle TCP connection and HTTP/2 connections with u
   for (const o of others) await o.next();
   const readingPool = new StreamReader<FilterUpdate>(relay.client.subscribeKvPool({ ...subscriber('pool-reader'), expectedProducer: producer }));
   await readingPool.next();
-  await new Promise((r) => setTimeout(r, 50));
+  await Promise.all([unreadCatalog.headers, unreadPool.headers]); // both streams are open, unread
 
   const started = Date.now();
   await relay.server.shutdown();
