@@ -33,6 +33,7 @@ interface Conversation {
   rank: number;
   lora: string | null;
   blocks: number[][]; // token ids per block
+  hashes: bigint[]; // engine hash per block, extended as the conversation grows
 }
 
 /** One rank's KV cache: which engine blocks are resident. */
@@ -113,6 +114,7 @@ export class Workload {
         rank: this.rng.pick(this.ranks),
         lora: this.rng.pick(o.loraNames),
         blocks: [...this.rng.pick(this.systemPrompts)],
+        hashes: [],
       };
       this.conversations[i] = conv;
     }
@@ -123,11 +125,9 @@ export class Workload {
   private serve(conv: Conversation): SimEvent[] {
     const cache = this.caches.get(conv.rank)!;
     const now = ++this.clock;
-    const hashes: bigint[] = [];
-    let parent: bigint | null = null;
-    for (const tokens of conv.blocks) {
-      parent = blockHash(parent, tokens, conv.lora);
-      hashes.push(parent);
+    const hashes = conv.hashes;
+    for (let i = hashes.length; i < conv.blocks.length; i++) {
+      hashes.push(blockHash(i === 0 ? null : hashes[i - 1], conv.blocks[i], conv.lora));
     }
     const firstMissing = hashes.findIndex((h) => !cache.blocks.has(h));
     for (const h of hashes.slice(0, firstMissing < 0 ? hashes.length : firstMissing)) cache.touch(h, now);

@@ -1,0 +1,130 @@
+// Malformed input, bind mode, data-parallel ranks and shutdown over real ZMQ sockets.
+import { pack } from 'msgpackr';
+import { INGEST_LOG_MAX_PER_WINDOW } from '../../src/config/defaults';
+import { encodeSequence } from '../../src/ingest/frames';
+import { KvEventSubscriber } from '../../src/ingest/subscriber';
+import { SimulatedEngine } from '../../src/sim/engine';
+import type { SimEvent } from '../../src/sim/encode';
+import { connectHarness, WORKER, type Harness } from '../support/ingest-harness';
+import { RecordingSink } from '../support/recording-sink';
+import { waitFor } from '../support/waitFor';
+
+const CLEAR: SimEvent[] = [{ type: 'AllBlocksCleared' }];
+const store = (hash: bigint): SimEvent[] => [{ type: 'BlockStored', blockHashes: [hash], parentBlockHash: null, tokenIds: [1, 2], blockSize: 2 }];
+const portOf = (endpoint: string): number => Number(endpoint.split(':').pop());
+
+let h: Harness | undefined;
+afterEach(async () => {
+  await h?.close();
+  h = undefined;
+});
+
+describe('malformed input', () => {
+  it('is counted and skipped; later good events still arrive in order', async () => {
+    h = await connectHarness();
+    const empty = Buffer.alloc(0);
+    await h.engine.publish(store(1n)); // seq 0
+    await h.engine.publishRaw([empty]);
+    await h.engine.publishRaw([empty, encodeSequence(1n)]);
+    await h.engine.publishRaw([empty, Buffer.alloc(7), Buffer.from([0x90])]);
+    await h.engine.publishRaw([empty, encodeSequence(1n), Buffer.from('x'), Buffer.from('y')]);
+    await h.engine.publishPayload(Buffer.from([0xc1, 0xff, 0x00])); // seq 1: not msgpack
+    await h.engine.publishPayload(pack([1, 'events', 0])); // seq 2: wrong types
+    await h.engine.publishPayload(pack([1, [['BlockStored', [1.5], null, [1], 1]], 0])); // seq 3: float hash
+    await h.engine.publish(store(2n)); // seq 4
+    await waitFor(() => h!.sink.batches.length === 2, 'the good batches');
+    expect(h.sink.sequences()).toEqual([0n, 4n]);
+    expect(h.sink.batches[1].events).toMatchObject([{ kind: 'stored', blockHashes: [2n] }]);
+    expect(h.sub.stats()[0]).toMatchObject({ malformed: 7, gaps: 0, resets: 0, events: 2, lastSequence: 4n });
+    expect(h.warnings.length).toBeGreaterThan(0);
+    expect(h.warnings[0]).toMatchObject({ msg: 'malformed KV-event message', obj: { workerId: '7', dpRank: 0 } });
+  });
+
+  it('warnings are rate-limited', async () => {
+    h = await connectHarness();
+    for (let i = 0; i < 50; i++) await h.engine.publishPayload(Buffer.from('garbage'));
+    await h.engine.publish(store(1n));
+    await waitFor(() => h!.sink.batches.length === 1, 'the good batch');
+    expect(h.sub.stats()[0].malformed).toBe(50);
+    expect(h.warnings.length).toBe(INGEST_LOG_MAX_PER_WINDOW);
+  });
+});
+
+describe('data-parallel ranks', () => {
+  it('connect mode: rank r on port base + (r − dpStartRank); the batch rank names the source', async () => {
+    h = await connectHarness({ dpSize: 2, dpStartRank: 2 });
+    expect(h.sub.endpoints()).toEqual([h.engine.pubEndpoint, `tcp://127.0.0.1:${portOf(h.engine.pubEndpoint) + 1}`]);
+    await h.engine.publish(store(2n), { rank: 2 });
+    await h.engine.publish(store(3n), { rank: 3 });
+    await h.engine.publishPayload(pack([1, [], null]), 3); // no rank in the batch: the socket's rank
+    await h.engine.publishPayload(pack([1, [], 9]), 2); // an explicit rank wins
+    await waitFor(() => h!.sink.batches.length === 4, 'all ranks');
+    const bySource = (r: number) => h!.sink.batches.filter((b) => b.source.dpRank === r).map((b) => b.sequence);
+    expect([bySource(2), bySource(3), bySource(9)]).toEqual([[0n], [0n, 1n], [1n]]);
+    expect(h.sub.stats().map((s) => [s.source.dpRank, s.events])).toEqual([[2, 1], [3, 1], [9, 0]]);
+  });
+
+  it('bind mode: engines dial in; each rank is replayed from 0 when it connects', async () => {
+    const probe = await new SimulatedEngine({ http: false, dpSize: 2 }).start();
+    const replayPort = portOf(probe.replayEndpoint!);
+    await probe.stop();
+    const sink = new RecordingSink();
+    const sub = new KvEventSubscriber(
+      { workerId: WORKER, dpSize: 2, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', replayEndpoint: `tcp://127.0.0.1:${replayPort}`, topic: '', mode: 'bind' },
+      sink,
+      { logger: { warn: () => undefined } },
+    );
+    await sub.start();
+    const engine = await new SimulatedEngine({ http: false, dpSize: 2, mode: 'connect', connectTo: sub.endpoints(), replayPort }).start();
+    h = { engine, sub, sink, warnings: [], close: async () => { await sub.close(); await engine.stop(); } };
+    await engine.publish(store(10n), { rank: 0, dropLive: true }); // only the replay has it
+    await engine.waitForSubscribers();
+    await engine.publish(store(11n), { rank: 0 });
+    await engine.publish(store(12n), { rank: 1 });
+    await waitFor(() => sink.batches.length === 3, 'replayed and live batches of both ranks');
+    expect(sink.batches.map((b) => [b.source.dpRank, b.sequence, (b.events[0] as { blockHashes: bigint[] }).blockHashes[0]]).sort()).toEqual(
+      [[0, 0n, 10n], [0, 1n, 11n], [1, 0n, 12n]],
+    );
+    expect(sub.stats().map((s) => s.replays)).toEqual([1, 1]);
+  });
+});
+
+describe('close()', () => {
+  it('is prompt with a replay in flight and stops delivery', async () => {
+    h = await connectHarness({ replay: false }, { replayEndpoint: 'tcp://127.0.0.1:1' }, { replayIdleTimeoutMs: 60_000 });
+    await waitFor(() => h!.sub.stats()[0].replays === 1, 'the replay request');
+    await h.engine.publish(CLEAR); // held back behind the replay
+    const started = Date.now();
+    await h.sub.close();
+    expect(Date.now() - started).toBeLessThan(500);
+    await h.engine.publish(CLEAR);
+    expect(h.sink.calls).toEqual([]);
+  });
+
+  it('is prompt for a subscriber whose engine never came up, in both modes', async () => {
+    const subs = ['connect', 'bind'].map(
+      (mode) =>
+        new KvEventSubscriber(
+          { workerId: 1n, dpSize: 3, dpStartRank: 0, endpoint: mode === 'bind' ? 'tcp://127.0.0.1:0' : 'tcp://127.0.0.1:9', topic: '', mode: mode as 'connect' | 'bind' },
+          new RecordingSink(),
+        ),
+    );
+    for (const s of subs) await s.start();
+    const started = Date.now();
+    await Promise.all(subs.map((s) => s.close()));
+    expect(Date.now() - started).toBeLessThan(500);
+  });
+});
+
+describe('configuration', () => {
+  it.each([
+    ['dpSize 0', { dpSize: 0 }, RangeError],
+    ['negative start rank', { dpStartRank: -1 }, RangeError],
+    ['unknown mode', { mode: 'listen' }, RangeError],
+    ['unsupported endpoint', { endpoint: 'udp://x:1' }, RangeError],
+    ['number worker id', { workerId: 7 }, TypeError],
+  ])('rejects %s', (_name, patch, error) => {
+    const config = { workerId: 7n, dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:5557', topic: '', mode: 'connect', ...patch };
+    expect(() => new KvEventSubscriber(config as never, new RecordingSink())).toThrow(error);
+  });
+});
