@@ -1,6 +1,11 @@
 // One publication hub per producer generation: it holds the generation's publisher lease (the
 // PoolListener), remembers the recent deltas, encodes snapshot images once and shares them, and
 // fans every delta out to its subscribers as one shared frame.
+//
+// Unlike the reference hub, it keeps no decoded mirror of the bucket array: the producer's attach
+// barrier already yields consistent images off the event loop, so the hub re-attaches (same
+// listener) when it needs a fresh image, and the remembered encoded deltas let a late subscriber
+// share a recent snapshot encoding and catch up from it.
 import { DEFAULT_PUBLICATION_CAPACITY, HUB_SNAPSHOT_ATTEMPTS, MAX_DELTA_IMAGES } from '../config/defaults';
 import { FilterUpdateKind, RelayErrorReason } from '../wire/enums';
 import { RelayError } from '../wire/errors';
