@@ -246,4 +246,11 @@ export function benchPoolNative(
   minLoad: number,
   maxLoad: number,
   minOps: number,
-): { ops: number; seconds: number; opsPerSecond: number; finalLoad: number; capacityFailures: number };
+): {
+  ops: number;
+  seconds: number;
+  opsPerSecond: number;
+  medianBatchOpsPerSecond: number;
+  finalLoad: number;
+  capacityFailures: number;
+};

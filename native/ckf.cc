@@ -23,12 +23,6 @@ BucketCountError BucketCountFor(uint64_t expectedBlocks, uint64_t* out) {
   return BucketCountError::kNone;
 }
 
-Addressing::Addressing(uint32_t bucketCount, uint64_t seed) : seed_(seed), mask_(bucketCount - 1), altDelta_(65536) {
-  for (uint32_t fp = 0; fp < 65536; ++fp) {
-    altDelta_[fp] = static_cast<uint32_t>(AltDelta(static_cast<uint16_t>(fp), mask_, seed));
-  }
-}
-
 Filter::Filter(uint32_t bucketCount, uint64_t seed)
     : addressing_(bucketCount, seed),
       words_(bucketCount),

@@ -38,16 +38,6 @@ inline uint64_t AltDelta(uint16_t fp, uint64_t mask, uint64_t seed) {
   return d == 0 ? 1 : d;
 }
 
-// prepare() without precomputed tables (consumer-side probes and helpers).
-inline Prepared PrepareDirect(uint64_t hash, uint64_t bucketCount, uint64_t seed) {
-  const uint64_t mask = bucketCount - 1;
-  const uint64_t mixed = hashing::Xxh3(&hash, sizeof(hash), seed);
-  uint16_t fp = static_cast<uint16_t>(mixed & 0xFFFF);
-  if (fp == 0) fp = 1;
-  const uint64_t a = (mixed >> 16) & mask;
-  return Prepared{fp, a, a ^ AltDelta(fp, mask, seed)};
-}
-
 inline uint16_t SlotOf(uint64_t word, unsigned k) { return static_cast<uint16_t>(word >> (16 * k)); }
 inline uint64_t WithSlot(uint64_t word, unsigned k, uint16_t v) {
   const unsigned shift = 16 * k;
@@ -77,25 +67,28 @@ inline uint64_t LaneRngSeed(uint64_t seed, uint64_t lane) {
   return SplitmixNext(&state);
 }
 
-// Addressing for one (bucket_count, seed), with the alternate-bucket xor precomputed per fingerprint.
+// Addressing for one (bucket_count, seed). The alternate-bucket xor is recomputed (a 2-byte XXH3)
+// rather than tabulated: a 256 KiB table per pool goes cold between batches and then costs a miss.
 class Addressing {
  public:
-  Addressing(uint32_t bucketCount, uint64_t seed);
+  // bucketCount: a power of two >= 2.
+  Addressing(uint64_t bucketCount, uint64_t seed) : seed_(seed), mask_(bucketCount - 1) {}
   Prepared Prepare(uint64_t hash) const {
     const uint64_t mixed = hashing::Xxh3(&hash, sizeof(hash), seed_);
     uint16_t fp = static_cast<uint16_t>(mixed & 0xFFFF);
     if (fp == 0) fp = 1;
     const uint64_t a = (mixed >> 16) & mask_;
-    return Prepared{fp, a, a ^ altDelta_[fp]};
+    return Prepared{fp, a, a ^ AltDelta(fp, mask_, seed_)};
   }
-  uint32_t Alt(uint32_t bucket, uint16_t fp) const { return bucket ^ altDelta_[fp]; }
-  uint32_t bucketCount() const { return mask_ + 1; }
+  uint32_t Alt(uint32_t bucket, uint16_t fp) const {
+    return bucket ^ static_cast<uint32_t>(AltDelta(fp, mask_, seed_));
+  }
+  uint64_t bucketCount() const { return mask_ + 1; }
   uint64_t seed() const { return seed_; }
 
  private:
   uint64_t seed_;
-  uint32_t mask_;
-  std::vector<uint32_t> altDelta_;
+  uint64_t mask_;
 };
 
 struct Write {
@@ -120,7 +113,7 @@ class Filter {
 
   const std::vector<Write>& writes() const { return writes_; }
   const Addressing& addressing() const { return addressing_; }
-  uint32_t bucketCount() const { return addressing_.bucketCount(); }
+  uint32_t bucketCount() const { return static_cast<uint32_t>(addressing_.bucketCount()); }
   const uint64_t* words() const { return words_.data(); }
   // always_inline: GCC marks a prefetch-only function const and drops the call as dead.
   __attribute__((always_inline)) void Prefetch(uint64_t hash) const {

@@ -269,7 +269,7 @@ Napi::Value CkfPrepare(const Napi::CallbackInfo& info) {
   const uint64_t hash = args::U64(args::Arg(info, 0), "hash");
   const uint64_t bucketCount = BucketCountArg(args::Arg(info, 1));
   const uint64_t seed = args::U64(args::Arg(info, 2), "seed");
-  const ckf::Prepared p = ckf::PrepareDirect(hash, bucketCount, seed);
+  const ckf::Prepared p = ckf::Addressing(bucketCount, seed).Prepare(hash);
   Napi::Object out = Napi::Object::New(info.Env());
   out.Set("fingerprint", Napi::Number::New(info.Env(), p.fp));
   out.Set("bucketA", Napi::Number::New(info.Env(), static_cast<double>(p.a)));

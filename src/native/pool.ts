@@ -356,6 +356,8 @@ export interface NativeChurnBench {
   ops: number;
   seconds: number;
   opsPerSecond: number;
+  /** Median over batches: robust to preemption on a shared machine. */
+  medianBatchOpsPerSecond: number;
   finalLoad: number;
   capacityFailures: number;
 }
