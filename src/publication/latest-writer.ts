@@ -1,6 +1,8 @@
 // Sends the latest complete value of a watched state (catalog, readiness): one message in flight at
 // a time, and any number of changes or heartbeat ticks while it is in flight coalesce into one
 // send of the value current when the client has taken the previous message (latest wins).
+import { RelayErrorReason } from '../wire/enums';
+import { RelayError } from '../wire/errors';
 import type { OpenStream } from './sink';
 
 export class LatestWriter {
@@ -17,8 +19,16 @@ export class LatestWriter {
       this.pending = true;
       return;
     }
+    let bytes: Buffer;
+    try {
+      bytes = this.encodeCurrent();
+    } catch (err) {
+      // A state that cannot be encoded is a relay bug; it ends this stream, not the process.
+      this.stream.end(new RelayError(RelayErrorReason.INTERNAL, `cannot publish the current state: ${String(err)}`));
+      return;
+    }
     this.inFlight = true;
-    this.stream.send(this.encodeCurrent(), undefined, () => {
+    this.stream.send(bytes, undefined, () => {
       this.inFlight = false;
       if (this.pending) {
         this.pending = false;

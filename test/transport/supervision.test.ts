@@ -3,7 +3,7 @@
 import { status } from '@grpc/grpc-js';
 import { FilterUpdateKind, RelayErrorReason } from '../../src/wire/enums';
 import type { FilterUpdate } from '../../src/wire/types';
-import { TestSource, testProducer } from '../support/test-source';
+import { TestSource, testDescriptor, testProducer } from '../support/test-source';
 import { RELAY, StreamReader, eventually, startTestRelay, subscriber, type TestRelay } from './helpers';
 import { startRelayServer } from '../../src/transport/server';
 import { makeClient } from '../../src/wire/service';
@@ -60,4 +60,15 @@ test('counters: subscribers per stream, limit rejections by scope, heartbeats, l
   await eventually(() => relay!.server.stats().loadUpdatesTotal >= 2);
   pool.cancel();
   await eventually(() => relay!.server.stats().subscribers.pool === 0 && relay!.server.stats().idleHubs === 1);
+});
+
+test('a catalog that cannot be encoded ends that stream with INTERNAL and the relay keeps serving', async () => {
+  relay = await startTestRelay();
+  const bad = testProducer();
+  relay.source.attachPool(bad, { ...testDescriptor(bad), poolRoles: ['x' as unknown as number] });
+  const catalog = await new StreamReader(relay.client.watchKvPoolCatalog(subscriber())).end();
+  expect(catalog.code).toBe(status.INTERNAL);
+  expect(catalog.reason).toBe(RelayErrorReason.INTERNAL);
+  const readiness = new StreamReader(relay.client.subscribeServingReadiness(subscriber()));
+  expect(await readiness.opened()).toBe(true);
 });
