@@ -206,3 +206,9 @@ test('the initialized-hub limit evicts an idle hub, and is RESOURCE_LIMIT while 
   });
   expect(f1.attached).toBe(false); // the idle hub of pool 1 let go of its lease
 });
+
+test('a request over the 8 MiB message limit is a plain transport error without a reason trailer', async () => {
+  const end = await new StreamReader(relay.client.watchKvPoolCatalog(subscriber('x'.repeat(8 * 1024 * 1024 + 10)))).end();
+  expect(end.code).toBe(status.RESOURCE_EXHAUSTED);
+  expect(end.reason).toBeUndefined();
+});
