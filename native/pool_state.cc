@@ -421,6 +421,7 @@ bool PoolState::Drain(std::vector<uint32_t>* buckets, std::vector<uint64_t>* val
   const auto& dirtyBuckets = dirty_.buckets();
   const auto& originals = dirty_.originals();
   for (size_t i = 0; i < dirtyBuckets.size(); ++i) {
+    if (i + 8 < dirtyBuckets.size()) __builtin_prefetch(filter_.words() + dirtyBuckets[i + 8]);
     const uint64_t current = filter_.word(dirtyBuckets[i]);
     if (current != originals[i]) {
       buckets->push_back(dirtyBuckets[i]);
