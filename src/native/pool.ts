@@ -222,15 +222,17 @@ function toResult(summary: Binding.PoolBatchSummary): PoolBatchResult {
   return { outcomes, errorCount, capacityFailures: summary.capacityFailures, unknownRemovals: summary.unknownRemovals };
 }
 
-function encode(events: readonly PoolEvent[] | PoolEventBatch): PoolEventBatch {
+function encode(events: readonly PoolEvent[] | PoolEventBatch, into: PoolEventBatch): PoolEventBatch {
   if (events instanceof PoolEventBatch) return events;
-  const batch = new PoolEventBatch();
-  for (const ev of events) batch.add(ev);
-  return batch;
+  into.reset();
+  for (const ev of events) into.add(ev);
+  return into;
 }
 
 export class PoolState {
   private readonly native: Binding.PoolState;
+  /** Encoding buffer reused by the synchronous apply (an async apply needs its own until it settles). */
+  private readonly scratch = new PoolEventBatch();
   readonly bucketCount: number;
   readonly seed: bigint;
   readonly maxKicks: number;
@@ -244,7 +246,7 @@ export class PoolState {
 
   /** Applies events in order on the calling thread (small batches). */
   apply(events: readonly PoolEvent[] | PoolEventBatch): PoolBatchResult {
-    const { meta, words } = encode(events).packed();
+    const { meta, words } = encode(events, this.scratch).packed();
     return toResult(this.native.applyBatch(meta, words));
   }
 
@@ -253,7 +255,7 @@ export class PoolState {
    * PoolState (PoolBusy), and a PoolEventBatch passed in must not be reset or added to.
    */
   async applyAsync(events: readonly PoolEvent[] | PoolEventBatch): Promise<PoolBatchResult> {
-    const { meta, words } = encode(events).packed();
+    const { meta, words } = encode(events, new PoolEventBatch()).packed();
     return toResult(await this.native.applyBatchAsync(meta, words));
   }
 
