@@ -1,5 +1,6 @@
 // PoolState (hashing-ckf-cbi1.md §4): lineage, parents, owner counting, capacity omission and re-offer,
 // clear, the publication window, the batch / async APIs and argument checking.
+import fc from 'fast-check';
 import { PoolEvent, PoolEventBatch, PoolState, sequenceHashesFromBlocks } from '../../src/native';
 import { expectThrows, thrown } from './hashing.helpers';
 
@@ -138,6 +139,27 @@ describe('publication window', () => {
     expect(pool.drain()).toBeNull();
     expect(pool.pendingEvents).toBe(0);
     expect(pool.hasPendingPublication()).toBe(false);
+  });
+
+  test('property: storing and removing fresh blocks inside one window publishes nothing', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.bigInt({ min: 1n, max: (1n << 64n) - 1n }), { minLength: 1, maxLength: 60 }),
+        fc.array(fc.bigInt({ min: 1n, max: (1n << 64n) - 1n }), { minLength: 1, maxLength: 8 }),
+        (background, fresh) => {
+          // Low load: neither candidate bucket is ever full, so no relocation moves other entries.
+          const pool = new PoolState({ bucketCount: 4096 });
+          pool.store(1n, 0, null, null, background.map((_, i) => BigInt(i + 1)), background);
+          pool.drain();
+          const ids = fresh.map((_, i) => BigInt(10_000 + i));
+          expect(pool.store(2n, 0, null, null, ids, fresh)).toBeNull();
+          expect(pool.remove(2n, 0, ids)).toBeNull();
+          expect(pool.drain()).toBeNull();
+          pool.close();
+        },
+      ),
+      { numRuns: 100 },
+    );
   });
 
   test('images are absolute words in first-touch order', () => {
