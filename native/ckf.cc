@@ -38,10 +38,9 @@ bool Filter::PutIntoEmpty(uint32_t bucket, uint16_t fp) {
   return true;
 }
 
-bool Filter::Insert(uint64_t hash, uint32_t maxKicks, uint32_t* kicks) {
+bool Filter::Insert(const Prepared& p, uint32_t maxKicks, uint32_t* kicks) {
   writes_.clear();
   *kicks = 0;
-  const Prepared p = addressing_.Prepare(hash);
   const uint32_t a = static_cast<uint32_t>(p.a);
   const uint32_t b = static_cast<uint32_t>(p.b);
   if (PutIntoEmpty(a, p.fp) || PutIntoEmpty(b, p.fp)) return true;
@@ -62,8 +61,7 @@ bool Filter::Insert(uint64_t hash, uint32_t maxKicks, uint32_t* kicks) {
   return false;
 }
 
-bool Filter::Remove(uint64_t hash, Write* write) {
-  const Prepared p = addressing_.Prepare(hash);
+bool Filter::Remove(const Prepared& p, Write* write) {
   for (uint64_t bucket : {p.a, p.b}) {
     const uint64_t word = words_[bucket];
     const int slot = FirstSlot(word, p.fp);

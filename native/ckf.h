@@ -101,11 +101,12 @@ class Filter {
  public:
   Filter(uint32_t bucketCount, uint64_t seed);
 
+  Prepared Prepare(uint64_t hash) const { return addressing_.Prepare(hash); }
   // Inserts with up to maxKicks relocations. true: writes() lists every physical write in order.
   // false (CapacityExhausted): every write was rolled back, writes() is empty, the rng stays advanced.
-  bool Insert(uint64_t hash, uint32_t maxKicks, uint32_t* kicks);
+  bool Insert(const Prepared& p, uint32_t maxKicks, uint32_t* kicks);
   // Clears the first slot equal to fp in bucket a, else b. false: not found (invariant violation).
-  bool Remove(uint64_t hash, Write* write);
+  bool Remove(const Prepared& p, Write* write);
   bool Contains(uint64_t hash) const {
     const Prepared p = addressing_.Prepare(hash);
     return BucketContains(words_[p.a], p.fp) || BucketContains(words_[p.b], p.fp);
@@ -116,8 +117,7 @@ class Filter {
   uint32_t bucketCount() const { return static_cast<uint32_t>(addressing_.bucketCount()); }
   const uint64_t* words() const { return words_.data(); }
   // always_inline: GCC marks a prefetch-only function const and drops the call as dead.
-  __attribute__((always_inline)) void Prefetch(uint64_t hash) const {
-    const Prepared p = addressing_.Prepare(hash);
+  __attribute__((always_inline)) void Prefetch(const Prepared& p) const {
     __builtin_prefetch(&words_[p.a]);
     __builtin_prefetch(&words_[p.b]);
   }

@@ -68,8 +68,8 @@ void PoolState::MarkWrites() {
   for (const ckf::Write& w : filter_.writes()) dirty_.Touch(w.bucket, w.before);
 }
 
-bool PoolState::InsertPhysical(uint64_t canonical, Ownership* own, uint32_t maxKicks, uint32_t* kicks) {
-  if (!filter_.Insert(canonical, maxKicks, kicks)) return false;
+bool PoolState::InsertPhysical(const ckf::Prepared& p, Ownership* own, uint32_t maxKicks, uint32_t* kicks) {
+  if (!filter_.Insert(p, maxKicks, kicks)) return false;
   own->resident = 1;
   ++residentCount_;
   MarkWrites();
@@ -94,59 +94,58 @@ PoolError PoolState::Store(const StoreEvent& ev) {
     return PoolError::kInvalidBlockSequence;
   }
 
+  const size_t n = ev.count;
   try {
     lineage = GetOrCreateSource(ev.workerId, ev.dpRank);
-    lineage->Reserve(ev.count);
-    owners_.Reserve(ev.count);
-    newExts_.reserve(ev.count);
-    newCanonicals_.reserve(ev.count);
-    newOwners_.reserve(ev.count);
-    reoffers_.reserve(ev.count);
-    canonicals_.reserve(ev.count);
+    lineage->Reserve(n);
+    owners_.Reserve(n);
+    canonicals_.resize(n);
+    prepared_.resize(n);
+    newBlocks_.reserve(n);
+    newOwners_.reserve(n);
+    reoffers_.reserve(n);
   } catch (const std::bad_alloc&) {
     DropSourceIfEmpty(ev.workerId, ev.dpRank);
     return PoolError::kAllocationFailed;
   }
-  newExts_.clear();
-  newCanonicals_.clear();
+  newBlocks_.clear();
   newOwners_.clear();
   reoffers_.clear();
 
-  // Canonical hashes are pure arithmetic, so every table line this event touches is known up front:
-  // prefetching them a few blocks ahead overlaps the cache misses that dominate big pools.
-  canonicals_.resize(ev.count);
-  for (size_t i = 0; i < ev.count; ++i) {
+  // Canonical hashes and their filter addresses are pure arithmetic, so every table line this event
+  // touches is known up front: prefetching a few blocks ahead overlaps the cache misses that
+  // dominate big pools.
+  for (size_t i = 0; i < n; ++i) {
     canonicals_[i] = hasPrevious ? hashing::NextSequenceHash(previous, ev.tokensHashes[i]) : ev.tokensHashes[i];
+    prepared_[i] = filter_.Prepare(canonicals_[i]);
     previous = canonicals_[i];
     hasPrevious = true;
   }
   auto prefetch = [&](size_t j) {
-    if (j >= ev.count) return;
+    if (j >= n) return;
     lineage->Prefetch(ev.extIds[j]);
     owners_.Prefetch(canonicals_[j]);
-    filter_.Prefetch(canonicals_[j]);
+    filter_.Prefetch(prepared_[j]);
   };
   for (size_t j = 0; j < kPrefetchDistance; ++j) prefetch(j);
 
   // Lineage first (Reserve above guarantees no rehash, so a failure can be undone key by key).
   PoolError error = PoolError::kNone;
-  for (size_t i = 0; i < ev.count; ++i) {
+  for (size_t i = 0; i < n; ++i) {
     prefetch(i + kPrefetchDistance);
-    const uint64_t canonical = canonicals_[i];
-    auto [mapped, inserted] = lineage->Emplace(ev.extIds[i], canonical);
+    auto [mapped, inserted] = lineage->Emplace(ev.extIds[i], canonicals_[i]);
     if (inserted) {
-      newExts_.push_back(ev.extIds[i]);
-      newCanonicals_.push_back(canonical);
-    } else if (*mapped != canonical) {
+      newBlocks_.push_back(static_cast<uint32_t>(i));
+    } else if (*mapped != canonicals_[i]) {
       error = PoolError::kInvalidBlockSequence;
       break;
     } else {
-      reoffers_.push_back(canonical);
+      reoffers_.push_back(static_cast<uint32_t>(i));
     }
   }
   if (error == PoolError::kNone) {
-    for (uint64_t canonical : newCanonicals_) {
-      Ownership* own = owners_.Emplace(canonical, Ownership{0, 0}).first;
+    for (uint32_t i : newBlocks_) {
+      Ownership* own = owners_.Emplace(canonicals_[i], Ownership{0, 0}).first;
       if (own->owners == UINT32_MAX) {
         error = PoolError::kOwnershipDegreeOverflow;
         break;
@@ -156,37 +155,40 @@ PoolError PoolState::Store(const StoreEvent& ev) {
     }
     if (error != PoolError::kNone) {
       for (size_t k = newOwners_.size(); k-- > 0;) {
-        Ownership* own = owners_.Find(newCanonicals_[k]);
+        Ownership* own = owners_.Find(canonicals_[newBlocks_[k]]);
         if (--own->owners == 0) owners_.EraseFound(own);
       }
     }
   }
   if (error != PoolError::kNone) {
-    for (uint64_t ext : newExts_) lineage->Erase(ext);
+    for (uint32_t i : newBlocks_) lineage->Erase(ev.extIds[i]);
     DropSourceIfEmpty(ev.workerId, ev.dpRank);
     return error;
   }
-  lineageEntries_ += newExts_.size();
+  lineageEntries_ += newBlocks_.size();
 
   // Physical admission: full relocation for new owners of non-resident hashes...
   uint32_t kicks = 0;
   for (size_t k = 0; k < newOwners_.size(); ++k) {
     if (newOwners_[k]->resident) continue;
-    if (!InsertPhysical(newCanonicals_[k], newOwners_[k], maxKicks_, &kicks)) ++counters_.capacityFailures;
+    if (!InsertPhysical(prepared_[newBlocks_[k]], newOwners_[k], maxKicks_, &kicks)) ++counters_.capacityFailures;
   }
   // ...then a relocation-free retry for re-offered omitted hashes that are not also candidates.
+  auto sameHashIn = [this](const std::vector<uint32_t>& blocks, size_t limit, uint64_t canonical) {
+    return std::any_of(blocks.begin(), blocks.begin() + limit,
+                       [&](uint32_t b) { return canonicals_[b] == canonical; });
+  };
   for (size_t k = 0; k < reoffers_.size(); ++k) {
-    const uint64_t canonical = reoffers_[k];
+    const uint64_t canonical = canonicals_[reoffers_[k]];
     Ownership* own = owners_.Find(canonical);
     if (own == nullptr || own->resident) continue;  // null only if the tables were already inconsistent
-    if (std::find(newCanonicals_.begin(), newCanonicals_.end(), canonical) != newCanonicals_.end()) continue;
-    if (std::find(reoffers_.begin(), reoffers_.begin() + k, canonical) != reoffers_.begin() + k) continue;
-    InsertPhysical(canonical, own, 0, &kicks);
+    if (sameHashIn(newBlocks_, newBlocks_.size(), canonical) || sameHashIn(reoffers_, k, canonical)) continue;
+    InsertPhysical(prepared_[reoffers_[k]], own, 0, &kicks);
   }
   return PoolError::kNone;
 }
 
-bool PoolState::ReleaseOwner(uint64_t canonical, RawOutcome* outcome, ckf::Write* write) {
+bool PoolState::ReleaseOwner(uint64_t canonical, const ckf::Prepared& p, RawOutcome* outcome, ckf::Write* write) {
   Ownership* own = owners_.Find(canonical);
   if (own == nullptr) return false;
   if (own->owners > 1) {
@@ -195,7 +197,7 @@ bool PoolState::ReleaseOwner(uint64_t canonical, RawOutcome* outcome, ckf::Write
     return true;
   }
   if (own->resident) {
-    if (!filter_.Remove(canonical, write)) return false;
+    if (!filter_.Remove(p, write)) return false;
     dirty_.Touch(write->bucket, write->before);
     --residentCount_;
     *outcome = RawOutcome::kRemoved;
@@ -208,30 +210,41 @@ bool PoolState::ReleaseOwner(uint64_t canonical, RawOutcome* outcome, ckf::Write
 
 PoolError PoolState::RemoveFromSource(Lineage* lineage, const uint64_t* extIds, size_t count) {
   // Two-stage prefetch: lineage lines 2d ahead, then (once they are in) owner and filter lines d ahead.
+  // The second stage keeps each block's canonical hash and filter address (a ring of d + 1 entries
+  // suffices) for the removal itself.
+  constexpr size_t kRing = 8;
+  static_assert(kRing > kPrefetchDistance, "ring must hold the blocks resolved ahead");
+  uint64_t ringCanonical[kRing];
+  ckf::Prepared ringPrepared[kRing];
+  bool ringFound[kRing];
   auto prefetchLineage = [&](size_t j) {
     if (j < count) lineage->Prefetch(extIds[j]);
   };
-  auto prefetchOwner = [&](size_t j) {
+  auto resolve = [&](size_t j) {
     if (j >= count) return;
     const uint64_t* canonical = lineage->Find(extIds[j]);
+    ringFound[j % kRing] = canonical != nullptr;
     if (canonical == nullptr) return;
+    ringCanonical[j % kRing] = *canonical;
+    ringPrepared[j % kRing] = filter_.Prepare(*canonical);
     owners_.Prefetch(*canonical);
-    filter_.Prefetch(*canonical);
+    filter_.Prefetch(ringPrepared[j % kRing]);
   };
   for (size_t j = 0; j < 2 * kPrefetchDistance; ++j) prefetchLineage(j);
-  for (size_t j = 0; j < kPrefetchDistance; ++j) prefetchOwner(j);
+  for (size_t j = 0; j < kPrefetchDistance; ++j) resolve(j);
   PoolError first = PoolError::kNone;
   for (size_t i = 0; i < count; ++i) {
     prefetchLineage(i + 2 * kPrefetchDistance);
-    prefetchOwner(i + kPrefetchDistance);
-    const uint64_t* canonical = lineage->Find(extIds[i]);
+    resolve(i + kPrefetchDistance);
+    // Resolved before the removals in between: an id repeated in the list is gone by now.
+    const uint64_t* canonical = ringFound[i % kRing] ? lineage->Find(extIds[i]) : nullptr;
     if (canonical == nullptr) {
       ++counters_.unknownRemovals;
       continue;
     }
     RawOutcome outcome;
     ckf::Write write{};
-    if (!ReleaseOwner(*canonical, &outcome, &write)) {
+    if (!ReleaseOwner(ringCanonical[i % kRing], ringPrepared[i % kRing], &outcome, &write)) {
       // The lineage entry stays: state is as before this id.
       ++counters_.invariantViolations;
       if (first == PoolError::kNone) first = PoolError::kIndexerInvariantViolation;
@@ -366,7 +379,7 @@ RawResult PoolState::InsertCanonical(uint64_t hash) {
   ++own->owners;
   if (own->resident) return FinishRaw(RawOutcome::kOwnerBumped, hash, 0, drawsBefore, {});
   uint32_t kicks = 0;
-  if (InsertPhysical(hash, own, maxKicks_, &kicks)) {
+  if (InsertPhysical(filter_.Prepare(hash), own, maxKicks_, &kicks)) {
     return FinishRaw(RawOutcome::kInserted, hash, kicks, drawsBefore, filter_.writes());
   }
   ++counters_.capacityFailures;
@@ -382,7 +395,7 @@ RawResult PoolState::RemoveCanonical(uint64_t hash) {
   }
   RawOutcome outcome;
   ckf::Write write{};
-  if (!ReleaseOwner(hash, &outcome, &write)) {
+  if (!ReleaseOwner(hash, filter_.Prepare(hash), &outcome, &write)) {
     ++counters_.invariantViolations;
     return FinishRaw(RawOutcome::kInvariantViolation, hash, 0, drawsBefore, {});
   }
@@ -398,7 +411,7 @@ RawResult PoolState::ReofferCanonical(uint64_t hash) {
   if (own == nullptr) return FinishRaw(RawOutcome::kReofferUnowned, hash, 0, drawsBefore, {});
   if (own->resident) return FinishRaw(RawOutcome::kReofferAlreadyResident, hash, 0, drawsBefore, {});
   uint32_t kicks = 0;
-  if (InsertPhysical(hash, own, 0, &kicks)) {
+  if (InsertPhysical(filter_.Prepare(hash), own, 0, &kicks)) {
     return FinishRaw(RawOutcome::kReofferInserted, hash, kicks, drawsBefore, filter_.writes());
   }
   return FinishRaw(RawOutcome::kReofferOmitted, hash, kicks, drawsBefore, {});

@@ -162,10 +162,10 @@ class PoolState {
   Lineage* GetOrCreateSource(uint64_t workerId, uint32_t dpRank);
   void DropSourceIfEmpty(uint64_t workerId, uint32_t dpRank);
   PoolError RemoveFromSource(Lineage* lineage, const uint64_t* extIds, size_t count);
-  // Releases one owner of `canonical`; false on an invariant violation (nothing changed).
-  // `write` receives the physical write when the outcome is kRemoved.
-  bool ReleaseOwner(uint64_t canonical, RawOutcome* outcome, ckf::Write* write);
-  bool InsertPhysical(uint64_t canonical, Ownership* own, uint32_t maxKicks, uint32_t* kicks);
+  // Releases one owner of `canonical` (addressed by p); false on an invariant violation (nothing
+  // changed). `write` receives the physical write when the outcome is kRemoved.
+  bool ReleaseOwner(uint64_t canonical, const ckf::Prepared& p, RawOutcome* outcome, ckf::Write* write);
+  bool InsertPhysical(const ckf::Prepared& p, Ownership* own, uint32_t maxKicks, uint32_t* kicks);
   void MarkWrites();
   // Prefetches the first lineage lines of a packed event (m: its meta, words: its first word).
   void PrefetchLineage(const uint32_t* m, const uint64_t* words);
@@ -187,12 +187,12 @@ class PoolState {
   // Blocks ahead whose table lines are prefetched.
   static constexpr size_t kPrefetchDistance = 4;
 
-  // Per-event scratch, kept to avoid allocations on the hot path.
+  // Per-event scratch, kept to avoid allocations on the hot path. Indices are block positions.
   std::vector<uint64_t> canonicals_;
-  std::vector<uint64_t> newExts_;
-  std::vector<uint64_t> newCanonicals_;
+  std::vector<ckf::Prepared> prepared_;
+  std::vector<uint32_t> newBlocks_;
   std::vector<Ownership*> newOwners_;
-  std::vector<uint64_t> reoffers_;
+  std::vector<uint32_t> reoffers_;
   std::vector<uint64_t> clearScratch_;
 };
 
