@@ -213,6 +213,13 @@ export interface PoolStats {
 /** Native pool state; see src/native/pool.ts for the contract. */
 export class PoolState {
   constructor(bucketCount: number, seed: bigint, maxKicks: number);
+  /**
+   * Packed events (PoolEventBatch writes them): meta has 5 u32 per event
+   * [kind (1 stored, 2 removed, 3 cleared), dpRank, flags (1 parent, 2 start; stored only),
+   * startPosition, blockCount (0 for cleared)]; words holds per event workerId, then for stored
+   * [parent ext id if flag 1], blockCount ext ids, blockCount tokens hashes, for removed blockCount
+   * ext ids. A malformed batch is a RangeError and applies nothing.
+   */
   applyBatch(meta: Uint32Array, words: BigUint64Array): PoolBatchSummary;
   applyBatchAsync(meta: Uint32Array, words: BigUint64Array): Promise<PoolBatchSummary>;
   store(
