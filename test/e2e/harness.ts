@@ -1,0 +1,202 @@
+// End-to-end harness: a relay started as `serve` starts it (real config file in a temp dir),
+// simulated vLLM engines over ZMQ on loopback, and a RelayClient consumer over gRPC. Expected
+// filter contents are computed here from the spec (hashing-ckf-cbi1.md §1.2, §1.3, §1.5) with
+// nothing but the XXH3 primitive, and probed in the consumer's replica words with the CKF addressing.
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { RelayClient } from '../../src/client';
+import { startRelay, type RunningRelay } from '../../src/cli/serve';
+import { silentLogger } from '../../src/log';
+import { bucketContains, ckfPrepare, xxh3, XXH3_SEED } from '../../src/native';
+import { SimulatedEngine, type SimulatedEngineOptions } from '../../src/sim';
+import { waitFor } from '../support/waitFor';
+
+export const BS = 4;
+export const DEADLINE_MS = 10_000;
+const U64 = (1n << 64n) - 1n;
+
+// --- expected hashes, from the spec ---
+
+/** compute_salt_hash(None, lora): 1337 + xxh3(lora, 0) mod 2^64; "" and absent mean no salt. */
+export function loraSeed(lora?: string): bigint {
+  return lora ? (XXH3_SEED + xxh3(Buffer.from(lora, 'utf8'), 0n)) & U64 : XXH3_SEED;
+}
+
+/** Canonical sequence hashes of the complete blocks of `tokens` (standard windows). */
+export function expectedHashes(tokens: readonly number[], lora?: string, bs = BS): bigint[] {
+  const seed = loraSeed(lora);
+  const out: bigint[] = [];
+  for (let start = 0; start + bs <= tokens.length; start += bs) {
+    const bytes = Buffer.alloc(4 * bs);
+    for (let i = 0; i < bs; i++) bytes.writeUInt32LE(tokens[start + i], 4 * i);
+    const block = xxh3(bytes, seed);
+    if (out.length === 0) {
+      out.push(block);
+    } else {
+      const pair = Buffer.alloc(16);
+      pair.writeBigUInt64LE(out[out.length - 1], 0);
+      pair.writeBigUInt64LE(block, 8);
+      out.push(xxh3(pair, XXH3_SEED));
+    }
+  }
+  return out;
+}
+
+/** `n` distinct token ids starting at `from`. */
+export function tokenRange(from: number, n: number): number[] {
+  return Array.from({ length: n }, (_, i) => from + i);
+}
+
+// --- config ---
+
+export interface WorkerOptions {
+  health?: boolean;
+  /** Metrics URL; true = the engine's own /metrics. */
+  metrics?: boolean | string;
+  replay?: boolean;
+  totalKvBlocks?: number;
+}
+
+export function workerConfig(id: number, engine: SimulatedEngine, o: WorkerOptions = {}): Record<string, unknown> {
+  const metricsUrl = o.metrics === true ? `${engine.httpUrl}/metrics` : o.metrics || undefined;
+  return {
+    id,
+    dpSize: engine.dpSize,
+    dpStartRank: engine.dpStartRank,
+    totalKvBlocks: o.totalKvBlocks ?? 100,
+    live: true,
+    ...(o.health ? { health: { url: `${engine.httpUrl}/health` } } : {}),
+    ...(metricsUrl ? { metrics: { url: metricsUrl, format: 'vllm' } } : {}),
+    kvEvents: {
+      endpoint: engine.pubEndpoint,
+      ...(o.replay !== false && engine.replayEndpoint ? { replayEndpoint: engine.replayEndpoint } : {}),
+    },
+  };
+}
+
+export interface EndpointOptions {
+  component?: string;
+  model?: Record<string, unknown>;
+  workerType?: string;
+  needs?: string[][];
+  adapters?: Record<string, unknown>[];
+}
+
+export function endpointConfig(workers: Record<string, unknown>[], o: EndpointOptions = {}): Record<string, unknown> {
+  return {
+    namespace: 'prod',
+    component: o.component ?? 'backend',
+    endpoint: 'generate',
+    model: { name: 'llama', kvBlockSize: BS, ...o.model },
+    workerType: o.workerType ?? 'aggregated',
+    ...(o.needs ? { needs: o.needs } : {}),
+    ...(o.adapters ? { adapters: o.adapters } : {}),
+    workers,
+  };
+}
+
+export function relayConfig(endpoints: Record<string, unknown>[]): Record<string, unknown> {
+  return {
+    dcId: 'dc-e2e',
+    bind: '127.0.0.1:0',
+    metricsBind: '127.0.0.1:0',
+    expectedUniqueBlocks: 4096,
+    timing: { publicationDelayMs: 1, loadWindowMs: 200, healthProbeMs: 100 },
+    endpoints,
+  };
+}
+
+// --- one scenario's parts, closed together ---
+
+export class E2e {
+  readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvrelay-e2e-'));
+  readonly file = path.join(this.dir, 'relay.json');
+  private readonly engines: SimulatedEngine[] = [];
+  private relayValue: RunningRelay | undefined;
+  private clientValue: RelayClient | undefined;
+
+  async engine(options: SimulatedEngineOptions = {}): Promise<SimulatedEngine> {
+    const engine = new SimulatedEngine({ modelName: 'llama', ...options });
+    this.engines.push(engine);
+    return engine.start();
+  }
+
+  /** Writes the config, starts the relay and a consumer, and waits until every engine is subscribed. */
+  async start(config: Record<string, unknown>): Promise<RunningRelay> {
+    fs.writeFileSync(this.file, JSON.stringify(config));
+    this.relayValue = await startRelay({ configFile: this.file, logger: silentLogger });
+    this.clientValue = new RelayClient(this.relayValue.address, { subscriberId: 'e2e', backoff: { initialMs: 20, maxMs: 200 } });
+    this.clientValue.start();
+    await Promise.all(this.engines.map((e) => e.waitForSubscribers()));
+    return this.relayValue;
+  }
+
+  /** Replaces the config file atomically (the watch sees a rename). */
+  rewrite(config: Record<string, unknown>): void {
+    const tmp = path.join(this.dir, '.relay.json.tmp');
+    fs.writeFileSync(tmp, JSON.stringify(config));
+    fs.renameSync(tmp, this.file);
+  }
+
+  get relay(): RunningRelay {
+    if (!this.relayValue) throw new Error('relay not started');
+    return this.relayValue;
+  }
+
+  get client(): RelayClient {
+    if (!this.clientValue) throw new Error('relay not started');
+    return this.clientValue;
+  }
+
+  /** The pool key of the catalog pool serving `component`, once the consumer's replica is installed. */
+  async poolKey(component = 'backend'): Promise<string> {
+    let key: string | undefined;
+    await waitFor(() => {
+      key = this.client.catalog()?.pools.find((p) => p.descriptor.servingEndpoint?.component === component)?.poolKey;
+      return key !== undefined && this.client.replica(key) !== undefined;
+    }, `an installed replica of the ${component} pool`, DEADLINE_MS);
+    return key!;
+  }
+
+  /** Probes the consumer's replica words for `hash` (hashing-ckf-cbi1.md §2.2, §2.6). */
+  holds(poolKey: string, hash: bigint): boolean {
+    const replica = this.client.replica(poolKey);
+    const words = replica?.words;
+    if (!replica || !words) return false;
+    const p = ckfPrepare(hash, replica.bucketCount, replica.seed);
+    return bucketContains(words[p.bucketA], p.fingerprint) || bucketContains(words[p.bucketB], p.fingerprint);
+  }
+
+  async awaitHeld(poolKey: string, hashes: readonly bigint[], what: string): Promise<void> {
+    await waitFor(() => hashes.every((h) => this.holds(poolKey, h)), what, DEADLINE_MS);
+  }
+
+  async awaitGone(poolKey: string, hashes: readonly bigint[], what: string): Promise<void> {
+    // Absent from an installed replica; a missing replica proves nothing.
+    await waitFor(() => this.client.replica(poolKey) !== undefined && hashes.every((h) => !this.holds(poolKey, h)), what, DEADLINE_MS);
+  }
+
+  /** Matched prefix depth of `tokens` on the model's single pool, through the client's query path. */
+  depth(model: string, tokens: readonly number[], lora?: string): number | null | undefined {
+    const r = this.client.query({ model, tokens, lora });
+    return r.kind === 'ok' ? r.pools[0]?.matchedBlocks : undefined;
+  }
+
+  async metricsText(): Promise<string> {
+    return (await fetch(`http://${this.relay.metricsAddress}/metrics`)).text();
+  }
+
+  async close(): Promise<void> {
+    this.clientValue?.close();
+    await this.relayValue?.shutdown();
+    await Promise.all(this.engines.map((e) => e.stop()));
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/** A Prometheus counter's value for one label set (0 when the series is absent). */
+export function metricValue(text: string, name: string, labels: string): number {
+  const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}} `));
+  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
+}
