@@ -2,6 +2,7 @@
 // simulated vLLM engines over ZMQ on loopback, and a RelayClient consumer over gRPC. Expected
 // filter contents are computed here from the spec (hashing-ckf-cbi1.md §1.2, §1.3, §1.5) with
 // nothing but the XXH3 primitive, and probed in the consumer's replica words with the CKF addressing.
+import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -15,6 +16,9 @@ import { waitFor } from '../support/waitFor';
 export const BS = 4;
 export const DEADLINE_MS = 10_000;
 const U64 = (1n << 64n) - 1n;
+const ROOT = path.resolve(__dirname, '..', '..');
+const HOOK = path.join(ROOT, 'test', 'cli', 'serve-ts-hook.js');
+const MAIN = path.join(ROOT, 'src', 'cli', 'main.ts');
 
 // --- expected hashes, from the spec ---
 
@@ -115,6 +119,8 @@ export class E2e {
   private readonly engines: SimulatedEngine[] = [];
   private relayValue: RunningRelay | undefined;
   private clientValue: RelayClient | undefined;
+  private child: ChildProcess | undefined;
+  private metricsAddress: string | undefined;
 
   async engine(options: SimulatedEngineOptions = {}): Promise<SimulatedEngine> {
     const engine = new SimulatedEngine({ modelName: 'llama', ...options });
@@ -122,14 +128,40 @@ export class E2e {
     return engine.start();
   }
 
-  /** Writes the config, starts the relay and a consumer, and waits until every engine is subscribed. */
+  /** Writes the config, starts the relay in-process and a consumer, and waits until every engine is subscribed. */
   async start(config: Record<string, unknown>): Promise<RunningRelay> {
     fs.writeFileSync(this.file, JSON.stringify(config));
     this.relayValue = await startRelay({ configFile: this.file, logger: silentLogger });
-    this.clientValue = new RelayClient(this.relayValue.address, { subscriberId: 'e2e', backoff: { initialMs: 20, maxMs: 200 } });
+    await this.connect(this.relayValue.address, this.relayValue.metricsAddress);
+    return this.relayValue;
+  }
+
+  /** Like start(), with the relay as a `kv-dc-relay serve` process. */
+  async startProcess(config: Record<string, unknown>): Promise<ChildProcess> {
+    fs.writeFileSync(this.file, JSON.stringify(config));
+    const child = spawn(process.execPath, ['-r', HOOK, MAIN, 'serve', '--config', this.file], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+    this.child = child;
+    let stderr = '';
+    child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
+    const addressOf = (msg: string): string | undefined => {
+      for (const line of stderr.split('\n')) {
+        if (!line.startsWith('{')) continue;
+        const ev = JSON.parse(line) as { msg?: string; address?: string };
+        if (ev.msg === msg) return ev.address;
+      }
+      return undefined;
+    };
+    await waitFor(() => child.exitCode !== null || addressOf('metrics listening') !== undefined, 'the relay process to listen', DEADLINE_MS, 20);
+    if (child.exitCode !== null) throw new Error(`relay exited ${child.exitCode}: ${stderr}`);
+    await this.connect(addressOf('listening')!, addressOf('metrics listening'));
+    return child;
+  }
+
+  private async connect(address: string, metricsAddress: string | undefined): Promise<void> {
+    this.metricsAddress = metricsAddress;
+    this.clientValue = new RelayClient(address, { subscriberId: 'e2e', backoff: { initialMs: 20, maxMs: 200 } });
     this.clientValue.start();
     await Promise.all(this.engines.map((e) => e.waitForSubscribers()));
-    return this.relayValue;
   }
 
   /** Replaces the config file atomically (the watch sees a rename). */
@@ -184,12 +216,17 @@ export class E2e {
   }
 
   async metricsText(): Promise<string> {
-    return (await fetch(`http://${this.relay.metricsAddress}/metrics`)).text();
+    return (await fetch(`http://${this.metricsAddress}/metrics`)).text();
   }
 
   async close(): Promise<void> {
     this.clientValue?.close();
     await this.relayValue?.shutdown();
+    if (this.child && this.child.exitCode === null) {
+      const exited = new Promise((resolve) => this.child!.once('exit', resolve));
+      this.child.kill('SIGTERM');
+      await exited;
+    }
     await Promise.all(this.engines.map((e) => e.stop()));
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
