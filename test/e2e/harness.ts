@@ -232,6 +232,19 @@ export class E2e {
   }
 }
 
+/** `promise`, or a rejection naming `what` once the deadline passes. */
+export async function within<T>(promise: Promise<T>, what: string, timeoutMs = DEADLINE_MS): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), timeoutMs);
+  });
+  try {
+    return await Promise.race([promise, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /** A Prometheus counter's value for one label set (0 when the series is absent). */
 export function metricValue(text: string, name: string, labels: string): number {
   const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}} `));

@@ -1,0 +1,69 @@
+// Hot reload with an identity change: the relay withdraws the old pool generation (its open stream
+// ends UNAVAILABLE with the PUBLICATION_UNAVAILABLE trailer and never shows the new producer), the
+// catalog lists the new producer, and a consumer resubscribes and gets the engine's blocks again.
+import type * as grpc from '@grpc/grpc-js';
+import { FilterUpdateKind } from '../../src/wire/enums';
+import { producerKey } from '../../src/wire/producer-key';
+import { makeClient } from '../../src/wire/service';
+import type { FilterUpdate } from '../../src/wire/types';
+import { MAX_MESSAGE, subscriber } from '../transport/helpers';
+import { waitFor } from '../support/waitFor';
+import { BS, DEADLINE_MS, E2e, endpointConfig, expectedHashes, relayConfig, tokenRange, within, workerConfig } from './harness';
+
+const STATUS_UNAVAILABLE = 14;
+const REASON_TRAILER = 'kv-relay-error-reason';
+
+let run: E2e;
+beforeEach(() => (run = new E2e()));
+afterEach(() => run.close());
+
+test('an identity change in the config swaps the generation; old streams end, the client resubscribes', async () => {
+  const engine = await run.engine();
+  const config = (sourcePath: string): Record<string, unknown> =>
+    relayConfig([endpointConfig([workerConfig(7, engine)], { model: { sourcePath } })]);
+  await run.start(config('meta/llama-a'));
+  const oldKey = await run.poolKey();
+  const old = run.client.catalog()!.pools[0].descriptor.producer!;
+
+  const prompt = tokenRange(100, 2 * BS);
+  await engine.publish([{ type: 'BlockStored', blockHashes: [1n, 2n], parentBlockHash: null, tokenIds: prompt, blockSize: BS }]);
+  await run.awaitHeld(oldKey, expectedHashes(prompt), 'the blocks in the first generation');
+
+  // A raw subscriber on the old generation, past its snapshot.
+  const raw = makeClient(run.relay.address, { channelOptions: { 'grpc.max_receive_message_length': MAX_MESSAGE } });
+  const call = raw.subscribeKvPool({ ...subscriber('e2e-raw'), expectedProducer: old });
+  const seen: FilterUpdate[] = [];
+  call.on('data', (m: FilterUpdate) => seen.push(m));
+  const ended = new Promise<grpc.ServiceError>((resolve, reject) => {
+    call.on('error', resolve);
+    call.on('end', () => reject(new Error('the old stream ended without an error status')));
+  });
+  await waitFor(() => seen.length > 0, 'the old generation snapshot', DEADLINE_MS);
+  expect(seen[0].kind).toBe(FilterUpdateKind.SNAPSHOT_CHUNK);
+
+  const installed: string[] = [];
+  run.client.on('replicaInstalled', (e) => installed.push(e.producerKey));
+  run.rewrite(config('meta/llama-b'));
+
+  const err = await within(ended, 'the old stream to end');
+  expect(err.code).toBe(STATUS_UNAVAILABLE);
+  expect(err.metadata.get(REASON_TRAILER)).toEqual(['RELAY_ERROR_REASON_PUBLICATION_UNAVAILABLE']);
+  expect(seen.every((m) => producerKey(m.producer!) === producerKey(old))).toBe(true);
+  raw.close();
+
+  // The catalog lists only the new producer; the client follows it and replay fills the new pool.
+  await waitFor(() => run.client.catalog()?.pools.length === 1 && run.client.catalog()!.pools[0].poolKey !== oldKey, 'the new pool in the catalog', DEADLINE_MS);
+  const current = run.client.catalog()!.pools[0];
+  expect(current.descriptor.producer!.layoutGeneration).toBeGreaterThan(old.layoutGeneration);
+  const newKey = await run.poolKey();
+  expect(newKey).toBe(current.poolKey);
+  expect(installed).toContain(current.producerKey);
+  expect(run.client.replica(oldKey)).toBeUndefined();
+  await run.awaitHeld(newKey, expectedHashes(prompt), 'the blocks in the new generation');
+  expect(run.depth('llama', prompt)).toBe(2);
+
+  // Live events keep flowing into the new generation.
+  const more = tokenRange(100, 3 * BS);
+  await engine.publish([{ type: 'BlockStored', blockHashes: [3n], parentBlockHash: 2n, tokenIds: more.slice(2 * BS), blockSize: BS }]);
+  await waitFor(() => run.depth('llama', more) === 3, 'a live block in the new generation', DEADLINE_MS);
+});
