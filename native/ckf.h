@@ -43,17 +43,18 @@ inline uint64_t WithSlot(uint64_t word, unsigned k, uint16_t v) {
   const unsigned shift = 16 * k;
   return (word & ~(uint64_t{0xFFFF} << shift)) | (uint64_t{v} << shift);
 }
+// SWAR: the high bit of every 16-bit lane equal to v. Borrows can also flag a lane above a true
+// match, never below one, so the lowest flag is always exact.
+inline uint64_t MatchLanes(uint64_t word, uint16_t v) {
+  const uint64_t x = word ^ (uint64_t{v} * kSwarOnes);
+  return (x - kSwarOnes) & ~x & kSwarHighs;
+}
 // Lowest slot index holding `v`, or -1.
 inline int FirstSlot(uint64_t word, uint16_t v) {
-  for (unsigned k = 0; k < 4; ++k) {
-    if (SlotOf(word, k) == v) return static_cast<int>(k);
-  }
-  return -1;
+  const uint64_t m = MatchLanes(word, v);
+  return m == 0 ? -1 : __builtin_ctzll(m) >> 4;
 }
-inline bool BucketContains(uint64_t word, uint16_t fp) {
-  const uint64_t x = word ^ (uint64_t{fp} * kSwarOnes);
-  return ((x - kSwarOnes) & ~x & kSwarHighs) != 0;
-}
+inline bool BucketContains(uint64_t word, uint16_t fp) { return MatchLanes(word, fp) != 0; }
 
 inline uint64_t SplitmixNext(uint64_t* state) {
   *state += kSplitmixIncrement;
