@@ -245,8 +245,10 @@ export async function within<T>(promise: Promise<T>, what: string, timeoutMs = D
   }
 }
 
-/** A Prometheus counter's value for one label set (0 when the series is absent). */
+/** The value of one Prometheus series (`labels` as printed, "" for none); throws when it is absent. */
 export function metricValue(text: string, name: string, labels: string): number {
-  const line = text.split('\n').find((l) => l.startsWith(`${name}{${labels}} `));
-  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
+  const series = labels === '' ? `${name} ` : `${name}{${labels}} `;
+  const line = text.split('\n').find((l) => l.startsWith(series));
+  if (line === undefined) throw new Error(`no series ${series.trim()} in /metrics`);
+  return Number(line.slice(series.length));
 }
