@@ -1,22 +1,31 @@
 // Filter contents end to end: engine KV events over ZMQ → relay (decode, canonical hashing, pool
 // state, publication) → gRPC → a consumer's replica, checked against hashes computed from the spec.
 import { BS, E2e, endpointConfig, expectedHashes, relayConfig, tokenRange, workerConfig } from './harness';
+import type { SimulatedEngineOptions } from '../../src/sim';
 import { waitFor } from '../support/waitFor';
 
 let run: E2e;
 beforeEach(() => (run = new E2e()));
 afterEach(() => run.close());
 
-test('stored chains with parents: the replica holds every prefix hash and query depth matches', async () => {
-  const engine = await run.engine();
+// vLLM's event encodings: tagged arrays (before PR #42892) and tagged maps, hashes as u64, as the
+// signed i64 some engines send, and as 32-byte digests.
+test.each<[string, SimulatedEngineOptions]>([
+  ['array events, u64 hashes', { events: 'array', hashes: 'uint' }],
+  ['map events in a map envelope, i64 hashes', { events: 'map', envelope: 'map', hashes: 'int' }],
+  ['map events, bytes hashes', { events: 'map', hashes: 'bytes' }],
+])('stored chains with parents (%s): the replica holds every prefix hash and query depth matches', async (_, options) => {
+  const engine = await run.engine(options);
   await run.start(relayConfig([endpointConfig([workerConfig(7, engine)])]));
   const pool = await run.poolKey();
+  // Engine ids above 2^63, so the signed encoding is negative.
+  const [a, b, c, d] = [0xf000_0000_0000_0011n, 0xf000_0000_0000_0012n, 0xf000_0000_0000_0013n, 0xf000_0000_0000_0014n];
 
   // A 6-block prompt stored as a root event of 2 blocks, then two child events chained by parent.
   const prompt = tokenRange(100, 6 * BS + 1);
-  await engine.publish([{ type: 'BlockStored', blockHashes: [11n, 12n], parentBlockHash: null, tokenIds: prompt.slice(0, 2 * BS), blockSize: BS }]);
-  await engine.publish([{ type: 'BlockStored', blockHashes: [13n], parentBlockHash: 12n, tokenIds: prompt.slice(2 * BS, 3 * BS), blockSize: BS }]);
-  await engine.publish([{ type: 'BlockStored', blockHashes: [14n], parentBlockHash: 13n, tokenIds: prompt.slice(3 * BS, 4 * BS), blockSize: BS }]);
+  await engine.publish([{ type: 'BlockStored', blockHashes: [a, b], parentBlockHash: null, tokenIds: prompt.slice(0, 2 * BS), blockSize: BS }]);
+  await engine.publish([{ type: 'BlockStored', blockHashes: [c], parentBlockHash: b, tokenIds: prompt.slice(2 * BS, 3 * BS), blockSize: BS }]);
+  await engine.publish([{ type: 'BlockStored', blockHashes: [d], parentBlockHash: c, tokenIds: prompt.slice(3 * BS, 4 * BS), blockSize: BS }]);
 
   const hashes = expectedHashes(prompt);
   expect(hashes).toHaveLength(6);

@@ -1,6 +1,7 @@
 // Engine source ordering end to end: sequence gaps recovered by the engine's replay service, gaps
 // it cannot cover (the source is reset and rebuilt from later live events), and an engine restart.
 // Each step is checked in the consumer's replica and in the relay's /metrics ingest counters.
+import type { SimulatedEngineOptions } from '../../src/sim';
 import { BS, E2e, endpointConfig, expectedHashes, metricValue, relayConfig, tokenRange, workerConfig } from './harness';
 
 const W7 = 'worker="7",dp_rank="0"';
@@ -9,27 +10,34 @@ let run: E2e;
 beforeEach(() => (run = new E2e()));
 afterEach(() => run.close());
 
-test('a batch dropped on the live stream is replayed by the engine and reaches the replica', async () => {
-  const engine = await run.engine();
+// vLLM's replay reply layouts ([topic, seq, payload] since PR #45177, [seq, payload] before), and a
+// second data-parallel rank, whose PUB and replay ports are offset from rank 0's.
+test.each<[string, SimulatedEngineOptions, number]>([
+  ['topic replies, rank 0', { replayLayout: 'topic' }, 0],
+  ['legacy replies, rank 1 of 2', { replayLayout: 'legacy', dpSize: 2 }, 1],
+])('a batch dropped on the live stream is replayed by the engine and reaches the replica (%s)', async (_, options, rank) => {
+  const engine = await run.engine(options);
   await run.start(relayConfig([endpointConfig([workerConfig(7, engine)])]));
   const pool = await run.poolKey();
+  const src = `worker="7",dp_rank="${rank}"`;
 
   const prompt = tokenRange(100, 3 * BS);
   const hashes = expectedHashes(prompt);
-  await engine.publish([{ type: 'BlockStored', blockHashes: [1n], parentBlockHash: null, tokenIds: prompt.slice(0, BS), blockSize: BS }]);
+  await engine.publish([{ type: 'BlockStored', blockHashes: [1n], parentBlockHash: null, tokenIds: prompt.slice(0, BS), blockSize: BS }], { rank });
   await run.awaitHeld(pool, hashes.slice(0, 1), 'the root block');
   const before = await run.metricsText();
 
   // Block 2 is lost on the wire; block 3 (its child) arrives live and reveals the gap.
-  await engine.publish([{ type: 'BlockStored', blockHashes: [2n], parentBlockHash: 1n, tokenIds: prompt.slice(BS, 2 * BS), blockSize: BS }], { dropLive: true });
-  await engine.publish([{ type: 'BlockStored', blockHashes: [3n], parentBlockHash: 2n, tokenIds: prompt.slice(2 * BS), blockSize: BS }]);
+  await engine.publish([{ type: 'BlockStored', blockHashes: [2n], parentBlockHash: 1n, tokenIds: prompt.slice(BS, 2 * BS), blockSize: BS }], { rank, dropLive: true });
+  await engine.publish([{ type: 'BlockStored', blockHashes: [3n], parentBlockHash: 2n, tokenIds: prompt.slice(2 * BS), blockSize: BS }], { rank });
   await run.awaitHeld(pool, hashes, 'the dropped block and its child');
   expect(run.depth('llama', prompt)).toBe(3);
 
   const after = await run.metricsText();
-  expect(metricValue(after, 'kv_dc_relay_ingest_gaps_total', W7) - metricValue(before, 'kv_dc_relay_ingest_gaps_total', W7)).toBe(1);
-  expect(metricValue(after, 'kv_dc_relay_ingest_replays_total', W7) - metricValue(before, 'kv_dc_relay_ingest_replays_total', W7)).toBe(1);
-  expect(metricValue(after, 'kv_dc_relay_ingest_resets_total', W7)).toBe(0);
+  const delta = (name: string): number => metricValue(after, name, src) - metricValue(before, name, src);
+  expect(delta('kv_dc_relay_ingest_gaps_total')).toBe(1);
+  expect(delta('kv_dc_relay_ingest_replays_total')).toBe(1);
+  expect(metricValue(after, 'kv_dc_relay_ingest_resets_total', src)).toBe(0);
 });
 
 /** Stores `old`, jumps the sequence, stores `fresh` (a root) and `child` (its child) live. */
