@@ -128,11 +128,14 @@ export class E2e {
     return engine.start();
   }
 
-  /** Writes the config, starts the relay in-process and a consumer, and waits until every engine is subscribed. */
-  async start(config: Record<string, unknown>): Promise<RunningRelay> {
+  /**
+   * Writes the config, starts the relay in-process and a consumer, and waits until the relay
+   * subscribed to `subscribed` (default: every engine).
+   */
+  async start(config: Record<string, unknown>, subscribed: SimulatedEngine[] = this.engines): Promise<RunningRelay> {
     fs.writeFileSync(this.file, JSON.stringify(config));
     this.relayValue = await startRelay({ configFile: this.file, logger: silentLogger });
-    await this.connect(this.relayValue.address, this.relayValue.metricsAddress);
+    await this.connect(this.relayValue.address, this.relayValue.metricsAddress, subscribed);
     return this.relayValue;
   }
 
@@ -153,15 +156,15 @@ export class E2e {
     };
     await waitFor(() => child.exitCode !== null || addressOf('metrics listening') !== undefined, 'the relay process to listen', DEADLINE_MS, 20);
     if (child.exitCode !== null) throw new Error(`relay exited ${child.exitCode}: ${stderr}`);
-    await this.connect(addressOf('listening')!, addressOf('metrics listening'));
+    await this.connect(addressOf('listening')!, addressOf('metrics listening'), this.engines);
     return child;
   }
 
-  private async connect(address: string, metricsAddress: string | undefined): Promise<void> {
+  private async connect(address: string, metricsAddress: string | undefined, subscribed: SimulatedEngine[]): Promise<void> {
     this.metricsAddress = metricsAddress;
     this.clientValue = new RelayClient(address, { subscriberId: 'e2e', backoff: { initialMs: 20, maxMs: 200 } });
     this.clientValue.start();
-    await Promise.all(this.engines.map((e) => e.waitForSubscribers()));
+    await Promise.all(subscribed.map((e) => e.waitForSubscribers()));
   }
 
   /** Replaces the config file atomically (the watch sees a rename). */
@@ -227,7 +230,8 @@ export class E2e {
       this.child.kill('SIGTERM');
       await exited;
     }
-    await Promise.all(this.engines.map((e) => e.stop()));
+    // A test may already have stopped an engine (a restart); stopping again must not mask its result.
+    await Promise.allSettled(this.engines.map((e) => e.stop()));
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
 }

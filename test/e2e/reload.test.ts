@@ -67,3 +67,30 @@ test('an identity change in the config swaps the generation; old streams end, th
   await engine.publish([{ type: 'BlockStored', blockHashes: [3n], parentBlockHash: 2n, tokenIds: more.slice(2 * BS), blockSize: BS }]);
   await waitFor(() => run.depth('llama', more) === 3, 'a live block in the new generation', DEADLINE_MS);
 });
+
+test('a worker added by a reload joins the same producer; a worker removed takes its blocks with it', async () => {
+  const e7 = await run.engine();
+  const e8 = await run.engine();
+  const config = (workers: Record<string, unknown>[]): Record<string, unknown> => relayConfig([endpointConfig(workers)]);
+  await run.start(config([workerConfig(7, e7)]), [e7]);
+  const pool = await run.poolKey();
+  const producer = run.client.catalog()!.pools[0].producerKey;
+  const revision = run.client.catalog()!.revision;
+
+  const t7 = tokenRange(100, BS);
+  const t8 = tokenRange(800, 2 * BS);
+  await e7.publish([{ type: 'BlockStored', blockHashes: [1n], parentBlockHash: null, tokenIds: t7, blockSize: BS }]);
+  // Published before worker 8 is configured: the relay's replay from 0 recovers it.
+  await e8.publish([{ type: 'BlockStored', blockHashes: [1n, 2n], parentBlockHash: null, tokenIds: t8, blockSize: BS }]);
+  await run.awaitHeld(pool, expectedHashes(t7), 'worker 7 block');
+
+  run.rewrite(config([workerConfig(7, e7), workerConfig(8, e8)]));
+  await run.awaitHeld(pool, expectedHashes(t8), 'worker 8 blocks once it is configured');
+  expect(run.client.catalog()!.revision).toBeGreaterThan(revision);
+  expect(run.client.catalog()!.pools[0].producerKey).toBe(producer);
+
+  run.rewrite(config([workerConfig(7, e7)]));
+  await run.awaitGone(pool, expectedHashes(t8), 'worker 8 blocks once it is removed');
+  expect(run.holds(pool, expectedHashes(t7)[0])).toBe(true);
+  expect(run.client.catalog()!.pools[0].producerKey).toBe(producer);
+});

@@ -98,3 +98,22 @@ test('an engine restart (sequence back to 0) drops its old blocks and applies th
   expect(run.depth('llama', fresh)).toBe(1);
   expect(metricValue(await run.metricsText(), 'kv_dc_relay_ingest_resets_total', W7)).toBe(1);
 });
+
+test('an engine process restarted on the same ports: the lost connection resets the source, replay from 0 fills it', async () => {
+  const before = await run.engine();
+  await run.start(relayConfig([endpointConfig([workerConfig(7, before)])]));
+  const pool = await run.poolKey();
+  const old = tokenRange(100, 2 * BS);
+  await before.publish([{ type: 'BlockStored', blockHashes: [1n, 2n], parentBlockHash: null, tokenIds: old, blockSize: BS }]);
+  await run.awaitHeld(pool, expectedHashes(old), 'the blocks of the first process');
+
+  await before.stop();
+  const port = (endpoint: string | undefined): number => Number(/:(\d+)$/.exec(endpoint ?? '')![1]);
+  const after = await run.engine({ port: port(before.pubEndpoint), replayPort: port(before.replayEndpoint) });
+  // Published before the relay reconnects: only the replay from 0 can deliver it.
+  const fresh = tokenRange(700, BS);
+  await after.publish([{ type: 'BlockStored', blockHashes: [1n], parentBlockHash: null, tokenIds: fresh, blockSize: BS }]);
+  await run.awaitHeld(pool, expectedHashes(fresh), 'the block of the new process');
+  await run.awaitGone(pool, expectedHashes(old), 'the blocks of the first process');
+  expect(metricValue(await run.metricsText(), 'kv_dc_relay_ingest_resets_total', W7)).toBe(1);
+});
