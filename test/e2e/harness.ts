@@ -27,22 +27,27 @@ export function loraSeed(lora?: string): bigint {
   return lora ? (XXH3_SEED + xxh3(Buffer.from(lora, 'utf8'), 0n)) & U64 : XXH3_SEED;
 }
 
-/** Canonical sequence hashes of the complete blocks of `tokens` (standard windows). */
-export function expectedHashes(tokens: readonly number[], lora?: string, bs = BS): bigint[] {
-  const seed = loraSeed(lora);
+/**
+ * Canonical sequence hashes of the complete blocks of `tokens` (standard windows), chained from
+ * `parent` (the canonical hash of the block before them) when given.
+ */
+export function expectedHashes(tokens: readonly number[], lora?: string | null, bs = BS, parent?: bigint): bigint[] {
+  const seed = loraSeed(lora ?? undefined);
   const out: bigint[] = [];
+  let previous = parent;
   for (let start = 0; start + bs <= tokens.length; start += bs) {
     const bytes = Buffer.alloc(4 * bs);
     for (let i = 0; i < bs; i++) bytes.writeUInt32LE(tokens[start + i], 4 * i);
     const block = xxh3(bytes, seed);
-    if (out.length === 0) {
-      out.push(block);
+    if (previous === undefined) {
+      previous = block;
     } else {
       const pair = Buffer.alloc(16);
-      pair.writeBigUInt64LE(out[out.length - 1], 0);
+      pair.writeBigUInt64LE(previous, 0);
       pair.writeBigUInt64LE(block, 8);
-      out.push(xxh3(pair, XXH3_SEED));
+      previous = xxh3(pair, XXH3_SEED);
     }
+    out.push(previous);
   }
   return out;
 }
