@@ -2,8 +2,10 @@
 // workload with the same seed (shared system prompts, LoRA and base conversations, LRU evictions).
 // The test keeps its own model of the pool (hashing-ckf-cbi1.md §4.2-§4.4: per-source lineage of
 // engine ids, owner counts per canonical hash) and checks the consumer's replica against it.
+import { RelayClient } from '../../src/client';
 import type { SimEvent, SimulatedEngine } from '../../src/sim';
-import { BS, E2e, endpointConfig, expectedHashes, relayConfig, tokenRange, workerConfig } from './harness';
+import { waitFor } from '../support/waitFor';
+import { BS, DEADLINE_MS, E2e, endpointConfig, expectedHashes, relayConfig, tokenRange, workerConfig } from './harness';
 
 let run: E2e;
 beforeEach(() => (run = new E2e()));
@@ -82,4 +84,16 @@ test('a random workload with evictions, shared prefixes and LoRA: the replica ho
   // A released hash may still match another hash's 16-bit fingerprint in one of its two buckets
   // (at this fill, well under 1 in 1000); more than that is a block the relay failed to remove.
   expect(released.filter((h) => run.holds(pool, h)).length).toBeLessThanOrEqual(2);
+
+  // A consumer that joins now bootstraps from a snapshot: it must see exactly the words that the
+  // first consumer built from its snapshot plus every delta since.
+  const late = new RelayClient(run.relay.address, { subscriberId: 'e2e-late' });
+  try {
+    late.start();
+    const sequence = run.client.replica(pool)!.sequence;
+    await waitFor(() => late.replica(pool)?.sequence === sequence, 'the late consumer at the same sequence', DEADLINE_MS);
+    expect(late.replica(pool)!.words).toEqual(run.client.replica(pool)!.words);
+  } finally {
+    late.close();
+  }
 });
