@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // npm `install` hook. Operators' hosts have no compiler: a matching prebuild is used as is and
-// nothing is compiled. Without one (or with --build-from-source) cmake-js builds the addon.
+// nothing is compiled. Without one (or when asked to build from source) cmake-js builds the addon.
 // In a source checkout (tsconfig.json present) the TypeScript is compiled too.
 'use strict';
 const fs = require('fs');
@@ -9,8 +9,13 @@ const { spawnSync } = require('child_process');
 const target = require('./native-target');
 
 const root = path.resolve(__dirname, '..');
-const flag = process.env.npm_config_build_from_source; // set by `npm install --build-from-source`
-const fromSource = process.argv.includes('--build-from-source') || (flag !== undefined && flag !== '' && flag !== 'false');
+// `npm install --build-from-source` (every native dependency, zeromq's included, then compiles) or
+// KV_DC_RELAY_BUILD_FROM_SOURCE=1 (this package only).
+const truthy = (value) => value !== undefined && value !== '' && value !== 'false' && value !== '0';
+const fromSource =
+  process.argv.includes('--build-from-source') ||
+  truthy(process.env.KV_DC_RELAY_BUILD_FROM_SOURCE) ||
+  truthy(process.env.npm_config_build_from_source);
 
 function run(command, args) {
   const result = spawnSync(command, args, { cwd: root, stdio: 'inherit', shell: false });
@@ -27,7 +32,7 @@ if (!fromSource && fs.existsSync(prebuild)) {
 } else {
   console.log(
     fromSource
-      ? 'kv-dc-relay install: --build-from-source: compiling the addon with cmake-js'
+      ? 'kv-dc-relay install: building from source as asked: compiling the addon with cmake-js'
       : `kv-dc-relay install: no prebuild for ${process.platform}-${process.arch}: compiling the addon with cmake-js`,
   );
   run(process.execPath, [target.packageBin(root, 'cmake-js'), 'compile', '--out', 'build']);

@@ -15,6 +15,7 @@ import { newRelayIdentity } from '../identity';
 import { createLogger, type Logger } from '../log';
 import { createRelayMetrics } from '../metrics/registry';
 import { startMetricsServer, type MetricsServer } from '../metrics/server';
+import { addonOrigin } from '../native';
 import { Producer } from '../producer/producer';
 import { startRelayServer, type RelayServer } from '../transport/server';
 import type { RelayIdentity } from '../wire/types';
@@ -42,6 +43,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
   const { configFile, overrides = {}, logger } = options;
   const text = readConfig(configFile);
   const config = parseConfigText(text, configFile, overrides);
+  logger.info({ kind: addonOrigin.kind, path: addonOrigin.path }, 'native addon loaded');
   const relay = newRelayIdentity();
   const producer = new Producer({ config, relay, logger });
   await producer.start();

@@ -2,3 +2,4 @@
 export * from './cbi1';
 export * from './hashing';
 export * from './pool';
+export { addonOrigin, type AddonOrigin } from './addon';

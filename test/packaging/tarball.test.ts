@@ -1,5 +1,6 @@
 // The operator path: `npm run prebuild`, `npm pack`, then install the tarball on a host without a
-// compiler and start `kv-dc-relay serve` from it. The prebuild must be picked up as is.
+// compiler and start `kv-dc-relay serve` from it: the prebuild is used as is. With
+// KV_DC_RELAY_BUILD_FROM_SOURCE=1 the same tarball compiles the addon with cmake-js and the loader takes it.
 import { spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
@@ -16,9 +17,50 @@ function sh(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv
   return result.stdout;
 }
 
+/** A fresh "host" folder with the tarball installed; returns the installed package's folder. */
+function installTarball(work: string, name: string, tarball: string, extraArgs: string[], env: NodeJS.ProcessEnv): string {
+  const app = path.join(work, name);
+  fs.mkdirSync(app);
+  fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: `host-${name}`, version: '1.0.0', private: true }));
+  sh('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', ...extraArgs, tarball], app, env);
+  return app;
+}
+
+interface LogEntry {
+  msg?: string;
+  kind?: string;
+  path?: string;
+  address?: string;
+}
+
+/** Starts `kv-dc-relay serve` from an installed host, waits for `listening`, stops it with SIGTERM. */
+async function serveOnce(app: string, config: string): Promise<LogEntry[]> {
+  const child = spawn(path.join(app, 'node_modules', '.bin', 'kv-dc-relay'), ['serve', '--config', config], {
+    cwd: app,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  try {
+    const seen: string[] = [];
+    await new Promise<void>((resolve, reject) => {
+      readline.createInterface({ input: child.stderr }).on('line', (line) => {
+        seen.push(line);
+        if (line.includes('"msg":"listening"')) resolve();
+      });
+      void exited.then((code) => reject(new Error(`serve exited (${code}) before listening:\n${seen.join('\n')}`)));
+    });
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    return seen.map((l) => JSON.parse(l) as LogEntry);
+  } finally {
+    child.kill('SIGKILL');
+  }
+}
+
 describe('packed tarball', () => {
   let work: string;
-  let app: string;
+  let tarball: string;
+  let config: string;
 
   beforeAll(() => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-dc-relay-pack-'));
@@ -28,48 +70,35 @@ describe('packed tarball', () => {
     expect(files).toContain(`prebuilds/${process.platform}-${process.arch}/kv_dc_relay.node`);
     expect(files).toContain('dist/src/cli/main.js');
     expect(files.some((f) => f.startsWith('build/'))).toBe(false);
-
-    app = path.join(work, 'app');
-    fs.mkdirSync(app);
-    fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'operator-host', version: '1.0.0', private: true }));
-    // No compiler on this "host": any attempt to compile fails the install.
-    const env = { ...process.env, CC: 'false', CXX: 'false', npm_config_build_from_source: '' };
-    delete env.npm_config_build_from_source;
-    sh('npm', ['install', '--prefer-offline', '--no-audit', '--no-fund', path.join(work, packed[0].filename)], app, env);
+    tarball = path.join(work, packed[0].filename);
+    config = path.join(work, 'relay.yaml');
+    fs.writeFileSync(config, 'dcId: dc-packaged\nbind: 127.0.0.1:0\nendpoints: []\n');
   }, 240_000);
 
   afterAll(() => {
     if (work) fs.rmSync(work, { recursive: true, force: true });
   });
 
-  test('installs without compiling and `kv-dc-relay serve` starts from it', async () => {
+  test('installs on a host without a compiler and serves from the prebuild', async () => {
+    const env = { ...process.env, CC: 'false', CXX: 'false' };
+    delete env.npm_config_build_from_source;
+    const app = installTarball(work, 'no-compiler', tarball, [], env);
     const installed = path.join(app, 'node_modules', 'kv-dc-relay');
     expect(fs.existsSync(path.join(installed, 'build'))).toBe(false);
-    const config = path.join(work, 'relay.yaml');
-    fs.writeFileSync(config, 'dcId: dc-packaged\nbind: 127.0.0.1:0\nendpoints: []\n');
 
-    const child = spawn(path.join(app, 'node_modules', '.bin', 'kv-dc-relay'), ['serve', '--config', config], {
-      cwd: app,
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-    const lines = readline.createInterface({ input: child.stderr });
-    const seen: string[] = [];
-    const listening = await new Promise<{ address: string }>((resolve, reject) => {
-      lines.on('line', (line) => {
-        seen.push(line);
-        try {
-          const entry = JSON.parse(line) as { msg?: string; address?: string };
-          if (entry.msg === 'listening') resolve(entry as { address: string });
-        } catch {
-          // not JSON: kept in `seen` for the failure message
-        }
-      });
-      void exited.then((code) => reject(new Error(`serve exited (${code}) before listening:\n${seen.join('\n')}`)));
-    });
-    expect(listening.address).toMatch(/^127\.0\.0\.1:\d+$/);
-    expect(seen.join('\n')).toContain('prebuild');
-    child.kill('SIGTERM');
-    expect(await exited).toBe(0);
-  }, 60_000);
+    const log = await serveOnce(app, config);
+    const addon = log.find((e) => e.msg === 'native addon loaded');
+    expect(addon?.kind).toBe('prebuild');
+    expect(addon?.path).toContain(path.join(installed, 'prebuilds'));
+    expect(log.find((e) => e.msg === 'listening')?.address).toMatch(/^127\.0\.0\.1:\d+$/);
+  }, 120_000);
+
+  test('a build from source compiles with cmake-js and the loader takes that build', async () => {
+    const app = installTarball(work, 'from-source', tarball, [], { ...process.env, KV_DC_RELAY_BUILD_FROM_SOURCE: '1' });
+    const installed = path.join(app, 'node_modules', 'kv-dc-relay');
+    expect(fs.existsSync(path.join(installed, 'build', 'Release', 'kv_dc_relay.node'))).toBe(true);
+
+    const addon = (await serveOnce(app, config)).find((e) => e.msg === 'native addon loaded');
+    expect(addon?.kind).toBe('local-build');
+  }, 300_000);
 });
