@@ -161,6 +161,12 @@ export const INGEST_REPLAY_IDLE_TIMEOUT_MS = 5_000;
 export const INGEST_REPLAY_MAX_BUFFERED = 100_000;
 /** SUB receive high-water mark, matching vLLM's PUB default (overflow shows up as a gap). */
 export const INGEST_RECEIVE_HWM = 100_000;
+/**
+ * Engine messages one rank handles before yielding to the event loop: a backlog would otherwise be
+ * drained in one turn, with no transport write completing meanwhile, and its burst of deltas would
+ * overflow the queue of every pool subscriber however fast it reads.
+ */
+export const INGEST_MESSAGES_PER_TURN = 16;
 /** Warnings about malformed engine input: at most this many per window per subscriber. */
 export const INGEST_LOG_MAX_PER_WINDOW = 10;
 export const INGEST_LOG_WINDOW_MS = 10_000;

@@ -1,7 +1,9 @@
 // vLLM replay client: a DEALER (a REQ would accept only one reply) that asks the engine's ROUTER
 // for every buffered batch from a start sequence (engine-inputs.md §1.2). One socket per request,
 // so a late reply to an abandoned request can never be mistaken for the next one's.
+import { setImmediate as nextTurn } from 'timers/promises';
 import { Dealer } from 'zeromq';
+import { INGEST_MESSAGES_PER_TURN } from '../config/defaults';
 import { parseReplayReply, replayRequest } from './frames';
 import type { ReplayHandle } from './stream';
 
@@ -29,7 +31,11 @@ export function requestReplay(endpoint: string, topic: string, from: bigint, idl
   const run = async (): Promise<void> => {
     dealer.connect(endpoint);
     await dealer.send(replayRequest(from));
+    let handled = 0;
     while (!done) {
+      // As on the live socket: a long replay must not hold the event loop (subscriber.ts).
+      if (++handled % INGEST_MESSAGES_PER_TURN === 0) await nextTurn();
+      if (done) return;
       const frames = await dealer.receive();
       if (done) return;
       let reply;

@@ -1,10 +1,12 @@
 // One worker's KV-event subscription: a SUB socket per data-parallel rank (dialing the engine's PUB
 // or bound for engines that dial in), per-rank ordering and replay (stream.ts), decoding
 // (decode.ts), and delivery to the producer's sink.
+import { setImmediate as nextTurn } from 'timers/promises';
 import { Subscriber } from 'zeromq';
 import {
   INGEST_LOG_MAX_PER_WINDOW,
   INGEST_LOG_WINDOW_MS,
+  INGEST_MESSAGES_PER_TURN,
   INGEST_RECEIVE_HWM,
   INGEST_REPLAY_IDLE_TIMEOUT_MS,
   INGEST_REPLAY_MAX_BUFFERED,
@@ -190,7 +192,10 @@ class RankSubscription {
   }
 
   private async receiveLoop(): Promise<void> {
+    let handled = 0;
     while (!this.socket.closed) {
+      // receive() resolves at once while a backlog lasts, so the loop must yield by itself.
+      if (++handled % INGEST_MESSAGES_PER_TURN === 0) await nextTurn();
       let frames: Buffer[];
       try {
         frames = await this.socket.receive();
