@@ -1,6 +1,6 @@
 // Control-plane views end to end: serving readiness follows the engines' real /health answers, and
 // pool load follows what their /metrics report per data-parallel rank, as a consumer sees them.
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ServingReadinessState, WorkerRole } from '../../src/wire/enums';
 import type { KvPoolLoadEntry, TopologyEntry } from '../../src/wire/types';
@@ -38,6 +38,49 @@ test('P/D readiness flips with the prefill engine health', async () => {
   prefill.setHealthStatus(200);
   await waitFor(() => state() === ServingReadinessState.READY, 'READY again once prefill answers 200', DEADLINE_MS);
   expect(llamaEntry()).toMatchObject({ presentRoles: [WorkerRole.PREFILL, WorkerRole.DECODE], missingRoles: [] });
+
+  // After a first answer, a refused connection means not live (not unknown).
+  await prefill.stop();
+  await waitFor(() => state() === ServingReadinessState.UNAVAILABLE, 'UNAVAILABLE once prefill is gone', DEADLINE_MS);
+  expect(llamaEntry()).toMatchObject({ presentRoles: [WorkerRole.DECODE], missingRoles: [WorkerRole.PREFILL] });
+});
+
+test('until a worker\'s health first answers the entry is UNKNOWN; then its answers decide', async () => {
+  const prefill = await run.engine();
+  const decode = await run.engine();
+  // A health endpoint that accepts connections and holds them unanswered until told to answer.
+  let status: number | undefined;
+  let requests = 0;
+  const held: ServerResponse[] = [];
+  const health = createServer((_req, res) => {
+    requests += 1;
+    if (status === undefined) held.push(res);
+    else res.writeHead(status).end();
+  });
+  await new Promise<void>((resolve) => health.listen(0, '127.0.0.1', resolve));
+  try {
+    const url = `http://127.0.0.1:${(health.address() as AddressInfo).port}/health`;
+    await run.start(
+      relayConfig([
+        endpointConfig([{ ...workerConfig(10, prefill), health: { url } }], { component: 'prefill', workerType: 'prefill', needs: [['decode']] }),
+        endpointConfig([workerConfig(11, decode, { health: true })], { component: 'decode', workerType: 'decode', needs: [['prefill']] }),
+      ]),
+    );
+    // Unanswered probes (a timeout is not an answer) leave it not authoritative; by the third
+    // request the first has long timed out, and any state it caused would have been published.
+    await waitFor(() => requests >= 3 && llamaEntry() !== undefined, 'three unanswered prefill probes', DEADLINE_MS);
+    expect(llamaEntry()!.state).toBe(ServingReadinessState.UNKNOWN);
+
+    status = 200;
+    await waitFor(() => llamaEntry()?.state === ServingReadinessState.READY, 'READY once prefill answers 200', DEADLINE_MS);
+    status = 500;
+    await waitFor(() => llamaEntry()?.state === ServingReadinessState.UNAVAILABLE, 'UNAVAILABLE once prefill answers 500', DEADLINE_MS);
+    expect(llamaEntry()).toMatchObject({ missingRoles: [WorkerRole.PREFILL] });
+  } finally {
+    for (const res of held) res.destroy();
+    health.closeAllConnections();
+    await new Promise<void>((resolve) => health.close(() => resolve()));
+  }
 });
 
 /** A metrics endpoint in front of the engine's that can hide one rank's sample. */
