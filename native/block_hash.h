@@ -44,6 +44,18 @@ inline size_t CompleteBlockCount(size_t tokenCount, uint32_t kvBlockSize, bool e
   return tokenCount / kvBlockSize;
 }
 
+// XXH3 of one block window. XXH3 picks its code path from the length at run time; with the common
+// window sizes (16/32/64-token blocks) as compile-time constants the inlined path folds to
+// straight-line code, which is what lets the chained sequence hashes keep up with raw block hashing.
+inline uint64_t WindowHash(const uint32_t* window, size_t bytes, uint64_t seed) {
+  switch (bytes) {
+    case 64: return Xxh3(window, 64, seed);
+    case 128: return Xxh3(window, 128, seed);
+    case 256: return Xxh3(window, 256, seed);
+    default: return Xxh3(window, bytes, seed);
+  }
+}
+
 // seq[i] = xxh3(LE64(parent) ++ LE64(block), 1337).
 inline uint64_t NextSequenceHash(uint64_t parent, uint64_t block) {
   uint64_t input[2] = {parent, block};
@@ -72,7 +84,7 @@ inline void BlockHashes(const uint32_t* tokens, size_t tokenCount, uint32_t kvBl
       if (!sorted.empty()) std::memcpy(scratch.data() + window * 4, sorted.data(), sorted.size() * 8);
       out[i] = Xxh3(scratch.data(), scratch.size(), seed);
     } else {
-      out[i] = Xxh3(chunk, window * 4, seed);
+      out[i] = WindowHash(chunk, window * 4, seed);
     }
   }
 }
@@ -85,7 +97,7 @@ inline void SequenceHashesPlain(const uint32_t* tokens, size_t tokenCount, uint3
   const size_t windowBytes = (static_cast<size_t>(kvBlockSize) + (eagle ? 1 : 0)) * 4;
   uint64_t previous = 0;
   for (size_t i = 0; i < blocks; ++i) {
-    const uint64_t block = Xxh3(tokens + i * kvBlockSize, windowBytes, seed);
+    const uint64_t block = WindowHash(tokens + i * kvBlockSize, windowBytes, seed);
     previous = i == 0 ? block : NextSequenceHash(previous, block);
     out[i] = previous;
   }
