@@ -6,8 +6,9 @@
 // frames from the same publishers: a bare ZMQ SUB per source (no relay), matched by sequence.
 //
 // Throughput comes from a closed loop (at most WINDOW events in flight), latency also from a paced
-// run at a fixed rate. Everything runs in this one process, relay included, so the numbers are for
-// one event loop shared with the publishers and the consumer.
+// run at a fixed rate. Publishers and consumer run in this process; the relay runs either here too
+// (one event loop for everything) or as a `kv-dc-relay serve` process of its own.
+import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -20,8 +21,8 @@ import { bucketContains, ckfPrepare, decodeFrame, saltSeed, sequenceHashes, snap
 import { encodeBatch, SimulatedEngine } from '../src/sim';
 import { RELAY_CONTRACT_MARKER } from '../src/wire/constants';
 import { FilterUpdateKind } from '../src/wire/enums';
-import { makeClient } from '../src/wire/service';
-import type { FilterUpdate } from '../src/wire/types';
+import { makeClient, type KvEventRelayClient } from '../src/wire/service';
+import type { FilterUpdate, KvPoolCatalogUpdate, ProducerIdentity } from '../src/wire/types';
 import type { BenchResult } from './support/result';
 import { median, round } from './support/timing';
 
@@ -47,6 +48,8 @@ const PACED_MS = 1_000;
 const PACE_TICK_MS = 2;
 const EXPECTED_UNIQUE_BLOCKS = 1 << 20;
 const ENGINE_BUFFER_STEPS = 1024;
+/** Events through each relay and bare setup before measuring (a relay process starts cold). */
+const WARMUP_EVENTS = 4_000;
 
 interface Measurement {
   eventsPerSecond: number;
@@ -60,8 +63,9 @@ interface Workload {
   lastHashes: bigint[][];
 }
 
-function buildWorkload(sources: number): Workload {
-  const perSource = EVENTS / sources;
+/** `events` events over `sources` sources, with tokens from `firstToken` on. */
+function buildWorkload(sources: number, events: number, firstToken: number): Workload {
+  const perSource = events / sources;
   const tokensPerEvent = BLOCKS_PER_EVENT * BLOCK_SIZE;
   const payloads: Buffer[][] = [];
   const lastHashes: bigint[][] = [];
@@ -71,7 +75,7 @@ function buildWorkload(sources: number): Workload {
     lastHashes.push([]);
     for (let i = 0; i < perSource; i++) {
       // Distinct tokens per (source, event): every block is new to the pool.
-      const first = 1 + (s * perSource + i) * tokensPerEvent;
+      const first = firstToken + (s * perSource + i) * tokensPerEvent;
       const tokens = Uint32Array.from({ length: tokensPerEvent }, (_, t) => first + t);
       const blockHashes = Array.from({ length: BLOCKS_PER_EVENT }, (_, b) => BigInt(first + b));
       payloads[s].push(
@@ -188,7 +192,55 @@ async function startEngines(n: number, replay: boolean): Promise<SimulatedEngine
   return Promise.all(Array.from({ length: n }, () => new SimulatedEngine({ http: false, replay, bufferSteps: ENGINE_BUFFER_STEPS }).start()));
 }
 
-async function throughRelay(workload: Workload, admission: Admission, perSource: number): Promise<Measurement> {
+/** Where the relay runs: in this process, or as `kv-dc-relay serve` on its own (one more core). */
+type RelayMode = 'in-process' | 'process';
+
+interface RunningBenchRelay {
+  address: string;
+  producer: ProducerIdentity;
+  stop(): Promise<void>;
+}
+
+async function startBenchRelay(mode: RelayMode, configFile: string): Promise<RunningBenchRelay> {
+  if (mode === 'in-process') {
+    const relay = await startRelay({ configFile, logger: silentLogger });
+    return { address: relay.address, producer: relay.producer.catalog().snapshot.pools[0].producer!, stop: () => relay.shutdown() };
+  }
+  const child = spawn(process.execPath, [path.join(__dirname, '..', 'src', 'cli', 'main.js'), 'serve', '--config', configFile], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async (): Promise<void> => {
+    if (child.exitCode === null) child.kill('SIGTERM');
+    await exited;
+  };
+  try {
+    const address = await new Promise<string>((resolve, reject) => {
+      let stderr = '';
+      child.stderr!.on('data', (b: Buffer) => {
+        stderr += b.toString();
+        const line = stderr.split('\n').find((l) => l.includes('"msg":"listening"'));
+        if (line) resolve((JSON.parse(line) as { address: string }).address);
+      });
+      child.once('exit', (code) => reject(new Error(`relay exited ${code}: ${stderr}`)));
+    });
+    const client = makeClient(address);
+    const catalog = client.watchKvPoolCatalog({ subscriberId: 'bench-e2e/catalog', contractMarker: RELAY_CONTRACT_MARKER });
+    const first = await new Promise<KvPoolCatalogUpdate>((resolve, reject) => {
+      catalog.once('data', resolve);
+      catalog.once('error', reject);
+    });
+    catalog.on('error', () => undefined); // our own cancel
+    catalog.cancel();
+    client.close();
+    return { address, producer: first.snapshot!.pools[0].producer!, stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+async function throughRelay(mode: RelayMode, warmup: Workload, workload: Workload, admission: Admission, perSource: number): Promise<Measurement> {
   const sources = workload.payloads.length;
   const engines = await startEngines(sources, true);
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvrelay-bench-e2e-'));
@@ -210,27 +262,35 @@ async function throughRelay(workload: Workload, admission: Admission, perSource:
       ],
     }),
   );
-  const relay = await startRelay({ configFile, logger: silentLogger });
-  const client = makeClient(relay.address, { channelOptions: { 'grpc.max_receive_message_length': 8 << 20 } });
+  let relay: RunningBenchRelay | undefined;
+  let client: KvEventRelayClient | undefined;
   try {
+    relay = await startBenchRelay(mode, configFile);
+    client = makeClient(relay.address, { channelOptions: { 'grpc.max_receive_message_length': 8 << 20 } });
     await Promise.all(engines.map((e) => e.waitForSubscribers()));
-    const producer = relay.producer.catalog().snapshot.pools[0].producer!;
+    const producer = relay.producer;
     const format = { seed: producer.ckfFormat!.seed, bucketCount: Number(producer.ckfFormat!.bucketCount) };
 
-    // Events waiting for a delta, by candidate bucket: [source, index, fingerprint] triples.
+    // Events of the current loop waiting for a delta, by candidate bucket: [source, index, fingerprint].
     const pending = new Map<number, number[]>();
-    const loop = new LoadLoop(sources, perSource, admission, (s, i) => {
-      const p = ckfPrepare(workload.lastHashes[s][i], format.bucketCount, format.seed);
-      for (const bucket of p.bucketA === p.bucketB ? [p.bucketA] : [p.bucketA, p.bucketB]) {
-        const list = pending.get(bucket);
-        if (list) list.push(s, i, p.fingerprint);
-        else pending.set(bucket, [s, i, p.fingerprint]);
-      }
-      void engines[s].publishPayload(workload.payloads[s][i]);
-    });
+    let loop: LoadLoop | undefined;
+    const startLoop = (w: Workload, a: Admission, n: number): LoadLoop => {
+      pending.clear();
+      loop = new LoadLoop(sources, n, a, (s, i) => {
+        const p = ckfPrepare(w.lastHashes[s][i], format.bucketCount, format.seed);
+        for (const bucket of p.bucketA === p.bucketB ? [p.bucketA] : [p.bucketA, p.bucketB]) {
+          const list = pending.get(bucket);
+          if (list) list.push(s, i, p.fingerprint);
+          else pending.set(bucket, [s, i, p.fingerprint]);
+        }
+        void engines[s].publishPayload(w.payloads[s][i]);
+      });
+      return loop;
+    };
 
     /** Completes every pending event whose fingerprint a delta image shows in a candidate bucket. */
     const absorb = (delta: DecodedDelta): void => {
+      if (!loop) return;
       for (let k = 0; k < delta.buckets.length; k++) {
         const list = pending.get(delta.buckets[k]);
         if (!list) continue;
@@ -254,7 +314,7 @@ async function throughRelay(workload: Workload, admission: Admission, perSource:
       // Any stream error before our own cancel at the end breaks the measurement.
       call.on('error', (err) => {
         reject(err);
-        loop.fail(err);
+        loop?.fail(err);
       });
       call.on('data', (update: FilterUpdate) => {
         if (update.kind === FilterUpdateKind.SNAPSHOT_CHUNK && ++received === chunks) resolve();
@@ -262,12 +322,13 @@ async function throughRelay(workload: Workload, admission: Admission, perSource:
       });
     });
     await snapshotDone;
-    const result = await loop.run();
+    await startLoop(warmup, { window: WINDOW }, WARMUP_EVENTS / sources).run();
+    const result = await startLoop(workload, admission, perSource).run();
     call.cancel();
     return result;
   } finally {
-    client.close();
-    await relay.shutdown();
+    client?.close();
+    await relay?.stop();
     await Promise.all(engines.map((e) => e.stop()));
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -284,15 +345,23 @@ async function throughBareZmq(workload: Workload, admission: Admission, perSourc
   });
   try {
     await Promise.all(engines.map((e) => e.waitForSubscribers()));
-    const loop = new LoadLoop(sources, perSource, admission, (s, i) => void engines[s].publishPayload(workload.payloads[s][i]));
+    // Sequences continue across loops: each loop's event i of a source is sequence first + i.
+    let first = 0;
+    let loop: LoadLoop | undefined;
     const receivers = subs.map(async (sub, s) => {
       try {
-        for await (const [, seq] of sub) loop.complete(s, Number(seq.readBigUInt64BE(0)));
+        for await (const [, seq] of sub) loop?.complete(s, Number(seq.readBigUInt64BE(0)) - first);
       } catch {
         // closed
       }
     });
-    const result = await loop.run();
+    const startLoop = (a: Admission, n: number): LoadLoop => {
+      first = Number(engines[0].nextSequence());
+      loop = new LoadLoop(sources, n, a, (s, i) => void engines[s].publishPayload(workload.payloads[s][i]));
+      return loop;
+    };
+    await startLoop({ window: WINDOW }, Math.min(WARMUP_EVENTS / sources, workload.payloads[0].length)).run();
+    const result = await startLoop(admission, perSource).run();
     for (const sub of subs) sub.close();
     await Promise.all(receivers);
     return result;
@@ -312,47 +381,50 @@ function medianOf(runs: Measurement[]): Measurement {
 
 export async function run(): Promise<BenchResult[]> {
   const results: BenchResult[] = [];
+  const modes: RelayMode[] = ['in-process', 'process'];
   for (const sources of SOURCES) {
-    const workload = buildWorkload(sources);
+    const workload = buildWorkload(sources, EVENTS, 1);
+    const warmup = buildWorkload(sources, WARMUP_EVENTS, 1 + EVENTS * BLOCKS_PER_EVENT * BLOCK_SIZE);
     const closed: Admission = { window: WINDOW };
     const paced: Admission = { ratePerSecond: PACED_RATE };
+    const closedPerSource = EVENTS / sources;
     const pacedPerSource = (PACED_RATE * PACED_MS) / 1000 / sources;
-    const runs = { relay: [] as Measurement[], bare: [] as Measurement[], relayPaced: [] as Measurement[], barePaced: [] as Measurement[] };
+    const runs = new Map<string, Measurement[]>();
+    const record = (key: string, m: Measurement): void => void runs.set(key, [...(runs.get(key) ?? []), m]);
     for (let r = 0; r < ROUNDS; r++) {
-      runs.relay.push(await throughRelay(workload, closed, EVENTS / sources));
-      runs.bare.push(await throughBareZmq(workload, closed, EVENTS / sources));
-      runs.relayPaced.push(await throughRelay(workload, paced, pacedPerSource));
-      runs.barePaced.push(await throughBareZmq(workload, paced, pacedPerSource));
+      for (const mode of modes) {
+        record(`${mode}/closed`, await throughRelay(mode, warmup, workload, closed, closedPerSource));
+        record(`${mode}/paced`, await throughRelay(mode, warmup, workload, paced, pacedPerSource));
+      }
+      record('bare/closed', await throughBareZmq(workload, closed, closedPerSource));
+      record('bare/paced', await throughBareZmq(workload, paced, pacedPerSource));
     }
-    const relay = medianOf(runs.relay);
-    const bare = medianOf(runs.bare);
-    const relayPaced = medianOf(runs.relayPaced);
-    const barePaced = medianOf(runs.barePaced);
+    const m = (key: string): Measurement => medianOf(runs.get(key)!);
+    const bare = m('bare/closed');
+    const barePaced = m('bare/paced');
     const label = `${sources} source${sources === 1 ? '' : 's'}`;
-    results.push({
-      name: `events/s, ${label}, block size ${BLOCK_SIZE}`,
-      value: round(relay.eventsPerSecond, 0),
-      unit: 'events/s',
-      baseline: { name: 'bare ZMQ PUB→SUB, same frames', value: round(bare.eventsPerSecond, 0) },
-      ratio: round(relay.eventsPerSecond / bare.eventsPerSecond),
-      note: `${BLOCKS_PER_EVENT} new blocks per event (${round((relay.eventsPerSecond * BLOCKS_PER_EVENT) / 1000, 1)}k blocks/s); closed loop, window ${WINDOW}; median of ${ROUNDS}`,
-    });
-    results.push({
-      name: `p99 event→delta latency at saturation, ${label}`,
-      value: round(relay.p99Ms),
-      unit: 'ms',
-      baseline: { name: 'bare ZMQ p99 send→receive', value: round(bare.p99Ms) },
-      ratio: round(relay.p99Ms / bare.p99Ms),
-      note: `p50 ${round(relay.p50Ms)} ms (bare ${round(bare.p50Ms)} ms); closed loop, window ${WINDOW} (includes queueing)`,
-    });
-    results.push({
-      name: `p99 event→delta latency at ${PACED_RATE} events/s, ${label}`,
-      value: round(relayPaced.p99Ms),
-      unit: 'ms',
-      baseline: { name: 'bare ZMQ p99 send→receive', value: round(barePaced.p99Ms) },
-      ratio: round(relayPaced.p99Ms / barePaced.p99Ms),
-      note: `p50 ${round(relayPaced.p50Ms)} ms (bare ${round(barePaced.p50Ms)} ms); paced, ${PACED_MS / 1000} s; publication threshold 16, delay 1 ms`,
-    });
+    for (const mode of modes) {
+      const relay = m(`${mode}/closed`);
+      const relayPaced = m(`${mode}/paced`);
+      results.push({
+        name: `events/s, ${label}, block size ${BLOCK_SIZE}, relay ${mode}`,
+        value: round(relay.eventsPerSecond, 0),
+        unit: 'events/s',
+        baseline: { name: 'bare ZMQ PUB→SUB, same frames', value: round(bare.eventsPerSecond, 0) },
+        ratio: round(relay.eventsPerSecond / bare.eventsPerSecond),
+        note:
+          `${BLOCKS_PER_EVENT} new blocks/event (${round((relay.eventsPerSecond * BLOCKS_PER_EVENT) / 1000, 1)}k blocks/s); closed loop, ` +
+          `window ${WINDOW}: event→delta p50 ${round(relay.p50Ms)} ms, p99 ${round(relay.p99Ms)} ms (bare ${round(bare.p99Ms)} ms); median of ${ROUNDS}`,
+      });
+      results.push({
+        name: `p99 event→delta latency at ${PACED_RATE} events/s, ${label}, relay ${mode}`,
+        value: round(relayPaced.p99Ms),
+        unit: 'ms',
+        baseline: { name: 'bare ZMQ p99 send→receive', value: round(barePaced.p99Ms) },
+        ratio: round(relayPaced.p99Ms / barePaced.p99Ms),
+        note: `p50 ${round(relayPaced.p50Ms)} ms (bare ${round(barePaced.p50Ms)} ms); paced for ${PACED_MS / 1000} s; publication threshold 16, delay 1 ms`,
+      });
+    }
   }
   return results;
 }
