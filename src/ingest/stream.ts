@@ -34,6 +34,8 @@ export class RankStream {
   /** Whether the sink holds anything from this publisher since the last reset. */
   private delivered = false;
   private replay: PendingReplay | null = null;
+  /** After close nothing reaches the sink, even a message the socket had already handed over. */
+  private closed = false;
 
   constructor(
     private readonly hooks: StreamHooks,
@@ -46,17 +48,20 @@ export class RankStream {
 
   /** A connection to the engine came up: recover what it published before, if it can replay. */
   connected(): void {
+    if (this.closed) return;
     if (this.last === null && !this.replay) this.beginReplay(0n, true, []);
   }
 
   /** The connection was lost: the engine may have restarted, so its blocks are unknown. */
   disconnected(): void {
+    if (this.closed) return;
     this.lastLive = null;
     this.cancelReplay();
     this.forget('disconnect');
   }
 
   live(sequence: bigint, payload: Buffer): void {
+    if (this.closed) return;
     const previous = this.lastLive;
     this.lastLive = sequence;
     if (previous !== null && sequence <= previous) {
@@ -101,6 +106,7 @@ export class RankStream {
   }
 
   close(): void {
+    this.closed = true;
     this.cancelReplay();
   }
 

@@ -46,6 +46,7 @@ export interface PublishOptions {
 
 const DEFAULT_BUFFER_STEPS = 10_000;
 const PORT_ATTEMPTS = 20;
+const REBIND_RETRY_MS = 50;
 
 class RankPublisher {
   seq = 0n;
@@ -299,9 +300,13 @@ function newPublisher(): XPublisher {
   return new XPublisher({ linger: 0, verbosity: 'allSubs', sendHighWaterMark: 100_000 });
 }
 
-/** Binds one socket per rank on consecutive ports, as vLLM's rank port offsets require. */
+/**
+ * Binds one socket per rank on consecutive ports, as vLLM's rank port offsets require. Port 0
+ * retries other free ranges; a fixed port is retried briefly, because a restarted engine rebinds
+ * its predecessor's ports and ZMQ releases a closed socket's port asynchronously.
+ */
 async function bindContiguous<S extends Socket>(make: () => S, host: string, base: number, count: number): Promise<S[]> {
-  for (let attempt = 0; attempt < PORT_ATTEMPTS; attempt++) {
+  for (let attempt = 0; ; attempt++) {
     const sockets: S[] = [];
     try {
       const first = make();
@@ -316,8 +321,8 @@ async function bindContiguous<S extends Socket>(make: () => S, host: string, bas
       return sockets;
     } catch (err) {
       for (const s of sockets) s.close();
-      if (base !== 0) throw err;
+      if (attempt + 1 >= PORT_ATTEMPTS) throw err;
+      if (base !== 0) await new Promise((resolve) => setTimeout(resolve, REBIND_RETRY_MS));
     }
   }
-  throw new Error(`no ${count} consecutive free ports on ${host}`);
 }

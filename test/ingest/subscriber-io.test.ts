@@ -98,7 +98,7 @@ describe('close()', () => {
     await h.sub.close();
     expect(Date.now() - started).toBeLessThan(500);
     await h.engine.publish(CLEAR);
-    expect(h.sink.calls).toEqual([]);
+    expect([h.sink.calls, h.warnings]).toEqual([[], []]);
   });
 
   it('is prompt for a subscriber whose engine never came up, in both modes', async () => {

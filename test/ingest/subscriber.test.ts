@@ -2,7 +2,7 @@
 import type { EngineKvEvent } from '../../src/ingest/types';
 import type { SimEvent } from '../../src/sim/encode';
 import { SimulatedEngine } from '../../src/sim/engine';
-import { connectHarness, WORKER, type Harness } from '../support/ingest-harness';
+import { attachSubscriber, connectHarness, WORKER, type Harness } from '../support/ingest-harness';
 import { waitFor } from '../support/waitFor';
 
 const H1 = 0xab54a98ceb1f0ad2n; // ≥ 2^63: uint64 on the wire, negative as int64
@@ -67,12 +67,10 @@ describe('decoding over ZMQ', () => {
 describe('replay', () => {
   it('asks for replay from 0 on first connect', async () => {
     const engine = await new SimulatedEngine({ http: false }).start();
-    for (const events of SCRIPT) await engine.publish(events); // nobody listens yet
-    await engine.stop();
-    // Same ports, as if the relay connected after these batches: only the replay buffer has them.
-    h = await connectHarness({ port: Number(engine.pubEndpoint.split(':').pop()) });
-    for (const events of SCRIPT) await h.engine.publish(events, { dropLive: true });
-    await h.engine.publish([{ type: 'AllBlocksCleared' }]);
+    // Published before the relay connected: only the replay buffer has these batches.
+    for (const events of SCRIPT) await engine.publish(events, { dropLive: true });
+    h = await attachSubscriber(engine);
+    await engine.publish([{ type: 'AllBlocksCleared' }]);
     await waitFor(() => h!.sink.batches.length === 5, 'replayed and live batches');
     expect(h.sink.sequences()).toEqual([0n, 1n, 2n, 3n, 4n]);
     expect(h.sink.batches.slice(0, 4).map((b) => b.events)).toEqual(EXPECTED);

@@ -19,7 +19,15 @@ export async function connectHarness(
   config: Partial<KvEventEndpointConfig> = {},
   options: SubscriberOptions = {},
 ): Promise<Harness> {
-  const engine = await new SimulatedEngine({ http: false, ...engineOptions }).start();
+  return attachSubscriber(await new SimulatedEngine({ http: false, ...engineOptions }).start(), config, options);
+}
+
+/** A subscriber dialing a running simulated engine. */
+export async function attachSubscriber(
+  engine: SimulatedEngine,
+  config: Partial<KvEventEndpointConfig> = {},
+  options: SubscriberOptions = {},
+): Promise<Harness> {
   const sink = new RecordingSink();
   const warnings: Harness['warnings'] = [];
   const sub = new KvEventSubscriber(
@@ -38,14 +46,16 @@ export async function connectHarness(
   );
   await sub.start();
   await engine.waitForSubscribers();
-  return {
+  const harness: Harness = {
     engine,
     sub,
     sink,
     warnings,
+    // Stops whichever engine the test left in `engine` (a test may replace it).
     close: async () => {
       await sub.close();
-      await engine.stop();
+      await harness.engine.stop();
     },
   };
+  return harness;
 }
