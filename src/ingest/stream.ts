@@ -15,6 +15,24 @@ export interface StreamHooks {
   gap(): void;
   /** Ask the engine to replay from `from`; null when the engine has no replay endpoint. */
   startReplay(from: bigint, stream: RankStream): ReplayHandle | null;
+  /** Runs `fn` on a later event-loop turn (held-back messages are drained a chunk per turn). */
+  later(fn: () => void): void;
+}
+
+export interface StreamLimits {
+  /** Live messages held back during a replay; beyond this the replay is abandoned. */
+  maxBufferedDuringReplay: number;
+  /** Held-back messages handled per event-loop turn once a replay ends. */
+  messagesPerTurn: number;
+}
+
+interface Held {
+  sequence: bigint;
+  payload: Buffer;
+  /** Arrived while a replay ran: a gap it still shows is lost history, not a reason to replay again. */
+  afterReplay: boolean;
+  /** The gap this message revealed was counted when it started a replay. */
+  gapCounted: boolean;
 }
 
 interface PendingReplay {
@@ -23,7 +41,7 @@ interface PendingReplay {
   /** From 0 after a (re)connect or restart: the sink holds nothing of this publisher yet. */
   initial: boolean;
   /** Live messages held back until the replay ends. */
-  buffered: { sequence: bigint; payload: Buffer }[];
+  buffered: Held[];
 }
 
 export class RankStream {
@@ -34,12 +52,16 @@ export class RankStream {
   /** Whether the sink holds anything from this publisher since the last reset. */
   private delivered = false;
   private replay: PendingReplay | null = null;
+  /** Messages held back by a replay that ended, handled before any newer live message. */
+  private backlog: Held[] = [];
+  private backlogHead = 0;
+  private drainScheduled = false;
   /** After close nothing reaches the sink, even a message the socket had already handed over. */
   private closed = false;
 
   constructor(
     private readonly hooks: StreamHooks,
-    private readonly maxBufferedDuringReplay: number,
+    private readonly limits: StreamLimits,
   ) {}
 
   get lastSequence(): bigint | null {
@@ -49,14 +71,14 @@ export class RankStream {
   /** A connection to the engine came up: recover what it published before, if it can replay. */
   connected(): void {
     if (this.closed) return;
-    if (this.last === null && !this.replay) this.beginReplay(0n, true, []);
+    if (this.last === null && !this.replay && !this.hasBacklog()) this.beginReplay(0n, true, []);
   }
 
   /** The connection was lost: the engine may have restarted, so its blocks are unknown. */
   disconnected(): void {
     if (this.closed) return;
     this.lastLive = null;
-    this.cancelReplay();
+    this.dropPending();
     this.forget('disconnect');
   }
 
@@ -66,14 +88,18 @@ export class RankStream {
     this.lastLive = sequence;
     if (previous !== null && sequence <= previous) {
       // One connection's live stream went backwards: vLLM's sequence restarts at 0 with the process.
-      this.cancelReplay();
+      this.dropPending();
       this.forget('restart');
-      if (this.beginReplay(0n, true, [{ sequence, payload }])) return;
+      if (this.beginReplay(0n, true, [held(sequence, payload, true, false)])) return;
       return this.deliver(sequence, payload);
     }
-    if (!this.replay) return this.accept(sequence, payload, true);
-    this.replay.buffered.push({ sequence, payload });
-    if (this.replay.buffered.length > this.maxBufferedDuringReplay) this.replayEnded(this.replay.handle, false);
+    if (this.replay) {
+      this.replay.buffered.push(held(sequence, payload, true, false));
+      if (this.replay.buffered.length > this.limits.maxBufferedDuringReplay) this.replayEnded(this.replay.handle, false);
+      return;
+    }
+    if (this.hasBacklog()) return void this.backlog.push(held(sequence, payload, false, false));
+    this.accept(sequence, payload, true, false);
   }
 
   replayed(handle: ReplayHandle, sequence: bigint, payload: Buffer): void {
@@ -97,26 +123,46 @@ export class RankStream {
     if (replay?.handle !== handle) return;
     this.replay = null;
     if (!complete) handle.cancel();
-    // Held-back live messages continue the stream; what the replay already covered is skipped.
-    // No new replay from here: a gap the replay did not cover is lost history.
-    replay.buffered.forEach((msg, i) => {
-      // A gap replay was started by buffered[0], whose gap is already counted.
-      this.accept(msg.sequence, msg.payload, false, !replay.initial && i === 0);
-    });
+    // Held-back live messages continue the stream (what the replay covered is skipped on the way).
+    this.backlog = replay.buffered;
+    this.backlogHead = 0;
+    this.drain();
   }
 
   close(): void {
     this.closed = true;
-    this.cancelReplay();
+    this.dropPending();
   }
 
-  private accept(sequence: bigint, payload: Buffer, mayReplay: boolean, gapCounted = false): void {
+  private drain(): void {
+    this.drainScheduled = false;
+    for (let n = 0; n < this.limits.messagesPerTurn && this.hasBacklog() && !this.closed; n++) {
+      const msg = this.backlog[this.backlogHead++];
+      this.accept(msg.sequence, msg.payload, !msg.afterReplay, msg.gapCounted);
+      if (this.replay) {
+        // A newer live message started another replay: the rest waits behind it.
+        this.replay.buffered.push(...this.backlog.slice(this.backlogHead).map((m) => ({ ...m, afterReplay: true })));
+        this.backlog = [];
+        this.backlogHead = 0;
+        return;
+      }
+    }
+    if (!this.hasBacklog()) {
+      this.backlog = [];
+      this.backlogHead = 0;
+    } else if (!this.drainScheduled && !this.closed) {
+      this.drainScheduled = true;
+      this.hooks.later(() => this.drain());
+    }
+  }
+
+  private accept(sequence: bigint, payload: Buffer, mayReplay: boolean, gapCounted: boolean): void {
     const last = this.last;
     if (last === null || sequence === last + 1n) return this.deliver(sequence, payload);
     // Already delivered by a replay, which can overtake the live connection.
     if (sequence <= last) return;
     if (!gapCounted) this.hooks.gap();
-    if (mayReplay && this.beginReplay(last + 1n, false, [{ sequence, payload }])) return;
+    if (mayReplay && this.beginReplay(last + 1n, false, [held(sequence, payload, true, true)])) return;
     this.forget('gap');
     this.deliver(sequence, payload);
   }
@@ -134,15 +180,26 @@ export class RankStream {
     this.hooks.reset(reason);
   }
 
-  private beginReplay(from: bigint, initial: boolean, buffered: PendingReplay['buffered']): boolean {
+  private beginReplay(from: bigint, initial: boolean, buffered: Held[]): boolean {
     const handle = this.hooks.startReplay(from, this);
     if (!handle) return false;
     this.replay = { handle, from, initial, buffered };
     return true;
   }
 
-  private cancelReplay(): void {
+  private hasBacklog(): boolean {
+    return this.backlogHead < this.backlog.length;
+  }
+
+  /** Drops the running replay and everything held back (their history is being discarded). */
+  private dropPending(): void {
     this.replay?.handle.cancel();
     this.replay = null;
+    this.backlog = [];
+    this.backlogHead = 0;
   }
+}
+
+function held(sequence: bigint, payload: Buffer, afterReplay: boolean, gapCounted: boolean): Held {
+  return { sequence, payload, afterReplay, gapCounted };
 }

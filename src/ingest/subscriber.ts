@@ -148,8 +148,9 @@ class RankSubscription {
           owner.counter(this.source).gaps += 1;
         },
         startReplay: (from) => this.startReplay(from),
+        later: (fn) => setImmediate(fn),
       },
-      owner.maxBufferedDuringReplay,
+      { maxBufferedDuringReplay: owner.maxBufferedDuringReplay, messagesPerTurn: INGEST_MESSAGES_PER_TURN },
     );
   }
 

@@ -77,6 +77,17 @@ describe('replay', () => {
     expect(h.sub.stats()[0]).toMatchObject({ replays: 1, gaps: 0, resets: 0 });
   });
 
+  it('a long replay with live traffic behind it yields one contiguous stream', async () => {
+    const engine = await new SimulatedEngine({ http: false }).start();
+    for (let i = 0; i < 600; i++) await engine.publish([{ type: 'AllBlocksCleared' }], { dropLive: true });
+    h = await attachSubscriber(engine);
+    // Live batches arrive while the replay runs, and keep arriving while the held-back ones drain.
+    for (let i = 0; i < 400; i++) await engine.publish([{ type: 'AllBlocksCleared' }]);
+    await waitFor(() => h!.sink.batches.length === 1000, 'replayed and live batches');
+    expect(h.sink.sequences()).toEqual(Array.from({ length: 1000 }, (_, i) => BigInt(i)));
+    expect(h.sub.stats()[0]).toMatchObject({ gaps: 0, resets: 0, replays: 1, malformed: 0 });
+  });
+
   it.each([['topic'], ['legacy']] as const)('a gap is filled by replay from last+1 (%s reply layout)', async (replayLayout) => {
     h = await connectHarness({ replayLayout });
     await h.engine.publish(SCRIPT[0]);
