@@ -51,7 +51,13 @@ export class KvEventSubscriber {
       this.counter({ workerId: config.workerId, dpRank: rank });
       const sub = new RankSubscription(this, rank);
       this.ranks.push(sub);
-      await sub.open();
+      try {
+        await sub.open();
+      } catch (err) {
+        // E.g. a bind port in use: release every socket opened so far, then report.
+        await this.close();
+        throw err;
+      }
     }
   }
 

@@ -25,7 +25,7 @@ export type EngineKvEvent =
       blockSize: number;
       /** LoRA adapter name (salts canonical hashes); null for the base model. */
       loraName: string | null;
-      /** Per block: sorted-or-not MM hashes from extra_keys, or null; absent when no block has MM. */
+      /** Per block: the MM hashes found in extra_keys (engine order), or null; absent when no block has MM. */
       mmHashes?: (bigint[] | null)[];
     }
   | { kind: 'removed'; blockHashes: bigint[] }

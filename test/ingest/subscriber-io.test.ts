@@ -116,6 +116,22 @@ describe('close()', () => {
   });
 });
 
+describe('start()', () => {
+  it('fails on a bind port in use and releases the sockets it opened', async () => {
+    const first = new KvEventSubscriber({ workerId: 1n, dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', topic: '', mode: 'bind' }, new RecordingSink());
+    await first.start();
+    const port = portOf(first.endpoints()[0]);
+    // Rank 0 of the second one binds port − 1 (free or not, it is released again), rank 1 collides.
+    const second = new KvEventSubscriber(
+      { workerId: 2n, dpSize: 2, dpStartRank: 0, endpoint: `tcp://127.0.0.1:${port - 1}`, topic: '', mode: 'bind' },
+      new RecordingSink(),
+    );
+    await expect(second.start()).rejects.toThrow(/in use/i);
+    expect(second.isClosed).toBe(true);
+    await first.close();
+  });
+});
+
 describe('configuration', () => {
   it.each([
     ['dpSize 0', { dpSize: 0 }, RangeError],
