@@ -137,6 +137,8 @@ class RankSubscription {
   private readonly seen = new Map<number, SourceKey>();
   private loop: Promise<void> = Promise.resolve();
   private events: Promise<void> = Promise.resolve();
+  /** Connections currently up (several only in bind mode). */
+  private peers = 0;
 
   constructor(
     private readonly owner: KvEventSubscriber,
@@ -193,8 +195,16 @@ class RankSubscription {
       } catch {
         return; // the socket (and with it the observer) closed
       }
-      if (event.type === up) this.stream.connected();
-      else if (event.type === 'disconnect') this.stream.disconnected();
+      if (event.type === up) {
+        this.peers += 1;
+        this.stream.connected();
+      } else if (event.type === 'disconnect') {
+        this.peers = Math.max(0, this.peers - 1);
+        this.stream.disconnected();
+        // A bound socket may already hold the restarted engine's new connection (the old one's
+        // disconnect can be noticed late): that engine's history must be replayed after the reset.
+        if (this.peers > 0) this.stream.connected();
+      }
     }
   }
 

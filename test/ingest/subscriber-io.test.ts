@@ -89,6 +89,33 @@ describe('data-parallel ranks', () => {
   });
 });
 
+describe('bind mode with a restarted engine', () => {
+  it('an old connection that drops after the new one came up resets, then replays the new engine', async () => {
+    const sink = new RecordingSink();
+    const sub = new KvEventSubscriber(
+      // The replay endpoint is nobody's: the second replay request is what this test observes.
+      { workerId: WORKER, dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', replayEndpoint: 'tcp://127.0.0.1:1', topic: '', mode: 'bind' },
+      sink,
+      { logger: { warn: () => undefined }, replayIdleTimeoutMs: 200 },
+    );
+    await sub.start();
+    const old = await new SimulatedEngine({ http: false, replay: false, mode: 'connect', connectTo: sub.endpoints() }).start();
+    const fresh = await new SimulatedEngine({ http: false, replay: false, mode: 'connect', connectTo: sub.endpoints() }).start();
+    h = { engine: fresh, sub, sink, warnings: [], close: async () => { await sub.close(); await fresh.stop(); } };
+    await old.waitForSubscribers();
+    await fresh.waitForSubscribers();
+    await old.publish(store(1n));
+    await waitFor(() => sink.batches.length === 1, 'the old engine');
+    const replaysBefore = sub.stats()[0].replays;
+    await old.stop();
+    await waitFor(() => sink.resets.length === 1 && sub.stats()[0].replays === replaysBefore + 1, 'reset and a new replay');
+    expect(sink.resets[0].reason).toBe('disconnect');
+    await fresh.publish(store(2n));
+    await waitFor(() => sink.batches.length === 2, 'the fresh engine');
+    expect(sink.batches[1]).toMatchObject({ sequence: 0n, events: [{ blockHashes: [2n] }] });
+  });
+});
+
 describe('close()', () => {
   it('is prompt with a replay in flight and stops delivery', async () => {
     h = await connectHarness({ replay: false }, { replayEndpoint: 'tcp://127.0.0.1:1' }, { replayIdleTimeoutMs: 60_000 });
