@@ -17,7 +17,7 @@ import { parseLiveMessage } from './frames';
 import { requestReplay } from './replay';
 import { RankStream, type ReplayHandle } from './stream';
 import { ThrottledLogger } from './throttle';
-import type { IngestLogger, IngestSink, KvEventEndpointConfig, ResetReason, SourceKey, SourceStats } from './types';
+import type { EngineKvEvent, IngestLogger, IngestSink, KvEventEndpointConfig, ResetReason, SourceKey, SourceStats } from './types';
 
 export interface SubscriberOptions {
   logger?: IngestLogger;
@@ -98,7 +98,7 @@ export class KvEventSubscriber {
   }
 
   /** @internal */
-  deliver(source: SourceKey, sequence: bigint, timestamp: number, events: Parameters<IngestSink['batch']>[0]['events']): void {
+  deliver(source: SourceKey, sequence: bigint, timestamp: number, events: EngineKvEvent[]): void {
     try {
       this.sink.batch({ source, sequence, timestamp, events });
     } catch (err) {

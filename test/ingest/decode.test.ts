@@ -181,6 +181,11 @@ describe('event contents and filtering', () => {
     expect(out.events).toEqual([{ kind: 'stored', blockHashes: [1n, 2n], parentBlockHash: null, tokenIds: Uint32Array.from([1, 2, 3, 4]), blockSize: 2, loraName: null }]);
   });
 
+  it('SGLang map events: salt metadata under "metadata", medium present', () => {
+    const out = decodeBatchPayload(pack([1.5, [{ type: 'BlockStored', block_hashes: [-3], parent_block_hash: 4, token_ids: [1, 2], block_size: 2, lora_id: null, medium: 'GPU', metadata: { cache_salt: 'salt' } }], 1]));
+    expect(out).toMatchObject({ dpRank: 1, events: [{ kind: 'stored', blockHashes: [0xffff_ffff_ffff_fffdn], parentBlockHash: 4n, loraName: null }] });
+  });
+
   it('ignores unknown map fields and extra trailing array elements', () => {
     const a = batchOf(stored({ event_version: 1, locality: 'LOCAL', ownership: 'x', brand_new: [1, 2] }));
     const b = batchOf(['BlockStored', [1], null, [9, 9], 2, null, 'GPU', null, null, 0, 'full_attention', null, 1, 'LOCAL', 'x', 'more']);
