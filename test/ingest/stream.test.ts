@@ -1,0 +1,160 @@
+// RankStream interleavings that sockets make hard to force: replay overtaking live traffic,
+// restarts during a replay, overflow, chunked draining and gaps found while draining.
+import { RankStream, type ReplayHandle } from '../../src/ingest/stream';
+
+class Driver {
+  readonly log: string[] = [];
+  readonly replays: { from: bigint; handle: ReplayHandle; cancelled: boolean }[] = [];
+  readonly later: (() => void)[] = [];
+  replayEndpoint = true;
+  readonly stream: RankStream;
+
+  constructor(limits = { maxBufferedDuringReplay: 100, messagesPerTurn: 100 }) {
+    this.stream = new RankStream(
+      {
+        deliver: (seq) => this.log.push(`d${seq}`),
+        reset: (reason) => this.log.push(`reset:${reason}`),
+        gap: () => this.log.push('gap'),
+        startReplay: (from) => {
+          if (!this.replayEndpoint) return null;
+          const entry = { from, cancelled: false, handle: { cancel: () => void (entry.cancelled = true) } };
+          this.replays.push(entry);
+          this.log.push(`replay:${from}`);
+          return entry.handle;
+        },
+        later: (fn) => this.later.push(fn),
+      },
+      limits,
+    );
+  }
+
+  get replay(): ReplayHandle {
+    return this.replays[this.replays.length - 1].handle;
+  }
+
+  live(...seqs: number[]): void {
+    for (const s of seqs) this.stream.live(BigInt(s), Buffer.alloc(0));
+  }
+
+  replayed(...seqs: number[]): void {
+    for (const s of seqs) this.stream.replayed(this.replay, BigInt(s), Buffer.alloc(0));
+  }
+
+  runLater(): void {
+    while (this.later.length > 0) this.later.shift()!();
+  }
+}
+
+it('a replay that overtakes the live connection: late live copies are skipped, not a restart', () => {
+  const d = new Driver();
+  d.stream.connected();
+  d.replayed(0, 1, 2);
+  d.stream.replayEnded(d.replay, true);
+  d.live(0, 1, 2, 3);
+  expect(d.log).toEqual(['replay:0', 'd0', 'd1', 'd2', 'd3']);
+});
+
+it('live messages held during a replay continue after it; covered ones are skipped', () => {
+  const d = new Driver();
+  d.stream.connected();
+  d.live(2, 3, 4);
+  d.replayed(0, 1, 2, 3);
+  d.stream.replayEnded(d.replay, true);
+  expect(d.log).toEqual(['replay:0', 'd0', 'd1', 'd2', 'd3', 'd4']);
+});
+
+it('a restart during a replay cancels it and replays the new engine from 0', () => {
+  const d = new Driver();
+  d.live(0, 1, 2);
+  d.live(4); // gap → replay from 3
+  const gapReplay = d.replays[0];
+  d.live(0); // backwards: the engine restarted
+  expect(gapReplay.cancelled).toBe(true);
+  d.replayed(0);
+  d.stream.replayEnded(d.replay, true);
+  d.live(1);
+  expect(d.log).toEqual(['d0', 'd1', 'd2', 'gap', 'replay:3', 'reset:restart', 'replay:0', 'd0', 'd1']);
+});
+
+it('too many held-back messages abandon the replay; the rest of the stream goes on', () => {
+  const d = new Driver({ maxBufferedDuringReplay: 3, messagesPerTurn: 100 });
+  d.stream.connected();
+  d.live(5, 6, 7, 8);
+  expect(d.replays[0].cancelled).toBe(true);
+  d.replayed(0); // late reply to the abandoned replay: ignored
+  expect(d.log).toEqual(['replay:0', 'd5', 'd6', 'd7', 'd8']);
+});
+
+it('drains held-back messages a chunk per turn, newer live messages queue behind them', () => {
+  const d = new Driver({ maxBufferedDuringReplay: 100, messagesPerTurn: 2 });
+  d.stream.connected();
+  d.live(0, 1, 2, 3, 4);
+  d.stream.replayEnded(d.replay, true);
+  expect(d.log).toEqual(['replay:0', 'd0', 'd1']);
+  d.live(5);
+  expect(d.log).toEqual(['replay:0', 'd0', 'd1']);
+  d.runLater();
+  expect(d.log).toEqual(['replay:0', 'd0', 'd1', 'd2', 'd3', 'd4', 'd5']);
+  d.live(6);
+  expect(d.log.at(-1)).toBe('d6');
+});
+
+it('a gap in live traffic queued behind a drain starts a replay; the rest waits for it', () => {
+  const d = new Driver({ maxBufferedDuringReplay: 100, messagesPerTurn: 1 });
+  d.stream.connected();
+  d.live(0, 1);
+  d.stream.replayEnded(d.replay, true);
+  d.live(5, 6); // arrive while 1 is still held back
+  d.runLater();
+  expect(d.log).toEqual(['replay:0', 'd0', 'd1', 'gap', 'replay:2']);
+  d.replayed(2, 3, 4);
+  d.stream.replayEnded(d.replay, true);
+  d.runLater();
+  expect(d.log.slice(5)).toEqual(['d2', 'd3', 'd4', 'd5', 'd6']);
+});
+
+it('a gap replay that starts past the gap resets and continues from what it has', () => {
+  const d = new Driver();
+  d.live(0, 1, 4);
+  d.replayed(3, 4);
+  d.stream.replayEnded(d.replay, true);
+  expect(d.log).toEqual(['d0', 'd1', 'gap', 'replay:2', 'reset:gap', 'd3', 'd4']);
+});
+
+it('a failed gap replay resets once and counts the gap once', () => {
+  const d = new Driver();
+  d.live(0, 3, 4);
+  d.stream.replayEnded(d.replay, false);
+  expect(d.log).toEqual(['d0', 'gap', 'replay:1', 'reset:gap', 'd3', 'd4']);
+  expect(d.replays[0].cancelled).toBe(true);
+});
+
+it('without replay: gaps reset, restarts reset, first messages start the stream', () => {
+  const d = new Driver();
+  d.replayEndpoint = false;
+  d.stream.connected();
+  d.live(7, 8, 10, 2);
+  expect(d.log).toEqual(['d7', 'd8', 'gap', 'reset:gap', 'd10', 'reset:restart', 'd2']);
+});
+
+it('a disconnect resets only if something was delivered and drops what was held back', () => {
+  const d = new Driver({ maxBufferedDuringReplay: 100, messagesPerTurn: 1 });
+  d.stream.connected();
+  d.stream.disconnected();
+  expect(d.log).toEqual(['replay:0']);
+  d.stream.connected();
+  d.live(0, 1, 2);
+  d.stream.replayEnded(d.replay, true);
+  d.stream.disconnected();
+  d.runLater();
+  expect(d.log).toEqual(['replay:0', 'replay:0', 'd0', 'reset:disconnect']);
+});
+
+it('after close nothing is delivered', () => {
+  const d = new Driver();
+  d.live(0);
+  d.stream.close();
+  d.live(1);
+  d.stream.connected();
+  expect(d.log).toEqual(['d0']);
+});
