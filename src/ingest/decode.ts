@@ -29,8 +29,14 @@ const POSITIONAL_FIELDS: Record<string, readonly string[]> = {
 
 /** Dynamo's main-attention kinds (zmq_wire.rs); other kinds belong to secondary KV-cache groups. */
 const MAIN_ATTENTION_KINDS = new Set(['full_attention', 'mla_attention', 'sink_full_attention']);
-/** Media that map to Dynamo's device tier; the CKF counts only that tier (hashing-ckf-cbi1.md §4.1). */
-const PRIMARY_MEDIA = new Set(['GPU', 'DEVICE']);
+/**
+ * Media of Dynamo's host, disk and external tiers (engine-inputs.md §3.3). Like Dynamo's
+ * StorageTier::from_kv_medium_or_default, any other value (GPU, DEVICE, absent, unknown) is the
+ * device tier, the only one the CKF counts (hashing-ckf-cbi1.md §4.1). Matching is exact.
+ */
+const NON_PRIMARY_MEDIA = new Set([
+  'CPU', 'CPU_PINNED', 'CPU_TIER1', 'CPU_TIER2', 'DISK', 'NVME', 'STORAGE', 'EXTERNAL', 'NETWORK', 'REMOTE', 'SHARED',
+]);
 const MAX_U32 = 0xffff_ffff;
 const MM_IDENTIFIER = /^[0-9a-fA-F]{64}$/;
 
@@ -107,15 +113,18 @@ function decodeStored(fields: Fields, positional: boolean): EngineKvEvent | null
   }
   const loraName = decodeLoraName(field(fields, 'lora_name'), positional);
   if (!countsAsPrimary(fields)) return null;
+  // A store that repeats a hash (or its parent) references itself; Dynamo drops it as a no-op.
+  const ids = parentBlockHash === null ? blockHashes : [parentBlockHash, ...blockHashes];
+  if (new Set(ids).size !== ids.length) return null;
   const event: EngineKvEvent = { kind: 'stored', blockHashes, parentBlockHash, tokenIds, blockSize, loraName };
-  const mmHashes = decodeMmHashes(field(fields, 'extra_keys'));
+  const mmHashes = decodeMmInfos(field(fields, 'block_mm_infos')) ?? decodeMmHashes(field(fields, 'extra_keys'));
   if (mmHashes) event.mmHashes = mmHashes;
   return event;
 }
 
 function countsAsPrimary(fields: Fields): boolean {
   const medium = optionalString(field(fields, 'medium'), 'medium');
-  if (medium !== null && !PRIMARY_MEDIA.has(medium.toUpperCase())) return false;
+  if (medium !== null && NON_PRIMARY_MEDIA.has(medium)) return false;
   const kind = optionalString(field(fields, 'kv_cache_spec_kind'), 'kv_cache_spec_kind');
   if (kind !== null) return MAIN_ATTENTION_KINDS.has(kind);
   const groupIdx = optionalU32(field(fields, 'group_idx'), 'group_idx');
@@ -134,17 +143,42 @@ function decodeHashList(value: unknown, name: string): bigint[] {
   return value.map((h) => engineHashToU64(h, name));
 }
 
+/**
+ * Plain u32 token ids, or Eagle's bigram pairs [[t0, t1], [t1, t2], …] (Dynamo's KvTokenIds),
+ * which carry one token more than they have pairs: the firsts, then the last pair's second.
+ */
 function decodeTokens(value: unknown): Uint32Array {
   if (!Array.isArray(value)) throw new DecodeError('BlockStored.token_ids: expected an array');
-  const out = new Uint32Array(value.length);
-  for (let i = 0; i < value.length; i++) {
-    const t = typeof value[i] === 'bigint' ? Number(value[i]) : value[i];
-    if (typeof t !== 'number' || !Number.isInteger(t) || t < 0 || t > MAX_U32) {
-      throw new DecodeError('BlockStored.token_ids: expected u32 token ids');
-    }
-    out[i] = t;
+  if (value.length > 0 && Array.isArray(value[0])) {
+    const out = new Uint32Array(value.length + 1);
+    value.forEach((pair, i) => {
+      if (!Array.isArray(pair) || pair.length !== 2) throw new DecodeError('BlockStored.token_ids: expected bigram pairs');
+      out[i] = tokenId(pair[0]);
+      if (i === value.length - 1) out[i + 1] = tokenId(pair[1]);
+      else tokenId(pair[1]);
+    });
+    return out;
   }
-  return out;
+  return Uint32Array.from(value, tokenId);
+}
+
+function tokenId(value: unknown): number {
+  const t = typeof value === 'bigint' ? Number(value) : value;
+  if (typeof t !== 'number' || !Number.isInteger(t) || t < 0 || t > MAX_U32) {
+    throw new DecodeError('BlockStored.token_ids: expected u32 token ids');
+  }
+  return t;
+}
+
+/** Dynamo's own `block_mm_infos` ([{mm_objects: [{mm_hash, offsets}]} | null] per block), as custom engines send it. */
+function decodeMmInfos(value: unknown): (bigint[] | null)[] | undefined {
+  if (!Array.isArray(value)) return undefined;
+  const perBlock = value.map((info) => {
+    const objects = isMap(info) ? field(info, 'mm_objects') : undefined;
+    if (!Array.isArray(objects)) return null;
+    return objects.map((o) => engineHashToU64(isMap(o) ? field(o, 'mm_hash') : undefined, 'block_mm_infos.mm_hash'));
+  });
+  return perBlock.some((b) => b !== null) ? perBlock : undefined;
 }
 
 /**

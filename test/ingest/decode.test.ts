@@ -138,7 +138,11 @@ describe('event contents and filtering', () => {
   it.each([
     ['medium CPU', { medium: 'CPU' }, false],
     ['medium STORAGE', { medium: 'STORAGE' }, false],
-    ['medium cpu_tier2', { medium: 'cpu_tier2' }, false],
+    ['medium CPU_PINNED', { medium: 'CPU_PINNED' }, false],
+    ['medium NVME', { medium: 'NVME' }, false],
+    ['medium EXTERNAL', { medium: 'EXTERNAL' }, false],
+    ['medium cpu (names match exactly; anything else is the device tier, as in Dynamo)', { medium: 'cpu' }, true],
+    ['medium HBM (unknown: device tier)', { medium: 'HBM' }, true],
     ['medium absent (null)', { medium: null }, true],
     ['medium DEVICE', { medium: 'DEVICE' }, true],
     ['group_idx 1', { group_idx: 1 }, false],
@@ -202,6 +206,30 @@ describe('event contents and filtering', () => {
     }));
     expect(out.events[0]).toMatchObject({ mmHashes: [[0x0123456789abcdefn], null, [0xffffffffffffffffn, 0x0123456789abcdefn]] });
     expect(batchOf(stored({ extra_keys: [['adapter-a']] })).events[0]).not.toHaveProperty('mmHashes');
+  });
+
+  it('Eagle bigram token pairs become the firsts plus the last second', () => {
+    const out = batchOf(stored({ block_hashes: [11, 12], token_ids: [[10, 11], [11, 12], [12, 13], [13, 14]], block_size: 2 }));
+    expect(out.events[0]).toMatchObject({ tokenIds: Uint32Array.from([10, 11, 12, 13, 14]), blockSize: 2 });
+    expect(() => batchOf(stored({ token_ids: [[1, 2], [3]] }))).toThrow(DecodeError);
+    expect(() => batchOf(stored({ token_ids: [[1, 2], 3] }))).toThrow(DecodeError);
+  });
+
+  it('a store that repeats a hash or its parent references itself and is dropped', () => {
+    expect(batchOf(stored({ block_hashes: [1, 2, 1], token_ids: [1, 1, 2, 2, 3, 3] }))).toMatchObject({ events: [], ignored: 1 });
+    expect(batchOf(stored({ block_hashes: [1, 2], parent_block_hash: 2, token_ids: [1, 1, 2, 2] }))).toMatchObject({ events: [], ignored: 1 });
+    // -1 as int64 and 2^64-1 as uint64 are the same hash.
+    expect(batchOf(stored({ block_hashes: [-1, 0xffff_ffff_ffff_ffffn], token_ids: [1, 1, 2, 2] }))).toMatchObject({ events: [], ignored: 1 });
+  });
+
+  it('takes MM hashes from Dynamo-style block_mm_infos before extra_keys', () => {
+    const out = batchOf(stored({
+      block_hashes: [1, 2],
+      token_ids: [1, 2, 3, 4],
+      block_mm_infos: [null, { mm_objects: [{ mm_hash: 9533257059414191570n, offsets: [[0, 2]] }, { mm_hash: 5, offsets: [] }] }],
+      extra_keys: [['0123456789abcdef'.repeat(4)], null],
+    }));
+    expect(out.events[0]).toMatchObject({ mmHashes: [null, [9533257059414191570n, 5n]] });
   });
 
   it('accepts a map envelope and SGLang attn_dp_rank', () => {
