@@ -10,6 +10,8 @@ export type SimEvent =
       blockHashes: bigint[];
       parentBlockHash?: bigint | null;
       tokenIds: readonly number[] | Uint32Array;
+      /** Send token_ids as Eagle bigram pairs [[t0, t1], [t1, t2], …] (one pair fewer than tokens). */
+      bigramTokens?: boolean;
       blockSize: number;
       loraName?: string | null;
       /** Defaults to "GPU". */
@@ -48,7 +50,7 @@ function encodeEvent(e: SimEvent, encoding: EventEncoding, hashes: HashEncoding)
       fields = [
         ['block_hashes', e.blockHashes.map(h)],
         ['parent_block_hash', e.parentBlockHash == null ? null : h(e.parentBlockHash)],
-        ['token_ids', Array.from(e.tokenIds)],
+        ['token_ids', e.bigramTokens ? bigrams(e.tokenIds) : Array.from(e.tokenIds)],
         ['block_size', e.blockSize],
         ['lora_id', null],
         ['medium', e.medium === undefined ? 'GPU' : e.medium],
@@ -89,4 +91,8 @@ function encodeHash(value: bigint, mode: HashEncoding): unknown {
   const v = mode === 'int' ? BigInt.asIntN(64, value) : BigInt.asUintN(64, value);
   // Small values as plain numbers so they get msgpack's smallest integer form, as msgspec writes them.
   return v >= BigInt(Number.MIN_SAFE_INTEGER) && v <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(v) : v;
+}
+
+function bigrams(tokens: readonly number[] | Uint32Array): number[][] {
+  return Array.from({ length: Math.max(0, tokens.length - 1) }, (_, i) => [tokens[i], tokens[i + 1]]);
 }

@@ -211,6 +211,8 @@ describe('event contents and filtering', () => {
   it('Eagle bigram token pairs become the firsts plus the last second', () => {
     const out = batchOf(stored({ block_hashes: [11, 12], token_ids: [[10, 11], [11, 12], [12, 13], [13, 14]], block_size: 2 }));
     expect(out.events[0]).toMatchObject({ tokenIds: Uint32Array.from([10, 11, 12, 13, 14]), blockSize: 2 });
+    const sim = encodeBatch(1, [{ type: 'BlockStored', blockHashes: [11n, 12n], tokenIds: [10, 11, 12, 13, 14], bigramTokens: true, blockSize: 2 }], 0, { events: 'map' });
+    expect(decodeBatchPayload(sim).events[0]).toMatchObject({ tokenIds: Uint32Array.from([10, 11, 12, 13, 14]) });
     expect(() => batchOf(stored({ token_ids: [[1, 2], [3]] }))).toThrow(DecodeError);
     expect(() => batchOf(stored({ token_ids: [[1, 2], 3] }))).toThrow(DecodeError);
   });
