@@ -159,7 +159,10 @@ function decodeTokens(value: unknown): Uint32Array {
     });
     return out;
   }
-  return Uint32Array.from(value, tokenId);
+  // A plain loop: Uint32Array.from with a mapping function is several times slower on hot paths.
+  const out = new Uint32Array(value.length);
+  for (let i = 0; i < value.length; i++) out[i] = tokenId(value[i]);
+  return out;
 }
 
 function tokenId(value: unknown): number {
