@@ -86,7 +86,7 @@ export class KvEventSubscriber {
     const key = `${source.workerId}:${source.dpRank}`;
     let s = this.counters.get(key);
     if (!s) {
-      s = { source, events: 0, blocks: 0, malformed: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, lastSequence: null };
+      s = { source, events: 0, blocks: 0, malformed: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, connections: 0, lastSequence: null };
       this.counters.set(key, s);
     }
     return s;
@@ -137,8 +137,6 @@ class RankSubscription {
   private readonly seen = new Map<number, SourceKey>();
   private loop: Promise<void> = Promise.resolve();
   private events: Promise<void> = Promise.resolve();
-  /** Connections currently up (several only in bind mode). */
-  private peers = 0;
 
   constructor(
     private readonly owner: KvEventSubscriber,
@@ -165,7 +163,7 @@ class RankSubscription {
   async open(): Promise<void> {
     const { socket } = this;
     socket.subscribe(this.owner.config.topic);
-    this.events = this.eventLoop(this.owner.config.mode === 'connect' ? 'connect' : 'accept');
+    this.events = this.eventLoop();
     if (this.owner.config.mode === 'connect') {
       socket.connect(this.endpoint);
     } else {
@@ -182,12 +180,16 @@ class RankSubscription {
   }
 
   /**
-   * Connection events drive first-connect replay and disconnect resets. Read with receive() rather
-   * than events.on(): zeromq caches its emitter wiring process-wide, which breaks once the module
-   * is loaded a second time (as jest does per test file).
+   * Connection events drive first-connect replay and disconnect resets. A connection counts once
+   * its ZMTP handshake succeeds: a TCP probe or port scan (accept, handshake error, disconnect)
+   * must not reset the worker. Read with receive() rather than events.on(): zeromq caches its
+   * emitter wiring process-wide, which breaks once the module is loaded a second time (as jest
+   * does per test file).
    */
-  private async eventLoop(up: 'connect' | 'accept'): Promise<void> {
+  private async eventLoop(): Promise<void> {
     const observer = this.socket.events;
+    const stats = this.owner.counter(this.source);
+    let unconfirmed = 0; // TCP up, handshake not (yet) succeeded
     while (!observer.closed && !this.socket.closed) {
       let event;
       try {
@@ -195,15 +197,22 @@ class RankSubscription {
       } catch {
         return; // the socket (and with it the observer) closed
       }
-      if (event.type === up) {
-        this.peers += 1;
+      if (event.type === 'connect' || event.type === 'accept') {
+        unconfirmed += 1;
+      } else if (event.type === 'handshake') {
+        unconfirmed = Math.max(0, unconfirmed - 1);
+        stats.connections += 1;
         this.stream.connected();
       } else if (event.type === 'disconnect') {
-        this.peers = Math.max(0, this.peers - 1);
+        if (unconfirmed > 0) {
+          unconfirmed -= 1;
+          continue;
+        }
+        stats.connections = Math.max(0, stats.connections - 1);
         this.stream.disconnected();
         // A bound socket may already hold the restarted engine's new connection (the old one's
         // disconnect can be noticed late): that engine's history must be replayed after the reset.
-        if (this.peers > 0) this.stream.connected();
+        if (stats.connections > 0) this.stream.connected();
       }
     }
   }

@@ -78,6 +78,8 @@ export interface IngestCounters {
 
 export interface SourceStats extends IngestCounters {
   source: SourceKey;
+  /** ZMQ connections up on this rank's socket (after the ZMTP handshake; several only in bind mode). */
+  connections: number;
   /** Last sequence delivered (or skipped as malformed), null before the first one. */
   lastSequence: bigint | null;
 }

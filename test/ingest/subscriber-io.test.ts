@@ -1,4 +1,5 @@
 // Malformed input, bind mode, data-parallel ranks and shutdown over real ZMQ sockets.
+import { connect } from 'node:net';
 import { pack } from 'msgpackr';
 import { INGEST_LOG_MAX_PER_WINDOW } from '../../src/config/defaults';
 import { encodeSequence } from '../../src/ingest/frames';
@@ -113,6 +114,37 @@ describe('bind mode with a restarted engine', () => {
     await fresh.publish(store(2n));
     await waitFor(() => sink.batches.length === 2, 'the fresh engine');
     expect(sink.batches[1]).toMatchObject({ sequence: 0n, events: [{ blockHashes: [2n] }] });
+  });
+});
+
+describe('connections', () => {
+  it('TCP probes and non-ZMTP peers on a bound socket neither reset nor count as engines', async () => {
+    const sink = new RecordingSink();
+    const sub = new KvEventSubscriber({ workerId: WORKER, dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', topic: '', mode: 'bind' }, sink, {
+      logger: { warn: () => undefined },
+    });
+    await sub.start();
+    const engineA = await new SimulatedEngine({ http: false, replay: false, mode: 'connect', connectTo: sub.endpoints() }).start();
+    const engineB = new SimulatedEngine({ http: false, replay: false, mode: 'connect', connectTo: sub.endpoints() });
+    h = { engine: engineB, sub, sink, warnings: [], close: async () => { await sub.close(); await engineA.stop(); await engineB.stop(); } };
+    await waitFor(() => sub.stats()[0].connections === 1, 'engine A');
+    await engineA.waitForSubscribers();
+    await engineA.publish(store(1n));
+    await waitFor(() => sink.batches.length === 1, 'engine A batch');
+
+    const port = portOf(sub.endpoints()[0]);
+    await new Promise<void>((resolve) => { const s = connect(port, '127.0.0.1', () => { s.destroy(); resolve(); }); });
+    await new Promise<void>((resolve) => {
+      const s = connect(port, '127.0.0.1', () => s.write('GET / HTTP/1.1\r\n\r\n', () => { s.destroy(); resolve(); }));
+    });
+    await engineB.start();
+    // Observer events are handled in order: once B counts, both probes were handled before it.
+    await waitFor(() => sub.stats()[0].connections === 2, 'engine B');
+    expect(sink.resets).toEqual([]);
+
+    await engineA.stop();
+    await waitFor(() => sink.resets.length === 1 && sub.stats()[0].connections === 1, 'engine A gone');
+    expect(sink.resets[0].reason).toBe('disconnect');
   });
 });
 
