@@ -11,7 +11,7 @@ export interface DecodedBatch {
   /** data_parallel_rank (vLLM) / attn_dp_rank (SGLang); null when the engine left it unset. */
   dpRank: number | null;
   events: EngineKvEvent[];
-  /** Events of another tier or attention group, or of an unknown type. */
+  /** Events of another tier or attention group, of an unknown type, or self-referencing stores. */
   ignored: number;
 }
 
@@ -70,7 +70,7 @@ export function decodeBatchPayload(payload: Uint8Array): DecodedBatch {
   return out;
 }
 
-/** One event; null when it does not count (other tier or group, unknown type). */
+/** One event; null when it does not count (other tier or group, unknown type, self-referencing store). */
 export function decodeEvent(raw: unknown): EngineKvEvent | null {
   const { type, fields, positional } = normalizeEvent(raw);
   if (typeof type !== 'string') throw new DecodeError('event: the type tag is not a string');
