@@ -37,7 +37,11 @@ const char* RawOutcomeName(RawOutcome o) {
 }
 
 PoolState::PoolState(uint32_t bucketCount, uint64_t seed, uint32_t maxKicks)
-    : filter_(bucketCount, seed), maxKicks_(maxKicks), dirty_(bucketCount) {}
+    : filter_(bucketCount, seed), maxKicks_(maxKicks), dirty_(bucketCount) {
+  chunk_.reserve(kPlanChunkBlocks);
+  origins_.reserve(kPlanChunkBlocks);
+  plan_.reserve(kPlanChunkBlocks);
+}
 
 PoolState::Lineage* PoolState::FindSource(uint64_t workerId, uint32_t dpRank) {
   const SourceKey key{workerId, dpRank};
@@ -76,7 +80,69 @@ bool PoolState::InsertPhysical(const ckf::Prepared& p, Ownership* own, uint32_t 
   return true;
 }
 
+BlockPlan* PoolState::PlanBuffer(std::vector<BlockPlan>* buffer, size_t blocks) {
+  try {
+    buffer->resize(blocks);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+  return buffer->data();
+}
+
+void PoolState::PrefetchIds(const PackedEvent& ev) {
+  if (ev.kind == kCleared) return;
+  const Lineage* lineage = FindSource(ev.store.workerId, ev.store.dpRank);
+  if (lineage == nullptr) return;
+  if (ev.store.hasParent) lineage->Prefetch(ev.store.parent);
+  for (size_t i = 0; i < ev.store.count; ++i) lineage->Prefetch(ev.store.extIds[i]);
+}
+
+void PoolState::PlanCanonical(uint64_t hash, BlockPlan* out) {
+  *out = BlockPlan{hash, filter_.Prepare(hash), true};
+  owners_.Prefetch(hash);
+  filter_.Prefetch(out->prepared);
+}
+
+void PoolState::PlanStore(const StoreEvent& ev, StoreOrigin* origin, BlockPlan* out) {
+  const Lineage* lineage = ev.hasParent ? FindSource(ev.workerId, ev.dpRank) : nullptr;
+  const uint64_t* parent = lineage != nullptr ? lineage->Find(ev.parent) : nullptr;
+  *origin = StoreOrigin{parent != nullptr, parent != nullptr ? *parent : 0};
+  if (ev.hasParent && parent == nullptr) {
+    // Not stored yet (perhaps by an earlier event of this chunk): execution works it out.
+    for (size_t i = 0; i < ev.count; ++i) out[i].valid = false;
+    return;
+  }
+  uint64_t previous = origin->previous;
+  bool hasPrevious = origin->hasPrevious;
+  for (size_t i = 0; i < ev.count; ++i) {
+    previous = hasPrevious ? hashing::NextSequenceHash(previous, ev.tokensHashes[i]) : ev.tokensHashes[i];
+    hasPrevious = true;
+    PlanCanonical(previous, &out[i]);
+  }
+}
+
+void PoolState::PlanRemoval(const Lineage* lineage, const uint64_t* extIds, size_t count, BlockPlan* out) {
+  for (size_t i = 0; i < count; ++i) {
+    const uint64_t* canonical = lineage != nullptr ? lineage->Find(extIds[i]) : nullptr;
+    if (canonical == nullptr) {
+      out[i].valid = false;
+    } else {
+      PlanCanonical(*canonical, &out[i]);
+    }
+  }
+}
+
 PoolError PoolState::Store(const StoreEvent& ev) {
+  BlockPlan* plan = PlanBuffer(&plan_, ev.count);
+  StoreOrigin origin{false, 0};
+  if (plan != nullptr) {
+    PrefetchIds(PackedEvent{kStored, ev});
+    PlanStore(ev, &origin, plan);
+  }
+  return ExecuteStore(ev, origin, plan);
+}
+
+PoolError PoolState::ExecuteStore(const StoreEvent& ev, const StoreOrigin& origin, const BlockPlan* plan) {
   ++pendingEvents_;
   if (ev.count == 0) return PoolError::kNone;
   Lineage* lineage = FindSource(ev.workerId, ev.dpRank);
@@ -112,27 +178,24 @@ PoolError PoolState::Store(const StoreEvent& ev) {
   newOwners_.clear();
   reoffers_.clear();
 
-  // Canonical hashes and their filter addresses are pure arithmetic, so every table line this event
-  // touches is known up front: prefetching a few blocks ahead overlaps the cache misses that
-  // dominate big pools.
-  for (size_t i = 0; i < n; ++i) {
-    canonicals_[i] = hasPrevious ? hashing::NextSequenceHash(previous, ev.tokensHashes[i]) : ev.tokensHashes[i];
-    prepared_[i] = filter_.Prepare(canonicals_[i]);
-    previous = canonicals_[i];
-    hasPrevious = true;
+  // The canonical hashes follow from the parent's alone, so a plan made from the same parent holds.
+  if (plan != nullptr && plan[0].valid && origin.hasPrevious == hasPrevious && origin.previous == previous) {
+    for (size_t i = 0; i < n; ++i) {
+      canonicals_[i] = plan[i].canonical;
+      prepared_[i] = plan[i].prepared;
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      canonicals_[i] = hasPrevious ? hashing::NextSequenceHash(previous, ev.tokensHashes[i]) : ev.tokensHashes[i];
+      prepared_[i] = filter_.Prepare(canonicals_[i]);
+      previous = canonicals_[i];
+      hasPrevious = true;
+    }
   }
-  auto prefetch = [&](size_t j) {
-    if (j >= n) return;
-    lineage->Prefetch(ev.extIds[j]);
-    owners_.Prefetch(canonicals_[j]);
-    filter_.Prefetch(prepared_[j]);
-  };
-  for (size_t j = 0; j < kPrefetchDistance; ++j) prefetch(j);
 
   // Lineage first (Reserve above guarantees no rehash, so a failure can be undone key by key).
   PoolError error = PoolError::kNone;
   for (size_t i = 0; i < n; ++i) {
-    prefetch(i + kPrefetchDistance);
     auto [mapped, inserted] = lineage->Emplace(ev.extIds[i], canonicals_[i]);
     if (inserted) {
       newBlocks_.push_back(static_cast<uint32_t>(i));
@@ -208,62 +271,52 @@ bool PoolState::ReleaseOwner(uint64_t canonical, const ckf::Prepared& p, RawOutc
   return true;
 }
 
-PoolError PoolState::RemoveFromSource(Lineage* lineage, const uint64_t* extIds, size_t count) {
-  // Two-stage prefetch: lineage lines 2d ahead, then (once they are in) owner and filter lines d ahead.
-  // The second stage keeps each block's canonical hash and filter address (a ring of d + 1 entries
-  // suffices) for the removal itself.
-  constexpr size_t kRing = 8;
-  static_assert(kRing > kPrefetchDistance, "ring must hold the blocks resolved ahead");
-  uint64_t ringCanonical[kRing];
-  ckf::Prepared ringPrepared[kRing];
-  bool ringFound[kRing];
-  auto prefetchLineage = [&](size_t j) {
-    if (j < count) lineage->Prefetch(extIds[j]);
-  };
-  auto resolve = [&](size_t j) {
-    if (j >= count) return;
-    const uint64_t* canonical = lineage->Find(extIds[j]);
-    ringFound[j % kRing] = canonical != nullptr;
-    if (canonical == nullptr) return;
-    ringCanonical[j % kRing] = *canonical;
-    ringPrepared[j % kRing] = filter_.Prepare(*canonical);
-    owners_.Prefetch(*canonical);
-    filter_.Prefetch(ringPrepared[j % kRing]);
-  };
-  for (size_t j = 0; j < 2 * kPrefetchDistance; ++j) prefetchLineage(j);
-  for (size_t j = 0; j < kPrefetchDistance; ++j) resolve(j);
+PoolError PoolState::RemoveFromSource(Lineage* lineage, const uint64_t* extIds, size_t count,
+                                      const BlockPlan* plan) {
   PoolError first = PoolError::kNone;
   for (size_t i = 0; i < count; ++i) {
-    prefetchLineage(i + 2 * kPrefetchDistance);
-    resolve(i + kPrefetchDistance);
-    // Resolved before the removals in between: an id repeated in the list is gone by now.
-    const uint64_t* canonical = ringFound[i % kRing] ? lineage->Find(extIds[i]) : nullptr;
-    if (canonical == nullptr) {
+    // Looked up again: an id repeated in the list, or one stored earlier in the chunk, differs from the plan.
+    const uint64_t* found = lineage->Find(extIds[i]);
+    if (found == nullptr) {
       ++counters_.unknownRemovals;
       continue;
     }
+    const uint64_t canonical = *found;
+    const bool planned = plan != nullptr && plan[i].valid && plan[i].canonical == canonical;
+    const ckf::Prepared p = planned ? plan[i].prepared : filter_.Prepare(canonical);
     RawOutcome outcome;
     ckf::Write write{};
-    if (!ReleaseOwner(ringCanonical[i % kRing], ringPrepared[i % kRing], &outcome, &write)) {
+    if (!ReleaseOwner(canonical, p, &outcome, &write)) {
       // The lineage entry stays: state is as before this id.
       ++counters_.invariantViolations;
       if (first == PoolError::kNone) first = PoolError::kIndexerInvariantViolation;
       continue;
     }
-    lineage->EraseFound(canonical);
+    lineage->EraseFound(found);
     --lineageEntries_;
   }
   return first;
 }
 
 PoolError PoolState::Remove(uint64_t workerId, uint32_t dpRank, const uint64_t* extIds, size_t count) {
+  BlockPlan* plan = PlanBuffer(&plan_, count);
+  if (plan != nullptr) {
+    const PackedEvent ev{kRemoved, StoreEvent{workerId, dpRank, false, 0, false, 0, extIds, nullptr, count}};
+    PrefetchIds(ev);
+    PlanRemoval(FindSource(workerId, dpRank), extIds, count, plan);
+  }
+  return ExecuteRemoval(workerId, dpRank, extIds, count, plan);
+}
+
+PoolError PoolState::ExecuteRemoval(uint64_t workerId, uint32_t dpRank, const uint64_t* extIds, size_t count,
+                                    const BlockPlan* plan) {
   ++pendingEvents_;
   Lineage* lineage = FindSource(workerId, dpRank);
   if (lineage == nullptr) {
     counters_.unknownRemovals += count;
     return PoolError::kNone;
   }
-  const PoolError error = RemoveFromSource(lineage, extIds, count);
+  const PoolError error = RemoveFromSource(lineage, extIds, count, plan);
   DropSourceIfEmpty(workerId, dpRank);
   return error;
 }
@@ -279,7 +332,10 @@ PoolError PoolState::Clear(uint64_t workerId, uint32_t dpRank) {
     return PoolError::kAllocationFailed;
   }
   lineage->ForEach([this](uint64_t ext, uint64_t) { clearScratch_.push_back(ext); });
-  const PoolError error = RemoveFromSource(lineage, clearScratch_.data(), clearScratch_.size());
+  // Its own plan buffer: a clear runs in the middle of an ApplyBatch chunk whose plan is in plan_.
+  BlockPlan* plan = PlanBuffer(&clearPlan_, clearScratch_.size());
+  if (plan != nullptr) PlanRemoval(lineage, clearScratch_.data(), clearScratch_.size(), plan);
+  const PoolError error = RemoveFromSource(lineage, clearScratch_.data(), clearScratch_.size(), plan);
   DropSourceIfEmpty(workerId, dpRank);
   return error;
 }
@@ -319,40 +375,77 @@ static size_t EventWords(const uint32_t* m) {
   return 1 + count;
 }
 
-void PoolState::PrefetchLineage(const uint32_t* m, const uint64_t* words) {
-  if (m[0] == kCleared) return;
-  const Lineage* lineage = FindSource(words[0], m[1]);
-  if (lineage == nullptr) return;
-  const uint64_t* ids = words + 1 + ((m[0] == kStored && (m[2] & kFlagParent)) ? 1 : 0);
-  const size_t n = std::min<size_t>(m[4], 2 * kPrefetchDistance);
-  for (size_t i = 0; i < n; ++i) lineage->Prefetch(ids[i]);
+static PackedEvent Decode(const uint32_t* m, const uint64_t* words) {
+  const uint32_t kind = m[0], flags = m[2], count = m[4];
+  PackedEvent ev{kind, StoreEvent{words[0], m[1], false, 0, false, 0, nullptr, nullptr, count}};
+  if (kind == kStored) {
+    StoreEvent& s = ev.store;
+    size_t w = 1;
+    s.hasParent = (flags & kFlagParent) != 0;
+    if (s.hasParent) s.parent = words[w++];
+    s.hasStart = (flags & kFlagStart) != 0;
+    s.startPosition = m[3];
+    s.extIds = words + w;
+    s.tokensHashes = words + w + count;
+  } else if (kind == kRemoved) {
+    ev.store.extIds = words + 1;
+  }
+  return ev;
 }
 
 void PoolState::ApplyBatch(const uint32_t* meta, size_t metaLen, const uint64_t* words, uint8_t* errorsOut) {
   const size_t events = metaLen / kMetaStride;
+  size_t e = 0;
   size_t w = 0;
-  for (size_t e = 0; e < events; ++e) {
-    const uint32_t* m = meta + e * kMetaStride;
-    const uint32_t kind = m[0], dpRank = m[1], flags = m[2], count = m[4];
-    // The next event's lineage lines load while this one is applied.
-    if (e + 1 < events) PrefetchLineage(m + kMetaStride, words + w + EventWords(m));
-    const uint64_t workerId = words[w++];
-    PoolError error = PoolError::kNone;
-    if (kind == kStored) {
-      StoreEvent ev{workerId, dpRank, (flags & kFlagParent) != 0, 0, (flags & kFlagStart) != 0, m[3],
-                    nullptr, nullptr, count};
-      if (ev.hasParent) ev.parent = words[w++];
-      ev.extIds = words + w;
-      ev.tokensHashes = words + w + count;
-      w += 2 * size_t{count};
-      error = Store(ev);
-    } else if (kind == kRemoved) {
-      error = Remove(workerId, dpRank, words + w, count);
-      w += count;
-    } else {
-      error = Clear(workerId, dpRank);
+  while (e < events) {
+    // A chunk: at least one event, then whole events while they fit kPlanChunkBlocks blocks.
+    const size_t first = e;
+    size_t blocks = 0;
+    chunk_.clear();
+    while (e < events && chunk_.size() < kPlanChunkBlocks) {
+      const uint32_t* m = meta + e * kMetaStride;
+      if (!chunk_.empty() && blocks + m[4] > kPlanChunkBlocks) break;
+      chunk_.push_back(Decode(m, words + w));
+      blocks += m[4];
+      w += EventWords(m);
+      ++e;
     }
-    errorsOut[e] = static_cast<uint8_t>(error);
+    ApplyChunk(errorsOut + first);
+  }
+}
+
+void PoolState::ApplyChunk(uint8_t* errorsOut) {
+  size_t blocks = 0;
+  for (const PackedEvent& ev : chunk_) blocks += ev.store.count;
+  BlockPlan* plan = PlanBuffer(&plan_, blocks);
+  origins_.resize(chunk_.size());
+  if (plan != nullptr) {
+    for (const PackedEvent& ev : chunk_) PrefetchIds(ev);
+    size_t b = 0;
+    for (size_t k = 0; k < chunk_.size(); ++k) {
+      const StoreEvent& ev = chunk_[k].store;
+      if (chunk_[k].kind == kStored) {
+        PlanStore(ev, &origins_[k], plan + b);
+      } else if (chunk_[k].kind == kRemoved) {
+        PlanRemoval(FindSource(ev.workerId, ev.dpRank), ev.extIds, ev.count, plan + b);
+      }
+      b += ev.count;
+    }
+  }
+  size_t b = 0;
+  for (size_t k = 0; k < chunk_.size(); ++k) {
+    const StoreEvent& ev = chunk_[k].store;
+    const BlockPlan* blockPlan = plan != nullptr ? plan + b : nullptr;
+    PoolError error = PoolError::kNone;
+    if (chunk_[k].kind == kStored) {
+      error = ExecuteStore(ev, origins_[k], blockPlan);
+    } else if (chunk_[k].kind == kRemoved) {
+      error = ExecuteRemoval(ev.workerId, ev.dpRank, ev.extIds, ev.count, blockPlan);
+    } else {
+      error = Clear(ev.workerId, ev.dpRank);
+    }
+    errorsOut[k] = static_cast<uint8_t>(error);
+    b += ev.count;
   }
 }
 
@@ -371,37 +464,64 @@ RawResult PoolState::FinishRaw(RawOutcome outcome, uint64_t hash, uint32_t kicks
   return r;
 }
 
-RawResult PoolState::InsertCanonical(uint64_t hash) {
+RawOutcome PoolState::InsertCanonicalCore(uint64_t hash, const ckf::Prepared& p, uint32_t* kicks) {
   ++pendingEvents_;
-  const uint64_t drawsBefore = filter_.rngDraws();
+  *kicks = 0;
   Ownership* own = owners_.Emplace(hash, Ownership{0, 0}).first;
-  if (own->owners == UINT32_MAX) return FinishRaw(RawOutcome::kInvariantViolation, hash, 0, drawsBefore, {});
+  if (own->owners == UINT32_MAX) return RawOutcome::kInvariantViolation;
   ++own->owners;
-  if (own->resident) return FinishRaw(RawOutcome::kOwnerBumped, hash, 0, drawsBefore, {});
-  uint32_t kicks = 0;
-  if (InsertPhysical(filter_.Prepare(hash), own, maxKicks_, &kicks)) {
-    return FinishRaw(RawOutcome::kInserted, hash, kicks, drawsBefore, filter_.writes());
-  }
+  if (own->resident) return RawOutcome::kOwnerBumped;
+  if (InsertPhysical(p, own, maxKicks_, kicks)) return RawOutcome::kInserted;
   ++counters_.capacityFailures;
-  return FinishRaw(RawOutcome::kCapacityExhausted, hash, kicks, drawsBefore, {});
+  return RawOutcome::kCapacityExhausted;
+}
+
+RawOutcome PoolState::RemoveCanonicalCore(uint64_t hash, const ckf::Prepared& p, ckf::Write* write) {
+  ++pendingEvents_;
+  if (owners_.Find(hash) == nullptr) {
+    ++counters_.unknownRemovals;
+    return RawOutcome::kUnknownRemoval;
+  }
+  RawOutcome outcome;
+  if (!ReleaseOwner(hash, p, &outcome, write)) {
+    ++counters_.invariantViolations;
+    return RawOutcome::kInvariantViolation;
+  }
+  return outcome;
+}
+
+RawResult PoolState::InsertCanonical(uint64_t hash) {
+  const uint64_t drawsBefore = filter_.rngDraws();
+  uint32_t kicks = 0;
+  const RawOutcome outcome = InsertCanonicalCore(hash, filter_.Prepare(hash), &kicks);
+  const std::vector<ckf::Write> none;
+  return FinishRaw(outcome, hash, kicks, drawsBefore, outcome == RawOutcome::kInserted ? filter_.writes() : none);
 }
 
 RawResult PoolState::RemoveCanonical(uint64_t hash) {
-  ++pendingEvents_;
   const uint64_t drawsBefore = filter_.rngDraws();
-  if (owners_.Find(hash) == nullptr) {
-    ++counters_.unknownRemovals;
-    return FinishRaw(RawOutcome::kUnknownRemoval, hash, 0, drawsBefore, {});
-  }
-  RawOutcome outcome;
   ckf::Write write{};
-  if (!ReleaseOwner(hash, filter_.Prepare(hash), &outcome, &write)) {
-    ++counters_.invariantViolations;
-    return FinishRaw(RawOutcome::kInvariantViolation, hash, 0, drawsBefore, {});
-  }
+  const RawOutcome outcome = RemoveCanonicalCore(hash, filter_.Prepare(hash), &write);
   std::vector<ckf::Write> writes;
   if (outcome == RawOutcome::kRemoved) writes.push_back(write);
   return FinishRaw(outcome, hash, 0, drawsBefore, writes);
+}
+
+void PoolState::ApplyCanonicalBatch(const CanonicalOp* ops, const uint64_t* hashes, size_t count,
+                                    RawOutcome* outcomes) {
+  plan_.resize(std::min(count, kPlanChunkBlocks));  // reserved at construction: no allocation
+  for (size_t start = 0; start < count; start += kPlanChunkBlocks) {
+    const size_t n = std::min(kPlanChunkBlocks, count - start);
+    for (size_t i = 0; i < n; ++i) PlanCanonical(hashes[start + i], &plan_[i]);
+    for (size_t i = 0; i < n; ++i) {
+      const uint64_t hash = hashes[start + i];
+      uint32_t kicks = 0;
+      ckf::Write write{};
+      outcomes[start + i] = ops[start + i] == CanonicalOp::kInsert
+                                ? InsertCanonicalCore(hash, plan_[i].prepared, &kicks)
+                                : RemoveCanonicalCore(hash, plan_[i].prepared, &write);
+    }
+  }
 }
 
 RawResult PoolState::ReofferCanonical(uint64_t hash) {

@@ -106,6 +106,32 @@ class DirtyWindow {
   std::vector<uint64_t> originals_;
 };
 
+// What an op will touch, worked out before it runs: its canonical hash and filter address. Planning
+// a chunk of ops first issues every table line they touch as prefetches, so the cache misses overlap
+// instead of serializing. A plan reads the tables as they were before the chunk ran, so it is only a
+// hint: execution checks it against the live state and recomputes on a mismatch.
+struct BlockPlan {
+  uint64_t canonical;
+  ckf::Prepared prepared;
+  bool valid;
+};
+
+// The chain origin a store plan assumed: the parent's canonical hash as planning saw it.
+struct StoreOrigin {
+  bool hasPrevious;
+  uint64_t previous;
+};
+
+// One event of a packed batch, decoded. For removals, store.extIds holds the ids; workerId, dpRank
+// and count are set for every kind.
+struct PackedEvent {
+  uint32_t kind;
+  StoreEvent store;
+};
+
+// Raw canonical operation kinds for ApplyCanonicalBatch.
+enum class CanonicalOp : uint8_t { kInsert = 0, kRemove = 1 };
+
 struct Stats {
   uint32_t bucketCount;
   uint64_t residentCount;
@@ -137,6 +163,9 @@ class PoolState {
   RawResult InsertCanonical(uint64_t hash);
   RawResult RemoveCanonical(uint64_t hash);
   RawResult ReofferCanonical(uint64_t hash);
+  // InsertCanonical / RemoveCanonical for many hashes in order, planned like ApplyBatch; outcomes
+  // only (no write lists). Same state changes as the one-at-a-time calls.
+  void ApplyCanonicalBatch(const CanonicalOp* ops, const uint64_t* hashes, size_t count, RawOutcome* outcomes);
 
   bool Contains(uint64_t hash) const { return filter_.Contains(hash); }
   uint32_t Owners(uint64_t hash) const;
@@ -161,14 +190,26 @@ class PoolState {
   Lineage* FindSource(uint64_t workerId, uint32_t dpRank);
   Lineage* GetOrCreateSource(uint64_t workerId, uint32_t dpRank);
   void DropSourceIfEmpty(uint64_t workerId, uint32_t dpRank);
-  PoolError RemoveFromSource(Lineage* lineage, const uint64_t* extIds, size_t count);
+  // Planning: lineage lines first (PrefetchIds), then the plan, which resolves lineage entries and
+  // prefetches owner and filter lines. PlanBuffer: `buffer` sized for `blocks`, or null (no memory:
+  // execution then works unplanned).
+  BlockPlan* PlanBuffer(std::vector<BlockPlan>* buffer, size_t blocks);
+  void PrefetchIds(const PackedEvent& ev);
+  void PlanStore(const StoreEvent& ev, StoreOrigin* origin, BlockPlan* out);
+  void PlanRemoval(const Lineage* lineage, const uint64_t* extIds, size_t count, BlockPlan* out);
+  void PlanCanonical(uint64_t hash, BlockPlan* out);
+  PoolError ExecuteStore(const StoreEvent& ev, const StoreOrigin& origin, const BlockPlan* plan);
+  PoolError ExecuteRemoval(uint64_t workerId, uint32_t dpRank, const uint64_t* extIds, size_t count,
+                           const BlockPlan* plan);
+  PoolError RemoveFromSource(Lineage* lineage, const uint64_t* extIds, size_t count, const BlockPlan* plan);
+  void ApplyChunk(uint8_t* errorsOut);
+  RawOutcome InsertCanonicalCore(uint64_t hash, const ckf::Prepared& p, uint32_t* kicks);
+  RawOutcome RemoveCanonicalCore(uint64_t hash, const ckf::Prepared& p, ckf::Write* write);
   // Releases one owner of `canonical` (addressed by p); false on an invariant violation (nothing
   // changed). `write` receives the physical write when the outcome is kRemoved.
   bool ReleaseOwner(uint64_t canonical, const ckf::Prepared& p, RawOutcome* outcome, ckf::Write* write);
   bool InsertPhysical(const ckf::Prepared& p, Ownership* own, uint32_t maxKicks, uint32_t* kicks);
   void MarkWrites();
-  // Prefetches the first lineage lines of a packed event (m: its meta, words: its first word).
-  void PrefetchLineage(const uint32_t* m, const uint64_t* words);
   RawResult FinishRaw(RawOutcome outcome, uint64_t hash, uint32_t kicks, uint64_t drawsBefore,
                       const std::vector<ckf::Write>& writes);
 
@@ -184,10 +225,15 @@ class PoolState {
   uint64_t pendingEvents_ = 0;
   Counters counters_;
 
-  // Blocks ahead whose table lines are prefetched.
-  static constexpr size_t kPrefetchDistance = 4;
+  // Blocks planned (and prefetched) at once: about three table lines each, so a chunk's lines stay in
+  // L2 until it executes, and enough of them to keep the memory system busy.
+  static constexpr size_t kPlanChunkBlocks = 512;
 
-  // Per-event scratch, kept to avoid allocations on the hot path. Indices are block positions.
+  // Scratch, kept to avoid allocations on the hot path. Block-indexed unless noted.
+  std::vector<PackedEvent> chunk_;  // event-indexed
+  std::vector<StoreOrigin> origins_;  // event-indexed
+  std::vector<BlockPlan> plan_;
+  std::vector<BlockPlan> clearPlan_;
   std::vector<uint64_t> canonicals_;
   std::vector<ckf::Prepared> prepared_;
   std::vector<uint32_t> newBlocks_;
