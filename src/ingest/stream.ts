@@ -38,10 +38,10 @@ interface Held {
 interface PendingReplay {
   handle: ReplayHandle;
   from: bigint;
-  /** From 0 after a (re)connect or restart: the sink holds nothing of this publisher yet. */
-  initial: boolean;
   /** Live messages held back until the replay ends. */
   buffered: Held[];
+  /** Whether a batch arrived yet (the first one shows where the engine's buffer starts). */
+  answered: boolean;
 }
 
 export class RankStream {
@@ -71,7 +71,7 @@ export class RankStream {
   /** A connection to the engine came up: recover what it published before, if it can replay. */
   connected(): void {
     if (this.closed) return;
-    if (this.last === null && !this.replay && !this.hasBacklog()) this.beginReplay(0n, true, []);
+    if (this.last === null && !this.replay && !this.hasBacklog()) this.beginReplay(0n, []);
   }
 
   /** The connection was lost: the engine may have restarted, so its blocks are unknown. */
@@ -90,7 +90,7 @@ export class RankStream {
       // One connection's live stream went backwards: vLLM's sequence restarts at 0 with the process.
       this.dropPending();
       this.forget('restart');
-      if (this.beginReplay(0n, true, [held(sequence, payload, true, false)])) return;
+      if (this.beginReplay(0n, [held(sequence, payload, true, false)])) return;
       return this.deliver(sequence, payload);
     }
     if (this.replay) {
@@ -105,6 +105,8 @@ export class RankStream {
   replayed(handle: ReplayHandle, sequence: bigint, payload: Buffer): void {
     const replay = this.replay;
     if (replay?.handle !== handle) return;
+    const first = !replay.answered;
+    replay.answered = true;
     if (this.last === null) {
       // Only an initial replay starts with nothing delivered; the sink holds nothing to reset, but a
       // replay that starts later than asked means the engine's buffer no longer holds the start.
@@ -112,8 +114,16 @@ export class RankStream {
       return this.deliver(sequence, payload);
     }
     if (sequence <= this.last) return;
-    // A gap replay that starts later than asked cannot cover the gap (counted when it was detected).
-    if (sequence !== this.last + 1n) this.forget('gap');
+    if (sequence === this.last + 1n) return this.deliver(sequence, payload);
+    if (!first) {
+      // A hole inside the replies: the engine's ROUTER drops what overflows its pipe, but still
+      // buffers the batches, so ask again from here (each round delivers at least one batch).
+      handle.cancel();
+      this.replay = null;
+      if (this.beginReplay(this.last + 1n, replay.buffered)) return;
+    }
+    // The engine's buffer starts later than asked: the gap (counted when detected) is lost history.
+    this.forget('gap');
     this.deliver(sequence, payload);
   }
 
@@ -162,7 +172,7 @@ export class RankStream {
     // Already delivered by a replay, which can overtake the live connection.
     if (sequence <= last) return;
     if (!gapCounted) this.hooks.gap();
-    if (mayReplay && this.beginReplay(last + 1n, false, [held(sequence, payload, true, true)])) return;
+    if (mayReplay && this.beginReplay(last + 1n, [held(sequence, payload, true, true)])) return;
     this.forget('gap');
     this.deliver(sequence, payload);
   }
@@ -180,10 +190,10 @@ export class RankStream {
     this.hooks.reset(reason);
   }
 
-  private beginReplay(from: bigint, initial: boolean, buffered: Held[]): boolean {
+  private beginReplay(from: bigint, buffered: Held[]): boolean {
     const handle = this.hooks.startReplay(from, this);
     if (!handle) return false;
-    this.replay = { handle, from, initial, buffered };
+    this.replay = { handle, from, buffered, answered: false };
     return true;
   }
 

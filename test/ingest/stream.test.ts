@@ -113,6 +113,17 @@ it('a gap in live traffic queued behind a drain starts a replay; the rest waits 
   expect(d.log.slice(5)).toEqual(['d2', 'd3', 'd4', 'd5', 'd6']);
 });
 
+it('a hole inside the replies (the ROUTER dropped some) is asked for again from there', () => {
+  const d = new Driver();
+  d.live(0, 6);
+  const first = d.replays[0];
+  d.replayed(1, 2, 4); // 3 was dropped by the engine's ROUTER
+  expect(first.cancelled).toBe(true);
+  d.replayed(3, 4, 5);
+  d.stream.replayEnded(d.replay, true);
+  expect(d.log).toEqual(['d0', 'gap', 'replay:1', 'd1', 'd2', 'replay:3', 'd3', 'd4', 'd5', 'd6']);
+});
+
 it('a gap replay that starts past the gap resets and continues from what it has', () => {
   const d = new Driver();
   d.live(0, 1, 4);

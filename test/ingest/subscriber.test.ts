@@ -88,6 +88,18 @@ describe('replay', () => {
     expect(h.sub.stats()[0]).toMatchObject({ gaps: 0, resets: 0, replays: 1, malformed: 0 });
   });
 
+  it('a replay larger than the engine ROUTER pipe: replies it drops are asked for again', async () => {
+    const engine = await new SimulatedEngine({ http: false }).start();
+    const tokens = Array.from({ length: 16 }, (_, i) => i);
+    for (let i = 0; i < 10_000; i++) {
+      await engine.publish([{ type: 'BlockStored', blockHashes: [BigInt(i + 1)], parentBlockHash: null, tokenIds: tokens, blockSize: 16 }], { dropLive: true });
+    }
+    h = await attachSubscriber(engine);
+    await waitFor(() => h!.sink.batches.length === 10_000, 'the whole replay buffer', 15_000);
+    expect(h.sink.sequences().every((seq, i) => seq === BigInt(i))).toBe(true);
+    expect(h.sub.stats()[0]).toMatchObject({ gaps: 0, resets: 0 });
+  });
+
   it.each([['topic'], ['legacy']] as const)('a gap is filled by replay from last+1 (%s reply layout)', async (replayLayout) => {
     h = await connectHarness({ replayLayout });
     await h.engine.publish(SCRIPT[0]);
