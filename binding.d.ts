@@ -246,6 +246,14 @@ export class PoolState {
   copyWordsAsync(): Promise<BigUint64Array>;
   close(): void;
 }
+export interface NativeBenchResult {
+  ops: number;
+  seconds: number;
+  opsPerSecond: number;
+  medianBatchOpsPerSecond: number;
+  finalLoad: number;
+  capacityFailures: number;
+}
 /** Native churn benchmark (bench/filter.ts): store/remove prompts keeping load in [minLoad, maxLoad]. */
 export function benchPoolNative(
   bucketCount: number,
@@ -253,11 +261,11 @@ export function benchPoolNative(
   minLoad: number,
   maxLoad: number,
   minOps: number,
-): {
-  ops: number;
-  seconds: number;
-  opsPerSecond: number;
-  medianBatchOpsPerSecond: number;
-  finalLoad: number;
-  capacityFailures: number;
-};
+): NativeBenchResult;
+/** Native churn benchmark (bench/filter.ts): raw canonical inserts/removals with owner counting, no lineage. */
+export function benchPoolCanonicalNative(
+  bucketCount: number,
+  minLoad: number,
+  maxLoad: number,
+  minOps: number,
+): NativeBenchResult;

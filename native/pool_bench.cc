@@ -1,5 +1,6 @@
-// Native benchmark entry point for bench/filter.ts: prompt churn through PoolState::ApplyBatch with the
-// load kept inside [minLoad, maxLoad]. Only ApplyBatch is timed; generating the events is not.
+// Native benchmark entry points for bench/filter.ts: churn through PoolState::ApplyBatch (engine events)
+// or ApplyCanonicalBatch (raw canonical hashes) with the load kept inside [minLoad, maxLoad]. Only
+// apply + drain are timed; generating the ops is not.
 // Runs synchronously on the calling thread (benchmarks only).
 #include <napi.h>
 
@@ -49,23 +50,68 @@ class ChurnGenerator {
   std::deque<Prompt> live_;
 };
 
-Napi::Value BenchPoolNative(const Napi::CallbackInfo& info) {
+// Arguments shared by both benchmarks: a filter size and the load band the churn stays in.
+struct Band {
+  uint64_t bucketCount;
+  double minLoad;
+  double maxLoad;
+  uint64_t minOps;
+  double slots() const { return 4.0 * static_cast<double>(bucketCount); }
+};
+
+Band BandArgs(const Napi::CallbackInfo& info, size_t first) {
   Napi::Env env = info.Env();
-  const uint64_t bucketCount = args::U64(args::Arg(info, 0), "bucketCount", true);
-  if (!ckf::IsValidBucketCount(bucketCount) || bucketCount > ckf::kMaxBucketCount) {
+  Band band{args::U64(args::Arg(info, 0), "bucketCount", true),
+            args::Arg(info, first).As<Napi::Number>().DoubleValue(),
+            args::Arg(info, first + 1).As<Napi::Number>().DoubleValue(),
+            args::U64(args::Arg(info, first + 2), "minOps", true)};
+  if (!ckf::IsValidBucketCount(band.bucketCount) || band.bucketCount > ckf::kMaxBucketCount) {
     throw Napi::RangeError::New(env, "bucketCount must be a power of two in [2, 2^24]");
   }
-  const uint32_t blocksPerPrompt = args::U32(args::Arg(info, 1), "blocksPerPrompt");
-  const double minLoad = args::Arg(info, 2).As<Napi::Number>().DoubleValue();
-  const double maxLoad = args::Arg(info, 3).As<Napi::Number>().DoubleValue();
-  const uint64_t minOps = args::U64(args::Arg(info, 4), "minOps", true);
-  if (blocksPerPrompt == 0 || !(minLoad > 0) || !(maxLoad > minLoad) || maxLoad >= 1) {
-    throw Napi::RangeError::New(env, "need blocksPerPrompt > 0 and 0 < minLoad < maxLoad < 1");
+  if (!(band.minLoad > 0) || !(band.maxLoad > band.minLoad) || band.maxLoad >= 1) {
+    throw Napi::RangeError::New(env, "need 0 < minLoad < maxLoad < 1");
   }
+  return band;
+}
 
-  pool::PoolState state(static_cast<uint32_t>(bucketCount), ckf::kDefaultSeed, ckf::kDefaultMaxKicks);
+// Times `step` (one batch: apply + drain, returns its op count) until minOps; median of batch rates
+// is robust to preemption on a shared machine.
+template <typename Step>
+Napi::Object TimeBatches(Napi::Env env, const Band& band, const pool::PoolState& state, Step step) {
+  uint64_t ops = 0;
+  std::chrono::nanoseconds elapsed{0};
+  std::vector<double> batchRates;
+  while (ops < band.minOps) {
+    std::chrono::nanoseconds took{0};
+    const uint64_t batchOps = step(&took);
+    elapsed += took;
+    ops += batchOps;
+    batchRates.push_back(static_cast<double>(batchOps) * 1e9 / static_cast<double>(took.count()));
+  }
+  std::nth_element(batchRates.begin(), batchRates.begin() + batchRates.size() / 2, batchRates.end());
+  const double seconds = static_cast<double>(elapsed.count()) / 1e9;
+  const pool::Stats st = state.GetStats();
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("ops", Napi::Number::New(env, static_cast<double>(ops)));
+  out.Set("seconds", Napi::Number::New(env, seconds));
+  out.Set("opsPerSecond", Napi::Number::New(env, static_cast<double>(ops) / seconds));
+  out.Set("medianBatchOpsPerSecond", Napi::Number::New(env, batchRates[batchRates.size() / 2]));
+  out.Set("finalLoad", Napi::Number::New(env, static_cast<double>(st.residentCount) / band.slots()));
+  out.Set("capacityFailures", Napi::Number::New(env, static_cast<double>(st.counters.capacityFailures)));
+  return out;
+}
+
+// (bucketCount, blocksPerPrompt, minLoad, maxLoad, minOps): engine events with per-source lineage.
+Napi::Value BenchPoolNative(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const uint32_t blocksPerPrompt = args::U32(args::Arg(info, 1), "blocksPerPrompt");
+  if (blocksPerPrompt == 0) throw Napi::RangeError::New(env, "need blocksPerPrompt > 0");
+  const Band band = BandArgs(info, 2);
+
+  pool::PoolState state(static_cast<uint32_t>(band.bucketCount), ckf::kDefaultSeed, ckf::kDefaultMaxKicks);
   ChurnGenerator gen(blocksPerPrompt, 42);
-  const double slots = 4.0 * static_cast<double>(bucketCount);
+  const double slots = band.slots();
+  const double middle = (band.minLoad + band.maxLoad) / 2 * slots;
   const size_t eventsPerBatch = 1024;
   std::vector<uint32_t> meta;
   std::vector<uint64_t> words;
@@ -74,26 +120,21 @@ Napi::Value BenchPoolNative(const Napi::CallbackInfo& info) {
   std::vector<uint64_t> drainValues;
 
   // Fill to the middle of the band (untimed).
-  while (gen.liveBlocks() < (minLoad + maxLoad) / 2 * slots) {
+  while (gen.liveBlocks() < middle) {
     meta.clear();
     words.clear();
-    for (size_t e = 0; e < eventsPerBatch && gen.liveBlocks() < (minLoad + maxLoad) / 2 * slots; ++e) {
-      gen.AddStore(&meta, &words);
-    }
+    for (size_t e = 0; e < eventsPerBatch && gen.liveBlocks() < middle; ++e) gen.AddStore(&meta, &words);
     errors.resize(meta.size() / pool::kMetaStride);
     state.ApplyBatch(meta.data(), meta.size(), words.data(), errors.data());
   }
   state.Drain(&drainBuckets, &drainValues);
 
-  uint64_t ops = 0;
-  std::chrono::nanoseconds elapsed{0};
-  std::vector<double> batchRates;  // median is robust to preemption on a shared machine
-  while (ops < minOps) {
+  return TimeBatches(env, band, state, [&](std::chrono::nanoseconds* took) {
     meta.clear();
     words.clear();
     for (size_t e = 0; e < eventsPerBatch; ++e) {
       const double load = static_cast<double>(gen.liveBlocks()) / slots;
-      const bool store = load < minLoad || (load < maxLoad && gen.CoinFlip());
+      const bool store = load < band.minLoad || (load < band.maxLoad && gen.CoinFlip());
       if (store) {
         gen.AddStore(&meta, &words);
       } else {
@@ -104,29 +145,68 @@ Napi::Value BenchPoolNative(const Napi::CallbackInfo& info) {
     const auto start = std::chrono::steady_clock::now();
     state.ApplyBatch(meta.data(), meta.size(), words.data(), errors.data());
     state.Drain(&drainBuckets, &drainValues);
-    const auto took = std::chrono::steady_clock::now() - start;
-    elapsed += took;
-    ops += eventsPerBatch * blocksPerPrompt;
-    batchRates.push_back(static_cast<double>(eventsPerBatch * blocksPerPrompt) * 1e9 /
-                         static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(took).count()));
+    *took = std::chrono::steady_clock::now() - start;
+    return uint64_t{eventsPerBatch} * blocksPerPrompt;
+  });
+}
+
+// (bucketCount, minLoad, maxLoad, minOps): raw canonical inserts and removals with owner counting
+// (the insertCanonical / removeCanonical path, no lineage): fresh hashes in, oldest out.
+Napi::Value BenchPoolCanonicalNative(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const Band band = BandArgs(info, 1);
+  pool::PoolState state(static_cast<uint32_t>(band.bucketCount), ckf::kDefaultSeed, ckf::kDefaultMaxKicks);
+  uint64_t rng = 42;
+  std::deque<uint64_t> live;
+  const double slots = band.slots();
+  const size_t opsPerBatch = 16384;
+  std::vector<pool::CanonicalOp> ops;
+  std::vector<uint64_t> hashes;
+  std::vector<pool::RawOutcome> outcomes(opsPerBatch);
+  std::vector<uint32_t> drainBuckets;
+  std::vector<uint64_t> drainValues;
+
+  // Fill to the middle of the band (untimed).
+  while (static_cast<double>(live.size()) < (band.minLoad + band.maxLoad) / 2 * slots) {
+    ops.assign(opsPerBatch, pool::CanonicalOp::kInsert);
+    hashes.clear();
+    for (size_t i = 0; i < opsPerBatch; ++i) {
+      hashes.push_back(ckf::SplitmixNext(&rng));
+      live.push_back(hashes.back());
+    }
+    state.ApplyCanonicalBatch(ops.data(), hashes.data(), opsPerBatch, outcomes.data());
   }
-  std::nth_element(batchRates.begin(), batchRates.begin() + batchRates.size() / 2, batchRates.end());
-  const double seconds = static_cast<double>(elapsed.count()) / 1e9;
-  const pool::Stats st = state.GetStats();
-  Napi::Object out = Napi::Object::New(env);
-  out.Set("ops", Napi::Number::New(env, static_cast<double>(ops)));
-  out.Set("seconds", Napi::Number::New(env, seconds));
-  out.Set("opsPerSecond", Napi::Number::New(env, static_cast<double>(ops) / seconds));
-  out.Set("medianBatchOpsPerSecond", Napi::Number::New(env, batchRates[batchRates.size() / 2]));
-  out.Set("finalLoad", Napi::Number::New(env, static_cast<double>(st.residentCount) / slots));
-  out.Set("capacityFailures", Napi::Number::New(env, static_cast<double>(st.counters.capacityFailures)));
-  return out;
+  state.Drain(&drainBuckets, &drainValues);
+
+  return TimeBatches(env, band, state, [&](std::chrono::nanoseconds* took) {
+    ops.clear();
+    hashes.clear();
+    for (size_t i = 0; i < opsPerBatch; ++i) {
+      const double load = static_cast<double>(live.size()) / slots;
+      const bool insert = load < band.minLoad || (load < band.maxLoad && (ckf::SplitmixNext(&rng) & 1) != 0);
+      if (insert) {
+        ops.push_back(pool::CanonicalOp::kInsert);
+        hashes.push_back(ckf::SplitmixNext(&rng));
+        live.push_back(hashes.back());
+      } else {
+        ops.push_back(pool::CanonicalOp::kRemove);
+        hashes.push_back(live.front());
+        live.pop_front();
+      }
+    }
+    const auto start = std::chrono::steady_clock::now();
+    state.ApplyCanonicalBatch(ops.data(), hashes.data(), opsPerBatch, outcomes.data());
+    state.Drain(&drainBuckets, &drainValues);
+    *took = std::chrono::steady_clock::now() - start;
+    return uint64_t{opsPerBatch};
+  });
 }
 
 }  // namespace
 
 void InitPoolBench(Napi::Env env, Napi::Object exports) {
   exports.Set("benchPoolNative", Napi::Function::New(env, BenchPoolNative, "benchPoolNative"));
+  exports.Set("benchPoolCanonicalNative", Napi::Function::New(env, BenchPoolCanonicalNative, "benchPoolCanonicalNative"));
 }
 
 }  // namespace kvrelay

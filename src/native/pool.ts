@@ -377,3 +377,17 @@ export function benchPoolChurnNative(
 ): NativeChurnBench {
   return addon.benchPoolNative(bucketCount, blocksPerPrompt, minLoad, maxLoad, minOps);
 }
+
+/**
+ * Benchmark only (blocks the calling thread): raw canonical-hash churn (the insertCanonical /
+ * removeCanonical path: owner counting and the filter, no lineage), fresh hashes in and oldest out,
+ * load kept in [minLoad, maxLoad].
+ */
+export function benchPoolCanonicalNative(
+  bucketCount: number,
+  minLoad: number,
+  maxLoad: number,
+  minOps: number,
+): NativeChurnBench {
+  return addon.benchPoolCanonicalNative(bucketCount, minLoad, maxLoad, minOps);
+}
