@@ -121,6 +121,10 @@ export class RankStream {
       handle.cancel();
       this.replay = null;
       if (this.beginReplay(this.last + 1n, replay.buffered)) return;
+      // No new replay (closing): lose the hole, then what was held back continues the stream.
+      this.forget('gap');
+      this.deliver(sequence, payload);
+      return this.resume(replay.buffered);
     }
     // The engine's buffer starts later than asked: the gap (counted when detected) is lost history.
     this.forget('gap');
@@ -133,15 +137,19 @@ export class RankStream {
     if (replay?.handle !== handle) return;
     this.replay = null;
     if (!complete) handle.cancel();
-    // Held-back live messages continue the stream (what the replay covered is skipped on the way).
-    this.backlog = replay.buffered;
-    this.backlogHead = 0;
-    this.drain();
+    this.resume(replay.buffered);
   }
 
   close(): void {
     this.closed = true;
     this.dropPending();
+  }
+
+  /** Held-back live messages continue the stream (what a replay covered is skipped on the way). */
+  private resume(held: Held[]): void {
+    this.backlog = held;
+    this.backlogHead = 0;
+    this.drain();
   }
 
   private drain(): void {
