@@ -39,7 +39,9 @@ export function parseReplayReply(frames: Buffer[]): ReplayReply {
   if (body.length !== 2 && body.length !== 3) throw new DecodeError(`replay reply: ${frames.length} frames`);
   const [seqFrame, payload] = body.slice(-2);
   const sequence = decodeSequence(seqFrame);
-  if (sequence === END_SEQ) return { end: true };
+  // vLLM and SGLang end with END_SEQ; TRT-LLM's documented layout ends with an empty payload. A
+  // batch is never empty, so either marks the end.
+  if (sequence === END_SEQ || payload.length === 0) return { end: true };
   return { end: false, topic: body.length === 3 ? body[0].toString('utf8') : null, sequence, payload };
 }
 

@@ -288,6 +288,7 @@ describe('frames', () => {
     expect(parseReplayReply([empty, Buffer.from('kv'), seq, Buffer.from('p')])).toEqual({ end: false, topic: 'kv', sequence: 7n, payload: Buffer.from('p') });
     expect(parseReplayReply([empty, end, empty])).toEqual({ end: true });
     expect(parseReplayReply([empty, empty, end, empty])).toEqual({ end: true });
+    expect(parseReplayReply([empty, Buffer.from('kv'), seq, empty])).toEqual({ end: true }); // TRT-LLM sentinel
     expect(end).toEqual(Buffer.alloc(8, 0xff));
     expect(() => parseReplayReply([empty, seq])).toThrow(DecodeError);
     expect(() => parseReplayReply([empty, Buffer.from('abc'), Buffer.from('p')])).toThrow(DecodeError);
