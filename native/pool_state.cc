@@ -251,9 +251,7 @@ PoolError PoolState::ExecuteStore(const StoreEvent& ev, const StoreOrigin& origi
   return PoolError::kNone;
 }
 
-bool PoolState::ReleaseOwner(uint64_t canonical, const ckf::Prepared& p, RawOutcome* outcome, ckf::Write* write) {
-  Ownership* own = owners_.Find(canonical);
-  if (own == nullptr) return false;
+bool PoolState::ReleaseOwner(Ownership* own, const ckf::Prepared& p, RawOutcome* outcome, ckf::Write* write) {
   if (own->owners > 1) {
     --own->owners;
     *outcome = RawOutcome::kOwnerDecremented;
@@ -286,7 +284,8 @@ PoolError PoolState::RemoveFromSource(Lineage* lineage, const uint64_t* extIds, 
     const ckf::Prepared p = planned ? plan[i].prepared : filter_.Prepare(canonical);
     RawOutcome outcome;
     ckf::Write write{};
-    if (!ReleaseOwner(canonical, p, &outcome, &write)) {
+    Ownership* own = owners_.Find(canonical);
+    if (own == nullptr || !ReleaseOwner(own, p, &outcome, &write)) {
       // The lineage entry stays: state is as before this id.
       ++counters_.invariantViolations;
       if (first == PoolError::kNone) first = PoolError::kIndexerInvariantViolation;
@@ -478,12 +477,13 @@ RawOutcome PoolState::InsertCanonicalCore(uint64_t hash, const ckf::Prepared& p,
 
 RawOutcome PoolState::RemoveCanonicalCore(uint64_t hash, const ckf::Prepared& p, ckf::Write* write) {
   ++pendingEvents_;
-  if (owners_.Find(hash) == nullptr) {
+  Ownership* own = owners_.Find(hash);
+  if (own == nullptr) {
     ++counters_.unknownRemovals;
     return RawOutcome::kUnknownRemoval;
   }
   RawOutcome outcome;
-  if (!ReleaseOwner(hash, p, &outcome, write)) {
+  if (!ReleaseOwner(own, p, &outcome, write)) {
     ++counters_.invariantViolations;
     return RawOutcome::kInvariantViolation;
   }

@@ -205,9 +205,9 @@ class PoolState {
   void ApplyChunk(uint8_t* errorsOut);
   RawOutcome InsertCanonicalCore(uint64_t hash, const ckf::Prepared& p, uint32_t* kicks);
   RawOutcome RemoveCanonicalCore(uint64_t hash, const ckf::Prepared& p, ckf::Write* write);
-  // Releases one owner of `canonical` (addressed by p); false on an invariant violation (nothing
-  // changed). `write` receives the physical write when the outcome is kRemoved.
-  bool ReleaseOwner(uint64_t canonical, const ckf::Prepared& p, RawOutcome* outcome, ckf::Write* write);
+  // Releases one owner of the hash `own` belongs to (addressed by p); false on an invariant violation
+  // (nothing changed). `write` receives the physical write when the outcome is kRemoved.
+  bool ReleaseOwner(Ownership* own, const ckf::Prepared& p, RawOutcome* outcome, ckf::Write* write);
   bool InsertPhysical(const ckf::Prepared& p, Ownership* own, uint32_t maxKicks, uint32_t* kicks);
   void MarkWrites();
   RawResult FinishRaw(RawOutcome outcome, uint64_t hash, uint32_t kicks, uint64_t drawsBefore,
