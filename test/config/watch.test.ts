@@ -4,22 +4,13 @@ import * as path from 'path';
 import type { ConfigError } from '../../src/config/errors';
 import type { RelayConfig } from '../../src/config/schema';
 import { watchConfigFile, type ConfigWatcher } from '../../src/config/watch';
+import { waitForValue } from '../support/waitFor';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvrelay-watch-'));
 const file = path.join(dir, 'relay.yaml');
 let watcher: ConfigWatcher | undefined;
 afterEach(() => watcher?.close());
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
-
-async function until<T>(probe: () => T | undefined, ms = 2000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = probe();
-    if (v !== undefined) return v;
-    if (Date.now() > deadline) throw new Error('condition not met within deadline');
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
 
 function start(initial: string): { changes: RelayConfig[]; errors: ConfigError[] } {
   fs.writeFileSync(file, initial);
@@ -32,7 +23,7 @@ function start(initial: string): { changes: RelayConfig[]; errors: ConfigError[]
 test('an in-place write is reported within 2 s', async () => {
   const { changes } = start('dcId: dc-a\n');
   fs.writeFileSync(file, 'dcId: dc-a\nexpectedUniqueBlocks: 32\n');
-  const cfg = await until(() => changes[0]);
+  const cfg = await waitForValue(() => changes[0], 'a config change', 2000, 10);
   expect(cfg.expectedUniqueBlocks).toBe(32);
 });
 
@@ -41,18 +32,18 @@ test('an atomic rename over the file is reported', async () => {
   const tmp = path.join(dir, '.relay.yaml.tmp');
   fs.writeFileSync(tmp, 'dcId: dc-a\nexpectedUniqueBlocks: 64\n');
   fs.renameSync(tmp, file);
-  const cfg = await until(() => changes[0]);
+  const cfg = await waitForValue(() => changes[0], 'a config change', 2000, 10);
   expect(cfg.expectedUniqueBlocks).toBe(64);
 });
 
 test('an invalid version is an error and is not reported as a change; a later fix is', async () => {
   const { changes, errors } = start('dcId: dc-a\n');
   fs.writeFileSync(file, 'dcId: dc-a\nbogus: 1\n');
-  const err = await until(() => errors[0]);
+  const err = await waitForValue(() => errors[0], 'a config error', 2000, 10);
   expect(err.message).toBe(`${file}: bogus: unknown field`);
   expect(changes).toEqual([]);
   fs.writeFileSync(file, 'dcId: dc-b\n');
-  const cfg = await until(() => changes[0]);
+  const cfg = await waitForValue(() => changes[0], 'a config change', 2000, 10);
   expect(cfg.dcId).toBe('dc-b');
 });
 
@@ -61,7 +52,7 @@ test('other files in the directory and unchanged rewrites are not reported', asy
   fs.writeFileSync(path.join(dir, 'other.yaml'), 'x: 1\n');
   fs.writeFileSync(file, 'dcId: dc-a\n');
   fs.writeFileSync(file, 'dcId: dc-c\n');
-  const cfg = await until(() => changes[0]);
+  const cfg = await waitForValue(() => changes[0], 'a config change', 2000, 10);
   expect(cfg.dcId).toBe('dc-c');
   expect(changes).toHaveLength(1);
   expect(errors).toEqual([]);

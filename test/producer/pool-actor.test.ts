@@ -5,6 +5,7 @@ import type { DeltaFrame, PoolListener } from '../../src/publication/source';
 import type { EngineEventBatch, EngineKvEvent } from '../../src/ingest/types';
 import type { ProducerIdentity } from '../../src/wire/types';
 import { silentLogger } from '../../src/log';
+import { waitFor } from '../support/waitFor';
 
 const SEED = 0x5deece66d1b54a33n;
 const BUCKETS = 1024;
@@ -76,14 +77,6 @@ function applyDeltas(words: BigUint64Array, deltas: DecodedDelta[]): BigUint64Ar
   return out;
 }
 
-async function until(probe: () => boolean, ms = 2000): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!probe()) {
-    if (Date.now() > deadline) throw new Error('condition not met within deadline');
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
-
 test('attach on an empty pool gives an all-zero image at sequence 0', async () => {
   const a = actor(1, 1);
   const img = await a.attach(new Recorder());
@@ -105,7 +98,7 @@ test('stored blocks become canonical hashes in the image; deltas continue it exa
   // A child block chained on 102 (parent lookup in this source's lineage).
   const t2 = tokens(12);
   a.batch(batch([stored([103n], t2.subarray(8), 102n)]));
-  await until(() => rec.deltas.length === 1);
+  await waitFor(() => rec.deltas.length === 1, '1 delta', 2000, 2);
   const [d] = rec.deltas;
   expect(d.baseSequence).toBe(0n);
   expect(d.sequence).toBe(1n);
@@ -119,7 +112,7 @@ test('stored blocks become canonical hashes in the image; deltas continue it exa
 
   // Removing everything returns the filter to empty, published as deltas 2 (and on).
   a.batch(batch([{ kind: 'removed', blockHashes: [103n, 102n, 101n] }]));
-  await until(() => rec.deltas.length === 2);
+  await waitFor(() => rec.deltas.length === 2, '2 deltas', 2000, 2);
   expect(rec.deltas[1].baseSequence).toBe(1n);
   expect(rec.deltas[1].sequence).toBe(2n);
   expect(applyDeltas(img.words, rec.decoded()).every((w) => w === 0n)).toBe(true);
@@ -166,7 +159,7 @@ test('threshold publishes at once; below it the delay timer flushes', async () =
   a.batch(batch([stored([4n], tokens(4, 30))]));
   await a.idle();
   expect(rec.deltas).toHaveLength(1);
-  await until(() => rec.deltas.length === 2); // the delay timer flushed the single pending event
+  await waitFor(() => rec.deltas.length === 2, '2 deltas', 2000, 2); // the delay timer flushed the single pending event
   expect(rec.deltas.map((d) => d.sequence)).toEqual([1n, 2n]);
 });
 
@@ -232,7 +225,7 @@ test('detach drops deltas again without advancing; retire tells the listener', a
   const rec = new Recorder();
   await a.attach(rec);
   a.batch(batch([stored([1n], tokens(4))]));
-  await until(() => rec.deltas.length === 1);
+  await waitFor(() => rec.deltas.length === 1, '1 delta', 2000, 2);
   a.detach(rec);
   a.batch(batch([stored([2n], tokens(4, 4))]));
   await a.idle();

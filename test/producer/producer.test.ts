@@ -11,6 +11,7 @@ import { silentLogger } from '../../src/log';
 import { DataStatus, KvQueryHashFormat, ServingReadinessState, WorkerRole } from '../../src/wire/enums';
 import type { KvPoolDescriptor } from '../../src/wire/types';
 import { poolKey } from '../../src/producer/pool-identity';
+import { waitFor, waitForValue } from '../support/waitFor';
 
 const relay = { drtInstanceId: 5n, relayIncarnation: 77n };
 const producers: Producer[] = [];
@@ -44,16 +45,6 @@ async function start(cfg: RelayConfig): Promise<Producer> {
   producers.push(p);
   await p.start();
   return p;
-}
-
-async function until<T>(probe: () => T | undefined | false, ms = 3000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = probe();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > deadline) throw new Error('condition not met within deadline');
-    await new Promise((r) => setTimeout(r, 10));
-  }
 }
 
 async function httpServer(handler: http.RequestListener): Promise<string> {
@@ -166,10 +157,10 @@ test('a fenced generation is replaced by a new layout generation of the same poo
   await p.pool(first.producer!.poolId!)!.attach(rec);
   // A value the native state refuses fails the actor's command: the generation fences itself.
   p.batch({ source: { workerId: 7n, dpRank: 0 }, sequence: 1n, timestamp: 0, events: [{ kind: 'removed', blockHashes: [-1n] }] });
-  const replaced = await until(() => {
+  const replaced = await waitForValue(() => {
     const d = p.catalog().snapshot.pools[0];
     return d && d.producer!.layoutGeneration !== first.producer!.layoutGeneration ? d : undefined;
-  });
+  }, 'the replacement generation', 3000, 10);
   expect(rec.fencedReasons).toHaveLength(1);
   expect(replaced.producer!.poolId).toEqual(first.producer!.poolId);
   expect(replaced.producer!.layoutGeneration).toBe(2n);
@@ -194,12 +185,12 @@ test('readiness follows static liveness and real health probes', async () => {
   const stateOf = (model: string) => p.readiness().entries.find((e) => e.canonicalModelId === model)?.state;
   expect(stateOf('llama')).toBe(ServingReadinessState.READY);
   expect(stateOf('qwen')).toBe(ServingReadinessState.UNAVAILABLE);
-  await until(() => stateOf('mistral') === ServingReadinessState.READY);
+  await waitFor(() => stateOf('mistral') === ServingReadinessState.READY, 'mistral READY', 3000, 10);
   const llama = p.readiness().entries.find((e) => e.canonicalModelId === 'llama')!;
   expect(llama.members[0].poolId).toEqual(p.catalog().snapshot.pools.find((d) => d.registrations[0].canonicalModelId === 'llama')!.producer!.poolId);
   expect(llama.presentRoles).toEqual([WorkerRole.AGGREGATED]);
   healthy = 503;
-  await until(() => stateOf('mistral') === ServingReadinessState.UNAVAILABLE);
+  await waitFor(() => stateOf('mistral') === ServingReadinessState.UNAVAILABLE, 'mistral UNAVAILABLE', 3000, 10);
   expect(updates.length).toBeGreaterThanOrEqual(2);
   expect(updates[updates.length - 1].revision).toBe(p.readiness().revision);
 });
@@ -209,10 +200,10 @@ test('pool load from a real vLLM metrics endpoint; serving load lists pools and 
     res.writeHead(200, { 'content-type': 'text/plain' }).end('vllm:kv_cache_usage_perc{engine="0",model_name="llama"} 0.25\n'),
   );
   const p = await start(config([endpoint({ workers: [{ id: 7, kvEvents: kv, totalKvBlocks: 1000, maxNumSeqs: 8, metrics: { url: `${url}/metrics` } }] })]));
-  const load = await until(() => {
+  const load = await waitForValue(() => {
     const l = p.poolLoad().pools[0];
     return l.kvObservedRanks === 1 ? l : undefined;
-  });
+  }, 'an observed load rank', 3000, 10);
   expect(load).toEqual({ producer: only(p.catalog()).producer, kvUsedBlocks: 250n, totalKvBlocks: 1000n, kvObservedRanks: 1, kvExpectedRanks: 1 });
   const serving = p.servingLoad();
   expect(serving.pools).toHaveLength(1);

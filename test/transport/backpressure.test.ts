@@ -4,7 +4,8 @@ import { status } from '@grpc/grpc-js';
 import { FilterUpdateKind, RelayErrorReason } from '../../src/wire/enums';
 import type { FilterUpdate } from '../../src/wire/types';
 import { testProducer } from '../support/test-source';
-import { StreamReader, eventually, startTestRelay, subscriber, type TestRelay } from './helpers';
+import { StreamReader, startTestRelay, subscriber, type TestRelay } from './helpers';
+import { waitFor } from '../support/waitFor';
 import { rawCall, rawSession } from './raw-client';
 
 let relay: TestRelay;
@@ -83,10 +84,10 @@ test('the bootstrap ends with SNAPSHOT_PROGRESS_TIMEOUT when the client stops ta
   // Once the timeout fired the permit is back: a reading client gets the whole snapshot.
   const started = Date.now();
   let reader: StreamReader<FilterUpdate> | undefined;
-  await eventually(async () => {
+  await waitFor(async () => {
     reader = new StreamReader<FilterUpdate>(relay.client.subscribeKvPool({ ...subscriber('reader'), expectedProducer: producer }));
     return reader.opened();
-  }, 5000, 20);
+  }, 'a reader admitted once the stalled permit is back', 5000, 20);
   expect(Date.now() - started).toBeGreaterThanOrEqual(150);
   const chunks = [await reader!.next(), await reader!.next()];
   expect(chunks.map((c) => c.kind)).toEqual([FilterUpdateKind.SNAPSHOT_CHUNK, FilterUpdateKind.SNAPSHOT_CHUNK]);
@@ -107,7 +108,7 @@ test('deltas piling up behind a stalled bootstrap are lag, checked between snaps
   const stalled = rawCall(session, 'SubscribeKvPool', 'SubscribeKvPoolRequest', { ...subscriber('stalled'), expectedProducer: producer }, 'FilterUpdate');
   await stalled.headers; // the first chunk is being written: the bootstrap has begun
   for (let i = 0; i < 5; i += 1) feed.publish([[i, BigInt(i + 1)]]);
-  await eventually(() => relay.server.stats().laggedTotal.pool === 1);
+  await waitFor(() => relay.server.stats().laggedTotal.pool === 1, 'the stalled bootstrap to be dropped as lagged');
   stalled.resume();
   const end = await stalled.end();
   expect(end.code).toBe(status.RESOURCE_EXHAUSTED);

@@ -6,7 +6,8 @@ import { getRelayInfo } from '../../src/wire/service';
 import type { ProducerIdentity } from '../../src/wire/types';
 import { relayErrorReason } from '../../src/wire/errors';
 import { testProducer } from '../support/test-source';
-import { MARKER, StreamReader, eventually, startTestRelay, subscriber, type EndStatus, type TestRelay } from './helpers';
+import { MARKER, StreamReader, startTestRelay, subscriber, type EndStatus, type TestRelay } from './helpers';
+import { waitFor } from '../support/waitFor';
 
 let relay: TestRelay;
 afterEach(async () => relay?.close());
@@ -177,12 +178,12 @@ test('the per-pool subscriber limit is RESOURCE_LIMIT and frees up when a stream
   expect(c.code).toBe(status.RESOURCE_EXHAUSTED);
   expect(c.reason).toBe(RelayErrorReason.RESOURCE_LIMIT);
   a.cancel();
-  await eventually(async () => {
+  await waitFor(async () => {
     const d = open();
     const ok = await d.opened();
     d.cancel();
     return ok;
-  });
+  }, 'a stream admitted after the cancel');
 });
 
 test('the initialized-hub limit evicts an idle hub, and is RESOURCE_LIMIT while every hub is busy', async () => {
@@ -198,12 +199,12 @@ test('the initialized-hub limit evicts an idle hub, and is RESOURCE_LIMIT while 
   expect(busy.code).toBe(status.RESOURCE_EXHAUSTED);
   expect(busy.reason).toBe(RelayErrorReason.RESOURCE_LIMIT);
   s1.cancel();
-  await eventually(async () => {
+  await waitFor(async () => {
     const s2 = new StreamReader(relay.client.subscribeKvPool({ ...subscriber(), expectedProducer: p2 }));
     const ok = await s2.opened();
     s2.cancel();
     return ok;
-  });
+  }, 'the idle hub to be evicted for pool 2');
   expect(f1.attached).toBe(false); // the idle hub of pool 1 let go of its lease
 });
 

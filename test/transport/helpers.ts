@@ -135,15 +135,6 @@ export class StreamReader<T> {
   }
 }
 
-/** Polls `condition` until it holds or the deadline passes. */
-export async function eventually(condition: () => boolean | Promise<boolean>, timeoutMs = 5000, stepMs = 5): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, stepMs));
-  }
-}
-
 export function subscriber(id = 'consumer-a'): { subscriberId: string; contractMarker: number } {
   return { subscriberId: id, contractMarker: MARKER };
 }

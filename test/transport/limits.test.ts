@@ -3,7 +3,8 @@
 import { status } from '@grpc/grpc-js';
 import { FilterUpdateKind, RelayErrorReason } from '../../src/wire/enums';
 import { testProducer } from '../support/test-source';
-import { StreamReader, eventually, startTestRelay, subscriber, type TestRelay } from './helpers';
+import { StreamReader, startTestRelay, subscriber, type TestRelay } from './helpers';
+import { waitFor } from '../support/waitFor';
 
 let relay: TestRelay;
 afterEach(async () => relay?.close());
@@ -22,10 +23,10 @@ test('max_pool_streams_total = 1: the 2nd subscribe is RESOURCE_EXHAUSTED, a ret
   expect(second.details).toBe('Relay total pool stream limit 1 reached');
   first.cancel();
   let retry = open();
-  await eventually(async () => {
+  await waitFor(async () => {
     retry = open();
     return retry.opened();
-  });
+  }, 'a retry admitted after the cancel');
   const chunk = await retry.next();
   expect(chunk.kind).toBe(FilterUpdateKind.SNAPSHOT_CHUNK);
   expect(chunk.producer).toEqual(producer);
@@ -41,10 +42,10 @@ test('total pool stream limit 65: the 66th is rejected with its message, freeing
   expect(rejected.code).toBe(status.RESOURCE_EXHAUSTED);
   expect(rejected.details).toBe('Relay total pool stream limit 65 reached');
   streams[0].cancel();
-  await eventually(async () => {
+  await waitFor(async () => {
     const s = open();
     return s.opened();
-  });
+  }, 'a stream admitted after one closed');
 });
 
 test('a pool stream rejected before admission (POOL_NOT_FOUND) does not hold a permit', async () => {
@@ -75,7 +76,7 @@ test.each([
   expect(c.reason).toBe(RelayErrorReason.RESOURCE_LIMIT);
   expect(c.details).toBe(`Relay ${name} limit 2 reached`);
   a.cancel();
-  await eventually(async () => new StreamReader(open(relay)).opened());
+  await waitFor(async () => new StreamReader(open(relay)).opened(), 'a stream admitted after the cancel');
 });
 
 test('serving load has an independent subscriber limit: a pool-load stream is still admitted', async () => {

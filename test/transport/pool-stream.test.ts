@@ -5,7 +5,8 @@ import { FilterUpdateKind } from '../../src/wire/enums';
 import { decodeMessage } from '../../src/wire/codec';
 import type { FilterUpdate } from '../../src/wire/types';
 import { testProducer } from '../support/test-source';
-import { StreamReader, eventually, rawBytesClient, startTestRelay, subscriber, type TestRelay } from './helpers';
+import { StreamReader, rawBytesClient, startTestRelay, subscriber, type TestRelay } from './helpers';
+import { waitFor } from '../support/waitFor';
 
 let relay: TestRelay;
 afterEach(async () => relay?.close());
@@ -112,7 +113,7 @@ test('deltas published while the snapshot is being sent follow it in order', asy
   const producer = testProducer({ bucketCount: 2 * 524_288 });
   const feed = relay.source.attachPool(producer);
   const stream = new StreamReader<FilterUpdate>(relay.client.subscribeKvPool({ ...subscriber(), expectedProducer: producer }));
-  await eventually(() => feed.attached);
+  await waitFor(() => feed.attached, 'the hub to hold the lease');
   for (let i = 0; i < 3; i += 1) feed.publish([[i, BigInt(i + 1)]]);
   const frames = await stream.take(5, 10_000);
   expect(frames.map((f) => [f.kind, f.sequence])).toEqual([
@@ -131,7 +132,7 @@ test('an idle hub keeps its lease and follows deltas; the next subscriber starts
   const a = new StreamReader<FilterUpdate>(relay.client.subscribeKvPool({ ...subscriber('a'), expectedProducer: producer }));
   await a.next();
   a.cancel();
-  await eventually(() => a.ended !== undefined);
+  await waitFor(() => a.ended !== undefined, 'the first stream to end');
   for (let i = 0; i < 100; i += 1) feed.publish([[i % 16, BigInt(i + 1)]]);
   expect(feed.attached).toBe(true);
   const b = new StreamReader<FilterUpdate>(relay.client.subscribeKvPool({ ...subscriber('b'), expectedProducer: producer }));

@@ -4,7 +4,8 @@ import { status } from '@grpc/grpc-js';
 import { FilterUpdateKind, RelayErrorReason } from '../../src/wire/enums';
 import type { FilterUpdate } from '../../src/wire/types';
 import { TestSource, testDescriptor, testProducer } from '../support/test-source';
-import { RELAY, StreamReader, eventually, startTestRelay, subscriber, type TestRelay } from './helpers';
+import { RELAY, StreamReader, startTestRelay, subscriber, type TestRelay } from './helpers';
+import { waitFor } from '../support/waitFor';
 import { startRelayServer } from '../../src/transport/server';
 import { makeClient } from '../../src/wire/service';
 
@@ -29,7 +30,7 @@ test('a load plane that cannot build its window stops the transport: streams end
   expect(end.code).toBe(status.UNAVAILABLE);
   expect(end.reason).toBe(RelayErrorReason.PUBLICATION_UNAVAILABLE);
   expect(end.details).toBe('pool load publication stopped');
-  await eventually(() => fatal !== undefined);
+  await waitFor(() => fatal !== undefined, 'onFatal');
   expect(server.serving).toBe(false);
   expect((server.lastError as Error).message).toBe('aggregate sender dropped');
   client.close();
@@ -57,9 +58,9 @@ test('counters: subscribers per stream, limit rejections by scope, heartbeats, l
   expect(stats.poolHeartbeatsTotal).toBeGreaterThanOrEqual(1);
   expect(stats.initializedHubs).toBe(1);
   expect(stats.idleHubs).toBe(0);
-  await eventually(() => relay!.server.stats().loadUpdatesTotal >= 2);
+  await waitFor(() => relay!.server.stats().loadUpdatesTotal >= 2, 'two load windows');
   pool.cancel();
-  await eventually(() => relay!.server.stats().subscribers.pool === 0 && relay!.server.stats().idleHubs === 1);
+  await waitFor(() => relay!.server.stats().subscribers.pool === 0 && relay!.server.stats().idleHubs === 1, 'the pool subscriber gone and its hub idle');
 });
 
 test('a catalog that cannot be encoded ends that stream with INTERNAL and the relay keeps serving', async () => {
