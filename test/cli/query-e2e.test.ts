@@ -1,7 +1,6 @@
 // End to end: a simulated vLLM engine publishes KV events over ZMQ to a relay started as `serve`
 // starts it; the consumer library and the real `kv-dc-relay query` process then report the matched
 // prefix of a prompt whose first blocks the engine stored.
-import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -9,23 +8,9 @@ import { RelayClient } from '../../src/client';
 import { startRelay, type RunningRelay } from '../../src/cli/serve';
 import { silentLogger } from '../../src/log';
 import { SimulatedEngine } from '../../src/sim';
+import { runCli } from '../support/cli-process';
+import { BS, endpointConfig, relayConfig, workerConfig } from '../support/relay-config';
 import { waitFor } from '../support/waitFor';
-
-const ROOT = path.resolve(__dirname, '..', '..');
-const HOOK = path.join(__dirname, 'serve-ts-hook.js');
-const MAIN = path.join(ROOT, 'src', 'cli', 'main.ts');
-const BS = 4;
-
-function runCli(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['-r', HOOK, MAIN, ...args], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    child.on('exit', (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 describe('query end to end', () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvrelay-query-'));
@@ -43,26 +28,8 @@ describe('query end to end', () => {
   it('reports the blocks the engine stored, through the library and the CLI process', async () => {
     engine = await new SimulatedEngine({ modelName: 'llama' }).start();
     const file = path.join(dir, 'relay.json');
-    fs.writeFileSync(
-      file,
-      JSON.stringify({
-        dcId: 'dc-a',
-        bind: '127.0.0.1:0',
-        expectedUniqueBlocks: 1024,
-        timing: { publicationThreshold: 1 },
-        endpoints: [
-          {
-            namespace: 'prod',
-            component: 'backend',
-            endpoint: 'generate',
-            model: { name: 'llama', kvBlockSize: BS, aliases: ['chat'] },
-            workerType: 'aggregated',
-            adapters: [{ name: 'tenant-a', servedModel: 'llama-tenant-a', workers: [7] }],
-            workers: [{ id: 7, totalKvBlocks: 100, live: true, kvEvents: { endpoint: engine.pubEndpoint, replayEndpoint: engine.replayEndpoint } }],
-          },
-        ],
-      }),
-    );
+    const adapters = [{ name: 'tenant-a', servedModel: 'llama-tenant-a', workers: [7] }];
+    fs.writeFileSync(file, JSON.stringify(relayConfig([endpointConfig([workerConfig(7, engine)], { model: { aliases: ['chat'] }, adapters })])));
     relay = await startRelay({ configFile: file, logger: silentLogger });
     await engine.waitForSubscribers();
 

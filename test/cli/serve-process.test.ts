@@ -1,17 +1,16 @@
 // `kv-dc-relay serve` as a real process: config errors exit 2 with one line, the listening event is
 // logged once bound, SIGTERM/SIGINT shut down cleanly and exit 0 within 5 s.
-import { spawn, type ChildProcess } from 'child_process';
+import type { ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { makeClient } from '../../src/wire/service';
 import type { KvPoolCatalogUpdate } from '../../src/wire/types';
+import { loggedAddress, spawnCli } from '../support/cli-process';
+import { waitForValue } from '../support/waitFor';
 import { StreamReader, subscriber } from '../transport/helpers';
 
-const ROOT = path.resolve(__dirname, '..', '..');
-const HOOK = path.join(__dirname, 'serve-ts-hook.js');
-const MAIN = path.join(ROOT, 'src', 'cli', 'main.ts');
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvrelay-proc-'));
 const children: ChildProcess[] = [];
 afterAll(() => {
@@ -26,7 +25,7 @@ interface Run {
 }
 
 function run(args: string[]): Run {
-  const child = spawn(process.execPath, ['-r', HOOK, MAIN, ...args], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawnCli(args, ['ignore', 'ignore', 'pipe']);
   children.push(child);
   let err = '';
   child.stderr!.on('data', (b: Buffer) => (err += b.toString()));
@@ -48,17 +47,11 @@ function write(name: string, text: string): string {
   return file;
 }
 
-async function listening(r: Run, ms = 15000): Promise<string> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    for (const line of r.stderr().split('\n')) {
-      if (!line.startsWith('{')) continue;
-      const ev = JSON.parse(line) as { msg?: string; address?: string };
-      if (ev.msg === 'listening' && ev.address) return ev.address;
-    }
-    if (r.child.exitCode !== null || Date.now() > deadline) throw new Error(`no listening event; stderr:\n${r.stderr()}`);
-    await new Promise((res) => setTimeout(res, 20));
-  }
+function listening(r: Run, ms = 15000): Promise<string> {
+  return waitForValue(() => {
+    if (r.child.exitCode !== null) throw new Error(`exited before listening; stderr:\n${r.stderr()}`);
+    return loggedAddress(r.stderr(), 'listening');
+  }, 'the listening event', ms, 20);
 }
 
 test('config errors exit 2 with exactly one line naming file, field and problem', async () => {

@@ -5,11 +5,14 @@ import * as os from 'os';
 import * as path from 'path';
 import { startRelay, type RunningRelay } from '../../src/cli/serve';
 import { silentLogger } from '../../src/log';
+import type { PoolFeed } from '../../src/publication/source';
 import { decodeFrame, filterContains, saltSeed, sequenceHashes, SnapshotAssembly, type DecodedDelta } from '../../src/native';
 import { SimulatedEngine } from '../../src/sim';
 import { DataStatus, FilterUpdateKind, ServingReadinessState, WorkerRole } from '../../src/wire/enums';
 import { makeClient, type KvEventRelayClient } from '../../src/wire/service';
 import type { FilterUpdate, KvPoolCatalogUpdate, KvPoolLoadUpdate, ServingLoadUpdate, ServingReadinessUpdate } from '../../src/wire/types';
+import { BS, endpointConfig, relayConfig, workerConfig, type EndpointOptions } from '../support/relay-config';
+import { waitFor } from '../support/waitFor';
 import { MAX_MESSAGE, StreamReader, subscriber } from '../transport/helpers';
 
 const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvrelay-serve-'));
@@ -24,36 +27,22 @@ afterEach(async () => {
 });
 afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-const BS = 4;
 const SEED = 0x5deece66d1b54a33n;
 
-function configText(e: SimulatedEngine, aliases: string[] = [], extra: object = {}): string {
-  return JSON.stringify({
-    dcId: 'dc-a',
-    bind: '127.0.0.1:0',
-    metricsBind: '127.0.0.1:0',
-    expectedUniqueBlocks: 1024,
-    timing: { publicationThreshold: 1, loadWindowMs: 100, healthProbeMs: 100 },
-    endpoints: [
-      {
-        namespace: 'prod',
-        component: 'backend',
-        endpoint: 'generate',
-        model: { name: 'llama', kvBlockSize: BS, aliases },
-        workerType: 'aggregated',
-        ...extra,
-        workers: [
-          {
-            id: 7,
-            totalKvBlocks: 100,
-            health: { url: `${e.httpUrl}/health` },
-            metrics: { url: `${e.httpUrl}/metrics` },
-            kvEvents: { endpoint: e.pubEndpoint, replayEndpoint: e.replayEndpoint },
-          },
-        ],
-      },
-    ],
-  });
+function configText(e: SimulatedEngine, aliases: string[] = [], endpoint: EndpointOptions = {}): string {
+  const worker = workerConfig(7, e, { health: true, metrics: true });
+  return JSON.stringify(
+    relayConfig([endpointConfig([worker], { model: { aliases }, ...endpoint })], {
+      dcId: 'dc-a',
+      expectedUniqueBlocks: 1024,
+      timing: { publicationThreshold: 1, loadWindowMs: 100, healthProbeMs: 100 },
+    }),
+  );
+}
+
+/** Whether the pool's current image (taken through the attach barrier) holds `hash`. */
+async function poolHolds(feed: PoolFeed | undefined, hash: bigint): Promise<boolean> {
+  return feed !== undefined && filterContains((await feed.attach({ delta() {}, retired() {}, fenced() {} })).words, hash, SEED);
 }
 
 async function boot(file: string): Promise<{ catalog: StreamReader<KvPoolCatalogUpdate> }> {
@@ -79,11 +68,7 @@ test('catalog, snapshot and deltas of engine KV events over gRPC; /metrics and /
   await engine!.publish([{ type: 'BlockStored', blockHashes: [1001n, 1002n], parentBlockHash: null, tokenIds: t1, blockSize: BS }]);
   const expected1 = [...sequenceHashes(Uint32Array.from(t1), BS, false, saltSeed(null, null))];
   const feed = relay!.producer.pool(pool.producer!.poolId!)!;
-  const probe = async (): Promise<boolean> => filterContains((await feed.attach({ delta() {}, retired() {}, fenced() {} })).words, expected1[1], SEED);
-  for (let i = 0; !(await probe()); i++) {
-    if (i > 200) throw new Error('engine batch never reached the pool');
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await waitFor(() => poolHolds(feed, expected1[1]), 'the engine batch to reach the pool', 2000, 10);
 
   const stream = new StreamReader<FilterUpdate>(client!.subscribeKvPool({ ...subscriber(), expectedProducer: pool.producer }));
   const chunk = await stream.next();
@@ -176,46 +161,20 @@ test('an identity change replaces the pool and the engine replay fills the new g
   const toks = [5, 6, 7, 8];
   await engine!.publish([{ type: 'BlockStored', blockHashes: [77n], parentBlockHash: null, tokenIds: toks, blockSize: BS }]);
   const [hash] = sequenceHashes(Uint32Array.from(toks), BS, false, saltSeed(null, null));
-  const contains = async (poolId: NonNullable<typeof old.producer>['poolId']): Promise<boolean> => {
-    const feed = relay!.producer.pool(poolId!);
-    return feed !== undefined && filterContains((await feed.attach({ delta() {}, retired() {}, fenced() {} })).words, hash, SEED);
-  };
-  for (let i = 0; !(await contains(old.producer!.poolId)); i++) {
-    if (i > 200) throw new Error('engine batch never reached the pool');
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await waitFor(() => poolHolds(relay!.producer.pool(old.producer!.poolId!), hash), 'the engine batch to reach the pool', 2000, 10);
 
   fs.writeFileSync(file, configText(engine!, [], { indexerIdentity: { semantics: { weights: 'revision-b' } } }));
   const next = await catalog.next(2000);
   const [pool] = next.snapshot!.pools;
   expect(pool.producer!.poolId).not.toEqual(old.producer!.poolId);
   expect(pool.producer!.layoutGeneration).toBe(old.producer!.layoutGeneration + 1n);
-  for (let i = 0; !(await contains(pool.producer!.poolId)); i++) {
-    if (i > 200) throw new Error('the replay never filled the new pool');
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  await waitFor(() => poolHolds(relay!.producer.pool(pool.producer!.poolId!), hash), 'the replay to fill the new pool', 2000, 10);
 });
 
 test('bind mode: the relay binds the SUB and an engine dials in', async () => {
   const file = path.join(dir, 'bind.json');
-  fs.writeFileSync(
-    file,
-    JSON.stringify({
-      dcId: 'dc-a',
-      bind: '127.0.0.1:0',
-      expectedUniqueBlocks: 1024,
-      timing: { publicationThreshold: 1 },
-      endpoints: [
-        {
-          namespace: 'prod',
-          component: 'backend',
-          endpoint: 'generate',
-          model: { name: 'llama', kvBlockSize: BS },
-          workers: [{ id: 7, kvEvents: { endpoint: 'tcp://127.0.0.1:0', mode: 'bind' } }],
-        },
-      ],
-    }),
-  );
+  const worker = { id: 7, kvEvents: { endpoint: 'tcp://127.0.0.1:0', mode: 'bind' } };
+  fs.writeFileSync(file, JSON.stringify(relayConfig([endpointConfig([worker])], { dcId: 'dc-a', metricsBind: undefined, expectedUniqueBlocks: 1024 })));
   relay = await startRelay({ configFile: file, logger: silentLogger });
   const [sub] = relay.producer.ingestEndpoints(7n);
   expect(sub).toMatch(/^tcp:\/\/127\.0\.0\.1:[1-9]\d*$/);
@@ -225,12 +184,12 @@ test('bind mode: the relay binds the SUB and an engine dials in', async () => {
   await engine.publish([{ type: 'BlockStored', blockHashes: [1n], parentBlockHash: null, tokenIds: toks, blockSize: BS }]);
   const [hash] = sequenceHashes(Uint32Array.from(toks), BS, false, saltSeed(null, null));
   const feed = relay.producer.pool(relay.producer.catalog().snapshot.pools[0].producer!.poolId!)!;
-  for (let i = 0; !filterContains((await feed.attach({ delta() {}, retired() {}, fenced() {} })).words, hash, SEED); i++) {
-    if (i > 200) throw new Error('engine batch never reached the pool');
-    // A slow joiner misses early messages; publish again until one lands (as a real engine would).
-    await engine.publish([{ type: 'BlockStored', blockHashes: [1n], parentBlockHash: null, tokenIds: toks, blockSize: BS }]);
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  // A slow joiner misses early messages; publish again until one lands (as a real engine would).
+  await waitFor(async () => {
+    if (await poolHolds(feed, hash)) return true;
+    await engine!.publish([{ type: 'BlockStored', blockHashes: [1n], parentBlockHash: null, tokenIds: toks, blockSize: BS }]);
+    return false;
+  }, 'the engine batch to reach the pool', 2000, 10);
 });
 
 test('shutdown ends the catalog stream cleanly and closes the metrics listener', async () => {

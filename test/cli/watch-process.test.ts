@@ -1,24 +1,19 @@
 // The real `kv-dc-relay watch` process with stdout on a pipe (not a TTY): JSON lines, and a clean
 // exit 0 on SIGINT.
-import { spawn } from 'child_process';
-import * as path from 'path';
+import { spawnCli } from '../support/cli-process';
 import { TestSource, testProducer } from '../support/test-source';
 import { waitFor } from '../support/waitFor';
 import { startRelay } from '../client/helpers';
-
-const ROOT = path.resolve(__dirname, '..', '..');
-const HOOK = path.join(__dirname, 'serve-ts-hook.js');
-const MAIN = path.join(ROOT, 'src', 'cli', 'main.ts');
 
 test('watch prints JSON lines on a pipe and exits 0 on SIGINT', async () => {
   const source = new TestSource();
   source.attachPool(testProducer({ pool: 1 }));
   const server = await startRelay(source);
-  const child = spawn(process.execPath, ['-r', HOOK, MAIN, 'watch', server.address], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawnCli(['watch', server.address]);
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
-  child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+  child.stdout!.on('data', (b: Buffer) => (stdout += b.toString()));
+  child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
   const exit = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   try {
     const lines = () => stdout.split('\n').filter((l) => l.length > 0);

@@ -2,7 +2,7 @@
 // simulated vLLM engines over ZMQ on loopback, and a RelayClient consumer over gRPC. Expected
 // filter contents are computed here from the spec (hashing-ckf-cbi1.md §1.2, §1.3, §1.5) with
 // nothing but the XXH3 primitive, and probed in the consumer's replica words with the CKF addressing.
-import { spawn, type ChildProcess } from 'child_process';
+import type { ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
@@ -11,14 +11,13 @@ import { startRelay, type RunningRelay } from '../../src/cli/serve';
 import { silentLogger } from '../../src/log';
 import { bucketContains, ckfPrepare, xxh3, XXH3_SEED } from '../../src/native';
 import { SimulatedEngine, type SimulatedEngineOptions } from '../../src/sim';
+import { loggedAddress, spawnCli } from '../support/cli-process';
+import { BS } from '../support/relay-config';
 import { waitFor } from '../support/waitFor';
 
-export const BS = 4;
+export { BS, endpointConfig, relayConfig, workerConfig } from '../support/relay-config';
 export const DEADLINE_MS = 10_000;
 const U64 = (1n << 64n) - 1n;
-const ROOT = path.resolve(__dirname, '..', '..');
-const HOOK = path.join(ROOT, 'test', 'cli', 'serve-ts-hook.js');
-const MAIN = path.join(ROOT, 'src', 'cli', 'main.ts');
 
 // --- expected hashes, from the spec ---
 
@@ -57,65 +56,6 @@ export function tokenRange(from: number, n: number): number[] {
   return Array.from({ length: n }, (_, i) => from + i);
 }
 
-// --- config ---
-
-export interface WorkerOptions {
-  health?: boolean;
-  /** Metrics URL; true = the engine's own /metrics. */
-  metrics?: boolean | string;
-  replay?: boolean;
-  totalKvBlocks?: number;
-}
-
-export function workerConfig(id: number, engine: SimulatedEngine, o: WorkerOptions = {}): Record<string, unknown> {
-  const metricsUrl = o.metrics === true ? `${engine.httpUrl}/metrics` : o.metrics || undefined;
-  return {
-    id,
-    dpSize: engine.dpSize,
-    dpStartRank: engine.dpStartRank,
-    totalKvBlocks: o.totalKvBlocks ?? 100,
-    live: true,
-    ...(o.health ? { health: { url: `${engine.httpUrl}/health` } } : {}),
-    ...(metricsUrl ? { metrics: { url: metricsUrl, format: 'vllm' } } : {}),
-    kvEvents: {
-      endpoint: engine.pubEndpoint,
-      ...(o.replay !== false && engine.replayEndpoint ? { replayEndpoint: engine.replayEndpoint } : {}),
-    },
-  };
-}
-
-export interface EndpointOptions {
-  component?: string;
-  model?: Record<string, unknown>;
-  workerType?: string;
-  needs?: string[][];
-  adapters?: Record<string, unknown>[];
-}
-
-export function endpointConfig(workers: Record<string, unknown>[], o: EndpointOptions = {}): Record<string, unknown> {
-  return {
-    namespace: 'prod',
-    component: o.component ?? 'backend',
-    endpoint: 'generate',
-    model: { name: 'llama', kvBlockSize: BS, ...o.model },
-    workerType: o.workerType ?? 'aggregated',
-    ...(o.needs ? { needs: o.needs } : {}),
-    ...(o.adapters ? { adapters: o.adapters } : {}),
-    workers,
-  };
-}
-
-export function relayConfig(endpoints: Record<string, unknown>[]): Record<string, unknown> {
-  return {
-    dcId: 'dc-e2e',
-    bind: '127.0.0.1:0',
-    metricsBind: '127.0.0.1:0',
-    expectedUniqueBlocks: 4096,
-    timing: { publicationDelayMs: 1, loadWindowMs: 200, healthProbeMs: 100 },
-    endpoints,
-  };
-}
-
 // --- one scenario's parts, closed together ---
 
 export class E2e {
@@ -147,21 +87,13 @@ export class E2e {
   /** Like start(), with the relay as a `kv-dc-relay serve` process. */
   async startProcess(config: Record<string, unknown>): Promise<ChildProcess> {
     fs.writeFileSync(this.file, JSON.stringify(config));
-    const child = spawn(process.execPath, ['-r', HOOK, MAIN, 'serve', '--config', this.file], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawnCli(['serve', '--config', this.file], ['ignore', 'ignore', 'pipe']);
     this.child = child;
     let stderr = '';
     child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
-    const addressOf = (msg: string): string | undefined => {
-      for (const line of stderr.split('\n')) {
-        if (!line.startsWith('{')) continue;
-        const ev = JSON.parse(line) as { msg?: string; address?: string };
-        if (ev.msg === msg) return ev.address;
-      }
-      return undefined;
-    };
-    await waitFor(() => child.exitCode !== null || addressOf('metrics listening') !== undefined, 'the relay process to listen', DEADLINE_MS, 20);
+    await waitFor(() => child.exitCode !== null || loggedAddress(stderr, 'metrics listening') !== undefined, 'the relay process to listen', DEADLINE_MS, 20);
     if (child.exitCode !== null) throw new Error(`relay exited ${child.exitCode}: ${stderr}`);
-    await this.connect(addressOf('listening')!, addressOf('metrics listening'), this.engines);
+    await this.connect(loggedAddress(stderr, 'listening')!, loggedAddress(stderr, 'metrics listening'), this.engines);
     return child;
   }
 

@@ -1,4 +1,4 @@
-// Lets `node -r test/cli/serve-ts-hook.js src/cli/main.ts …` run the TypeScript sources as a real
+// Lets `node -r test/support/ts-hook.js src/cli/main.ts …` run the TypeScript sources as a real
 // process in tests (transpile only; tsc checks types). Output is cached by path and mtime so
 // repeated spawns start fast.
 const crypto = require('crypto');
