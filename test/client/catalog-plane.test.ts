@@ -1,23 +1,9 @@
 import { applyCatalogUpdate, type CatalogValue } from '../../src/client/catalog-plane';
-import { PlaneError } from '../../src/client/plane-error';
 import { KvQueryHashFormat } from '../../src/wire/enums';
 import { baseRegistration, catalogUpdate, descriptor, RELAY } from './fixtures';
+import { changing, planeError } from './plane-steps';
 
-function changed(prev: CatalogValue | undefined, update: ReturnType<typeof catalogUpdate>): CatalogValue {
-  const step = applyCatalogUpdate(prev, update);
-  if (step.kind !== 'changed') throw new Error('expected a change');
-  return step.value;
-}
-
-function planeError(fn: () => unknown): PlaneError {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof PlaneError) return err;
-    throw err;
-  }
-  throw new Error('expected a PlaneError');
-}
+const changed = changing(applyCatalogUpdate);
 
 describe('catalog plane', () => {
   it('accepts a complete snapshot and keys pools by pool id and producer', () => {

@@ -1,10 +1,10 @@
-import { applyPoolLoadUpdate, applyServingLoadUpdate, type PoolLoadValue } from '../../src/client/load-plane';
-import { PlaneError } from '../../src/client/plane-error';
+import { applyPoolLoadUpdate, applyServingLoadUpdate } from '../../src/client/load-plane';
 import { producerKey } from '../../src/wire/producer-key';
 import { RELAY_CONTRACT_MARKER, RELAY_PROTOCOL_VERSION } from '../../src/wire/constants';
 import { DataStatus } from '../../src/wire/enums';
 import type { KvPoolLoadEntry, KvPoolLoadUpdate, PoolServingLoad, ServingLoadUpdate } from '../../src/wire/types';
 import { producer, RELAY } from './fixtures';
+import { changing, planeError } from './plane-steps';
 
 const entry = (dc: bigint, used = 40n): KvPoolLoadEntry => ({ producer: producer(dc), kvUsedBlocks: used, totalKvBlocks: 100n, kvObservedRanks: 1, kvExpectedRanks: 1 });
 
@@ -18,21 +18,7 @@ const window = (seq: bigint, pools: KvPoolLoadEntry[]): KvPoolLoadUpdate => ({
   contractMarker: RELAY_CONTRACT_MARKER,
 });
 
-function changed(prev: PoolLoadValue | undefined, update: KvPoolLoadUpdate): PoolLoadValue {
-  const step = applyPoolLoadUpdate(prev, update);
-  if (step.kind !== 'changed') throw new Error('expected a change');
-  return step.value;
-}
-
-function reasonOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof PlaneError) return err.reason;
-    throw err;
-  }
-  return 'none';
-}
+const changed = changing(applyPoolLoadUpdate);
 
 describe('pool load plane', () => {
   it('keeps the latest complete window by producer key and ignores older windows', () => {
@@ -55,12 +41,12 @@ describe('pool load plane', () => {
     ['ZeroLayoutGeneration', [{ ...entry(1n), producer: producer(1n, 0n) }]],
     ['DuplicateLoadPool', [entry(1n), entry(1n, 3n)]],
   ])('drops the plane on %s', (reason, pools) => {
-    expect(reasonOf(() => applyPoolLoadUpdate(undefined, window(1n, pools)))).toBe(reason);
+    expect(planeError(() => applyPoolLoadUpdate(undefined, window(1n, pools))).reason).toBe(reason);
   });
 
   it('rejects a relay identity change within the stream', () => {
     const first = changed(undefined, window(1n, []));
-    expect(reasonOf(() => applyPoolLoadUpdate(first, { ...window(2n, []), relay: { ...RELAY, drtInstanceId: 99n } }))).toBe('RelayIdentityChanged');
+    expect(planeError(() => applyPoolLoadUpdate(first, { ...window(2n, []), relay: { ...RELAY, drtInstanceId: 99n } })).reason).toBe('RelayIdentityChanged');
   });
 });
 
@@ -87,6 +73,6 @@ describe('serving load plane', () => {
     expect(step.value.pools.size).toBe(1);
     expect(step.value.quarantined).toHaveLength(1);
     // COMPLETE requires the scheduler gauges.
-    expect(reasonOf(() => applyServingLoadUpdate(undefined, update(1n, [pool(1n, DataStatus.COMPLETE)])))).toBe('LoadViewField');
+    expect(planeError(() => applyServingLoadUpdate(undefined, update(1n, [pool(1n, DataStatus.COMPLETE)]))).reason).toBe('LoadViewField');
   });
 });

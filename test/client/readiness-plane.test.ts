@@ -1,23 +1,9 @@
-import { PlaneError } from '../../src/client/plane-error';
-import { applyReadinessUpdate, type ReadinessValue } from '../../src/client/readiness-plane';
+import { applyReadinessUpdate } from '../../src/client/readiness-plane';
 import { ServingReadinessState, WorkerRole } from '../../src/wire/enums';
 import { readinessUpdate, topologyEntry } from './fixtures';
+import { changing, planeError } from './plane-steps';
 
-function changed(prev: ReadinessValue | undefined, update: ReturnType<typeof readinessUpdate>): ReadinessValue {
-  const step = applyReadinessUpdate(prev, update);
-  if (step.kind !== 'changed') throw new Error('expected a change');
-  return step.value;
-}
-
-function reasonOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (err) {
-    if (err instanceof PlaneError) return err.reason;
-    throw err;
-  }
-  return 'none';
-}
+const changed = changing(applyReadinessUpdate);
 
 describe('readiness plane', () => {
   it('keeps entries and treats a same-revision repeat as a heartbeat', () => {
@@ -41,12 +27,12 @@ describe('readiness plane', () => {
     ['UnsupportedDuplicateEndpointRole', [{ ...topologyEntry('llama'), duplicateRoleEndpoints: [WorkerRole.ENCODE] }]],
     ['DuplicateTopologyEntry', [topologyEntry('llama'), topologyEntry('llama')]],
   ])('drops the plane on %s', (reason, entries) => {
-    expect(reasonOf(() => applyReadinessUpdate(undefined, readinessUpdate(1n, entries)))).toBe(reason);
+    expect(planeError(() => applyReadinessUpdate(undefined, readinessUpdate(1n, entries))).reason).toBe(reason);
   });
 
   it('rejects backwards revisions and unannounced changes', () => {
     const value = changed(undefined, readinessUpdate(5n, [topologyEntry('llama')]));
-    expect(reasonOf(() => applyReadinessUpdate(value, readinessUpdate(4n, [topologyEntry('llama')])))).toBe('RevisionBackwards');
-    expect(reasonOf(() => applyReadinessUpdate(value, readinessUpdate(5n, [])))).toBe('RevisionNotAdvanced');
+    expect(planeError(() => applyReadinessUpdate(value, readinessUpdate(4n, [topologyEntry('llama')]))).reason).toBe('RevisionBackwards');
+    expect(planeError(() => applyReadinessUpdate(value, readinessUpdate(5n, []))).reason).toBe('RevisionNotAdvanced');
   });
 });
