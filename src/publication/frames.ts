@@ -4,7 +4,7 @@
 import { RELAY_CONTRACT_MARKER, RELAY_PROTOCOL_VERSION } from '../wire/constants';
 import { encodeMessage } from '../wire/codec';
 import { FilterUpdateKind } from '../wire/enums';
-import type { ProducerIdentity, RelayIdentity } from '../wire/types';
+import type { ProducerIdentity, RelayIdentity, WireMessages } from '../wire/types';
 import { FRAME_OVERHEAD_BYTES } from '../config/defaults';
 import type { CatalogState, PoolLoadState, ReadinessState, ServingLoadState } from './source';
 import type { Window } from './windows';
@@ -16,57 +16,36 @@ export function nowMicros(): bigint {
   return BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000));
 }
 
+type Envelope = 'protocolVersion' | 'relay' | 'contractMarker';
+type ResponseName = 'RelayInfo' | 'KvPoolCatalogUpdate' | 'ServingReadinessUpdate' | 'KvPoolLoadUpdate' | 'ServingLoadUpdate' | 'FilterUpdate';
+
+/** Encodes a response with its envelope: protocol version, relay identity, contract marker. */
+function response<N extends ResponseName>(type: N, relay: RelayIdentity, body: Omit<WireMessages[N], Envelope>): Buffer {
+  return encodeMessage(type, { protocolVersion: RELAY_PROTOCOL_VERSION, relay, ...body, contractMarker: RELAY_CONTRACT_MARKER } as WireMessages[N]);
+}
+
+function windowFields(window: Window<unknown>): { windowSequence: bigint; observedMs: bigint; windowMs: bigint } {
+  return { windowSequence: window.sequence, observedMs: window.observedMs, windowMs: window.windowMs };
+}
+
 export function relayInfoMessage(relay: RelayIdentity): Buffer {
-  return encodeMessage('RelayInfo', {
-    protocolVersion: RELAY_PROTOCOL_VERSION,
-    relay,
-    contractMarker: RELAY_CONTRACT_MARKER,
-  });
+  return response('RelayInfo', relay, {});
 }
 
 export function catalogMessage(relay: RelayIdentity, state: CatalogState): Buffer {
-  return encodeMessage('KvPoolCatalogUpdate', {
-    protocolVersion: RELAY_PROTOCOL_VERSION,
-    relay,
-    revision: state.revision,
-    snapshot: state.snapshot,
-    contractMarker: RELAY_CONTRACT_MARKER,
-  });
+  return response('KvPoolCatalogUpdate', relay, { revision: state.revision, snapshot: state.snapshot });
 }
 
 export function readinessMessage(relay: RelayIdentity, state: ReadinessState): Buffer {
-  return encodeMessage('ServingReadinessUpdate', {
-    protocolVersion: RELAY_PROTOCOL_VERSION,
-    relay,
-    revision: state.revision,
-    entries: state.entries,
-    contractMarker: RELAY_CONTRACT_MARKER,
-  });
+  return response('ServingReadinessUpdate', relay, { revision: state.revision, entries: state.entries });
 }
 
 export function poolLoadMessage(relay: RelayIdentity, window: Window<PoolLoadState>): Buffer {
-  return encodeMessage('KvPoolLoadUpdate', {
-    protocolVersion: RELAY_PROTOCOL_VERSION,
-    relay,
-    windowSequence: window.sequence,
-    observedMs: window.observedMs,
-    windowMs: window.windowMs,
-    pools: window.state.pools,
-    contractMarker: RELAY_CONTRACT_MARKER,
-  });
+  return response('KvPoolLoadUpdate', relay, { ...windowFields(window), pools: window.state.pools });
 }
 
 export function servingLoadMessage(relay: RelayIdentity, window: Window<ServingLoadState>): Buffer {
-  return encodeMessage('ServingLoadUpdate', {
-    protocolVersion: RELAY_PROTOCOL_VERSION,
-    relay,
-    windowSequence: window.sequence,
-    observedMs: window.observedMs,
-    windowMs: window.windowMs,
-    pools: window.state.pools,
-    models: window.state.models,
-    contractMarker: RELAY_CONTRACT_MARKER,
-  });
+  return response('ServingLoadUpdate', relay, { ...windowFields(window), pools: window.state.pools, models: window.state.models });
 }
 
 export function filterUpdateMessage(
@@ -77,17 +56,7 @@ export function filterUpdateMessage(
   kind: number,
   payload: Uint8Array,
 ): Buffer {
-  return encodeMessage('FilterUpdate', {
-    protocolVersion: RELAY_PROTOCOL_VERSION,
-    relay,
-    producer,
-    baseSequence,
-    sequence,
-    sendTsUs: nowMicros(),
-    kind,
-    payload,
-    contractMarker: RELAY_CONTRACT_MARKER,
-  });
+  return response('FilterUpdate', relay, { producer, baseSequence, sequence, sendTsUs: nowMicros(), kind, payload });
 }
 
 export function heartbeatMessage(relay: RelayIdentity, producer: ProducerIdentity, sequence: bigint): Buffer {
