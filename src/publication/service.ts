@@ -123,21 +123,13 @@ export class Publication {
   }
 
   watchCatalog(request: WatchKvPoolCatalogRequest, sink: FrameSink): void {
-    const stream = this.admit(request, sink, 'catalog');
-    if (!stream) return;
-    const writer = new LatestWriter(stream, () => this.catalog.bytes());
-    writer.request();
-    stream.defer(this.config.source.onCatalog(() => writer.request()));
-    repeatEvery(stream, this.config.options.timing.catalogHeartbeatMs, () => writer.request());
+    const { source, options } = this.config;
+    this.sendLatest(this.admit(request, sink, 'catalog'), this.catalog, (l) => source.onCatalog(l), options.timing.catalogHeartbeatMs);
   }
 
   subscribeReadiness(request: SubscribeServingReadinessRequest, sink: FrameSink): void {
-    const stream = this.admit(request, sink, 'readiness');
-    if (!stream) return;
-    const writer = new LatestWriter(stream, () => this.readiness.bytes());
-    writer.request();
-    stream.defer(this.config.source.onReadiness(() => writer.request()));
-    repeatEvery(stream, this.config.options.timing.readinessHeartbeatMs, () => writer.request());
+    const { source, options } = this.config;
+    this.sendLatest(this.admit(request, sink, 'readiness'), this.readiness, (l) => source.onReadiness(l), options.timing.readinessHeartbeatMs);
   }
 
   subscribePoolLoad(request: SubscribeKvPoolLoadRequest, sink: FrameSink): void {
@@ -242,6 +234,15 @@ export class Publication {
       this.counters.subscribers[kind] -= 1;
     });
     return stream;
+  }
+
+  // A revisioned state stream: the latest value now, on every change, and again every heartbeat.
+  private sendLatest<S>(stream: OpenStream | undefined, latest: EncodedLatest<S>, onChange: (listener: () => void) => Unsubscribe, heartbeatMs: number): void {
+    if (!stream) return;
+    const writer = new LatestWriter(stream, () => latest.bytes());
+    writer.request();
+    stream.defer(onChange(() => writer.request()));
+    repeatEvery(stream, heartbeatMs, () => writer.request());
   }
 
   // A generation that left the catalog (withdrawn or replaced) can no longer be published.
