@@ -87,15 +87,18 @@ export function poolLoadView(entry: KvPoolLoadEntry) {
   };
 }
 
+/** The fields that are set, as decimal strings. */
+function setCounts(counts: object): Record<string, string> {
+  return Object.fromEntries(Object.entries(counts).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)]));
+}
+
 function loadViewOf(load: LoadView | undefined) {
   if (!load) return null;
-  const t = load.tokens ?? {};
-  const r = load.requests;
   return {
     status: dataStatus(load.status),
     sourceObservedMs: load.sourceObservedMs.toString(),
-    tokens: Object.fromEntries(Object.entries(t).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)])),
-    ...(r ? { requests: Object.fromEntries(Object.entries(r).filter(([, v]) => v !== undefined).map(([k, v]) => [k, String(v)])) } : {}),
+    tokens: setCounts(load.tokens ?? {}),
+    ...(load.requests ? { requests: setCounts(load.requests) } : {}),
   };
 }
 
@@ -114,29 +117,27 @@ export function servingModelView(m: ModelServingLoad) {
   };
 }
 
+function windowHeader(load: { windowSequence: bigint; observedMs: bigint; windowMs: bigint }) {
+  return { windowSequence: load.windowSequence.toString(), observedMs: load.observedMs.toString(), windowMs: load.windowMs.toString() };
+}
+
+/** Per-pool entries joined to the catalog, in catalog order: a pool absent from the catalog is left out. */
+function catalogPools<E, V extends object>(catalog: CatalogValue | undefined, entries: ReadonlyMap<string, E>, view: (entry: E) => V) {
+  return (catalog?.pools ?? []).flatMap((pool) => {
+    const entry = entries.get(pool.producerKey);
+    return entry ? [{ endpoint: endpointLabel(pool.descriptor), ...view(entry) }] : [];
+  });
+}
+
 /** Load windows joined to the catalog: a pool absent from the catalog has no load. */
 export function loadView(catalog: CatalogValue | undefined, load: PoolLoadValue) {
-  return {
-    windowSequence: load.windowSequence.toString(),
-    observedMs: load.observedMs.toString(),
-    windowMs: load.windowMs.toString(),
-    pools: (catalog?.pools ?? []).flatMap((pool) => {
-      const entry = load.pools.get(pool.producerKey);
-      return entry ? [{ endpoint: endpointLabel(pool.descriptor), ...poolLoadView(entry) }] : [];
-    }),
-    quarantined: load.quarantined,
-  };
+  return { ...windowHeader(load), pools: catalogPools(catalog, load.pools, poolLoadView), quarantined: load.quarantined };
 }
 
 export function servingLoadView(catalog: CatalogValue | undefined, load: ServingLoadValue) {
   return {
-    windowSequence: load.windowSequence.toString(),
-    observedMs: load.observedMs.toString(),
-    windowMs: load.windowMs.toString(),
-    pools: (catalog?.pools ?? []).flatMap((pool) => {
-      const entry = load.pools.get(pool.producerKey);
-      return entry ? [{ endpoint: endpointLabel(pool.descriptor), ...servingPoolView(entry) }] : [];
-    }),
+    ...windowHeader(load),
+    pools: catalogPools(catalog, load.pools, servingPoolView),
     models: [...load.models.values()].map(servingModelView),
     quarantined: load.quarantined,
   };
