@@ -113,14 +113,7 @@ async function throughRelay(n: number): Promise<Measurement> {
     options: { limits: { maxSubscribersPerPool: 64 }, timing: { poolHeartbeatMs: 60_000 } },
   });
   const raw = rawClients(server.address, n);
-  const streams = raw.map(
-    (c, i) =>
-      (c as unknown as KvEventRelayClient).subscribeKvPool({
-        subscriberId: `bench-${i}`,
-        contractMarker: RELAY_CONTRACT_MARKER,
-        expectedProducer: producer,
-      }) as unknown as grpc.ClientReadableStream<Buffer>,
-  );
+  const streams = subscribeAll(raw, 'bench', producer);
   for (const s of streams) s.on('error', () => undefined); // cancelled at the end
   await Promise.all(streams.map((s) => new Promise((resolve) => s.once('data', resolve))));
   const publisher: Publisher = {
@@ -160,14 +153,7 @@ async function throughBareServer(n: number, producer: ProducerIdentity): Promise
   const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
   const listener = await listen('127.0.0.1:0', (socket) => injector.injectConnection(socket));
   const raw = rawClients(listener.address, n);
-  const streams = raw.map(
-    (c, i) =>
-      (c as unknown as KvEventRelayClient).subscribeKvPool({
-        subscriberId: `bare-${i}`,
-        contractMarker: RELAY_CONTRACT_MARKER,
-        expectedProducer: producer,
-      }) as unknown as grpc.ClientReadableStream<Buffer>,
-  );
+  const streams = subscribeAll(raw, 'bare', producer);
   await allOpen;
   for (const s of streams) s.on('error', () => undefined); // cancelled at the end
   await Promise.all(streams.map((s) => new Promise((resolve) => s.once('data', resolve))));
@@ -196,6 +182,18 @@ function rawClients(address: string, n: number): grpc.Client[] {
   }
   const Client = grpc.makeGenericClientConstructor(definition, 'KvEventRelayBench');
   return Array.from({ length: n }, () => new Client(address, grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 }));
+}
+
+/** One SubscribeKvPool call per client, reading the response bytes as they arrive. */
+function subscribeAll(clients: grpc.Client[], prefix: string, producer: ProducerIdentity): grpc.ClientReadableStream<Buffer>[] {
+  return clients.map(
+    (c, i) =>
+      (c as unknown as KvEventRelayClient).subscribeKvPool({
+        subscriberId: `${prefix}-${i}`,
+        contractMarker: RELAY_CONTRACT_MARKER,
+        expectedProducer: producer,
+      }) as unknown as grpc.ClientReadableStream<Buffer>,
+  );
 }
 
 function medianOf(runs: Measurement[]): Measurement {
