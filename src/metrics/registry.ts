@@ -71,7 +71,9 @@ export function createRelayMetrics(providers: MetricsProviders): Registry {
     });
     counter('kv_dc_relay_pool_heartbeats_total', 'Pool-stream heartbeats emitted', [], (set) => set({}, transport().poolHeartbeatsTotal));
     counter('kv_dc_relay_load_updates_total', 'Load windows emitted', [], (set) => set({}, transport().loadUpdatesTotal));
+    gauge('kv_dc_relay_requested_publication_hub_count', 'Pools whose lazy hub was requested', [], (set) => set({}, transport().requestedHubs));
     gauge('kv_dc_relay_initialized_publication_hub_count', 'Hubs holding a mirror', [], (set) => set({}, transport().initializedHubs));
+    gauge('kv_dc_relay_ready_publication_hub_count', 'Hubs with a ready contiguous mirror', [], (set) => set({}, transport().readyHubs));
     gauge('kv_dc_relay_idle_publication_hub_count', 'Ready hubs with no subscribers', [], (set) => set({}, transport().idleHubs));
   }
   counter('kv_dc_relay_terminal_publication_failures_total', 'Generations fenced after a terminal publication failure', [], (set) =>

@@ -77,6 +77,11 @@ export class PoolHub {
     return this.ended !== undefined;
   }
 
+  /** Holds a contiguous image of its generation: an image was adopted and every delta since continues it. */
+  get isReady(): boolean {
+    return this.ready && !this.isEnded;
+  }
+
   /** Initialized, without subscribers, admissions or snapshot work: it may be evicted. */
   get idle(): boolean {
     return this.ready && !this.isEnded && this.subscribers.size === 0 && this.admissions === 0 && !this.refreshing;

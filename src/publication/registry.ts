@@ -19,14 +19,23 @@ export class HubRegistry {
     private readonly maxInitializedHubs: number,
   ) {}
 
+  /** Hubs requested by a subscriber and not ended (each counts against the initialized-hub limit). */
   get size(): number {
     return this.entries.size;
   }
 
+  get readyCount(): number {
+    return this.count((hub) => hub.isReady);
+  }
+
   get idleCount(): number {
-    let idle = 0;
-    for (const entry of this.entries.values()) if (entry.hub.idle) idle += 1;
-    return idle;
+    return this.count((hub) => hub.idle);
+  }
+
+  private count(holds: (hub: PoolHub) => boolean): number {
+    let n = 0;
+    for (const entry of this.entries.values()) if (holds(entry.hub)) n += 1;
+    return n;
   }
 
   /** The hub of `feed`'s generation; another generation of the same pool is retired. */

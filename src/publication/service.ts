@@ -198,7 +198,9 @@ export class Publication {
       limitRejectedTotal: { ...this.counters.limitRejectedTotal },
       poolHeartbeatsTotal: this.counters.poolHeartbeatsTotal,
       loadUpdatesTotal: this.counters.loadUpdatesTotal,
+      requestedHubs: this.hubs.size,
       initializedHubs: this.hubs.size,
+      readyHubs: this.hubs.readyCount,
       idleHubs: this.hubs.idleCount,
     };
   }

@@ -1,6 +1,7 @@
 // Counters of the publication layer, read by the metrics exporter (names in wire-contract.md §10.1
 // map one to one: kv_dc_relay_subscribers{stream}, …_subscriber_lagged_total{stream},
-// …_subscriber_limit_rejected_total{stream,scope}, …_pool_heartbeats_total, …_load_updates_total).
+// …_subscriber_limit_rejected_total{stream,scope}, …_pool_heartbeats_total, …_load_updates_total,
+// …_{requested,initialized,ready,idle}_publication_hub_count).
 
 export type StreamKind = 'catalog' | 'pool' | 'readiness' | 'load' | 'serving_load';
 export type LimitScope = 'total' | 'per_pool' | 'initialized_hub';
@@ -12,8 +13,15 @@ export interface PublicationStats {
   limitRejectedTotal: Record<string, number>;
   poolHeartbeatsTotal: number;
   loadUpdatesTotal: number;
-  /** Hubs that exist (requested or initialized), and those of them that are idle. */
+  /**
+   * Hubs by stage. A hub exists from its generation's first subscribe and counts against the
+   * initialized-hub limit from then on, so requested and initialized are the same set here (the
+   * hub keeps no mirror to initialize separately); ready hubs hold a contiguous image; idle ones
+   * are ready hubs without subscribers.
+   */
+  requestedHubs: number;
   initializedHubs: number;
+  readyHubs: number;
   idleHubs: number;
 }
 

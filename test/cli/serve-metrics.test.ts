@@ -11,7 +11,7 @@ const producer: ProducerMetrics = {
   fencedGenerationsTotal: 1,
   topology: { ready: 1, unavailable: 2, unknown: 0 },
   degradedLoadCoveragePoolCount: 1,
-  ingest: [{ source: { workerId: 18446744073709551615n, dpRank: 3 }, events: 5, blocks: 9, malformed: 1, gaps: 2, replays: 3, resets: 1, ignored: 4, lastSequence: 10n }],
+  ingest: [{ source: { workerId: 18446744073709551615n, dpRank: 3 }, events: 5, blocks: 9, malformed: 1, gaps: 2, replays: 3, resets: 1, ignored: 4, connections: 1, lastSequence: 10n }],
   pools: [{ pool: 'abc:def/0011', eventsApplied: 5, eventsDroppedBlockSize: 1, eventErrors: 0, deltasPublished: 4, deltasDropped: 1, capacityFailures: 0, parentNotFound: 0, unknownRemovals: 2 }],
 };
 
@@ -22,7 +22,9 @@ test('/metrics exposes reference names, ingest counters per source and producer 
     limitRejectedTotal: { 'pool/per_pool': 3 },
     poolHeartbeatsTotal: 6,
     loadUpdatesTotal: 7,
+    requestedHubs: 3,
     initializedHubs: 2,
+    readyHubs: 2,
     idleHubs: 1,
   };
   server = await startMetricsServer('127.0.0.1:0', createRelayMetrics({ producer: () => producer, transport: () => transport }), () => true);
@@ -45,7 +47,9 @@ test('/metrics exposes reference names, ingest counters per source and producer 
     'kv_dc_relay_subscriber_lagged_total{stream="pool"} 4',
     'kv_dc_relay_pool_heartbeats_total 6',
     'kv_dc_relay_load_updates_total 7',
+    'kv_dc_relay_requested_publication_hub_count 3',
     'kv_dc_relay_initialized_publication_hub_count 2',
+    'kv_dc_relay_ready_publication_hub_count 2',
     'kv_dc_relay_idle_publication_hub_count 1',
     'kv_dc_relay_terminal_publication_failures_total 1',
   ]) {

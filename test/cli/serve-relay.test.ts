@@ -96,6 +96,8 @@ test('catalog, snapshot and deltas of engine KV events over gRPC; /metrics and /
   expect(metrics).toMatch(/kv_dc_relay_ingest_events_total\{worker="7",dp_rank="0"\} [1-9]/);
   expect(metrics).toContain('kv_dc_relay_serving_topology_count{state="ready"}');
   expect(metrics).toContain('kv_dc_relay_subscribers{stream="pool"} 1');
+  expect(metrics).toContain('kv_dc_relay_requested_publication_hub_count 1');
+  expect(metrics).toContain('kv_dc_relay_ready_publication_hub_count 1');
   expect((await fetch(`http://${relay!.metricsAddress}/healthz`)).status).toBe(200);
   stream.cancel();
 });

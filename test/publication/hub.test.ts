@@ -2,10 +2,12 @@
 // retirement and shutdown during the wait, deltas racing the first image, encoding concurrency.
 import { PoolHub, type HubContext, type HubSubscriber } from '../../src/publication/hub';
 import { QueuedPermits } from '../../src/publication/permits';
+import { HubRegistry } from '../../src/publication/registry';
 import type { PoolImage, PoolListener } from '../../src/publication/source';
 import { PublicationCounters } from '../../src/publication/stats';
 import { RelayErrorReason } from '../../src/wire/enums';
 import { RelayError } from '../../src/wire/errors';
+import { producerKey } from '../../src/wire/producer-key';
 import { TestPoolFeed, testProducer } from '../support/test-source';
 import { RELAY } from '../transport/helpers';
 
@@ -176,4 +178,18 @@ test('live subscribers get every delta as one shared frame; retirement ends them
   feed.retire();
   expect(r1.ended).toMatchObject({ reason: RelayErrorReason.PUBLICATION_UNAVAILABLE });
   expect(feed.attached).toBe(false);
+});
+
+test('registry counts: a requested hub is ready once its first image is adopted, no longer once it ended', async () => {
+  const registry = new HubRegistry(context(), 4);
+  const gated = new GatedFeed(testProducer({ pool: 1 }));
+  const hub = registry.hubFor(gated, producerKey(gated.producer), 'pool-1');
+  const admission = hub.subscribe(new Recorder());
+  await flush();
+  expect([registry.size, registry.readyCount, registry.idleCount]).toEqual([1, 0, 0]);
+  gated.release();
+  await admission;
+  expect([registry.size, registry.readyCount, registry.idleCount]).toEqual([1, 1, 0]);
+  gated.fence('test');
+  expect([registry.size, registry.readyCount]).toEqual([0, 0]);
 });

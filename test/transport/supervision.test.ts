@@ -56,7 +56,9 @@ test('counters: subscribers per stream, limit rejections by scope, heartbeats, l
   expect(stats.subscribers).toEqual({ catalog: 1, pool: 1, readiness: 0, load: 0, serving_load: 0 });
   expect(stats.limitRejectedTotal).toEqual({ 'catalog/total': 1, 'pool/per_pool': 1 });
   expect(stats.poolHeartbeatsTotal).toBeGreaterThanOrEqual(1);
+  expect(stats.requestedHubs).toBe(1);
   expect(stats.initializedHubs).toBe(1);
+  expect(stats.readyHubs).toBe(1);
   expect(stats.idleHubs).toBe(0);
   await waitFor(() => relay!.server.stats().loadUpdatesTotal >= 2, 'two load windows');
   pool.cancel();
