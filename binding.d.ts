@@ -235,6 +235,11 @@ export class PoolState {
   insertCanonical(hash: bigint): RawCanonicalResult;
   removeCanonical(hash: bigint): RawCanonicalResult;
   reofferCanonical(hash: bigint): RawCanonicalResult;
+  /**
+   * insertCanonical (ops[i] = 0) / removeCanonical (ops[i] = 1) of hashes[i], in order; the same state
+   * changes, outcomes only: outcomes[i] indexes outcomeNames.
+   */
+  applyCanonicalBatch(ops: Uint8Array, hashes: BigUint64Array): { outcomes: Uint8Array; outcomeNames: string[] };
   contains(hash: bigint): boolean;
   owners(hash: bigint): number;
   isResident(hash: bigint): boolean;

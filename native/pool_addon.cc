@@ -44,6 +44,7 @@ class PoolStateWrap : public Napi::ObjectWrap<PoolStateWrap> {
                            InstanceMethod<&PoolStateWrap::InsertCanonical>("insertCanonical"),
                            InstanceMethod<&PoolStateWrap::RemoveCanonical>("removeCanonical"),
                            InstanceMethod<&PoolStateWrap::ReofferCanonical>("reofferCanonical"),
+                           InstanceMethod<&PoolStateWrap::ApplyCanonicalBatch>("applyCanonicalBatch"),
                            InstanceMethod<&PoolStateWrap::Contains>("contains"),
                            InstanceMethod<&PoolStateWrap::Owners>("owners"),
                            InstanceMethod<&PoolStateWrap::IsResident>("isResident"),
@@ -183,6 +184,33 @@ class PoolStateWrap : public Napi::ObjectWrap<PoolStateWrap> {
   Napi::Value InsertCanonical(const Napi::CallbackInfo& info) { return Raw(info, &PoolState::InsertCanonical); }
   Napi::Value RemoveCanonical(const Napi::CallbackInfo& info) { return Raw(info, &PoolState::RemoveCanonical); }
   Napi::Value ReofferCanonical(const Napi::CallbackInfo& info) { return Raw(info, &PoolState::ReofferCanonical); }
+
+  // applyCanonicalBatch(ops: Uint8Array (0 insert, 1 remove), hashes: BigUint64Array)
+  //   -> { outcomes: Uint8Array, outcomeNames: string[] }
+  Napi::Value ApplyCanonicalBatch(const Napi::CallbackInfo& info) {
+    Napi::Env env = info.Env();
+    PoolState& s = Ready(env);
+    auto ops = args::Typed<uint8_t>(args::Arg(info, 0), napi_uint8_array, "ops (Uint8Array)");
+    auto hashes = args::U64Array(args::Arg(info, 1), "hashes");
+    const size_t n = ops.ElementLength();
+    if (hashes.ElementLength() != n) throw Napi::RangeError::New(env, "ops and hashes differ in length");
+    for (size_t i = 0; i < n; ++i) {
+      if (ops[i] > static_cast<uint8_t>(pool::CanonicalOp::kRemove)) {
+        throw Napi::RangeError::New(env, "ops entries must be 0 (insert) or 1 (remove)");
+      }
+    }
+    auto outcomes = Napi::Uint8Array::New(env, n);
+    s.ApplyCanonicalBatch(reinterpret_cast<const pool::CanonicalOp*>(ops.Data()), hashes.Data(), n,
+                          reinterpret_cast<pool::RawOutcome*>(outcomes.Data()));
+    Napi::Array names = Napi::Array::New(env);
+    for (uint8_t i = 0; i <= static_cast<uint8_t>(pool::RawOutcome::kInvariantViolation); ++i) {
+      names.Set(i, Napi::String::New(env, pool::RawOutcomeName(static_cast<pool::RawOutcome>(i))));
+    }
+    Napi::Object out = Napi::Object::New(env);
+    out.Set("outcomes", outcomes);
+    out.Set("outcomeNames", names);
+    return out;
+  }
 
   Napi::Value Contains(const Napi::CallbackInfo& info) {
     PoolState& s = Ready(info.Env());

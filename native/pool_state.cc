@@ -509,18 +509,20 @@ RawResult PoolState::RemoveCanonical(uint64_t hash) {
 
 void PoolState::ApplyCanonicalBatch(const CanonicalOp* ops, const uint64_t* hashes, size_t count,
                                     RawOutcome* outcomes) {
-  plan_.resize(std::min(count, kPlanChunkBlocks));  // reserved at construction: no allocation
-  for (size_t start = 0; start < count; start += kPlanChunkBlocks) {
-    const size_t n = std::min(kPlanChunkBlocks, count - start);
-    for (size_t i = 0; i < n; ++i) PlanCanonical(hashes[start + i], &plan_[i]);
-    for (size_t i = 0; i < n; ++i) {
-      const uint64_t hash = hashes[start + i];
-      uint32_t kicks = 0;
-      ckf::Write write{};
-      outcomes[start + i] = ops[start + i] == CanonicalOp::kInsert
-                                ? InsertCanonicalCore(hash, plan_[i].prepared, &kicks)
-                                : RemoveCanonicalCore(hash, plan_[i].prepared, &write);
+  // A plan does not depend on the state, so op i + kCanonicalLead is planned (its lines requested)
+  // while op i runs: the misses overlap the work instead of preceding it.
+  BlockPlan ring[kCanonicalRing];
+  const size_t lead = std::min(count, kCanonicalLead);
+  for (size_t i = 0; i < lead; ++i) PlanCanonical(hashes[i], &ring[i % kCanonicalRing]);
+  for (size_t i = 0; i < count; ++i) {
+    if (i + kCanonicalLead < count) {
+      PlanCanonical(hashes[i + kCanonicalLead], &ring[(i + kCanonicalLead) % kCanonicalRing]);
     }
+    const ckf::Prepared& p = ring[i % kCanonicalRing].prepared;
+    uint32_t kicks = 0;
+    ckf::Write write{};
+    outcomes[i] = ops[i] == CanonicalOp::kInsert ? InsertCanonicalCore(hashes[i], p, &kicks)
+                                                 : RemoveCanonicalCore(hashes[i], p, &write);
   }
 }
 

@@ -55,6 +55,7 @@ struct Counters {
 };
 
 // Outcomes of the raw canonical-hash operations (ckf_operations.json record_fields.outcome).
+// Stable numbers: ApplyCanonicalBatch returns them in a Uint8Array.
 enum class RawOutcome : uint8_t {
   kInserted,
   kOwnerBumped,
@@ -67,7 +68,7 @@ enum class RawOutcome : uint8_t {
   kReofferOmitted,
   kReofferAlreadyResident,
   kReofferUnowned,
-  kInvariantViolation,
+  kInvariantViolation,  // the last value: the N-API outcome-name table runs up to it
 };
 const char* RawOutcomeName(RawOutcome o);
 
@@ -228,6 +229,9 @@ class PoolState {
   // Blocks planned (and prefetched) at once: about three table lines each, so a chunk's lines stay in
   // L2 until it executes, and enough of them to keep the memory system busy.
   static constexpr size_t kPlanChunkBlocks = 512;
+  // ApplyCanonicalBatch plans this many ops ahead of the one it runs (ring: a power of two above it).
+  static constexpr size_t kCanonicalLead = 32;
+  static constexpr size_t kCanonicalRing = 64;
 
   // Scratch, kept to avoid allocations on the hot path. Block-indexed unless noted.
   std::vector<PackedEvent> chunk_;  // event-indexed

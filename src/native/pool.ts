@@ -300,6 +300,21 @@ export class PoolState {
     return this.native.removeCanonical(hash);
   }
 
+  /**
+   * insertCanonical / removeCanonical for many hashes in one call (the fast path: no per-op write
+   * lists). Returns each op's outcome name, as RawCanonicalResult.outcome would give it.
+   */
+  applyCanonical(ops: readonly { op: 'insert' | 'remove'; hash: bigint }[]): string[] {
+    const kinds = new Uint8Array(ops.length);
+    const hashes = new BigUint64Array(ops.length);
+    ops.forEach((o, i) => {
+      kinds[i] = o.op === 'insert' ? 0 : 1;
+      hashes[i] = o.hash;
+    });
+    const { outcomes, outcomeNames } = this.native.applyCanonicalBatch(kinds, hashes);
+    return Array.from(outcomes, (code) => outcomeNames[code]);
+  }
+
   /** Relocation-free retry of an owned, non-resident hash (no owner change). */
   reofferCanonical(hash: bigint): RawCanonicalResult {
     return this.native.reofferCanonical(hash);
