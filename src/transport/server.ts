@@ -11,6 +11,7 @@ import {
   type ServiceOptions,
   type ServiceOptionsInput,
 } from '../config/defaults';
+import { silentLogger, type Logger } from '../log';
 import { Publication } from '../publication/service';
 import type { RelaySource } from '../publication/source';
 import type { PublicationStats } from '../publication/stats';
@@ -30,6 +31,8 @@ export interface RelayServerConfig {
   options?: ServiceOptionsInput;
   /** The transport failed on its own (a load plane stopped): it has shut down; the relay should stop. */
   onFatal?: (err: unknown) => void;
+  /** Warnings about the running transport; default silent. */
+  logger?: Logger;
 }
 
 export interface RelayServer {
@@ -50,7 +53,9 @@ export interface RelayServer {
 export async function startRelayServer(config: RelayServerConfig): Promise<RelayServer> {
   const options = resolveServiceOptions(config.options);
   const { queues, wan } = options;
-  acceptZstdRequests();
+  if (!acceptZstdRequests()) {
+    (config.logger ?? silentLogger).warn({}, 'grpc-js internals changed: zstd-compressed requests are refused (UNIMPLEMENTED); other requests are served');
+  }
   const server = new grpc.Server({
     'grpc.max_receive_message_length': queues.maxMessageBytes,
     'grpc.max_send_message_length': queues.maxMessageBytes,

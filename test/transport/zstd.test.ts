@@ -1,6 +1,7 @@
 // zstd-compressed requests are accepted (wire-contract.md §1.3).
 import * as http2 from 'http2';
 import { decodeMessage } from '../../src/wire/codec';
+import { extendDecompress } from '../../src/transport/zstd';
 import { startTestRelay, type TestRelay } from './helpers';
 
 let relay: TestRelay;
@@ -60,4 +61,33 @@ test('a corrupt zstd request ends the call with INTERNAL', async () => {
   const { data, status } = await call(corrupt, true);
   expect(data.length).toBe(0);
   expect(status).toBe('13');
+});
+
+describe('extendDecompress (the grpc-js seam)', () => {
+  test('internals of another shape are left alone and reported unsupported', () => {
+    expect(extendDecompress(undefined)).toBe(false);
+    const unchanged = { decompressMessage: 'not a function' };
+    expect(extendDecompress(unchanged)).toBe(false);
+    expect(unchanged.decompressMessage).toBe('not a function');
+  });
+
+  test('zstd is decoded within the receive limit; other encodings go to the original', async () => {
+    const seen: string[] = [];
+    const call = {
+      maxReceiveMessageSize: 1024,
+      decompressMessage(message: Buffer, encoding: string): Buffer {
+        seen.push(encoding);
+        return message;
+      },
+    };
+    expect(extendDecompress(call)).toBe(true);
+    const framed = Buffer.concat([Buffer.from([1, 0, 0, 0, COMPRESSED_REQUEST.length]), COMPRESSED_REQUEST]);
+    const plain = (await call.decompressMessage(framed, 'zstd')) as Buffer;
+    expect(decodeMessage('WatchKvPoolCatalogRequest', plain).subscriberId).toBe('consumer-a'.repeat(12));
+    expect(seen).toEqual([]);
+    expect(call.decompressMessage(framed, 'gzip')).toBe(framed);
+    expect(seen).toEqual(['gzip']);
+    call.maxReceiveMessageSize = 16;
+    await expect(call.decompressMessage(framed, 'zstd')).rejects.toEqual({ code: 8, details: 'Received message that decompresses to a size larger than 16' });
+  });
 });
