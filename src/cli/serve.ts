@@ -34,6 +34,11 @@ export interface RunningRelay {
   readonly relay: RelayIdentity;
   readonly producer: Producer;
   readonly server: RelayServer;
+  /**
+   * Resolves with the error if the transport fails on its own (a load plane stopped). The transport
+   * has then shut itself down; call shutdown() to stop the rest. Never resolves otherwise.
+   */
+  readonly failed: Promise<unknown>;
   /** Idempotent; resolves once streams ended, connections closed and sources stopped. */
   shutdown(): Promise<void>;
 }
@@ -48,6 +53,8 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
   const producer = new Producer({ config, relay, logger });
   await producer.start();
 
+  let fail!: (err: unknown) => void;
+  const failed = new Promise<unknown>((resolve) => (fail = resolve));
   let server: RelayServer;
   try {
     server = await startRelayServer({
@@ -55,6 +62,11 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
       bind: config.bind,
       relay,
       options: { limits: config.limits, timing: config.timing, queues: config.queues },
+      logger,
+      onFatal: (err) => {
+        logger.fatal({ err: err instanceof Error ? err.message : String(err) }, 'transport failed');
+        fail(err);
+      },
     });
   } catch (err) {
     await producer.close();
@@ -100,10 +112,10 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
     return stopped;
   };
 
-  return { address: server.address, metricsAddress: metrics?.address, relay, producer, server, shutdown };
+  return { address: server.address, metricsAddress: metrics?.address, relay, producer, server, failed, shutdown };
 }
 
-/** The `serve` subcommand: runs until SIGINT/SIGTERM; returns the process exit code. */
+/** The `serve` subcommand: runs until SIGINT/SIGTERM (exit 0) or a transport failure (exit 1). */
 export async function serveCommand(argv: string[]): Promise<number> {
   let values: { config?: string; bind?: string; 'dc-id'?: string };
   try {
@@ -138,17 +150,19 @@ export async function serveCommand(argv: string[]): Promise<number> {
     logger.fatal({ err: (err as Error).message }, 'relay failed to start');
     return 1;
   }
-  const signal = await signalled;
-  logger.info({ signal }, 'signal received');
+  // A transport failure was logged where it happened; it stops the relay like a signal, but exits 1.
+  const signal = await Promise.race([signalled, relay.failed.then(() => undefined)]);
+  if (signal) logger.info({ signal }, 'signal received');
+  const code = signal ? 0 : 1;
   // The contract bounds shutdown; a stuck close must not keep the process alive past it.
   const deadline = setTimeout(() => {
     logger.error({}, 'shutdown deadline passed; exiting');
-    process.exit(0);
+    process.exit(code);
   }, SHUTDOWN_DEADLINE_MS - 500);
   deadline.unref();
   await relay.shutdown();
   clearTimeout(deadline);
-  return 0;
+  return code;
 }
 
 function readConfig(file: string): string {

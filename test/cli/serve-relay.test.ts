@@ -3,8 +3,9 @@
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { Writable } from 'stream';
 import { startRelay, type RunningRelay } from '../../src/cli/serve';
-import { silentLogger } from '../../src/log';
+import { createLogger, silentLogger } from '../../src/log';
 import type { PoolFeed } from '../../src/publication/source';
 import { decodeFrame, filterContains, saltSeed, sequenceHashes, SnapshotAssembly, type DecodedDelta } from '../../src/native';
 import { SimulatedEngine } from '../../src/sim';
@@ -192,6 +193,23 @@ test('bind mode: the relay binds the SUB and an engine dials in', async () => {
     await engine!.publish([{ type: 'BlockStored', blockHashes: [1n], parentBlockHash: null, tokenIds: toks, blockSize: BS }]);
     return false;
   }, 'the engine batch to reach the pool', 2000, 10);
+});
+
+test('a transport failure (the pool-load plane cannot sample) is logged and resolves failed; the transport has stopped', async () => {
+  engine = await new SimulatedEngine({ modelName: 'llama' }).start();
+  const file = path.join(dir, 'fatal.json');
+  fs.writeFileSync(file, configText(engine));
+  const lines: string[] = [];
+  const logger = createLogger({ destination: new Writable({ write: (chunk, _enc, done) => done(void lines.push(String(chunk))) }) });
+  relay = await startRelay({ configFile: file, logger });
+  // Fault injection into the real producer: its next load window cannot be built.
+  relay.producer.poolLoad = () => {
+    throw new Error('aggregate sender dropped');
+  };
+  const err = (await relay.failed) as Error;
+  expect(err.message).toBe('aggregate sender dropped');
+  expect(relay.server.serving).toBe(false);
+  expect(lines.map((l) => JSON.parse(l) as { msg: string; err?: string })).toContainEqual(expect.objectContaining({ msg: 'transport failed', err: 'aggregate sender dropped' }));
 });
 
 test('shutdown ends the catalog stream cleanly and closes the metrics listener', async () => {
