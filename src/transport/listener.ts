@@ -48,14 +48,18 @@ export function listen(bind: string, accept: (socket: net.Socket) => void): Prom
 function closeAll(server: net.Server, sockets: Set<net.Socket>, graceMs: number): Promise<void> {
   server.close();
   return new Promise((resolve) => {
+    let done = false;
     const finish = (): void => {
+      if (done) return;
+      done = true;
       clearTimeout(grace);
-      clearInterval(poll);
       for (const socket of sockets) socket.destroy();
       resolve();
     };
     const grace = setTimeout(finish, graceMs);
-    // Clients that read their streams' ends usually go away quickly; stop waiting once all have.
-    const poll = setInterval(() => sockets.size === 0 && finish(), 10);
+    // Clients that read their streams' ends usually go away quickly; stop waiting once all have
+    // (the set drops each socket on close before these listeners run).
+    if (sockets.size === 0) finish();
+    for (const socket of sockets) socket.once('close', () => sockets.size === 0 && finish());
   });
 }
