@@ -16,6 +16,7 @@ import type {
   Unsubscribe,
 } from '../../src/publication/source';
 import { IdentitySource, KvQueryHashFormat, WorkerRole } from '../../src/wire/enums';
+import { poolKey } from '../../src/wire/producer-key';
 import type { KvPoolDescriptor, KvPoolId, ProducerIdentity, TopologyEntry } from '../../src/wire/types';
 
 export const TEST_INCARNATION = 0x1234_5678_9abc_def0n;
@@ -140,11 +141,6 @@ export class TestPoolFeed implements PoolFeed {
   }
 }
 
-function poolKeyOf(id: KvPoolId): string {
-  const d = id.indexerDomain!;
-  return `${Buffer.from(d.cacheSemantics!.digest).toString('hex')}/${Buffer.from(d.routingScope!.digest).toString('hex')}/${id.dcId}`;
-}
-
 export class TestSource implements RelaySource {
   private catalogState: CatalogState = { revision: 0n, snapshot: { pools: [] } };
   private readinessState: ReadinessState = { revision: 1n, entries: [] };
@@ -159,19 +155,19 @@ export class TestSource implements RelaySource {
   /** Attaches (or replaces) the pool's generation and publishes the new catalog. */
   attachPool(producer: ProducerIdentity, descriptor: KvPoolDescriptor = testDescriptor(producer)): TestPoolFeed {
     const feed = new TestPoolFeed(producer);
-    const key = poolKeyOf(producer.poolId!);
+    const key = poolKey(producer.poolId!);
     this.feeds.set(key, feed);
-    const pools = this.catalogState.snapshot.pools.filter((d) => poolKeyOf(d.producer!.poolId!) !== key);
+    const pools = this.catalogState.snapshot.pools.filter((d) => poolKey(d.producer!.poolId!) !== key);
     pools.push(descriptor);
-    pools.sort((a, b) => poolKeyOf(a.producer!.poolId!).localeCompare(poolKeyOf(b.producer!.poolId!)));
+    pools.sort((a, b) => poolKey(a.producer!.poolId!).localeCompare(poolKey(b.producer!.poolId!)));
     this.setCatalog(pools);
     return feed;
   }
 
   withdrawPool(poolId: KvPoolId): void {
-    const key = poolKeyOf(poolId);
+    const key = poolKey(poolId);
     this.feeds.delete(key);
-    this.setCatalog(this.catalogState.snapshot.pools.filter((d) => poolKeyOf(d.producer!.poolId!) !== key));
+    this.setCatalog(this.catalogState.snapshot.pools.filter((d) => poolKey(d.producer!.poolId!) !== key));
   }
 
   setReadiness(entries: TopologyEntry[]): void {
@@ -189,7 +185,7 @@ export class TestSource implements RelaySource {
   }
 
   pool(poolId: KvPoolId): PoolFeed | undefined {
-    return this.feeds.get(poolKeyOf(poolId));
+    return this.feeds.get(poolKey(poolId));
   }
 
   readiness(): ReadinessState {
