@@ -80,7 +80,7 @@ describe('packed tarball', () => {
   });
 
   test('installs on a host without a compiler and serves from the prebuild', async () => {
-    const env = { ...process.env, CC: 'false', CXX: 'false' };
+    const env: NodeJS.ProcessEnv = { ...process.env, CC: 'false', CXX: 'false' };
     delete env.npm_config_build_from_source;
     const app = installTarball(work, 'no-compiler', tarball, [], env);
     const installed = path.join(app, 'node_modules', 'kv-dc-relay');

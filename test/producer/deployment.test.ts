@@ -25,7 +25,7 @@ const base = {
 };
 
 describe('pool identity of a configured endpoint equals identity.json', () => {
-  test.each(identity.cards.map((c: { name: string }) => [c.name, c]))('%s', (_name, card: any) => {
+  test.each<[string, any]>(identity.cards.map((c: { name: string }) => [c.name, c]))('%s', (_name, card) => {
     const [ep] = endpoints([
       {
         namespace: card.endpoint.namespace,

@@ -14,10 +14,8 @@ import { RELAY } from '../transport/helpers';
 /** A TestPoolFeed whose attach resolves only when `release()` is called. */
 class GatedFeed extends TestPoolFeed {
   private gates: Array<() => void> = [];
-  listener: PoolListener | undefined;
 
   override attach(listener: PoolListener): Promise<PoolImage> {
-    this.listener = listener;
     const image = super.attach(listener);
     return new Promise((resolve) => this.gates.push(() => resolve(image)));
   }
@@ -114,7 +112,6 @@ test('retirement while waiting for an encoding permit ends the admission with PU
   const admission = hub.subscribe(new Recorder());
   await flush();
   expect(feed.attachCount).toBe(0); // still waiting for the permit
-  feed.listener = undefined;
   hub.end(new RelayError(RelayErrorReason.PUBLICATION_UNAVAILABLE, 'retired'));
   await expect(admission).rejects.toMatchObject({ reason: RelayErrorReason.PUBLICATION_UNAVAILABLE });
   blocker();
