@@ -129,7 +129,7 @@ export async function startDemo(options: { bind?: string; dir?: string } = {}): 
   return { relay, configFile, logFile, stop };
 }
 
-/** The `demo` subcommand: runs until SIGINT/SIGTERM. */
+/** The `demo` subcommand: runs until SIGINT/SIGTERM (exit 0) or a relay transport failure (exit 1). */
 export async function demoCommand(argv: string[]): Promise<number> {
   const { values } = parseArgs({ args: argv, options: { bind: { type: 'string' }, json: { type: 'boolean' } }, strict: true });
   let demo: Demo;
@@ -145,8 +145,14 @@ export async function demoCommand(argv: string[]): Promise<number> {
   const abort = new AbortController();
   process.once('SIGINT', () => abort.abort());
   process.once('SIGTERM', () => abort.abort());
+  let failed = false;
+  void demo.relay.failed.then(() => {
+    failed = true;
+    process.stderr.write(`kv-dc-relay demo: the relay transport failed (see ${demo.logFile}); stopping\n`);
+    abort.abort();
+  });
   await runWatch({ address: demo.relay.address, json: values.json, out: process.stdout, signal: abort.signal, subscriberId: 'kv-dc-relay-demo' });
   await demo.stop();
   process.stderr.write('kv-dc-relay demo: stopped\n');
-  return 0;
+  return failed ? 1 : 0;
 }
