@@ -113,6 +113,45 @@ inline void SequenceHashesPlain(const uint32_t* tokens, size_t tokenCount, uint3
   });
 }
 
+// Plain-token sequence hashes of two prompts in one loop. Each chain step waits on the one before;
+// the other prompt's independent chain fills those waits.
+struct PromptSpan {
+  const uint32_t* tokens;
+  size_t tokenCount;
+  uint64_t* out;
+};
+inline void SequenceHashesPlainPair(const PromptSpan& p0, const PromptSpan& p1, uint32_t kvBlockSize, bool eagle,
+                                    uint64_t seed) {
+  const size_t n0 = CompleteBlockCount(p0.tokenCount, kvBlockSize, eagle);
+  const size_t n1 = CompleteBlockCount(p1.tokenCount, kvBlockSize, eagle);
+  const size_t common = std::min(n0, n1);
+  const size_t windowBytes = (static_cast<size_t>(kvBlockSize) + (eagle ? 1 : 0)) * 4;
+  auto run = [&](auto bytes) {
+    uint64_t prev0 = 0, prev1 = 0;
+    for (size_t i = 0; i < common; ++i) {
+      const uint64_t b0 = Xxh3(p0.tokens + i * kvBlockSize, bytes, seed);
+      const uint64_t b1 = Xxh3(p1.tokens + i * kvBlockSize, bytes, seed);
+      prev0 = i == 0 ? b0 : NextSequenceHash(prev0, b0);
+      prev1 = i == 0 ? b1 : NextSequenceHash(prev1, b1);
+      p0.out[i] = prev0;
+      p1.out[i] = prev1;
+    }
+    const PromptSpan& longer = n0 > n1 ? p0 : p1;
+    uint64_t prev = n0 > n1 ? prev0 : prev1;
+    for (size_t i = common; i < std::max(n0, n1); ++i) {
+      const uint64_t b = Xxh3(longer.tokens + i * kvBlockSize, bytes, seed);
+      prev = i == 0 ? b : NextSequenceHash(prev, b);
+      longer.out[i] = prev;
+    }
+  };
+  switch (windowBytes) {
+    case 64: return run(std::integral_constant<size_t, 64>{});
+    case 128: return run(std::integral_constant<size_t, 128>{});
+    case 256: return run(std::integral_constant<size_t, 256>{});
+    default: return run(windowBytes);
+  }
+}
+
 // In place: block hashes -> canonical sequence hashes.
 inline void ChainInPlace(uint64_t* hashes, size_t count) {
   for (size_t i = 1; i < count; ++i) hashes[i] = NextSequenceHash(hashes[i - 1], hashes[i]);

@@ -137,7 +137,15 @@ BatchInput ParseBatch(const Napi::CallbackInfo& info) {
 
 void HashBatchCore(const uint32_t* tokens, const uint32_t* offsets, const uint32_t* blockOffsets, size_t n,
                    uint32_t bs, bool eagle, uint64_t seed, bool sequence, uint64_t* out) {
-  for (size_t p = 0; p + 1 < n; ++p) {
+  size_t p = 0;
+  if (sequence) {
+    for (; p + 2 < n; p += 2) {
+      hashing::SequenceHashesPlainPair({tokens + offsets[p], offsets[p + 1] - offsets[p], out + blockOffsets[p]},
+                                       {tokens + offsets[p + 1], offsets[p + 2] - offsets[p + 1], out + blockOffsets[p + 1]},
+                                       bs, eagle, seed);
+    }
+  }
+  for (; p + 1 < n; ++p) {
     uint64_t* dst = out + blockOffsets[p];
     if (sequence) {
       hashing::SequenceHashesPlain(tokens + offsets[p], offsets[p + 1] - offsets[p], bs, eagle, seed, dst);
