@@ -2,6 +2,9 @@
 //   node dist/bench/run.js [--markdown] [module ...]
 // Modules are bench/<name>.ts files exporting `run(): Promise<BenchResult[]>`; without names,
 // every such module in this folder runs. --markdown prints rows for BENCHMARKS.md.
+// Each module runs in a fresh process, so one module's heap, external memory and threads do not
+// skew the next one's numbers.
+import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as path from 'path';
 import type { BenchModule, BenchResult } from './support/result';
@@ -51,7 +54,18 @@ function printTable(rows: [string, BenchResult][]): void {
   for (const c of cells) console.log(line(c));
 }
 
+const CHILD_FLAG = '--child';
+
+/** In the child process: run one module and print its results as JSON on stdout. */
+async function runChild(name: string): Promise<number> {
+  const mod = load(name);
+  if (!mod) return 2;
+  process.stdout.write(JSON.stringify(await mod.run()));
+  return 0;
+}
+
 async function main(argv: string[]): Promise<number> {
+  if (argv[0] === CHILD_FLAG) return runChild(argv[1]);
   const markdown = argv.includes('--markdown');
   const requested = argv.filter((arg) => !arg.startsWith('--'));
   const known = available();
@@ -71,7 +85,12 @@ async function main(argv: string[]): Promise<number> {
       continue;
     }
     console.error(`running ${name} ...`);
-    for (const result of await mod.run()) rows.push([name, result]);
+    const child = spawnSync(process.execPath, [__filename, CHILD_FLAG, name], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+    if (child.status !== 0) {
+      console.error(`bench/${name} failed (exit ${child.status ?? child.signal})`);
+      return 1;
+    }
+    for (const result of JSON.parse(child.stdout) as BenchResult[]) rows.push([name, result]);
   }
   if (markdown) {
     console.log('| module | benchmark | value | baseline | ratio | note |');
