@@ -22,7 +22,7 @@ describe('ckf_addressing.json', () => {
     expect(BigInt(addressing.default_seed)).toBe(DEFAULT_CKF_SEED);
   });
 
-  test.each(
+  test.each<[number, string, number, any]>(
     addressing.cases.map((c: { sequence_hash_hex: string; bucket_count: number }, i: number) => [
       i,
       c.sequence_hash_hex,
@@ -36,7 +36,7 @@ describe('ckf_addressing.json', () => {
     expect(p.bucketA ^ p.bucketB).toBe(c.alt_xor);
   });
 
-  test.each(addressing.bucket_count_for_expected_blocks.map((c: { expected_blocks: string }) => [c.expected_blocks, c]))(
+  test.each<[string, any]>(addressing.bucket_count_for_expected_blocks.map((c: { expected_blocks: string }) => [c.expected_blocks, c]))(
     'bucket count for %s expected blocks',
     (_n, c: { expected_blocks: string; bucket_count?: string; error?: string }) => {
       const n = BigInt(c.expected_blocks);
@@ -138,7 +138,7 @@ interface Scenario {
 }
 
 describe('ckf_operations.json', () => {
-  test.each(operations.scenarios.map((s: Scenario) => [s.name, s]))('%s op by op', (_name, s: Scenario) => {
+  test.each<[string, Scenario]>(operations.scenarios.map((s: Scenario) => [s.name, s]))('%s op by op', (_name, s: Scenario) => {
     const pool = new PoolState({ bucketCount: s.bucket_count, seed: BigInt(s.seed), maxKicks: s.max_kicks });
     expect(pool.stats().rngState).toBe(BigInt(s.initial_rng_state));
     let rngState = BigInt(s.initial_rng_state);

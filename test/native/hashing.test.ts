@@ -55,7 +55,7 @@ describe('block_hashes.json', () => {
     expect(blockVectors.cases.length).toBeGreaterThanOrEqual(49);
   });
 
-  test.each(blockVectors.cases.map((c: BlockCase) => [c.name, c]))('%s', (_name, c: BlockCase) => {
+  test.each<[string, BlockCase]>(blockVectors.cases.map((c: BlockCase) => [c.name, c]))('%s', (_name, c: BlockCase) => {
     const seed = saltSeed(c.cache_namespace, c.lora_name);
     expect(seed).toBe(BigInt(c.block_hash_seed));
     const tokens = Uint32Array.from(c.tokens);
@@ -69,14 +69,14 @@ describe('block_hashes.json', () => {
     expect(Array.from(sequenceHashesFromBlocks(big(c.expected_block_hashes)))).toEqual(big(c.expected_sequence_hashes));
   });
 
-  test.each(blockVectors.primitive_goldens.map((g: { name: string }) => [g.name, g]))(
+  test.each<[string, any]>(blockVectors.primitive_goldens.map((g: { name: string }) => [g.name, g]))(
     'primitive %s',
     (_n, g: { data_hex: string; seed: string; expected: string }) => {
       expect(xxh3(Buffer.from(g.data_hex, 'hex'), BigInt(g.seed))).toBe(BigInt(g.expected));
     },
   );
 
-  test.each(blockVectors.chain_cases.map((c: { name: string }) => [c.name, c]))(
+  test.each<[string, any]>(blockVectors.chain_cases.map((c: { name: string }) => [c.name, c]))(
     'chain %s',
     (_n, c: { block_hashes: string[]; expected_sequence_hashes: string[] }) => {
       expect(Array.from(sequenceHashesFromBlocks(BigUint64Array.from(big(c.block_hashes))))).toEqual(
@@ -103,7 +103,7 @@ describe('block_hashes.json', () => {
 });
 
 describe('salt.json', () => {
-  test.each(saltVectors.entries.map((e: { seed_hex: string }, i: number) => [i, e.seed_hex, e]))(
+  test.each<[number, string, any]>(saltVectors.entries.map((e: { seed_hex: string }, i: number) => [i, e.seed_hex, e]))(
     'entry %i -> %s',
     (_i, _hex, e: { cache_namespace: string | null; lora_name: string | null; seed: string }) => {
       expect(saltSeed(e.cache_namespace, e.lora_name)).toBe(BigInt(e.seed));
