@@ -28,7 +28,6 @@ function packageRoot(): string {
 
 function load(): { binding: typeof Binding; origin: AddonOrigin } {
   const root = packageRoot();
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
   const target = require(path.join(root, 'scripts', 'native-target.js')) as NativeTarget;
   const candidates: AddonOrigin[] = [
     { kind: 'local-build', path: target.localBuildPath(root) },
@@ -41,7 +40,6 @@ function load(): { binding: typeof Binding; origin: AddonOrigin } {
       continue;
     }
     try {
-      // eslint-disable-next-line @typescript-eslint/no-require-imports
       return { binding: require(candidate.path) as typeof Binding, origin: candidate };
     } catch (err) {
       refused.push(`${candidate.kind} ${candidate.path}: ${(err as Error).message}`);
