@@ -210,6 +210,31 @@ test('reset(source) clears only that source', async () => {
   expect(filterContains(img.words, canonical(t8)[0], SEED)).toBe(true);
 });
 
+test('batches of one turn are applied together, cut at the threshold like one by one', async () => {
+  const a = actor(3, 10_000);
+  const rec = new Recorder();
+  await a.attach(rec);
+  const toks = Array.from({ length: 7 }, (_, i) => tokens(4, 2000 + 4 * i));
+  toks.forEach((t, i) => a.batch(batch([stored([BigInt(200 + i)], t)])));
+  await a.idle();
+  expect(rec.deltas.map((d) => d.sequence)).toEqual([1n, 2n]); // 3 + 3 published, 1 pending
+  const img = await a.attach(new Recorder());
+  expect(img.sequence).toBe(3n);
+  for (const t of toks) expect(filterContains(img.words, canonical(t)[0], SEED)).toBe(true);
+});
+
+test('a reset between batches of one turn keeps its place in the order', async () => {
+  const a = actor(16, 10_000);
+  const before = tokens(4, 3000);
+  const after = tokens(4, 3100);
+  a.batch(batch([stored([1n], before)], 7n));
+  a.reset({ workerId: 7n, dpRank: 0 });
+  a.batch(batch([stored([2n], after)], 7n));
+  const img = await a.attach(new Recorder());
+  expect(filterContains(img.words, canonical(before)[0], SEED)).toBe(false);
+  expect(filterContains(img.words, canonical(after)[0], SEED)).toBe(true);
+});
+
 test('an unknown parent rejects the event (counted), other events still apply', async () => {
   const a = actor(1, 1);
   const t = tokens(4, 900);
