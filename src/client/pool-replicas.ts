@@ -1,6 +1,7 @@
 // The pool-replica plane: one SubscribeKvPool stream per catalog pool, keyed by the producer the
 // catalog currently lists. A new producer generation replaces the subscription; a pool that leaves
-// the catalog (or a lost catalog) drops its replica. Failures invalidate only the affected replica.
+// the catalog (or a lost catalog) drops its replica. Failures invalidate only the affected replica;
+// so does silence: a stream with no frame (data or heartbeat) for maxReplicaAgeMs is reopened.
 import { RELAY_CONTRACT_MARKER } from '../wire/constants';
 import type { KvEventRelayClient } from '../wire/service';
 import type { FilterUpdate, RelayIdentity } from '../wire/types';
@@ -44,6 +45,7 @@ export class PoolReplicas {
     private readonly client: KvEventRelayClient,
     private readonly subscriberId: string,
     private readonly backoff: BackoffOptions,
+    private readonly maxReplicaAgeMs: number,
     private readonly listener: PoolReplicaListener,
     private readonly filter: PoolFilter = () => true,
   ) {}
@@ -103,6 +105,7 @@ export class PoolReplicas {
           sub.replica = new PoolReplica(producer, relay);
         },
         onMessage: (update) => this.apply(sub, update),
+        silenceLimitMs: () => this.maxReplicaAgeMs,
         backoff: new Backoff(this.backoff),
         describeInvalid,
         onFailure: (failure) => {

@@ -8,6 +8,8 @@ import {
   DEFAULT_MAX_REPLICA_AGE_MS,
   DEFAULT_QUEUES,
   DEFAULT_VERIFICATION_WINDOW,
+  LOAD_SILENCE_MIN_MS,
+  LOAD_SILENCE_WINDOWS,
   MAX_VERIFICATION_WINDOW,
 } from '../config/defaults';
 import { RELAY_CONTRACT_MARKER } from '../wire/constants';
@@ -36,7 +38,7 @@ export interface RelayClientOptions {
   maxMessageBytes?: number;
   /** Serving load is a variant-S RPC; a Relay without it answers UNIMPLEMENTED and the plane stops. */
   servingLoad?: boolean;
-  /** A replica silent for longer is not used by queries (default 30 s; the Relay heartbeats every 10 s). */
+  /** A pool stream silent for longer drops its replica and resubscribes (default 30 s; the Relay heartbeats every 10 s). */
   maxReplicaAgeMs?: number;
   /** Subscribe only to the pools this selects (each replica costs a snapshot download and a stream slot). */
   pools?: PoolFilter;
@@ -59,6 +61,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   private readonly subscriberId: string;
   private readonly backoffOptions: BackoffOptions;
   private readonly verificationWindow: number;
+  private readonly maxReplicaAgeMs: number;
   private readonly planes: ResilientStream<unknown>[] = [];
   private readonly pools: PoolReplicas;
   private catalogValue: CatalogValue | undefined;
@@ -81,9 +84,10 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
       throw new RangeError(`verificationWindow must be an integer in 1..${MAX_VERIFICATION_WINDOW}`);
     }
     if (options.maxReplicaAgeMs !== undefined && !(options.maxReplicaAgeMs > 0)) throw new RangeError('maxReplicaAgeMs must be positive');
+    this.maxReplicaAgeMs = options.maxReplicaAgeMs ?? DEFAULT_MAX_REPLICA_AGE_MS;
     const maxMessageBytes = options.maxMessageBytes ?? DEFAULT_QUEUES.maxMessageBytes;
     this.client = makeClient(address, { channelOptions: { 'grpc.max_receive_message_length': maxMessageBytes } });
-    this.pools = new PoolReplicas(this.client, this.subscriberId, this.backoffOptions, {
+    this.pools = new PoolReplicas(this.client, this.subscriberId, this.backoffOptions, this.maxReplicaAgeMs, {
       installed: (e) => this.emit('replicaInstalled', e),
       invalidated: (e) => this.emit('replicaInvalidated', e),
       delta: (e) => this.emit('delta', e),
@@ -114,7 +118,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
         if (step.kind === 'stale') return;
         this.loadValue = step.value;
         this.emit('load', step.value);
-      }, () => this.dropLoad()),
+      }, () => this.dropLoad(), () => loadSilenceLimitMs(this.loadValue?.windowMs)),
     );
     if (this.options.servingLoad !== false) {
       this.planes.push(
@@ -123,7 +127,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
           if (step.kind === 'stale') return;
           this.servingLoadValue = step.value;
           this.emit('servingLoad', step.value);
-        }, () => this.dropServingLoad()),
+        }, () => this.dropServingLoad(), () => loadSilenceLimitMs(this.servingLoadValue?.windowMs)),
       );
     }
     for (const plane of this.planes) plane.start();
@@ -168,7 +172,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     return runQuery(
       {
         nowMs: Date.now(),
-        maxReplicaAgeMs: this.options.maxReplicaAgeMs ?? DEFAULT_MAX_REPLICA_AGE_MS,
+        maxReplicaAgeMs: this.maxReplicaAgeMs,
         catalog: this.catalogValue,
         replicas: this.pools.ready(),
         readiness: this.readinessValue,
@@ -183,11 +187,18 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
 
   // --- planes ---
 
-  private plane<T>(plane: Plane, open: () => ClientReadableStream<T>, onMessage: (msg: T) => void, drop: () => void): ResilientStream<unknown> {
+  private plane<T>(
+    plane: Plane,
+    open: () => ClientReadableStream<T>,
+    onMessage: (msg: T) => void,
+    drop: () => void,
+    silenceLimitMs?: () => number,
+  ): ResilientStream<unknown> {
     const stream = new ResilientStream<T>({
       open,
       onOpen: drop,
       onMessage,
+      silenceLimitMs,
       backoff: new Backoff(this.backoffOptions),
       describeInvalid,
       onFailure: (failure) => {
@@ -232,6 +243,11 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   private report(event: ClientErrorEvent): void {
     if (this.listenerCount('error') > 0) this.emit('error', event);
   }
+}
+
+/** Load windows come every window_ms with no heartbeat in between; a stream silent for several windows is lost. */
+function loadSilenceLimitMs(windowMs: bigint | undefined): number {
+  return Math.max(LOAD_SILENCE_MIN_MS, LOAD_SILENCE_WINDOWS * Number(windowMs ?? 0n));
 }
 
 function checkSubscriberId(id: string): string {

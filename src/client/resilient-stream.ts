@@ -8,8 +8,9 @@ import { streamAction, type StreamAction } from './error-action';
 
 export interface StreamFailure {
   /** 'status': the call ended with an error status; 'eof': it ended cleanly (unexpected for every
-   *  Relay stream); 'invalid': a message failed validation (the owner threw). */
-  kind: 'status' | 'eof' | 'invalid';
+   *  Relay stream); 'invalid': a message failed validation (the owner threw); 'silent': no message
+   *  arrived within the silence limit (the call is cancelled). */
+  kind: 'status' | 'eof' | 'invalid' | 'silent';
   code?: GrpcStatus;
   /** Decoded `kv-relay-error-reason` trailer. */
   relayReason?: number;
@@ -33,6 +34,9 @@ export interface ResilientStreamOptions<T> {
   backoff: Backoff;
   /** Labels a validation error thrown by onMessage. */
   describeInvalid(err: unknown): { reason: string; message: string };
+  /** Longest accepted gap between messages of an open call (asked again after every message), so a
+   *  stream that stays open but stops sending is not trusted forever. Undefined: no limit. */
+  silenceLimitMs?: () => number;
 }
 
 export type StreamState = 'idle' | 'open' | 'backoff' | 'waiting' | 'stopped';
@@ -40,6 +44,7 @@ export type StreamState = 'idle' | 'open' | 'backoff' | 'waiting' | 'stopped';
 export class ResilientStream<T> {
   private call: ClientReadableStream<T> | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private silenceTimer: NodeJS.Timeout | undefined;
   private current: StreamState = 'idle';
   private lastDelayMs = 0;
   /** When the current call delivered its first valid message. */
@@ -79,6 +84,7 @@ export class ResilientStream<T> {
     const call = this.options.open();
     this.call = call;
     this.healthySince = undefined;
+    this.watchSilence(call);
     let ended = false;
     let okStatus = false;
     call.on('data', (message: T) => {
@@ -91,6 +97,7 @@ export class ResilientStream<T> {
         return;
       }
       this.healthySince ??= Date.now();
+      this.watchSilence(call);
     });
     // grpc-js reports a failed call through both 'error' and 'status'; 'status' carries the trailers.
     call.on('error', () => undefined);
@@ -116,6 +123,19 @@ export class ResilientStream<T> {
       ended = true;
       if (this.call === call && okStatus) this.failEof(call);
     });
+  }
+
+  /** (Re)arms the silence limit of `call`; unref'd so an idle client never keeps the process alive. */
+  private watchSilence(call: ClientReadableStream<T>): void {
+    if (this.call !== call) return;
+    this.clearSilenceTimer();
+    const limitMs = this.options.silenceLimitMs?.();
+    if (limitMs === undefined) return;
+    this.silenceTimer = setTimeout(() => {
+      this.silenceTimer = undefined;
+      this.fail(call, { kind: 'silent', reason: 'streamSilent', message: `no message for ${limitMs} ms`, action: 'retry' });
+    }, limitMs);
+    this.silenceTimer.unref();
   }
 
   private failEof(call: ClientReadableStream<T>): void {
@@ -145,9 +165,15 @@ export class ResilientStream<T> {
   }
 
   private abandonCall(): void {
+    this.clearSilenceTimer();
     const call = this.call;
     this.call = undefined;
     if (call) call.cancel();
+  }
+
+  private clearSilenceTimer(): void {
+    if (this.silenceTimer) clearTimeout(this.silenceTimer);
+    this.silenceTimer = undefined;
   }
 
   private clearTimer(): void {

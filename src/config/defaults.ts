@@ -143,8 +143,12 @@ export const DEFAULT_VERIFICATION_WINDOW = 2;
 export const MAX_VERIFICATION_WINDOW = 8;
 /** A consumer's subscriber id leaves room for the per-stream suffix within the 128-byte wire limit. */
 export const CLIENT_SUBSCRIBER_ID_MAX_BYTES = 118;
-/** A replica silent for longer is not used by queries (consumer.md §1.6; > the 10 s pool heartbeat). */
+/** A pool stream silent for longer drops its replica and resubscribes (consumer.md §1.6; > the 10 s pool heartbeat). */
 export const DEFAULT_MAX_REPLICA_AGE_MS = 30_000;
+/** A load or serving-load stream silent for longer than max(this, LOAD_SILENCE_WINDOWS x its window_ms)
+ *  is dropped and reopened (consumer.md §1.4, Pylon: 3 s). */
+export const LOAD_SILENCE_MIN_MS = 3_000;
+export const LOAD_SILENCE_WINDOWS = 3;
 /** Window over which a replica's deltas per second are measured. */
 export const REPLICA_RATE_WINDOW_MS = 5_000;
 /** Redraw period of `watch` on a terminal (and of its replica statistics line otherwise). */

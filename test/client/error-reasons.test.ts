@@ -6,30 +6,11 @@ import type { RelayClient } from '../../src/client/relay-client';
 import { RELAY_CONTRACT_MARKER, RELAY_PROTOCOL_VERSION } from '../../src/wire/constants';
 import { RelayErrorReason } from '../../src/wire/enums';
 import { RelayError } from '../../src/wire/errors';
-import { serviceDefinition } from '../../src/wire/service';
 import type { KvPoolCatalogUpdate } from '../../src/wire/types';
 import { waitFor } from '../support/waitFor';
+import { serve } from './fake-relay';
 import { descriptor, RELAY } from './fixtures';
 import { record, testClient } from './helpers';
-
-type Handler = (call: grpc.ServerWritableStream<unknown, unknown>) => void;
-
-async function serve(handlers: Record<string, Handler>): Promise<{ address: string; server: grpc.Server }> {
-  const server = new grpc.Server();
-  const unimplemented: Handler = (call) => call.emit('error', { code: grpc.status.UNIMPLEMENTED, details: 'not here' });
-  server.addService(serviceDefinition, {
-    getRelayInfo: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb({ code: grpc.status.UNIMPLEMENTED }),
-    watchKvPoolCatalog: handlers.watchKvPoolCatalog ?? unimplemented,
-    subscribeKvPool: handlers.subscribeKvPool ?? unimplemented,
-    subscribeServingReadiness: handlers.subscribeServingReadiness ?? unimplemented,
-    subscribeKvPoolLoad: handlers.subscribeKvPoolLoad ?? unimplemented,
-    subscribeServingLoad: handlers.subscribeServingLoad ?? unimplemented,
-  });
-  const port = await new Promise<number>((resolve, reject) =>
-    server.bindAsync('127.0.0.1:0', grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p))),
-  );
-  return { address: `127.0.0.1:${port}`, server };
-}
 
 const catalog = (revision: bigint): KvPoolCatalogUpdate => ({
   protocolVersion: RELAY_PROTOCOL_VERSION,
