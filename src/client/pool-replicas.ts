@@ -17,6 +17,8 @@ export interface ReplicaEvent {
 }
 
 export interface PoolReplicaListener {
+  /** False when a frame comes from another Relay instance than the connection's (the owner ends the epoch). */
+  sameConnection(relay: RelayIdentity | undefined): boolean;
   installed(event: ReplicaEvent & { sequence: bigint }): void;
   invalidated(event: ReplicaEvent & { reason: string; message: string }): void;
   delta(event: ReplicaEvent & { baseSequence: bigint; sequence: bigint; imageCount: number }): void;
@@ -121,6 +123,7 @@ export class PoolReplicas {
   }
 
   private apply(sub: Subscription, update: FilterUpdate): void {
+    if (!this.listener.sameConnection(update.relay)) return;
     const outcome = sub.replica!.apply(update);
     const ids = { poolKey: sub.pool.poolKey, producerKey: sub.pool.producerKey };
     if (outcome.kind === 'installed') this.listener.installed({ ...ids, sequence: outcome.sequence });

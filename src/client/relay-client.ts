@@ -1,8 +1,10 @@
 // RelayClient: one Relay address, four independent planes (catalog, pool replicas, readiness,
 // load + serving load). Each plane is a reopening stream whose messages go through a pure reducer;
 // pool replicas follow the catalog: one subscription per pool, keyed by its current producer.
+// A connection epoch starts with GetRelayInfo; its RelayIdentity fences every plane, and a message
+// from another Relay instance (a restart: new incarnation) ends the epoch (consumer.md §1.3).
 import { EventEmitter } from 'events';
-import type { ClientReadableStream } from '@grpc/grpc-js';
+import { Metadata, status as GrpcStatus, type ClientReadableStream, type ClientUnaryCall, type ServiceError } from '@grpc/grpc-js';
 import {
   CLIENT_SUBSCRIBER_ID_MAX_BYTES,
   DEFAULT_MAX_REPLICA_AGE_MS,
@@ -11,12 +13,16 @@ import {
   LOAD_SILENCE_MIN_MS,
   LOAD_SILENCE_WINDOWS,
   MAX_VERIFICATION_WINDOW,
+  RELAY_INFO_TIMEOUT_MS,
 } from '../config/defaults';
 import { RELAY_CONTRACT_MARKER } from '../wire/constants';
+import { relayErrorReason, relayErrorReasonName } from '../wire/errors';
 import { makeClient, type KvEventRelayClient } from '../wire/service';
+import type { RelayIdentity, RelayInfo } from '../wire/types';
 import { hasControlCharacter } from '../wire/text';
 import { Backoff, DEFAULT_BACKOFF, type BackoffOptions } from './backoff';
 import { applyCatalogUpdate, type CatalogValue } from './catalog-plane';
+import { relayLabel, sameRelay } from './envelope';
 import { planeStreamAction } from './error-action';
 import { queryHasher } from './hashing';
 import { applyPoolLoadUpdate, applyServingLoadUpdate, type PoolLoadValue, type ServingLoadValue } from './load-plane';
@@ -24,6 +30,7 @@ import type { Plane } from './plane-error';
 import { PoolReplicas, type PoolFilter, type PoolState, type ReplicaEvent } from './pool-replicas';
 import { runQuery, type QueryRequest, type QueryResult } from './query';
 import { applyReadinessUpdate, type ReadinessValue } from './readiness-plane';
+import { checkRelayInfo } from './relay-info';
 import type { PoolReplica } from './replica';
 import { ResilientStream } from './resilient-stream';
 import { describeInvalid, failureFields, type ClientErrorEvent } from './stream-events';
@@ -46,6 +53,8 @@ export interface RelayClientOptions {
 
 
 export interface RelayClientEvents {
+  /** The identity of a new connection epoch (after GetRelayInfo), or null when an epoch ends. */
+  relay: [RelayIdentity | null];
   catalog: [CatalogValue | null];
   readiness: [ReadinessValue | null];
   load: [PoolLoadValue | null];
@@ -62,8 +71,15 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   private readonly backoffOptions: BackoffOptions;
   private readonly verificationWindow: number;
   private readonly maxReplicaAgeMs: number;
-  private readonly planes: ResilientStream<unknown>[] = [];
+  private planes: ResilientStream<unknown>[] = [];
   private readonly pools: PoolReplicas;
+  /** The Relay instance of the current connection epoch; undefined while the handshake runs. */
+  private identity: RelayIdentity | undefined;
+  /** Counts handshakes so a late answer of an abandoned one is ignored. */
+  private handshakes = 0;
+  private handshakeCall: ClientUnaryCall | undefined;
+  private handshakeTimer: NodeJS.Timeout | undefined;
+  private readonly handshakeBackoff: Backoff;
   private catalogValue: CatalogValue | undefined;
   private readinessValue: ReadinessValue | undefined;
   private loadValue: PoolLoadValue | undefined;
@@ -78,7 +94,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     super();
     this.subscriberId = checkSubscriberId(options.subscriberId);
     this.backoffOptions = { ...DEFAULT_BACKOFF, ...options.backoff };
-    new Backoff(this.backoffOptions); // validates the bounds now rather than at the first failure
+    this.handshakeBackoff = new Backoff(this.backoffOptions); // validates the bounds now rather than at the first failure
     this.verificationWindow = options.verificationWindow ?? DEFAULT_VERIFICATION_WINDOW;
     if (!Number.isInteger(this.verificationWindow) || this.verificationWindow < 1 || this.verificationWindow > MAX_VERIFICATION_WINDOW) {
       throw new RangeError(`verificationWindow must be an integer in 1..${MAX_VERIFICATION_WINDOW}`);
@@ -88,6 +104,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     const maxMessageBytes = options.maxMessageBytes ?? DEFAULT_QUEUES.maxMessageBytes;
     this.client = makeClient(address, { channelOptions: { 'grpc.max_receive_message_length': maxMessageBytes } });
     this.pools = new PoolReplicas(this.client, this.subscriberId, this.backoffOptions, this.maxReplicaAgeMs, {
+      sameConnection: (relay) => this.sameConnection(relay),
       installed: (e) => this.emit('replicaInstalled', e),
       invalidated: (e) => this.emit('replicaInvalidated', e),
       delta: (e) => this.emit('delta', e),
@@ -98,47 +115,21 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   start(): void {
     if (this.started || this.closed) return;
     this.started = true;
-    const request = (suffix: string) => ({ subscriberId: `${this.subscriberId}/${suffix}`, contractMarker: RELAY_CONTRACT_MARKER });
-    this.planes.push(
-      this.plane('catalog', () => this.client.watchKvPoolCatalog(request('catalog')), (msg) => {
-        const step = applyCatalogUpdate(this.catalogValue, msg);
-        if (step.kind === 'heartbeat') return;
-        this.catalogValue = step.value;
-        this.pools.reconcile(step.value);
-        this.emit('catalog', step.value);
-      }, () => this.dropCatalog()),
-      this.plane('readiness', () => this.client.subscribeServingReadiness(request('readiness')), (msg) => {
-        const step = applyReadinessUpdate(this.readinessValue, msg);
-        if (step.kind === 'heartbeat') return;
-        this.readinessValue = step.value;
-        this.emit('readiness', step.value);
-      }, () => this.dropReadiness()),
-      this.plane('load', () => this.client.subscribeKvPoolLoad(request('load')), (msg) => {
-        const step = applyPoolLoadUpdate(this.loadValue, msg);
-        if (step.kind === 'stale') return;
-        this.loadValue = step.value;
-        this.emit('load', step.value);
-      }, () => this.dropLoad(), () => loadSilenceLimitMs(this.loadValue?.windowMs)),
-    );
-    if (this.options.servingLoad !== false) {
-      this.planes.push(
-        this.plane('servingLoad', () => this.client.subscribeServingLoad(request('serving-load')), (msg) => {
-          const step = applyServingLoadUpdate(this.servingLoadValue, msg);
-          if (step.kind === 'stale') return;
-          this.servingLoadValue = step.value;
-          this.emit('servingLoad', step.value);
-        }, () => this.dropServingLoad(), () => loadSilenceLimitMs(this.servingLoadValue?.windowMs)),
-      );
-    }
-    for (const plane of this.planes) plane.start();
+    this.handshake();
   }
 
   close(): void {
     if (this.closed) return;
     this.closed = true;
-    for (const plane of this.planes) plane.stop();
+    this.abandonHandshake();
+    this.stopPlanes();
     this.pools.clear('closed', 'the client was closed');
     this.client.close();
+  }
+
+  /** The Relay instance of the current connection epoch (undefined until GetRelayInfo answered). */
+  relayIdentity(): RelayIdentity | undefined {
+    return this.identity;
   }
 
   catalog(): CatalogValue | undefined {
@@ -185,9 +176,120 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     );
   }
 
+  // --- connection epochs ---
+
+  private handshake(): void {
+    const attempt = ++this.handshakes;
+    const request = { contractMarker: RELAY_CONTRACT_MARKER };
+    this.handshakeCall = this.client.getRelayInfo(request, new Metadata(), { deadline: Date.now() + RELAY_INFO_TIMEOUT_MS }, (err, info) => {
+      if (attempt !== this.handshakes || this.closed) return;
+      this.handshakeCall = undefined;
+      if (err) this.handshakeFailed(err);
+      else this.handshakeAnswered(info!);
+    });
+  }
+
+  private handshakeAnswered(info: RelayInfo): void {
+    const verdict = checkRelayInfo(info);
+    if (!verdict.ok) {
+      this.report({ plane: 'relay', reason: verdict.reason, message: verdict.message, next: verdict.next });
+      if (verdict.next === 'retry') this.retryHandshake();
+      return;
+    }
+    this.handshakeBackoff.reset();
+    this.identity = verdict.relay;
+    this.emit('relay', verdict.relay);
+    this.openPlanes();
+  }
+
+  private handshakeFailed(err: ServiceError): void {
+    const relayReason = relayErrorReason(err);
+    const next = planeStreamAction(relayReason, err.code);
+    const reason = relayReason !== undefined ? relayErrorReasonName(relayReason) : GrpcStatus[err.code];
+    this.report({ plane: 'relay', reason, code: err.code, relayReason, message: err.details, next });
+    if (next === 'retry') this.retryHandshake();
+  }
+
+  private retryHandshake(): void {
+    this.handshakeTimer = setTimeout(() => {
+      this.handshakeTimer = undefined;
+      this.handshake();
+    }, this.handshakeBackoff.next());
+  }
+
+  private abandonHandshake(): void {
+    this.handshakes++;
+    this.handshakeCall?.cancel();
+    this.handshakeCall = undefined;
+    if (this.handshakeTimer) clearTimeout(this.handshakeTimer);
+    this.handshakeTimer = undefined;
+  }
+
+  /**
+   * False when `relay` names another Relay instance than the epoch's: the epoch ends (every replica
+   * and plane value is dropped) and a new one starts with a fresh handshake. A missing identity is
+   * left to the plane's own validator.
+   */
+  private sameConnection(relay: RelayIdentity | undefined): boolean {
+    const current = this.identity;
+    if (!relay || !current || sameRelay(current, relay)) return true;
+    this.identity = undefined;
+    this.stopPlanes();
+    this.pools.clear('relayChanged', `the Relay instance changed (${relayLabel(current)} -> ${relayLabel(relay)})`);
+    this.dropCatalog();
+    this.dropReadiness();
+    this.dropLoad();
+    this.dropServingLoad();
+    this.emit('relay', null);
+    this.report({ plane: 'relay', reason: 'RelayIdentityChanged', message: `relay ${relayLabel(current)} was replaced by ${relayLabel(relay)}`, next: 'retry' });
+    this.retryHandshake();
+    return false;
+  }
+
   // --- planes ---
 
-  private plane<T>(
+  private openPlanes(): void {
+    const request = (suffix: string) => ({ subscriberId: `${this.subscriberId}/${suffix}`, contractMarker: RELAY_CONTRACT_MARKER });
+    this.planes = [
+      this.plane('catalog', () => this.client.watchKvPoolCatalog(request('catalog')), (msg) => {
+        const step = applyCatalogUpdate(this.catalogValue, msg);
+        if (step.kind === 'heartbeat') return;
+        this.catalogValue = step.value;
+        this.pools.reconcile(step.value);
+        this.emit('catalog', step.value);
+      }, () => this.dropCatalog()),
+      this.plane('readiness', () => this.client.subscribeServingReadiness(request('readiness')), (msg) => {
+        const step = applyReadinessUpdate(this.readinessValue, msg);
+        if (step.kind === 'heartbeat') return;
+        this.readinessValue = step.value;
+        this.emit('readiness', step.value);
+      }, () => this.dropReadiness()),
+      this.plane('load', () => this.client.subscribeKvPoolLoad(request('load')), (msg) => {
+        const step = applyPoolLoadUpdate(this.loadValue, msg);
+        if (step.kind === 'stale') return;
+        this.loadValue = step.value;
+        this.emit('load', step.value);
+      }, () => this.dropLoad(), () => loadSilenceLimitMs(this.loadValue?.windowMs)),
+    ];
+    if (this.options.servingLoad !== false) {
+      this.planes.push(
+        this.plane('servingLoad', () => this.client.subscribeServingLoad(request('serving-load')), (msg) => {
+          const step = applyServingLoadUpdate(this.servingLoadValue, msg);
+          if (step.kind === 'stale') return;
+          this.servingLoadValue = step.value;
+          this.emit('servingLoad', step.value);
+        }, () => this.dropServingLoad(), () => loadSilenceLimitMs(this.servingLoadValue?.windowMs)),
+      );
+    }
+    for (const plane of this.planes) plane.start();
+  }
+
+  private stopPlanes(): void {
+    for (const plane of this.planes) plane.stop();
+    this.planes = [];
+  }
+
+  private plane<T extends { relay?: RelayIdentity }>(
     plane: Plane,
     open: () => ClientReadableStream<T>,
     onMessage: (msg: T) => void,
@@ -197,7 +299,9 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     const stream = new ResilientStream<T>({
       open,
       onOpen: drop,
-      onMessage,
+      onMessage: (msg) => {
+        if (this.sameConnection(msg.relay)) onMessage(msg);
+      },
       silenceLimitMs,
       backoff: new Backoff(this.backoffOptions),
       describeInvalid,

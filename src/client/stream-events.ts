@@ -5,7 +5,8 @@ import { ReplicaFault } from './replica';
 import type { FailureDecision, StreamFailure } from './resilient-stream';
 
 export interface ClientErrorEvent {
-  plane: Plane | 'pool';
+  /** 'relay': the GetRelayInfo handshake or a change of Relay instance (a new connection epoch). */
+  plane: Plane | 'pool' | 'relay';
   poolKey?: string;
   /** Trailer reason name, status code name, or the validation rule that failed. */
   reason: string;

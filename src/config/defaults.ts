@@ -149,6 +149,8 @@ export const DEFAULT_MAX_REPLICA_AGE_MS = 30_000;
  *  is dropped and reopened (consumer.md §1.4, Pylon: 3 s). */
 export const LOAD_SILENCE_MIN_MS = 3_000;
 export const LOAD_SILENCE_WINDOWS = 3;
+/** Deadline of the GetRelayInfo handshake of each connection epoch (the mTLS tool's connect timeout). */
+export const RELAY_INFO_TIMEOUT_MS = 10_000;
 /** Window over which a replica's deltas per second are measured. */
 export const REPLICA_RATE_WINDOW_MS = 5_000;
 /** Redraw period of `watch` on a terminal (and of its replica statistics line otherwise). */

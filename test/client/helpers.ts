@@ -15,7 +15,7 @@ type Recorded = { [K in keyof RelayClientEvents]: Array<{ at: number; args: Rela
 
 /** Every event the client emits, with its arrival time. */
 export function record(client: RelayClient): Recorded {
-  const names: Array<keyof RelayClientEvents> = ['catalog', 'readiness', 'load', 'servingLoad', 'replicaInstalled', 'replicaInvalidated', 'delta', 'error'];
+  const names: Array<keyof RelayClientEvents> = ['relay', 'catalog', 'readiness', 'load', 'servingLoad', 'replicaInstalled', 'replicaInvalidated', 'delta', 'error'];
   const out = Object.fromEntries(names.map((n) => [n, []])) as unknown as Recorded;
   for (const name of names) {
     client.on(name, (...args: unknown[]) => (out[name] as Array<{ at: number; args: unknown[] }>).push({ at: Date.now(), args }));
