@@ -1,0 +1,99 @@
+// An Eagle endpoint end to end: a simulated engine stores chains with Eagle bigram token_ids, the relay
+// (hashFormat eagle) hashes them with Eagle windows, and the consumer's replica over gRPC holds exactly
+// the Eagle canonical hashes, computed here independently (hashing-ckf-cbi1.md §1.3, §1.5): windows of
+// kvBlockSize + 1 tokens with stride kvBlockSize, chained like standard blocks.
+import * as fs from 'fs';
+import * as path from 'path';
+import { xxh3, XXH3_SEED } from '../../src/native';
+import { BS, E2e, endpointConfig, expectedHashes, loraSeed, relayConfig, tokenRange, workerConfig } from './harness';
+
+const VECTORS = path.resolve(__dirname, '..', '..', '..', 'shared', 'vectors');
+
+/** Eagle canonical sequence hashes of the complete windows of `tokens`, chained from `parent` when given. */
+function eagleHashes(tokens: readonly number[], bs = BS, lora?: string | null, parent?: bigint): bigint[] {
+  const seed = loraSeed(lora ?? undefined);
+  const out: bigint[] = [];
+  let previous = parent;
+  for (let start = 0; start + bs + 1 <= tokens.length; start += bs) {
+    const bytes = Buffer.alloc(4 * (bs + 1));
+    for (let i = 0; i <= bs; i++) bytes.writeUInt32LE(tokens[start + i], 4 * i);
+    const block = xxh3(bytes, seed);
+    if (previous === undefined) {
+      previous = block;
+    } else {
+      const pair = Buffer.alloc(16);
+      pair.writeBigUInt64LE(previous, 0);
+      pair.writeBigUInt64LE(block, 8);
+      previous = xxh3(pair, XXH3_SEED);
+    }
+    out.push(previous);
+  }
+  return out;
+}
+
+interface HashCase {
+  name: string;
+  tokens: number[];
+  kv_block_size: number;
+  hash_format: string;
+  lora_name: string | null;
+  cache_namespace: string | null;
+  mm_infos: unknown;
+  expected_sequence_hashes: string[];
+}
+
+const eagleCases = (JSON.parse(fs.readFileSync(path.join(VECTORS, 'block_hashes.json'), 'utf8')) as { cases: HashCase[] }).cases.filter(
+  (c) => c.hash_format === 'eagle' && !c.cache_namespace && c.mm_infos == null && c.kv_block_size > 0,
+);
+
+test('the test\'s Eagle hashes reproduce the golden vectors in scope', () => {
+  expect(eagleCases.length).toBeGreaterThanOrEqual(5);
+  for (const c of eagleCases) {
+    expect([c.name, eagleHashes(c.tokens, c.kv_block_size, c.lora_name)]).toEqual([c.name, c.expected_sequence_hashes.map(BigInt)]);
+  }
+});
+
+describe('an Eagle endpoint', () => {
+  let run: E2e;
+  beforeEach(() => (run = new E2e()));
+  afterEach(() => run.close());
+
+  it('publishes Eagle canonical hashes of stored chains, and the client query matches the full depth', async () => {
+    const engine = await run.engine();
+    await run.start(relayConfig([endpointConfig([workerConfig(1, engine)], { model: { hashFormat: 'eagle' } })]));
+    const pool = await run.poolKey();
+    const descriptor = run.client.catalog()!.pools.find((p) => p.poolKey === pool)!.descriptor;
+    expect(descriptor.querySemantics).toMatchObject({ kvBlockSize: BS, hashFormat: 2 });
+
+    // A 4-block Eagle prompt (4 * BS + 1 tokens) stored as two events: blocks 0-1, then 2-3 chained
+    // to block 1. Each event carries its windows: 2 * BS + 1 tokens, overlapping the parent's by one.
+    const prompt = tokenRange(500, 4 * BS + 1);
+    await engine.publish([
+      { type: 'BlockStored', blockHashes: [101n, 102n], parentBlockHash: null, tokenIds: prompt.slice(0, 2 * BS + 1), bigramTokens: true, blockSize: BS },
+    ]);
+    await engine.publish([
+      { type: 'BlockStored', blockHashes: [103n, 104n], parentBlockHash: 102n, tokenIds: prompt.slice(2 * BS), bigramTokens: true, blockSize: BS },
+    ]);
+    const eagle = eagleHashes(prompt);
+    expect(eagle).toHaveLength(4);
+    await run.awaitHeld(pool, eagle, 'the Eagle chain in the replica');
+
+    // The same tokens under standard windows are a different hash space.
+    const standard = expectedHashes(prompt);
+    expect(standard).toHaveLength(4);
+    expect(standard.some((h) => eagle.includes(h))).toBe(false);
+    expect(standard.filter((h) => run.holds(pool, h))).toEqual([]);
+
+    const result = run.client.query({ model: 'llama', tokens: prompt });
+    expect(result.kind).toBe('ok');
+    if (result.kind !== 'ok') return;
+    expect(result.pools).toHaveLength(1);
+    expect(result.pools[0]).toMatchObject({ hashFormat: 'eagle', queryBlocks: 4, replica: 'ready', matchedBlocks: 4, matchedTokens: 4 * BS });
+    // A query that diverges inside block 2 matches the two blocks before it; one token short of the
+    // last window leaves three complete Eagle blocks.
+    const diverged = [...prompt];
+    diverged[2 * BS + 2] += 1000;
+    expect(run.depth('llama', diverged)).toBe(2);
+    expect(run.depth('llama', prompt.slice(0, 4 * BS))).toBe(3);
+  });
+});
