@@ -22,6 +22,9 @@ export interface StreamFailure {
   cause?: unknown;
 }
 
+/** setTimeout fires at once for longer delays; a silence limit derived from a peer's window_ms is clamped to it. */
+const MAX_TIMER_MS = 2 ** 31 - 1;
+
 export type FailureDecision = 'retry' | 'wait' | 'stop';
 
 export interface ResilientStreamOptions<T> {
@@ -129,8 +132,9 @@ export class ResilientStream<T> {
   private watchSilence(call: ClientReadableStream<T>): void {
     if (this.call !== call) return;
     this.clearSilenceTimer();
-    const limitMs = this.options.silenceLimitMs?.();
-    if (limitMs === undefined) return;
+    const asked = this.options.silenceLimitMs?.();
+    if (asked === undefined) return;
+    const limitMs = Math.min(asked, MAX_TIMER_MS);
     this.silenceTimer = setTimeout(() => {
       this.silenceTimer = undefined;
       this.fail(call, { kind: 'silent', reason: 'streamSilent', message: `no message for ${limitMs} ms`, action: 'retry' });

@@ -15,6 +15,16 @@ import { record, startRelay, testClient } from './helpers';
 
 const KEY1 = poolKey(testPoolId(1));
 
+const loadWindow = (seq: bigint): KvPoolLoadUpdate => ({
+  protocolVersion: RELAY_PROTOCOL_VERSION,
+  relay: RELAY,
+  windowSequence: seq,
+  observedMs: 1n,
+  windowMs: 50n,
+  pools: [{ producer: producer(1n), kvUsedBlocks: 1n, totalKvBlocks: 2n, kvObservedRanks: 1, kvExpectedRanks: 1 }],
+  contractMarker: RELAY_CONTRACT_MARKER,
+});
+
 describe('RelayClient freshness', () => {
   let server: RelayServer | undefined;
   let fake: grpc.Server | undefined;
@@ -46,21 +56,30 @@ describe('RelayClient freshness', () => {
     expect(events.replicaInstalled.map((e) => e.args[0].producerKey)).toEqual([producerKey(feed.producer), producerKey(feed.producer)]);
   });
 
-  it(`drops a silent load plane after ${LOAD_SILENCE_MIN_MS} ms (window_ms 50) and reopens it`, async () => {
-    const window = (seq: bigint): KvPoolLoadUpdate => ({
-      protocolVersion: RELAY_PROTOCOL_VERSION,
-      relay: RELAY,
-      windowSequence: seq,
-      observedMs: 1n,
-      windowMs: 50n,
-      pools: [{ producer: producer(1n), kvUsedBlocks: 1n, totalKvBlocks: 2n, kvObservedRanks: 1, kvExpectedRanks: 1 }],
-      contractMarker: RELAY_CONTRACT_MARKER,
+  it('keeps a load stream whose window_ms is beyond the timer range (no immediate reopen)', async () => {
+    let opened = 0;
+    const started = await serve({
+      subscribeKvPoolLoad: (call) => {
+        opened++;
+        call.write({ ...loadWindow(1n), windowMs: 1n << 40n });
+      },
     });
+    fake = started.server;
+    client = testClient(started.address, { servingLoad: false });
+    const events = record(client);
+    client.start();
+    await waitFor(() => client!.load() !== undefined, 'the first window');
+    await new Promise((resolve) => setTimeout(resolve, 200)); // an overflowing timer would fire within 1 ms
+    expect(opened).toBe(1);
+    expect(events.load.map((e) => e.args[0] === null)).toEqual([false]);
+  });
+
+  it(`drops a silent load plane after ${LOAD_SILENCE_MIN_MS} ms (window_ms 50) and reopens it`, async () => {
     const opened: number[] = [];
     const started = await serve({
       subscribeKvPoolLoad: (call) => {
         opened.push(Date.now());
-        call.write(window(BigInt(opened.length))); // one window, then silence with the stream left open
+        call.write(loadWindow(BigInt(opened.length))); // one window, then silence with the stream left open
       },
     });
     fake = started.server;
