@@ -55,6 +55,11 @@ interface Measurement {
   eventsPerSecond: number;
   p50Ms: number;
   p99Ms: number;
+  /**
+   * CPU time of the relay process per measured event (relay process mode on Linux): unlike events/s
+   * and latency it hardly moves when other work shares the host's cores.
+   */
+  relayCpuUsPerEvent?: number;
 }
 
 /** The frames every run sends: per source, one encoded batch per event, and its last block's hash. */
@@ -198,13 +203,33 @@ type RelayMode = 'in-process' | 'process';
 interface RunningBenchRelay {
   address: string;
   producer: ProducerIdentity;
+  /** CPU time (user + system) the relay process used so far; undefined in-process or without /proc. */
+  cpuMs(): number | undefined;
   stop(): Promise<void>;
+}
+
+/** /proc/<pid>/stat counts CPU time in USER_HZ ticks, 100 per second on Linux. */
+const PROC_TICK_MS = 10;
+
+function processCpuMs(pid: number | undefined): number | undefined {
+  try {
+    // Fields after the parenthesized command name: utime and stime are the 12th and 13th.
+    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * PROC_TICK_MS;
+  } catch {
+    return undefined;
+  }
 }
 
 async function startBenchRelay(mode: RelayMode, configFile: string): Promise<RunningBenchRelay> {
   if (mode === 'in-process') {
     const relay = await startRelay({ configFile, logger: silentLogger });
-    return { address: relay.address, producer: relay.producer.catalog().snapshot.pools[0].producer!, stop: () => relay.shutdown() };
+    return {
+      address: relay.address,
+      producer: relay.producer.catalog().snapshot.pools[0].producer!,
+      cpuMs: () => undefined,
+      stop: () => relay.shutdown(),
+    };
   }
   const child = spawn(process.execPath, [path.join(__dirname, '..', 'src', 'cli', 'main.js'), 'serve', '--config', configFile], {
     stdio: ['ignore', 'ignore', 'pipe'],
@@ -233,7 +258,7 @@ async function startBenchRelay(mode: RelayMode, configFile: string): Promise<Run
     catalog.on('error', () => undefined); // our own cancel
     catalog.cancel();
     client.close();
-    return { address, producer: first.snapshot!.pools[0].producer!, stop };
+    return { address, producer: first.snapshot!.pools[0].producer!, cpuMs: () => processCpuMs(child.pid), stop };
   } catch (err) {
     await stop();
     throw err;
@@ -323,7 +348,12 @@ async function throughRelay(mode: RelayMode, warmup: Workload, workload: Workloa
     });
     await snapshotDone;
     await startLoop(warmup, { window: WINDOW }, WARMUP_EVENTS / sources).run();
+    const cpuBefore = relay.cpuMs();
     const result = await startLoop(workload, admission, perSource).run();
+    const cpuAfter = relay.cpuMs();
+    if (cpuBefore !== undefined && cpuAfter !== undefined) {
+      result.relayCpuUsPerEvent = ((cpuAfter - cpuBefore) * 1000) / (perSource * sources);
+    }
     call.cancel();
     return result;
   } finally {
@@ -372,10 +402,12 @@ async function throughBareZmq(workload: Workload, admission: Admission, perSourc
 }
 
 function medianOf(runs: Measurement[]): Measurement {
+  const cpu = runs.flatMap((m) => (m.relayCpuUsPerEvent === undefined ? [] : [m.relayCpuUsPerEvent]));
   return {
     eventsPerSecond: median(runs.map((m) => m.eventsPerSecond)),
     p50Ms: median(runs.map((m) => m.p50Ms)),
     p99Ms: median(runs.map((m) => m.p99Ms)),
+    relayCpuUsPerEvent: cpu.length > 0 ? median(cpu) : undefined,
   };
 }
 
@@ -414,7 +446,9 @@ export async function run(): Promise<BenchResult[]> {
         ratio: round(relay.eventsPerSecond / bare.eventsPerSecond),
         note:
           `${BLOCKS_PER_EVENT} new blocks/event (${round((relay.eventsPerSecond * BLOCKS_PER_EVENT) / 1000, 1)}k blocks/s); closed loop, ` +
-          `window ${WINDOW}: event→delta p50 ${round(relay.p50Ms)} ms, p99 ${round(relay.p99Ms)} ms (bare ${round(bare.p99Ms)} ms); median of ${ROUNDS}`,
+          `window ${WINDOW}: event→delta p50 ${round(relay.p50Ms)} ms, p99 ${round(relay.p99Ms)} ms (bare ${round(bare.p99Ms)} ms)` +
+          (relay.relayCpuUsPerEvent === undefined ? '' : `; relay process CPU ${round(relay.relayCpuUsPerEvent, 1)} µs/event`) +
+          `; median of ${ROUNDS}`,
       });
       results.push({
         name: `p99 event→delta latency at ${PACED_RATE} events/s, ${label}, relay ${mode}`,
