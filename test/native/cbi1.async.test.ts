@@ -1,5 +1,6 @@
 // The worker-thread snapshot encoder: a 2^24-bucket (128 MiB) table encodes off the event loop,
 // the words stay alive while the worker reads them, and concurrent encodes do not interfere.
+import { performance } from 'perf_hooks';
 import { decodeFrame, encodeSnapshotAsync, encodeSnapshotChunks, filterFormat, SnapshotAssembly, CBI1 } from '../../src/native';
 import { fullGc } from '../../bench/support/gc';
 import { withStallMonitor } from '../../bench/support/stall';
@@ -42,18 +43,15 @@ test('a 2^24-bucket snapshot encodes on a worker thread without stalling the eve
   const bucketCount = CBI1.maxBucketCount;
   const words = table(bucketCount, 1);
   const format = filterFormat({ seed: SEED, bucketCount });
-  // Best of three runs, so one descheduling of the test process on the shared 2-core machine does
-  // not count as a stall; an encoder that blocked the loop (~100 ms for 128 MiB) would stall every
-  // run. The bound is generous; the benchmark reports the real number.
-  let chunks: Buffer[] = [];
-  let bestStallMs = Infinity;
-  for (let run = 0; run < 3 && bestStallMs >= 50; run++) {
-    const { result, stall } = await withStallMonitor(() => encodeSnapshotAsync(format, 77n, 9n, words));
-    expect(stall.turns).toBeGreaterThan(10);
-    chunks = result;
-    bestStallMs = Math.min(bestStallMs, stall.maxStallMs);
-  }
-  expect(bestStallMs).toBeLessThan(50);
+  // The loop keeps turning while the worker encodes, and the loop's own busy time (not wall time,
+  // which the shared 2-core machine's scheduling inflates) stays small: an encoder on the loop
+  // thread would show ~100 ms of busy time and no turns. Busy time is measured without the turn
+  // counter, which keeps the loop busy by design. The benchmark reports the real numbers.
+  const { stall } = await withStallMonitor(() => encodeSnapshotAsync(format, 77n, 9n, words));
+  expect(stall.turns).toBeGreaterThan(10);
+  const before = performance.eventLoopUtilization();
+  const chunks = await encodeSnapshotAsync(format, 77n, 9n, words);
+  expect(performance.eventLoopUtilization(before).active).toBeLessThan(50);
   expect(chunks).toHaveLength(32);
   for (const chunk of chunks) expect(chunk.length).toBe(CBI1.maxFrameBytes);
   const last = decodeFrame(format, chunks[31]);
