@@ -4,31 +4,13 @@
 // kvBlockSize + 1 tokens with stride kvBlockSize, chained like standard blocks.
 import * as fs from 'fs';
 import * as path from 'path';
-import { xxh3, XXH3_SEED } from '../../src/native';
-import { BS, E2e, endpointConfig, expectedHashes, loraSeed, relayConfig, tokenRange, workerConfig } from './harness';
+import { BS, E2e, endpointConfig, expectedHashes, relayConfig, tokenRange, workerConfig } from './harness';
 
 const VECTORS = path.resolve(__dirname, '..', '..', '..', 'shared', 'vectors');
 
-/** Eagle canonical sequence hashes of the complete windows of `tokens`, chained from `parent` when given. */
-function eagleHashes(tokens: readonly number[], bs = BS, lora?: string | null, parent?: bigint): bigint[] {
-  const seed = loraSeed(lora ?? undefined);
-  const out: bigint[] = [];
-  let previous = parent;
-  for (let start = 0; start + bs + 1 <= tokens.length; start += bs) {
-    const bytes = Buffer.alloc(4 * (bs + 1));
-    for (let i = 0; i <= bs; i++) bytes.writeUInt32LE(tokens[start + i], 4 * i);
-    const block = xxh3(bytes, seed);
-    if (previous === undefined) {
-      previous = block;
-    } else {
-      const pair = Buffer.alloc(16);
-      pair.writeBigUInt64LE(previous, 0);
-      pair.writeBigUInt64LE(block, 8);
-      previous = xxh3(pair, XXH3_SEED);
-    }
-    out.push(previous);
-  }
-  return out;
+/** Eagle canonical sequence hashes of the complete windows of `tokens`. */
+function eagleHashes(tokens: readonly number[], bs = BS, lora?: string | null): bigint[] {
+  return expectedHashes(tokens, lora, bs, undefined, true);
 }
 
 interface HashCase {

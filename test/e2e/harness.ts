@@ -27,16 +27,18 @@ export function loraSeed(lora?: string): bigint {
 }
 
 /**
- * Canonical sequence hashes of the complete blocks of `tokens` (standard windows), chained from
- * `parent` (the canonical hash of the block before them) when given.
+ * Canonical sequence hashes of the complete blocks of `tokens`, chained from `parent` (the canonical
+ * hash of the block before them) when given. Standard windows are `bs` tokens; Eagle windows are
+ * `bs + 1` tokens with stride `bs` (hashing-ckf-cbi1.md §1.3).
  */
-export function expectedHashes(tokens: readonly number[], lora?: string | null, bs = BS, parent?: bigint): bigint[] {
+export function expectedHashes(tokens: readonly number[], lora?: string | null, bs = BS, parent?: bigint, eagle = false): bigint[] {
   const seed = loraSeed(lora ?? undefined);
+  const window = eagle ? bs + 1 : bs;
   const out: bigint[] = [];
   let previous = parent;
-  for (let start = 0; start + bs <= tokens.length; start += bs) {
-    const bytes = Buffer.alloc(4 * bs);
-    for (let i = 0; i < bs; i++) bytes.writeUInt32LE(tokens[start + i], 4 * i);
+  for (let start = 0; start + window <= tokens.length; start += bs) {
+    const bytes = Buffer.alloc(4 * window);
+    for (let i = 0; i < window; i++) bytes.writeUInt32LE(tokens[start + i], 4 * i);
     const block = xxh3(bytes, seed);
     if (previous === undefined) {
       previous = block;
