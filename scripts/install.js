@@ -1,7 +1,6 @@
 #!/usr/bin/env node
 // npm `install` hook. Operators' hosts have no compiler: a matching prebuild is used as is and
 // nothing is compiled. Without one (or when asked to build from source) cmake-js builds the addon.
-// In a source checkout (tsconfig.json present) the TypeScript is compiled too.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -25,19 +24,27 @@ function run(command, args) {
   }
 }
 
-
+// A source checkout (tsconfig.json present) always compiles its own sources: a prebuild left there
+// by `npm run prebuild` may be older than them.
+const sourceCheckout = fs.existsSync(path.join(root, 'tsconfig.json'));
 const prebuild = target.prebuildPath(root);
-if (!fromSource && fs.existsSync(prebuild)) {
+if (!fromSource && !sourceCheckout && fs.existsSync(prebuild)) {
   console.log(`kv-dc-relay install: using prebuilt addon ${path.relative(root, prebuild)}; nothing compiled`);
 } else {
   console.log(
     fromSource
       ? 'kv-dc-relay install: building from source as asked: compiling the addon with cmake-js'
-      : `kv-dc-relay install: no prebuild for ${process.platform}-${process.arch}: compiling the addon with cmake-js`,
+      : sourceCheckout
+        ? 'kv-dc-relay install: source checkout: compiling the addon with cmake-js'
+        : `kv-dc-relay install: no prebuild for ${process.platform}-${process.arch}: compiling the addon with cmake-js`,
   );
   run(process.execPath, [target.packageBin(root, 'cmake-js'), 'compile', '--out', 'build']);
 }
 
-if (fs.existsSync(path.join(root, 'tsconfig.json'))) {
-  run(process.execPath, [target.packageBin(root, 'typescript', 'tsc'), '-p', 'tsconfig.json']);
+if (sourceCheckout) {
+  const status = require('./build-ts').buildTypeScript();
+  if (status !== 0) {
+    console.error('kv-dc-relay install: compiling the TypeScript failed');
+    process.exit(status);
+  }
 }

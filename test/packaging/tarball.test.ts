@@ -69,6 +69,8 @@ describe('packed tarball', () => {
     const files = packed[0].files.map((f) => f.path);
     expect(files).toContain(`prebuilds/${process.platform}-${process.arch}/kv_dc_relay.node`);
     expect(files).toContain('dist/src/cli/main.js');
+    // The emitted declarations of src/native/ import the addon's types from dist/binding.d.ts.
+    expect(files).toEqual(expect.arrayContaining(['dist/src/native/addon.d.ts', 'dist/binding.d.ts']));
     expect(files.some((f) => f.startsWith('build/'))).toBe(false);
     tarball = path.join(work, packed[0].filename);
     config = path.join(work, 'relay.yaml');
