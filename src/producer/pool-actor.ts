@@ -20,6 +20,19 @@ import type { PoolMetrics } from '../metrics/registry';
 /** Above this many blocks a slice is applied off the event loop. */
 const ASYNC_APPLY_BLOCKS = 4096;
 
+/**
+ * Whether a slice runs on a worker thread: big slices, and any clear, whose cost is the size of the
+ * cleared source (unknown here, up to millions of blocks) rather than of the event.
+ */
+function offLoop(slice: readonly PoolEvent[]): boolean {
+  let blocks = 0;
+  for (const e of slice) {
+    if (e.kind === 'cleared') return true;
+    blocks += e.blockHashes.length;
+  }
+  return blocks > ASYNC_APPLY_BLOCKS;
+}
+
 export interface PoolActorOptions {
   key: string;
   producer: ProducerIdentity;
@@ -163,8 +176,7 @@ export class PoolActor implements PoolFeed {
       const room = Math.max(1, this.options.publicationThreshold - this.state.pendingEvents);
       const slice = events.slice(i, i + room);
       i += slice.length;
-      const blocks = slice.reduce((n, e) => n + (e.kind === 'cleared' ? 0 : e.blockHashes.length), 0);
-      const result = blocks > ASYNC_APPLY_BLOCKS ? await this.state.applyAsync(slice) : this.state.apply(slice);
+      const result = offLoop(slice) ? await this.state.applyAsync(slice) : this.state.apply(slice);
       this.account(slice, result);
       if (result.outcomes.includes('IndexerInvariantViolation')) {
         this.fence('IndexerInvariantViolation');

@@ -6,6 +6,7 @@ import type { EngineEventBatch, EngineKvEvent } from '../../src/ingest/types';
 import type { ProducerIdentity } from '../../src/wire/types';
 import { silentLogger } from '../../src/log';
 import { waitFor } from '../support/waitFor';
+import { withStallMonitor } from '../../bench/support/stall';
 
 const SEED = 0x5deece66d1b54a33n;
 const BUCKETS = 1024;
@@ -196,6 +197,30 @@ test('a batch above the async threshold is applied off the event loop with the s
   const missing = hashes.filter((h) => !filterContains(img.words, h, SEED)).length;
   expect(missing).toBe(a.metrics().capacityFailures);
   expect(missing).toBeLessThan(n / 100);
+});
+
+test('a reset runs off the event loop: its cost is the size of the cleared source', async () => {
+  const a = new PoolActor({
+    key: 'big-reset',
+    producer: { ...producer, ckfFormat: { ...producer.ckfFormat!, bucketCount: 65536n } },
+    dcId: DC,
+    semantics: { kvBlockSize: BS, eagle: false },
+    publicationThreshold: 16,
+    publicationDelayMs: 1,
+    logger: silentLogger,
+  });
+  actors.push(a);
+  const n = 100_000;
+  a.batch(batch([stored(Array.from({ length: n }, (_, i) => BigInt(i + 1)), tokens(n * BS, 1_000_000))]));
+  await a.idle();
+  // An apply on the loop thread would give the loop no turn until the clear of 100k blocks is done.
+  const { stall } = await withStallMonitor(async () => {
+    a.reset({ workerId: 7n, dpRank: 0 });
+    await a.idle();
+  });
+  expect(stall.turns).toBeGreaterThan(10);
+  const img = await a.attach(new Recorder());
+  expect(img.words.every((w) => w === 0n)).toBe(true);
 });
 
 test('reset(source) clears only that source', async () => {
