@@ -100,9 +100,14 @@ export function encodeSnapshotChunk(
 export function encodeSnapshotAsync(format: FilterFormatInput, dcId: bigint, epoch: bigint, words: BigUint64Array): Promise<Uint8Array[]>;
 export function decodeFrame(expected: FilterFormatInput, bytes: Uint8Array): DecodedFrame;
 
+export interface SnapshotAssemblyOptions {
+  /** Collect the sparse nonzero images (default true); false only validates order and coverage. */
+  images?: boolean;
+}
+
 export class SnapshotAssembly {
-  constructor(format: FilterFormatInput);
-  /** null while incomplete; the sparse images once the last chunk arrived. */
+  constructor(format: FilterFormatInput, options?: SnapshotAssemblyOptions);
+  /** null while incomplete; the epoch and sparse images (empty without `images`) once the last chunk arrived. */
   absorb(frame: Uint8Array | DecodedFrame): AssembledSnapshot | null;
   reset(): void;
 }

@@ -274,10 +274,12 @@ bool SnapshotAssembly::Absorb(const DecodedFrame& frame, AssembledSnapshot* out)
     Reset();
     epoch_ = frame.header.epoch;
     chunkCount_ = frame.chunkCount;
-    // Room for a full table up front: growing by doubling copied and faulted in far more memory
-    // than the images need, while untouched reserved pages cost no physical memory.
-    buckets_.reserve(bucketCount_);
-    values_.reserve(bucketCount_);
+    if (collectImages_) {
+      // Room for a full table up front: growing by doubling copied and faulted in far more memory
+      // than the images need, while untouched reserved pages cost no physical memory.
+      buckets_.reserve(bucketCount_);
+      values_.reserve(bucketCount_);
+    }
   }
   if (frame.chunkIndex != nextChunk_ || frame.chunkCount != chunkCount_ || frame.header.epoch != epoch_ ||
       frame.header.bucketCount != bucketCount_ || frame.bucketOffset != nextBucket_) {
@@ -286,7 +288,7 @@ bool SnapshotAssembly::Absorb(const DecodedFrame& frame, AssembledSnapshot* out)
   // A decoded frame never exceeds bucket_count (the decoder checks it); this guards the u32
   // bucket index against a hand-built chunk.
   if (frame.wordCount > bucketCount_ - nextBucket_) ResetAndThrow("Malformed");
-  for (uint64_t i = 0; i < frame.wordCount; ++i) {
+  for (uint64_t i = 0; collectImages_ && i < frame.wordCount; ++i) {
     uint64_t word = LoadU64(frame.words + i * 8);
     if (word != 0) {
       buckets_.push_back(static_cast<uint32_t>(nextBucket_ + i));

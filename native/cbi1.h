@@ -131,8 +131,12 @@ struct AssembledSnapshot {
 
 class SnapshotAssembly {
  public:
-  explicit SnapshotAssembly(const FilterFormat& format) : bucketCount_(format.bucketCount) {}
-  // true when the snapshot completed; `out` then holds the sparse nonzero images.
+  // With collectImages false the assembly only validates order, epochs and coverage (a consumer
+  // that copies the dense chunk words itself needs no image list of the whole table).
+  SnapshotAssembly(const FilterFormat& format, bool collectImages)
+      : bucketCount_(format.bucketCount), collectImages_(collectImages) {}
+  // true when the snapshot completed; `out` then holds the sparse nonzero images (none when
+  // images are not collected).
   bool Absorb(const DecodedFrame& frame, AssembledSnapshot* out);
   void Reset();
 
@@ -140,6 +144,7 @@ class SnapshotAssembly {
   [[noreturn]] void ResetAndThrow(const char* code);
 
   uint64_t bucketCount_;
+  bool collectImages_;
   uint64_t epoch_ = 0;
   uint32_t chunkCount_ = 0;
   uint32_t nextChunk_ = 0;

@@ -356,6 +356,15 @@ cbi1::DecodedFrame DecodedChunkArg(Napi::Env env, Napi::Object object) {
   return frame;
 }
 
+// The optional `{ images?: boolean }` of the SnapshotAssembly constructor (default true).
+bool CollectImagesArg(Napi::Env env, Napi::Value options) {
+  if (options.IsUndefined()) return true;
+  Napi::Value images = ObjectArg(env, options, "options").Get("images");
+  if (images.IsUndefined()) return true;
+  if (!images.IsBoolean()) throw Napi::TypeError::New(env, "options.images must be a boolean");
+  return images.As<Napi::Boolean>().Value();
+}
+
 class SnapshotAssemblyWrap : public Napi::ObjectWrap<SnapshotAssemblyWrap> {
  public:
   static Napi::Function Define(Napi::Env env) {
@@ -365,7 +374,9 @@ class SnapshotAssemblyWrap : public Napi::ObjectWrap<SnapshotAssemblyWrap> {
   }
 
   explicit SnapshotAssemblyWrap(const Napi::CallbackInfo& info)
-      : Napi::ObjectWrap<SnapshotAssemblyWrap>(info), format_(FormatArg(info.Env(), info[0])), assembly_(format_) {}
+      : Napi::ObjectWrap<SnapshotAssemblyWrap>(info),
+        format_(FormatArg(info.Env(), info[0])),
+        assembly_(format_, CollectImagesArg(info.Env(), info[1])) {}
 
  private:
   Napi::Value Absorb(const Napi::CallbackInfo& info) {

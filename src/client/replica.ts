@@ -90,7 +90,8 @@ export class PoolReplica {
     this.seed = producer.ckfFormat!.seed;
     this.bucketCount = Number(producer.ckfFormat!.bucketCount);
     this.format = { seed: this.seed, bucketCount: this.bucketCount };
-    this.assembly = new SnapshotAssembly(this.format);
+    // Validation only: the dense chunk words are copied into the pending table as they arrive.
+    this.assembly = new SnapshotAssembly(this.format, { images: false });
   }
 
   get ready(): boolean {

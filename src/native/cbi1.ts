@@ -7,10 +7,12 @@ import type {
   DecodedFrame,
   FilterFormat,
   FilterFormatInput,
+  SnapshotAssemblyOptions,
 } from '../../binding';
 
 export type {
   AssembledSnapshot,
+  SnapshotAssemblyOptions,
   Cbi1Constants,
   Cbi1Header,
   DecodedChunk,
@@ -131,8 +133,8 @@ export function decodeFrame(expected: FilterFormatInput, bytes: Uint8Array): Dec
 export class SnapshotAssembly {
   private readonly native: InstanceType<typeof addon.SnapshotAssembly>;
 
-  constructor(format: FilterFormatInput) {
-    this.native = new addon.SnapshotAssembly(format);
+  constructor(format: FilterFormatInput, options?: SnapshotAssemblyOptions) {
+    this.native = new addon.SnapshotAssembly(format, options);
   }
 
   absorb(frame: Uint8Array | DecodedFrame): AssembledSnapshot | null {
