@@ -101,6 +101,7 @@ export function createRelayMetrics(providers: MetricsProviders): Registry {
   counter('kv_dc_relay_ingest_replays_total', 'Replay requests sent to engines', source, ingest('replays'));
   counter('kv_dc_relay_ingest_resets_total', 'Source resets (history lost)', source, ingest('resets'));
   counter('kv_dc_relay_ingest_ignored_total', 'Events ignored (tier, attention group, unknown type)', source, ingest('ignored'));
+  gauge('kv_dc_relay_ingest_connections', 'Live ZMQ connections to the engine publisher of a source', source, ingest('connections'));
 
   const pool = (field: keyof Omit<PoolMetrics, 'pool'>): Sampler => (set) => {
     for (const p of providers.producer().pools) set({ pool: p.pool }, p[field]);

@@ -42,6 +42,7 @@ test('/metrics exposes reference names, ingest counters per source and producer 
     'kv_dc_relay_subscriber_limit_rejected_total{stream="pool",scope="per_pool"} 3',
     'kv_dc_relay_ingest_events_total{worker="18446744073709551615",dp_rank="3"} 5',
     'kv_dc_relay_ingest_gaps_total{worker="18446744073709551615",dp_rank="3"} 2',
+    'kv_dc_relay_ingest_connections{worker="18446744073709551615",dp_rank="3"} 1',
     'kv_dc_relay_pool_unknown_removals_total{pool="abc:def/0011"} 2',
     'kv_dc_relay_pool_deltas_published_total{pool="abc:def/0011"} 4',
     'kv_dc_relay_subscriber_lagged_total{stream="pool"} 4',
