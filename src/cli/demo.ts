@@ -139,9 +139,8 @@ export async function demoCommand(argv: string[]): Promise<number> {
     process.stderr.write(`demo failed to start: ${(err as Error).message}\n`);
     return 1;
   }
-  process.stderr.write(
-    `kv-dc-relay demo: relay on ${demo.relay.address}\n  config (edit it live): ${demo.configFile}\n  relay log: ${demo.logFile}\n  Ctrl-C stops\n`,
-  );
+  const banner = `kv-dc-relay demo: relay on ${demo.relay.address}\n  config (edit it live): ${demo.configFile}\n  relay log: ${demo.logFile}\n  Ctrl-C stops\n`;
+  process.stderr.write(banner);
   const abort = new AbortController();
   process.once('SIGINT', () => abort.abort());
   process.once('SIGTERM', () => abort.abort());
@@ -151,7 +150,7 @@ export async function demoCommand(argv: string[]): Promise<number> {
     process.stderr.write(`kv-dc-relay demo: the relay transport failed (see ${demo.logFile}); stopping\n`);
     abort.abort();
   });
-  await runWatch({ address: demo.relay.address, json: values.json, out: process.stdout, signal: abort.signal, subscriberId: 'kv-dc-relay-demo' });
+  await runWatch({ address: demo.relay.address, json: values.json, out: process.stdout, signal: abort.signal, subscriberId: 'kv-dc-relay-demo', banner });
   await demo.stop();
   process.stderr.write('kv-dc-relay demo: stopped\n');
   return failed ? 1 : 0;

@@ -12,6 +12,8 @@ export interface WatchOptions {
   /** Force JSON lines even on a terminal. */
   json?: boolean;
   out: NodeJS.WritableStream & { isTTY?: boolean };
+  /** Lines shown above the terminal view (the demo's config path); not printed as JSON lines. */
+  banner?: string;
   /** Aborting ends the watch (SIGINT/SIGTERM in the CLI). */
   signal: AbortSignal;
   refreshMs?: number;
@@ -45,7 +47,7 @@ export async function runWatch(options: WatchOptions): Promise<void> {
       const states = client.poolStates();
       if (states.length > 0) line('replicas', { pools: states.map(replicaView) });
     } else {
-      options.out.write(`\x1b[H\x1b[2J${renderWatchScreen(client, recentErrors)}`);
+      options.out.write(`\x1b[H\x1b[2J${options.banner ? `${options.banner}\n` : ''}${renderWatchScreen(client, recentErrors)}`);
     }
   };
   client.start();

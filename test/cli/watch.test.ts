@@ -84,11 +84,12 @@ describe('kv-dc-relay watch', () => {
     let text = '';
     out.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
     const abort = new AbortController();
-    const done = runWatch({ address: server.address, out, signal: abort.signal, refreshMs: 20 });
+    const done = runWatch({ address: server.address, out, signal: abort.signal, refreshMs: 20, banner: 'demo banner' });
     try {
       await waitFor(() => /replica seq 0 {2}slots 0\/64/.test(text), 'a screen with the installed replica');
       const screens = text.split('\x1b[H\x1b[2J').filter((s) => s.length > 0);
       const last = screens[screens.length - 1];
+      expect(last.startsWith('demo banner\nkv-dc-relay watch ')).toBe(true);
       expect(last).toContain('catalog revision 1');
       expect(last).toContain('dynamo.backend.generate  gen 1');
       expect(last).toContain('llama [chat]');
