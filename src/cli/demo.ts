@@ -28,6 +28,8 @@ export interface Demo {
   readonly relay: RunningRelay;
   readonly configFile: string;
   readonly logFile: string;
+  /** Token ids (comma-separated) of a prompt the aggregated model has cached a prefix of. */
+  readonly promptFile: string;
   stop(): Promise<void>;
 }
 
@@ -104,6 +106,10 @@ export async function startDemo(options: { bind?: string; dir?: string } = {}): 
   ];
   const configFile = path.join(dir, 'relay.yaml');
   const logFile = path.join(dir, 'relay.log');
+  // A prompt that starts with one of the aggregated engine's shared system prompts: `query` finds
+  // its prefix cached once a conversation using that system prompt has been served.
+  const promptFile = path.join(dir, 'prompt.txt');
+  fs.writeFileSync(promptFile, [...engines[0].engine.workload.systemPromptTokens(0), 1, 2, 3].join(','));
   const [aggregated, prefill, decode] = engines;
   fs.writeFileSync(configFile, stringify(demoConfig(options.bind ?? DEMO_BIND, aggregated, prefill, decode)));
 
@@ -126,7 +132,7 @@ export async function startDemo(options: { bind?: string; dir?: string } = {}): 
     })();
     return stopped;
   };
-  return { relay, configFile, logFile, stop };
+  return { relay, configFile, logFile, promptFile, stop };
 }
 
 /** The `demo` subcommand: runs until SIGINT/SIGTERM (exit 0) or a relay transport failure (exit 1). */
@@ -139,7 +145,9 @@ export async function demoCommand(argv: string[]): Promise<number> {
     process.stderr.write(`demo failed to start: ${(err as Error).message}\n`);
     return 1;
   }
-  const banner = `kv-dc-relay demo: relay on ${demo.relay.address}\n  config (edit it live): ${demo.configFile}\n  relay log: ${demo.logFile}\n  Ctrl-C stops\n`;
+  const banner =
+    `kv-dc-relay demo: relay on ${demo.relay.address}\n  config (edit it live): ${demo.configFile}\n  relay log: ${demo.logFile}\n` +
+    `  try: npx kv-dc-relay query ${demo.relay.address} --model llama --tokens-file ${demo.promptFile}\n  Ctrl-C stops\n`;
   process.stderr.write(banner);
   const abort = new AbortController();
   process.once('SIGINT', () => abort.abort());

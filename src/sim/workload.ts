@@ -90,6 +90,13 @@ export class Workload {
     return { rank: conv.rank, events: this.serve(conv) };
   }
 
+  /** The token ids of one of the shared system prompts (every conversation starts with one). */
+  systemPromptTokens(index: number): number[] {
+    const prompt = this.systemPrompts[index];
+    if (!prompt) throw new RangeError(`no system prompt ${index} (there are ${this.systemPrompts.length})`);
+    return prompt.flat();
+  }
+
   /** The engine block hashes resident on a rank. */
   resident(rank: number): bigint[] {
     return [...(this.caches.get(rank)?.blocks.keys() ?? [])];

@@ -1,10 +1,12 @@
 // `npm start` as a newcomer runs it: the demo relay comes up on 127.0.0.1:5561, a consumer sees a
-// non-empty catalog and live deltas, and Ctrl-C (SIGINT to the whole process group, as a terminal
-// sends it) stops everything cleanly.
+// non-empty catalog and live deltas, the prompt the banner suggests finds its cached prefix, and
+// Ctrl-C (SIGINT to the whole process group, as a terminal sends it) stops everything cleanly.
 import { spawn } from 'child_process';
+import * as fs from 'fs';
 import * as path from 'path';
 import { RelayClient } from '../../src/client';
 import { DEMO_BIND } from '../../src/cli/demo';
+import { waitForValue } from '../support/waitFor';
 
 const ROOT = path.resolve(__dirname, '..', '..');
 
@@ -26,6 +28,21 @@ test('npm start: catalog, deltas, clean stop on Ctrl-C', async () => {
     client.start();
     expect(await catalog).toBe(3);
     await delta;
+    // The suggested prompt starts with a 4-block system prompt every conversation shares.
+    const promptFile = /--tokens-file (\S+)/.exec(stderr)?.[1];
+    expect(promptFile).toBeDefined();
+    const tokens = fs.readFileSync(promptFile!, 'utf8').split(',').map(Number);
+    const matched = await waitForValue(
+      () => {
+        const answer = client.query({ model: 'llama', tokens });
+        const pool = answer.kind === 'ok' ? answer.pools[0] : undefined;
+        return pool?.matchedBlocks === 4 ? pool.matchedTokens : undefined;
+      },
+      'the cached system prompt',
+      30_000,
+      50,
+    );
+    expect(matched).toBe(64);
   } finally {
     client.close();
   }
