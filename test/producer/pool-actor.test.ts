@@ -24,10 +24,11 @@ afterEach(async () => {
   await Promise.all(actors.splice(0).map((a) => a.retire()));
 });
 
-function actor(threshold: number, delayMs: number, eagle = false): PoolActor {
+/** An actor over a pool of BUCKETS buckets unless `bucketCount` asks for a bigger filter. */
+function actor(threshold: number, delayMs: number, eagle = false, bucketCount = BUCKETS): PoolActor {
   const a = new PoolActor({
     key: 'pool',
-    producer,
+    producer: { ...producer, ckfFormat: { ...producer.ckfFormat!, bucketCount: BigInt(bucketCount) } },
     dcId: DC,
     semantics: { kvBlockSize: BS, eagle },
     publicationThreshold: threshold,
@@ -178,16 +179,7 @@ test('a large batch is cut into deltas of at most `threshold` events', async () 
 });
 
 test('a batch above the async threshold is applied off the event loop with the same result', async () => {
-  const a = new PoolActor({
-    key: 'big',
-    producer: { ...producer, ckfFormat: { ...producer.ckfFormat!, bucketCount: 8192n } },
-    dcId: DC,
-    semantics: { kvBlockSize: BS, eagle: false },
-    publicationThreshold: 16,
-    publicationDelayMs: 1,
-    logger: silentLogger,
-  });
-  actors.push(a);
+  const a = actor(16, 1, false, 8192);
   const n = 5000;
   const t = tokens(n * BS, 100_000);
   a.batch(batch([stored(Array.from({ length: n }, (_, i) => BigInt(i + 1)), t)]));
@@ -200,16 +192,7 @@ test('a batch above the async threshold is applied off the event loop with the s
 });
 
 test('a reset runs off the event loop: its cost is the size of the cleared source', async () => {
-  const a = new PoolActor({
-    key: 'big-reset',
-    producer: { ...producer, ckfFormat: { ...producer.ckfFormat!, bucketCount: 65536n } },
-    dcId: DC,
-    semantics: { kvBlockSize: BS, eagle: false },
-    publicationThreshold: 16,
-    publicationDelayMs: 1,
-    logger: silentLogger,
-  });
-  actors.push(a);
+  const a = actor(16, 1, false, 65536);
   const n = 100_000;
   a.batch(batch([stored(Array.from({ length: n }, (_, i) => BigInt(i + 1)), tokens(n * BS, 1_000_000))]));
   await a.idle();
