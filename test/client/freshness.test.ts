@@ -1,9 +1,6 @@
 // Freshness of RelayClient over real loopback gRPC: a pool or load stream that stays open but goes
 // silent is dropped and reopened.
-import * as grpc from '@grpc/grpc-js';
-import type { RelayClient } from '../../src/client/relay-client';
 import { LOAD_SILENCE_MIN_MS } from '../../src/config/defaults';
-import type { RelayServer } from '../../src/transport/server';
 import { RELAY_CONTRACT_MARKER, RELAY_PROTOCOL_VERSION } from '../../src/wire/constants';
 import { poolKey, producerKey } from '../../src/wire/producer-key';
 import type { KvPoolLoadUpdate } from '../../src/wire/types';
@@ -11,7 +8,7 @@ import { TestSource, testPoolId, testProducer } from '../support/test-source';
 import { waitFor } from '../support/waitFor';
 import { serve } from './fake-relay';
 import { producer, RELAY } from './fixtures';
-import { record, startRelay, testClient } from './helpers';
+import { perTestResources, record, startRelay, testClient } from './helpers';
 
 const KEY1 = poolKey(testPoolId(1));
 
@@ -26,27 +23,16 @@ const loadWindow = (seq: bigint): KvPoolLoadUpdate => ({
 });
 
 describe('RelayClient freshness', () => {
-  let server: RelayServer | undefined;
-  let fake: grpc.Server | undefined;
-  let client: RelayClient | undefined;
-
-  afterEach(async () => {
-    client?.close();
-    client = undefined;
-    await server?.shutdown();
-    server = undefined;
-    fake?.forceShutdown();
-    fake = undefined;
-  });
+  const t = perTestResources();
 
   it('invalidates a silent pool replica after maxReplicaAgeMs and resubscribes', async () => {
     const source = new TestSource();
     const feed = source.attachPool(testProducer({ pool: 1 }));
     feed.publish([[2, 0x22n]]);
-    server = await startRelay(source, { timing: { poolHeartbeatMs: 60_000 } });
-    client = testClient(server.address, { maxReplicaAgeMs: 150 });
-    const events = record(client);
-    client.start();
+    t.server = await startRelay(source, { timing: { poolHeartbeatMs: 60_000 } });
+    t.client = testClient(t.server.address, { maxReplicaAgeMs: 150 });
+    const events = record(t.client);
+    t.client.start();
     await waitFor(() => events.replicaInstalled.length === 2, 'a resubscribed replica');
     const [invalidated] = events.replicaInvalidated;
     expect(invalidated.args[0]).toMatchObject({ poolKey: KEY1, producerKey: producerKey(feed.producer), reason: 'streamSilent' });
@@ -64,11 +50,11 @@ describe('RelayClient freshness', () => {
         call.write({ ...loadWindow(1n), windowMs: 1n << 40n });
       },
     });
-    fake = started.server;
-    client = testClient(started.address, { servingLoad: false });
-    const events = record(client);
-    client.start();
-    await waitFor(() => client!.load() !== undefined, 'the first window');
+    t.fake = started.server;
+    t.client = testClient(started.address, { servingLoad: false });
+    const events = record(t.client);
+    t.client.start();
+    await waitFor(() => t.client!.load() !== undefined, 'the first window');
     await new Promise((resolve) => setTimeout(resolve, 200)); // an overflowing timer would fire within 1 ms
     expect(opened).toBe(1);
     expect(events.load.map((e) => e.args[0] === null)).toEqual([false]);
@@ -82,11 +68,11 @@ describe('RelayClient freshness', () => {
         call.write(loadWindow(BigInt(opened.length))); // one window, then silence with the stream left open
       },
     });
-    fake = started.server;
-    client = testClient(started.address, { servingLoad: false });
-    const events = record(client);
-    client.start();
-    await waitFor(() => opened.length === 2 && client!.load()?.windowSequence === 2n, 'a reopened load stream', LOAD_SILENCE_MIN_MS + 3_000);
+    t.fake = started.server;
+    t.client = testClient(started.address, { servingLoad: false });
+    const events = record(t.client);
+    t.client.start();
+    await waitFor(() => opened.length === 2 && t.client!.load()?.windowSequence === 2n, 'a reopened load stream', LOAD_SILENCE_MIN_MS + 3_000);
     expect(events.load.map((e) => e.args[0]?.windowSequence ?? null)).toEqual([1n, null, 2n]);
     expect(events.load[1].at - events.load[0].at).toBeGreaterThanOrEqual(LOAD_SILENCE_MIN_MS - 1);
     expect(events.error.map((e) => e.args[0])).toContainEqual(expect.objectContaining({ plane: 'load', reason: 'streamSilent', next: 'retry' }));

@@ -1,4 +1,6 @@
-// A relay on loopback (real gRPC server over a TestSource) and a recorder of RelayClient events.
+// A relay on loopback (real gRPC server over a TestSource), a recorder of RelayClient events, and
+// per-test resources closed after each test.
+import type * as grpc from '@grpc/grpc-js';
 import type { ServiceOptionsInput } from '../../src/config/defaults';
 import { RelayClient, type RelayClientEvents, type RelayClientOptions } from '../../src/client/relay-client';
 import { startRelayServer, type RelayServer } from '../../src/transport/server';
@@ -26,4 +28,25 @@ export function record(client: RelayClient): Recorded {
 /** Fast backoff so reconnect tests stay short; same shape as the 100 ms → 5 s default. */
 export function testClient(address: string, options: Partial<RelayClientOptions> = {}): RelayClient {
   return new RelayClient(address, { subscriberId: 'client-test', backoff: { initialMs: 20, maxMs: 200 }, ...options });
+}
+
+export interface TestResources {
+  server?: RelayServer;
+  /** A hand-written relay (fake-relay.ts). */
+  fake?: grpc.Server;
+  client?: RelayClient;
+}
+
+/** Resources a test sets; after each test the client is closed and both servers are shut down. */
+export function perTestResources(): TestResources {
+  const t: TestResources = {};
+  afterEach(async () => {
+    t.client?.close();
+    await t.server?.shutdown();
+    t.fake?.forceShutdown();
+    delete t.client;
+    delete t.server;
+    delete t.fake;
+  });
+  return t;
 }
