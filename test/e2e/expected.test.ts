@@ -23,18 +23,25 @@ interface SaltEntry {
   seed: string;
 }
 
-const inScope = (c: HashCase): boolean => c.hash_format === 'standard' && !c.cache_namespace && c.mm_infos == null && c.kv_block_size > 0;
-const cases = load<{ cases: HashCase[] }>('block_hashes.json').cases.filter(inScope);
+const inScope = (c: HashCase): boolean => !c.cache_namespace && c.mm_infos == null && c.kv_block_size > 0;
+const allCases = load<{ cases: HashCase[] }>('block_hashes.json').cases.filter(inScope);
+const cases = allCases.filter((c) => c.hash_format === 'standard');
+const eagleCases = allCases.filter((c) => c.hash_format === 'eagle');
 const salts = load<{ entries: SaltEntry[] }>('salt.json').entries.filter((e) => !e.cache_namespace);
 
 test('the vectors leave enough cases in scope', () => {
   expect(cases.length).toBeGreaterThan(10);
+  expect(eagleCases.length).toBeGreaterThanOrEqual(5);
   expect(cases.some((c) => c.lora_name)).toBe(true);
   expect(salts.some((e) => e.lora_name)).toBe(true);
 });
 
 test.each(cases.map((c) => [c.name, c] as const))('sequence hashes: %s', (_, c) => {
   expect(expectedHashes(c.tokens, c.lora_name, c.kv_block_size)).toEqual(c.expected_sequence_hashes.map(BigInt));
+});
+
+test.each(eagleCases.map((c) => [c.name, c] as const))('Eagle sequence hashes: %s', (_, c) => {
+  expect(expectedHashes(c.tokens, c.lora_name, c.kv_block_size, undefined, true)).toEqual(c.expected_sequence_hashes.map(BigInt));
 });
 
 test.each(salts.map((e) => [JSON.stringify(e.lora_name), e] as const))('LoRA salt seed: %s', (_, e) => {
