@@ -4,14 +4,13 @@
 'use strict';
 const fs = require('fs');
 const path = require('path');
-const { spawnSync } = require('child_process');
-const { packageBin } = require('./native-target');
+const { runPackageBin } = require('./native-target');
 
 const root = path.resolve(__dirname, '..');
 
 function buildTypeScript() {
-  const result = spawnSync(process.execPath, [packageBin(root, 'typescript', 'tsc'), '-p', 'tsconfig.json'], { cwd: root, stdio: 'inherit' });
-  if (result.status !== 0) return result.status ?? 1;
+  const status = runPackageBin(root, 'typescript', ['-p', 'tsconfig.json'], 'tsc');
+  if (status !== 0) return status;
   fs.copyFileSync(path.join(root, 'binding.d.ts'), path.join(root, 'dist', 'binding.d.ts'));
   return 0;
 }

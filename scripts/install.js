@@ -4,7 +4,6 @@
 'use strict';
 const fs = require('fs');
 const path = require('path');
-const { spawnSync } = require('child_process');
 const target = require('./native-target');
 
 const root = path.resolve(__dirname, '..');
@@ -15,14 +14,6 @@ const fromSource =
   process.argv.includes('--build-from-source') ||
   truthy(process.env.KV_DC_RELAY_BUILD_FROM_SOURCE) ||
   truthy(process.env.npm_config_build_from_source);
-
-function run(command, args) {
-  const result = spawnSync(command, args, { cwd: root, stdio: 'inherit', shell: false });
-  if (result.status !== 0) {
-    console.error(`kv-dc-relay install: ${command} ${args.join(' ')} failed (exit ${result.status})`);
-    process.exit(result.status ?? 1);
-  }
-}
 
 // A source checkout (tsconfig.json present) always compiles its own sources: a prebuild left there
 // by `npm run prebuild` may be older than them.
@@ -38,7 +29,11 @@ if (!fromSource && !sourceCheckout && fs.existsSync(prebuild)) {
         ? 'kv-dc-relay install: source checkout: compiling the addon with cmake-js'
         : `kv-dc-relay install: no prebuild for ${process.platform}-${process.arch}: compiling the addon with cmake-js`,
   );
-  run(process.execPath, [target.packageBin(root, 'cmake-js'), 'compile', '--out', 'build']);
+  const status = target.compileAddon(root);
+  if (status !== 0) {
+    console.error('kv-dc-relay install: compiling the addon with cmake-js failed');
+    process.exit(status);
+  }
 }
 
 if (sourceCheckout) {

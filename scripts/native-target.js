@@ -1,7 +1,8 @@
-// Where the compiled addon lives: one definition shared by the install script, the prebuild
-// script and the runtime loader (src/native/addon.ts).
+// Where the compiled addon lives and how it is built: one definition shared by the install script,
+// the build scripts and the runtime loader (src/native/addon.ts).
 'use strict';
 const path = require('path');
+const { spawnSync } = require('child_process');
 
 const ADDON_FILE = 'kv_dc_relay.node';
 
@@ -16,8 +17,21 @@ function packageBin(root, pkg, name = pkg) {
   return path.join(path.dirname(pkgJson), typeof binField === 'string' ? binField : binField[name]);
 }
 
+/** Runs an installed package's bin script with node in `root`; returns its exit status. */
+function runPackageBin(root, pkg, args, name = pkg) {
+  const result = spawnSync(process.execPath, [packageBin(root, pkg, name), ...args], { cwd: root, stdio: 'inherit' });
+  return result.status ?? 1;
+}
+
+/** Compiles the addon into build/Release with cmake-js; returns the exit status. */
+function compileAddon(root) {
+  return runPackageBin(root, 'cmake-js', ['compile', '--out', 'build']);
+}
+
 module.exports = {
   packageBin,
+  runPackageBin,
+  compileAddon,
   ADDON_FILE,
   localBuildPath: (root) => path.join(root, 'build', 'Release', ADDON_FILE),
   prebuildPath: (root, platform, arch) => path.join(prebuildDir(root, platform, arch), ADDON_FILE),

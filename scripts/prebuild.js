@@ -4,12 +4,11 @@
 'use strict';
 const fs = require('fs');
 const path = require('path');
-const { spawnSync } = require('child_process');
 const target = require('./native-target');
 
 const root = path.resolve(__dirname, '..');
-const result = spawnSync(process.execPath, [target.packageBin(root, 'cmake-js'), 'compile', '--out', 'build'], { cwd: root, stdio: 'inherit' });
-if (result.status !== 0) process.exit(result.status ?? 1);
+const status = target.compileAddon(root);
+if (status !== 0) process.exit(status);
 
 fs.mkdirSync(target.prebuildDir(root), { recursive: true });
 fs.copyFileSync(target.localBuildPath(root), target.prebuildPath(root));
