@@ -279,3 +279,35 @@ export function benchPoolCanonicalNative(
   maxLoad: number,
   minOps: number,
 ): NativeBenchResult;
+
+// --- Engine KV-event batch decoder (native/engine_*.cc) -------------------------------------
+// Errors: TypeError / RangeError for bad arguments; a rejected payload throws an Error with
+// code 'MalformedKvBatch' or 'RankOutOfRange' (with `rank`), or 'AllocationFailed'.
+
+/** Indices into the results array of EngineBatchDecoder (`count` = its minimum length). */
+export const engineDecodeSlots: {
+  readonly metaEnd: number;
+  readonly wordsEnd: number;
+  readonly timestamp: number;
+  readonly dpRank: number;
+  readonly events: number;
+  readonly blocks: number;
+  readonly ignored: number;
+  readonly droppedBlockSize: number;
+  readonly droppedNoCompleteBlock: number;
+  readonly needMeta: number;
+  readonly needWords: number;
+  readonly count: number;
+};
+export class EngineBatchDecoder {
+  constructor(workerId: bigint, kvBlockSize: number, eagle: boolean, dpStartRank: number, dpSize: number, results: Float64Array);
+  /** true: appended, results hold the summary; false: nothing written, results hold needMeta / needWords. */
+  decodeInto(
+    payload: Uint8Array,
+    fallbackRank: number,
+    meta: Uint32Array,
+    metaOffset: number,
+    words: BigUint64Array,
+    wordsOffset: number,
+  ): boolean;
+}

@@ -9,6 +9,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvrelay::InitPool(env, exports);
   kvrelay::InitPoolBench(env, exports);
   kvrelay::InitCbi1(env, exports);
+  kvrelay::InitEngineDecoder(env, exports);
   return exports;
 }
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -29,12 +30,10 @@ inline uint64_t Xxh3(const void* data, size_t len, uint64_t seed) {
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "little-endian host required");
 
 // compute_salt_hash(cache_namespace, lora_name): empty strings count as absent.
-inline uint64_t SaltSeed(const std::string* cacheNamespace, const std::string* loraName) {
+inline uint64_t SaltSeed(std::string_view cacheNamespace, std::string_view loraName) {
   uint64_t seed = kXxh3Seed;
-  if (loraName != nullptr && !loraName->empty()) seed += Xxh3(loraName->data(), loraName->size(), 0);
-  if (cacheNamespace != nullptr && !cacheNamespace->empty()) {
-    seed += Xxh3(cacheNamespace->data(), cacheNamespace->size(), kNamespaceSaltSeed);
-  }
+  if (!loraName.empty()) seed += Xxh3(loraName.data(), loraName.size(), 0);
+  if (!cacheNamespace.empty()) seed += Xxh3(cacheNamespace.data(), cacheNamespace.size(), kNamespaceSaltSeed);
   return seed;
 }
 
@@ -75,6 +74,18 @@ struct BlockMm {
   std::vector<uint64_t> mmHashes;
 };
 
+// One block's hash with multimodal content: its token window followed by its mm hashes sorted
+// ascending (LE64 each); no mm hashes = the plain window hash. Sorts `mm` in place.
+inline uint64_t BlockHashWithMm(const uint32_t* window, size_t windowBytes, uint64_t* mm, size_t mmCount, uint64_t seed,
+                                std::vector<uint8_t>* scratch) {
+  if (mmCount == 0) return Xxh3(window, windowBytes, seed);
+  std::sort(mm, mm + mmCount);
+  scratch->resize(windowBytes + mmCount * 8);
+  std::memcpy(scratch->data(), window, windowBytes);
+  std::memcpy(scratch->data() + windowBytes, mm, mmCount * 8);
+  return Xxh3(scratch->data(), scratch->size(), seed);
+}
+
 // Writes CompleteBlockCount(...) block hashes to `out`. `mm` may be null.
 inline void BlockHashes(const uint32_t* tokens, size_t tokenCount, uint32_t kvBlockSize, bool eagle, uint64_t seed,
                         const std::vector<BlockMm>* mm, uint64_t* out) {
@@ -85,15 +96,12 @@ inline void BlockHashes(const uint32_t* tokens, size_t tokenCount, uint32_t kvBl
     return;
   }
   std::vector<uint8_t> scratch;
+  std::vector<uint64_t> sorted;
   for (size_t i = 0; i < blocks; ++i) {
     const uint32_t* chunk = tokens + i * kvBlockSize;
     if (i < mm->size() && (*mm)[i].present) {
-      std::vector<uint64_t> sorted = (*mm)[i].mmHashes;
-      std::sort(sorted.begin(), sorted.end());
-      scratch.resize(window * 4 + sorted.size() * 8);
-      std::memcpy(scratch.data(), chunk, window * 4);
-      if (!sorted.empty()) std::memcpy(scratch.data() + window * 4, sorted.data(), sorted.size() * 8);
-      out[i] = Xxh3(scratch.data(), scratch.size(), seed);
+      sorted = (*mm)[i].mmHashes;
+      out[i] = BlockHashWithMm(chunk, window * 4, sorted.data(), sorted.size(), seed, &scratch);
     } else {
       out[i] = Xxh3(chunk, window * 4, seed);
     }

@@ -26,10 +26,10 @@ Napi::Value Xxh3(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value SaltSeed(const Napi::CallbackInfo& info) {
-  std::string ns, lora;
-  const bool hasNs = args::OptionalString(args::Arg(info, 0), "cacheNamespace", &ns);
-  const bool hasLora = args::OptionalString(args::Arg(info, 1), "loraName", &lora);
-  return Napi::BigInt::New(info.Env(), hashing::SaltSeed(hasNs ? &ns : nullptr, hasLora ? &lora : nullptr));
+  std::string ns, lora;  // absent stays "", which SaltSeed treats as absent
+  args::OptionalString(args::Arg(info, 0), "cacheNamespace", &ns);
+  args::OptionalString(args::Arg(info, 1), "loraName", &lora);
+  return Napi::BigInt::New(info.Env(), hashing::SaltSeed(ns, lora));
 }
 
 uint32_t BlockSizeArg(const Napi::Value& v) {

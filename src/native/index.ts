@@ -1,5 +1,6 @@
 // Typed wrappers of the native core; the rest of the code imports from here, never from addon.ts.
 export * from './cbi1';
+export * from './engine-decoder';
 export * from './hashing';
 export * from './pool';
 export { addonOrigin, type AddonOrigin } from './addon';

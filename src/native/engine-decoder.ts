@@ -1,0 +1,97 @@
+// Engine KV-event decoding in one native call: the raw msgpack payload of a vLLM / SGLang KVEventBatch
+// (engine-inputs.md §1.4-§1.6, §2.1, §3.3) goes in; the pool's packed apply batch (PoolEventBatch's
+// layout, for PoolState.applyPacked) comes out, with token windows hashed (hashing-ckf-cbi1.md
+// §1.3-§1.4) and no JS object per event or block.
+//
+// Contract:
+// - decodeInto appends to caller-owned arrays (plain or SharedArrayBuffer-backed) at the given
+//   offsets, so a burst of messages accumulates in one buffer; the result's metaEnd / wordsEnd are
+//   the next offsets. When the arrays are too small it writes nothing and returns the lengths they
+//   need ({needMeta, needWords}); grow them and call again.
+// - A rejected payload throws one Error and writes nothing: code 'MalformedKvBatch' (the message
+//   names the field) or 'RankOutOfRange' (a batch rank outside [dpStartRank, dpStartRank + dpSize),
+//   with `rank`). Events the filters drop are counted, not errors: `ignored` (other tier or
+//   attention group, unknown type, self-referencing store), `droppedBlockSize`,
+//   `droppedNoCompleteBlock`.
+// - One decoder per thread; calls are synchronous and cost about a microsecond per message plus the
+//   token hashing.
+import type * as Binding from '../../binding';
+import { addon } from './addon';
+
+export interface EngineDecoderOptions {
+  /** The worker whose sockets this decoder serves (u64). */
+  workerId: bigint;
+  /** The pool's block size: stores of another size are dropped and counted. */
+  kvBlockSize: number;
+  /** Eagle hash format (each block's window includes the next block's first token). */
+  eagle: boolean;
+  /** The worker's ranks are [dpStartRank, dpStartRank + dpSize). */
+  dpStartRank: number;
+  dpSize: number;
+}
+
+export interface EngineDecodeResult {
+  /** Next free index in meta / words (the events of this payload end here). */
+  metaEnd: number;
+  wordsEnd: number;
+  /** The batch's ts (engine wall clock, seconds). */
+  timestamp: number;
+  /** The batch's data_parallel_rank / attn_dp_rank / dp_rank, else the fallback rank. */
+  dpRank: number;
+  /** Events that count (as the JS decoder's events): packed ones plus the two dropped kinds. */
+  events: number;
+  /** Engine block hashes in those events. */
+  blocks: number;
+  ignored: number;
+  droppedBlockSize: number;
+  droppedNoCompleteBlock: number;
+}
+
+/** The output arrays are too small: nothing was written; they need at least these lengths. */
+export interface EngineDecodeRoom {
+  needMeta: number;
+  needWords: number;
+}
+
+export type EngineDecodeErrorCode = 'MalformedKvBatch' | 'RankOutOfRange';
+
+const SLOT = addon.engineDecodeSlots;
+
+export class EngineBatchDecoder {
+  private readonly results = new Float64Array(SLOT.count);
+  private readonly native: Binding.EngineBatchDecoder;
+
+  constructor(opts: EngineDecoderOptions) {
+    this.native = new addon.EngineBatchDecoder(opts.workerId, opts.kvBlockSize, opts.eagle, opts.dpStartRank, opts.dpSize, this.results);
+  }
+
+  /** Appends one payload's packed events at meta[metaOffset..] / words[wordsOffset..]. */
+  decodeInto(
+    payload: Uint8Array,
+    fallbackRank: number,
+    meta: Uint32Array,
+    metaOffset: number,
+    words: BigUint64Array,
+    wordsOffset: number,
+  ): EngineDecodeResult | EngineDecodeRoom {
+    const r = this.results;
+    if (!this.native.decodeInto(payload, fallbackRank, meta, metaOffset, words, wordsOffset)) {
+      return { needMeta: r[SLOT.needMeta], needWords: r[SLOT.needWords] };
+    }
+    return {
+      metaEnd: r[SLOT.metaEnd],
+      wordsEnd: r[SLOT.wordsEnd],
+      timestamp: r[SLOT.timestamp],
+      dpRank: r[SLOT.dpRank],
+      events: r[SLOT.events],
+      blocks: r[SLOT.blocks],
+      ignored: r[SLOT.ignored],
+      droppedBlockSize: r[SLOT.droppedBlockSize],
+      droppedNoCompleteBlock: r[SLOT.droppedNoCompleteBlock],
+    };
+  }
+}
+
+export function needsRoom(r: EngineDecodeResult | EngineDecodeRoom): r is EngineDecodeRoom {
+  return 'needMeta' in r;
+}
