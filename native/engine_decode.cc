@@ -5,7 +5,9 @@
 #include "engine_decode.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <random>
 #include <string_view>
 
 #include "block_hash.h"
@@ -90,9 +92,24 @@ uint64_t EngineHash(Cursor& c, const char* event, const char* field) {
 
 uint32_t TokenId(Cursor& c) {
   uint32_t t;
-  if (c.TryReadSmallUint(&t)) return t;
+  if (c.ReadSmallUints(&t, 1) == 1) return t;
   if (!AsU32(c.Read(), &t)) Malformed("BlockStored.token_ids: expected u32 token ids");
   return t;
+}
+
+// Odd multiplier of the repeat check's hash, unknown to peers (so they cannot aim ids at one slot).
+uint64_t RandomOddMultiplier() {
+  uint64_t x = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  try {
+    std::random_device device;
+    x ^= (uint64_t{device()} << 32) | device();
+  } catch (const std::exception&) {
+    // No entropy source: the clock alone still varies per process.
+  }
+  x ^= x >> 31;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  return x | 1;
 }
 
 int HexDigit(uint8_t ch) {
@@ -123,6 +140,8 @@ bool KeyIs(Cursor& c, const char* name) {
 }
 
 }  // namespace
+
+BatchDecoder::BatchDecoder(const DecoderOptions& options) : options_(options), repeatHashMultiplier_(RandomOddMultiplier()) {}
 
 DecodeSummary BatchDecoder::Decode(const uint8_t* payload, size_t length, uint32_t fallbackRank) {
   end_ = payload + length;
@@ -398,7 +417,10 @@ void BatchDecoder::DecodeField(Field f, Cursor* c, const Event& ev) {
       const Value list = c->Read();
       if (list.type != Type::kArray) Malformed(FieldName(eventName_, "block_hashes") + ": expected an array");
       extIds_.resize(list.length);
-      for (uint32_t i = 0; i < list.length; ++i) extIds_[i] = EngineHash(*c, eventName_, "block_hashes");
+      uint64_t* ids = extIds_.data();
+      for (uint32_t i = 0; i < list.length; ++i) {
+        if (!c->TryReadPlainUint64(&ids[i])) ids[i] = EngineHash(*c, eventName_, "block_hashes");
+      }
       return;
     }
     case kParent:
@@ -423,7 +445,7 @@ void BatchDecoder::DecodeField(Field f, Cursor* c, const Event& ev) {
       } else {
         tokens_.resize(n);
         uint32_t* out = tokens_.data();
-        for (uint32_t i = 0; i < n; ++i) out[i] = TokenId(*c);
+        for (size_t i = c->ReadSmallUints(out, n); i < n; i += c->ReadSmallUints(out + i, n - i)) out[i++] = TokenId(*c);
       }
       return;
     }
@@ -491,10 +513,42 @@ bool BatchDecoder::SelfReferencing() {
     }
     return false;
   }
-  idScratch_.assign(extIds_.begin(), extIds_.end());
-  if (hasParent_) idScratch_.push_back(parent_);
-  std::sort(idScratch_.begin(), idScratch_.end());
-  return std::adjacent_find(idScratch_.begin(), idScratch_.end()) != idScratch_.end();
+  // Open addressing over >= 4n slots; slots of older events are told apart by their generation, so
+  // nothing is cleared per event. A run of probes longer than hashing should ever need falls back
+  // to sorting (O(n log n) whatever the ids).
+  unsigned bits = 6;
+  while ((size_t{1} << bits) < 4 * n) ++bits;
+  const size_t mask = (size_t{1} << bits) - 1;
+  if (seenIds_.size() <= mask) {
+    seenIds_.resize(mask + 1);
+    seenGeneration_.assign(mask + 1, 0);
+    generation_ = 0;
+  }
+  if (++generation_ == 0) {
+    std::fill(seenGeneration_.begin(), seenGeneration_.end(), 0);
+    generation_ = 1;
+  }
+  size_t probes = 0;
+  auto repeated = [&](uint64_t id) {
+    for (size_t h = (id * repeatHashMultiplier_) >> (64 - bits);; h = (h + 1) & mask) {
+      if (seenGeneration_[h] != generation_) {
+        seenGeneration_[h] = generation_;
+        seenIds_[h] = id;
+        return 0;
+      }
+      if (seenIds_[h] == id) return 1;
+      if (++probes > 8 * n) return -1;
+    }
+  };
+  int verdict = hasParent_ ? repeated(parent_) : 0;
+  for (size_t i = 0; i < extIds_.size() && verdict == 0; ++i) verdict = repeated(extIds_[i]);
+  if (verdict >= 0) return verdict == 1;
+  seenIds_.assign(extIds_.begin(), extIds_.end());
+  if (hasParent_) seenIds_.push_back(parent_);
+  std::sort(seenIds_.begin(), seenIds_.end());
+  const bool found = std::adjacent_find(seenIds_.begin(), seenIds_.end()) != seenIds_.end();
+  seenIds_.clear();  // the table is rebuilt (and its generations reset) by the next check
+  return found;
 }
 
 // Dynamo's own block_mm_infos ([{mm_objects: [{mm_hash, offsets}]} | null] per block). true when a

@@ -42,7 +42,7 @@ struct DecodeSummary {
 
 class BatchDecoder {
  public:
-  explicit BatchDecoder(const DecoderOptions& options) : options_(options) {}
+  explicit BatchDecoder(const DecoderOptions& options);
 
   // Decodes one payload into meta() / words() (replacing what they held). `fallbackRank` is the
   // rank of a batch that names none. Throws DecodeFailure; meta() / words() are then unspecified.
@@ -119,8 +119,13 @@ class BatchDecoder {
   };
   std::vector<MmBlock> mmBlocks_;
   std::vector<uint64_t> mmHashes_;
-  std::vector<uint64_t> idScratch_;
   std::vector<uint8_t> hashScratch_;
+
+  // The repeat check of a store's ids (SelfReferencing): a hash table reused across events.
+  std::vector<uint64_t> seenIds_;
+  std::vector<uint32_t> seenGeneration_;
+  uint32_t generation_ = 0;
+  uint64_t repeatHashMultiplier_;
 
   // The salt seed of the last LoRA name (one entry: consecutive events nearly always share it, and
   // a seed costs one XXH3 of the name, about what a keyed lookup would).

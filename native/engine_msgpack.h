@@ -56,6 +56,11 @@ struct Value {
 };
 
 inline bool ValidUtf8(const uint8_t* p, size_t n) {
+  if (n <= 16) {  // keys and enum values: one pass over a short ASCII string
+    uint8_t any = 0;
+    for (size_t k = 0; k < n; ++k) any |= p[k];
+    if (any < 0x80) return true;
+  }
   size_t i = 0;
   while (i < n) {
     // ASCII runs 8 bytes at a time.
@@ -221,9 +226,9 @@ class Cursor {
       const bool key = isMap[top] && remaining[top] % 2 == 0;
       --remaining[top];
       const Value e = Read();
-      if (e.type != Type::kArray && e.type != Type::kMap) continue;
-      if (key) Malformed("msgpack: map key is not a scalar");
-      if (e.length == 0) continue;
+      const bool container = e.type == Type::kArray || e.type == Type::kMap;
+      if (key && (container || e.type == Type::kBin)) Malformed("msgpack: map key is not a scalar");
+      if (!container || e.length == 0) continue;
       if (depth + top + 2 > kMaxDepth) Malformed("msgpack: nested deeper than 32 levels");
       ++top;
       remaining[top] = e.type == Type::kMap ? 2ull * e.length : e.length;
@@ -234,33 +239,47 @@ class Cursor {
   // Skips one whole value at nesting `depth`.
   void Skip(int depth) { SkipContents(Read(), depth); }
 
-  // Fast path for the bulk of a payload: a non-negative integer of at most 32 bits in one of the
-  // plain encodings. Returns false (consuming nothing) for anything else.
-  bool TryReadSmallUint(uint32_t* out) {
-    if (p_ == end_) return false;
-    const uint8_t b = *p_;
-    const size_t left = Remaining();
-    if (b <= 0x7f) {
-      *out = b;
-      p_ += 1;
+  // Engine hashes: the bits of a uint64 / int64 (vLLM's int hashes; an int64 is its two's
+  // complement) or a non-negative fixint. false (consuming nothing) for anything else.
+  bool TryReadPlainUint64(uint64_t* out) {
+    if (Remaining() >= 9 && (*p_ == 0xcf || *p_ == 0xd3)) {
+      uint64_t be;
+      std::memcpy(&be, p_ + 1, 8);
+      *out = __builtin_bswap64(be);
+      p_ += 9;
       return true;
     }
-    if (b == 0xcd && left >= 3) {
-      *out = (uint32_t{p_[1]} << 8) | p_[2];
-      p_ += 3;
-      return true;
-    }
-    if (b == 0xce && left >= 5) {
-      *out = (uint32_t{p_[1]} << 24) | (uint32_t{p_[2]} << 16) | (uint32_t{p_[3]} << 8) | p_[4];
-      p_ += 5;
-      return true;
-    }
-    if (b == 0xcc && left >= 2) {
-      *out = p_[1];
-      p_ += 2;
+    if (p_ != end_ && *p_ <= 0x7f) {
+      *out = *p_++;
       return true;
     }
     return false;
+  }
+
+  // The bulk of a payload (token ids): reads up to `n` consecutive non-negative integers of at most
+  // 32 bits in their plain encodings (fixint, uint8/16/32) into `out`, and stops before anything
+  // else or within 5 bytes of the end. Returns how many it read; Read() takes over from there.
+  size_t ReadSmallUints(uint32_t* out, size_t n) {
+    const uint8_t* p = p_;
+    const uint8_t* const stop = Remaining() >= 5 ? end_ - 4 : p;  // each read may look 5 bytes ahead
+    size_t i = 0;
+    for (; i < n && p < stop; ++i) {
+      const uint8_t b = *p;
+      if (b <= 0x7f) {
+        out[i] = b;
+        p += 1;
+        continue;
+      }
+      const unsigned width = b - 0xcc;  // 0xcc, 0xcd, 0xce: 1, 2, 4 bytes, without a branch on which
+      if (width > 2) break;
+      uint32_t be;
+      std::memcpy(&be, p + 1, 4);
+      const unsigned bytes = 1u << width;
+      out[i] = static_cast<uint32_t>(__builtin_bswap32(be) >> (32 - 8 * bytes));
+      p += 1 + bytes;
+    }
+    p_ = p;
+    return i;
   }
 
  private:
@@ -272,9 +291,12 @@ class Cursor {
   template <typename T>
   T Big() {
     if (Remaining() < sizeof(T)) Malformed("msgpack: truncated");
-    T out = 0;
-    for (size_t i = 0; i < sizeof(T); ++i) out = static_cast<T>((out << 8) | p_[i]);  // NOLINT: T may be uint8_t
+    T out;
+    std::memcpy(&out, p_, sizeof(T));
     p_ += sizeof(T);
+    if constexpr (sizeof(T) == 2) return __builtin_bswap16(out);
+    if constexpr (sizeof(T) == 4) return __builtin_bswap32(out);
+    if constexpr (sizeof(T) == 8) return __builtin_bswap64(out);
     return out;
   }
 

@@ -83,11 +83,11 @@ export function outcome(fn: () => Decoded): Outcome {
  * Decodes into arrays pre-filled with a pattern and checks that a rejection leaves every element
  * as it was. Returns the error (or null when the payload was accepted).
  */
-export function rejectsWithoutWriting(decoder: EngineBatchDecoder, payload: Uint8Array): (Error & { code?: string }) | null {
+export function rejectsWithoutWriting(decoder: EngineBatchDecoder, payload: Uint8Array, fallbackRank = 0): (Error & { code?: string }) | null {
   const meta = new Uint32Array(4096).fill(0xa5a5a5a5);
   const words = new BigUint64Array(4096).fill(0x5a5a5a5a5a5a5a5an);
   try {
-    decoder.decodeInto(payload, 0, meta, 3, words, 7);
+    decoder.decodeInto(payload, fallbackRank, meta, 3, words, 7);
     return null;
   } catch (err) {
     expect(meta.every((v) => v === 0xa5a5a5a5)).toBe(true);
