@@ -7,6 +7,7 @@ import { decodeBatchPayload } from '../src/ingest/decode';
 import { EngineBatchDecoder, needsRoom, packPrompts, PoolEventBatch, xxh3BlocksBaseline } from '../src/native';
 import { SaltCache, toPoolEvent } from '../src/producer/events';
 import { encodeBatch, type EventEncoding, type SimEvent } from '../src/sim';
+import { Rng } from '../src/sim/rng';
 import type { BenchResult } from './support/result';
 import { median } from './support/timing';
 
@@ -24,19 +25,10 @@ interface Workload {
   storedTokens: Uint32Array[];
 }
 
-function rng(seed: number): () => number {
-  let x = seed >>> 0 || 1;
-  return () => {
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    return x >>> 0;
-  };
-}
-
 /** `messages` batches of `events` events of `blocks` blocks each, 20 % of them removals. */
 function workload(name: string, messages: number, events: number, blocks: number, encoding: EventEncoding): Workload {
-  const next = rng(0x9e3779b9);
+  const rng = new Rng(0x9e3779b9);
+  const next = () => rng.int(2 ** 32);
   const hash = () => (BigInt(next()) << 32n) | BigInt(next());
   const out: Workload = { name, payloads: [], blocks: 0, storedTokens: [] };
   for (let m = 0; m < messages; m++) {

@@ -132,11 +132,22 @@ bool MmIdentifier(const Value& v, uint64_t* out) {
   return true;
 }
 
-// Reads the next map key and returns whether it is the string `name`.
-bool KeyIs(Cursor& c, const char* name) {
-  const uint8_t* key;
-  uint32_t length;
-  return c.ReadKey(&key, &length) && Equals(key, length, name);
+// Reads the `entries` entries of a map whose header was just read, skipping each value (at nesting
+// `depth`); at[i] is where the value of the last key names[i] starts (null: no such key), as the
+// property of a JS object would be.
+template <size_t N>
+void FindValues(Cursor& c, uint32_t entries, int depth, const char* const (&names)[N], const uint8_t* (&at)[N]) {
+  std::fill(std::begin(at), std::end(at), nullptr);
+  for (uint32_t e = 0; e < entries; ++e) {
+    const uint8_t* key;
+    uint32_t length;
+    if (c.ReadKey(&key, &length)) {
+      for (size_t i = 0; i < N; ++i) {
+        if (Equals(key, length, names[i])) at[i] = c.position();
+      }
+    }
+    c.Skip(depth);
+  }
 }
 
 }  // namespace
@@ -561,32 +572,26 @@ bool BatchDecoder::DecodeMmInfos(const uint8_t* at) {
   bool any = false;
   for (uint32_t i = 0; i < list.length; ++i) {
     MmBlock block{static_cast<uint32_t>(mmHashes_.size()), 0};
+    static constexpr const char* kObjects[] = {"mm_objects"};
+    static constexpr const char* kHash[] = {"mm_hash"};
+    const uint8_t* objects[1] = {nullptr};
     const Value info = c.Read();
-    const uint8_t* objects = nullptr;
     if (info.type == Type::kMap) {
-      for (uint32_t k = 0; k < info.length; ++k) {
-        if (KeyIs(c, "mm_objects")) objects = c.position();
-        c.Skip(kFieldDepth + 2);
-      }
+      FindValues(c, info.length, kFieldDepth + 2, kObjects, objects);
     } else {
       c.SkipContents(info, kFieldDepth + 1);
     }
-    if (objects != nullptr) {
-      Cursor oc(objects, end_);
+    if (objects[0] != nullptr) {
+      Cursor oc(objects[0], end_);
       const Value list2 = oc.Read();
       if (list2.type == Type::kArray) {
         any = true;
         for (uint32_t j = 0; j < list2.length; ++j) {
           const Value object = oc.Read();
-          const uint8_t* hashAt = nullptr;
-          if (object.type == Type::kMap) {
-            for (uint32_t k = 0; k < object.length; ++k) {
-              if (KeyIs(oc, "mm_hash")) hashAt = oc.position();
-              oc.Skip(kFieldDepth + 4);
-            }
-          }
-          if (hashAt == nullptr) Malformed("block_mm_infos.mm_hash: expected an integer or bytes");
-          Cursor hc(hashAt, end_);
+          const uint8_t* hash[1] = {nullptr};
+          if (object.type == Type::kMap) FindValues(oc, object.length, kFieldDepth + 4, kHash, hash);
+          if (hash[0] == nullptr) Malformed("block_mm_infos.mm_hash: expected an integer or bytes");
+          Cursor hc(hash[0], end_);
           mmHashes_.push_back(EngineHash(hc, "block_mm_infos", "mm_hash"));
           block.count += 1;
         }
@@ -627,21 +632,13 @@ bool BatchDecoder::DecodeExtraKeys(const uint8_t* at) {
             c.SkipContents(item, kFieldDepth + 3);
           }
         } else if (key.type == Type::kMap) {
-          const uint8_t* tagAt = nullptr;
-          const uint8_t* hashAt = nullptr;
-          for (uint32_t e = 0; e < key.length; ++e) {
-            const uint8_t* name;
-            uint32_t n;
-            if (c.ReadKey(&name, &n)) {
-              if (Equals(name, n, "type")) tagAt = c.position();
-              if (Equals(name, n, "hash")) hashAt = c.position();
-            }
-            c.Skip(kFieldDepth + 3);
-          }
-          if (tagAt != nullptr && hashAt != nullptr) {
-            Cursor tc(tagAt, end_);
+          static constexpr const char* kTagged[] = {"type", "hash"};
+          const uint8_t* tagged[2];
+          FindValues(c, key.length, kFieldDepth + 3, kTagged, tagged);
+          if (tagged[0] != nullptr && tagged[1] != nullptr) {
+            Cursor tc(tagged[0], end_);
             const Value tag = tc.Read();
-            Cursor hc(hashAt, end_);
+            Cursor hc(tagged[1], end_);
             if (tag.type == Type::kStr && Equals(tag.data, tag.length, "mm")) push(hc.Read());
           }
         } else {

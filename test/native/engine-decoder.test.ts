@@ -3,7 +3,7 @@
 // through engine events.
 import { blockHashes, EngineBatchDecoder, PoolEventBatch, PoolState, type EngineDecodeResult } from '../../src/native';
 import { compactPackr, nativeDecode, OPTIONS, rejectsWithoutWriting } from './engine-decoder.helpers';
-import { expectThrows, loadVector } from './hashing.helpers';
+import { expectThrows, loadVector, type BlockCase } from './hashing.helpers';
 
 /** Hex bytes and quoted strings (their UTF-8 bytes, no header), as engine-inputs.md §1.6 writes them. */
 function bytes(...parts: string[]): Buffer {
@@ -224,16 +224,6 @@ describe('decodeInto', () => {
 // expected block; the tokens hashes of the packed batch are the expected block hashes. Engine events
 // carry no cache namespace, so cases with one do not apply.
 describe('golden block hashes through the decoder (block_hashes.json)', () => {
-  interface BlockCase {
-    name: string;
-    tokens: number[];
-    kv_block_size: number;
-    hash_format: 'standard' | 'eagle';
-    lora_name: string | null;
-    cache_namespace: string | null;
-    mm_infos: ({ mm_objects: { mm_hash: string; offsets: number[][] }[] } | null)[] | null;
-    expected_block_hashes: string[];
-  }
   const cases = (loadVector('block_hashes.json').cases as BlockCase[]).filter((c) => !c.cache_namespace);
 
   it('covers the standard, Eagle, LoRA and multimodal cases', () => {

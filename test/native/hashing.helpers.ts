@@ -25,3 +25,17 @@ export function expectThrows(fn: () => unknown, name: string, code?: string): vo
   expect(e.name).toBe(name);
   if (code !== undefined) expect(e.code).toBe(code);
 }
+
+/** One case of block_hashes.json. */
+export interface BlockCase {
+  name: string;
+  tokens: number[];
+  kv_block_size: number;
+  hash_format: 'standard' | 'eagle';
+  lora_name: string | null;
+  cache_namespace: string | null;
+  mm_infos: ({ mm_objects: { mm_hash: string; offsets?: number[][] }[] } | null)[] | null;
+  block_hash_seed: string;
+  expected_block_hashes: string[];
+  expected_sequence_hashes: string[];
+}

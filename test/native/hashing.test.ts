@@ -16,29 +16,13 @@ import {
   xxh3,
   XXH3_SEED,
 } from '../../src/native';
-import { expectThrows, loadVector } from './hashing.helpers';
+import { expectThrows, loadVector, type BlockCase } from './hashing.helpers';
 
 const blockVectors = loadVector('block_hashes.json');
 const saltVectors = loadVector('salt.json');
 
-interface MmInfo {
-  mm_objects: { mm_hash: string }[];
-}
-interface BlockCase {
-  name: string;
-  tokens: number[];
-  kv_block_size: number;
-  hash_format: 'standard' | 'eagle';
-  lora_name: string | null;
-  cache_namespace: string | null;
-  mm_infos: (MmInfo | null)[] | null;
-  block_hash_seed: string;
-  expected_block_hashes: string[];
-  expected_sequence_hashes: string[];
-}
-
 const big = (xs: string[]) => xs.map((x) => BigInt(x));
-const mmList = (infos: (MmInfo | null)[] | null) =>
+const mmList = (infos: BlockCase['mm_infos']) =>
   infos === null ? null : infos.map((i) => (i === null ? null : i.mm_objects.map((o) => BigInt(o.mm_hash))));
 
 /** xxhash-addon wants the seed as 8 big-endian bytes and returns the digest big-endian. */
