@@ -11,6 +11,7 @@ import { ConfigError } from '../config/errors';
 import { parseConfigText, type ConfigOverrides } from '../config/load';
 import type { RelayConfig } from '../config/schema';
 import { watchConfigFile, type ConfigWatcher } from '../config/watch';
+import { EtcdDeployment } from '../discovery/etcd-deployment';
 import { newRelayIdentity } from '../identity';
 import { createLogger, type Logger } from '../log';
 import { createRelayMetrics } from '../metrics/registry';
@@ -34,6 +35,8 @@ export interface RunningRelay {
   readonly relay: RelayIdentity;
   readonly producer: Producer;
   readonly server: RelayServer;
+  /** With `discovery.etcd`: the deployment source and this relay's shard. */
+  readonly discovery: EtcdDeployment | undefined;
   /**
    * Resolves with the error if the transport fails on its own (a load plane stopped). The transport
    * has then shut itself down; call shutdown() to stop the rest. Never resolves otherwise.
@@ -74,14 +77,32 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
   }
   logger.info({ address: server.address, relayIncarnation: relay.relayIncarnation.toString(), dcId: config.dcId }, 'listening');
 
+  // With etcd discovery the deployment (and this shard's share of it) comes from etcd, not the file.
+  const etcd = config.discovery?.etcd;
+  const discovery = etcd
+    ? new EtcdDeployment({
+        etcd,
+        dcId: config.dcId,
+        producer,
+        shardId: relay.relayIncarnation.toString(16).padStart(16, '0'),
+        shardInfo: { address: etcd.advertise ?? server.address, dcId: config.dcId, relayIncarnation: relay.relayIncarnation.toString() },
+        logger,
+      })
+    : undefined;
+  discovery?.start();
+
   let shuttingDown = false;
   let metrics: MetricsServer | undefined;
   if (config.metricsBind) {
-    const registry = createRelayMetrics({ producer: () => producer.metrics(), transport: () => server.stats() });
+    const registry = createRelayMetrics({
+      producer: () => producer.metrics(),
+      transport: () => server.stats(),
+      ...(discovery ? { discovery: () => discovery.metrics() } : {}),
+    });
     try {
       metrics = await startMetricsServer(config.metricsBind, registry, () => server.serving && !shuttingDown);
     } catch (err) {
-      await Promise.all([server.shutdown(), producer.close()]);
+      await Promise.all([server.shutdown(), producer.close(), discovery?.close()]);
       throw err;
     }
     logger.info({ address: metrics.address }, 'metrics listening');
@@ -92,6 +113,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
     onChange: (next) => {
       const ignored = startOnlyChanges(config, next);
       if (ignored.length > 0) logger.warn({ fields: ignored }, 'config fields changed that apply only at start; restart to apply them');
+      if (discovery) return;
       logger.info({ file: configFile }, 'config changed; applying endpoints');
       producer.applyConfig(next).catch((err: Error) => logger.error({ err: err.message }, 'applying the config failed'));
     },
@@ -105,6 +127,8 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
       watcher.close();
       logger.info({}, 'shutting down');
       await server.shutdown();
+      // The lease is revoked once nothing is served here, so sibling shards take over without overlap.
+      await discovery?.close();
       await producer.close();
       await metrics?.close();
       logger.info({}, 'stopped');
@@ -112,7 +136,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
     return stopped;
   };
 
-  return { address: server.address, metricsAddress: metrics?.address, relay, producer, server, failed, shutdown };
+  return { address: server.address, metricsAddress: metrics?.address, relay, producer, server, discovery, failed, shutdown };
 }
 
 /** The `serve` subcommand: runs until SIGINT/SIGTERM (exit 0) or a transport failure (exit 1). */

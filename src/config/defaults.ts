@@ -134,6 +134,18 @@ function stripUndefined<T extends object>(group: Partial<T> | undefined): Partia
   return Object.fromEntries(Object.entries(group).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
+// --- etcd discovery and relay shards (README "Discovery from etcd", "Relay shards") ---
+/** Lease TTL of a relay shard (its address and pool claims) and of a registered worker entry. */
+export const DEFAULT_ETCD_LEASE_TTL_S = 10;
+/** Retry delay of a failed etcd read, watch or lease grant: doubling from this with jitter... */
+export const ETCD_RETRY_INITIAL_MS = 200;
+/** ...up to this. */
+export const ETCD_RETRY_MAX_MS = 5_000;
+/** Deadline of one unary etcd request (a dead member fails over or reports within it). */
+export const ETCD_REQUEST_TIMEOUT_MS = 5_000;
+/** gRPC keepalive on the etcd connection, so a silent network loss ends the watch (etcd's floor is 5 s). */
+export const ETCD_KEEPALIVE_MS = 10_000;
+
 // --- Consumer library and CLI (consumer.md §1.4, hashing-ckf-cbi1.md §2.1) ---
 /** Reconnect backoff of every consumer stream: 100 ms doubling to 5 s, with equal jitter. */
 export const CLIENT_BACKOFF_INITIAL_MS = 100;

@@ -23,3 +23,10 @@ export const MAX_TIMER_DURATION_MS = 31_536_000_000;
 export const MIN_MAX_MESSAGE_BYTES = 4_259_904;
 /** One maximum frame (4 194 368) plus its 256 bytes of queue accounting. */
 export const MIN_PUBLICATION_QUEUE_BYTES = 4_194_624;
+
+// etcd discovery (README "Discovery from etcd").
+/** etcd raises shorter lease TTLs to about 2 s (1.5 x its election timeout), so shorter ones are refused. */
+export const MIN_ETCD_LEASE_TTL_S = 2;
+export const MAX_ETCD_LEASE_TTL_S = 3_600;
+/** A discovery value larger than this is rejected unread (a worker or endpoint entry is a few hundred bytes). */
+export const MAX_DISCOVERY_VALUE_BYTES = 65_536;

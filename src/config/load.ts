@@ -57,7 +57,8 @@ function parseDocument(text: string, file: string): unknown {
   throw new ConfigError(file, '(file)', 'unsupported extension (use .json, .yaml or .yml)');
 }
 
-function issueToError(file: string, issue: z.core.$ZodIssue): ConfigError {
+/** A schema issue as a one-line ConfigError naming `file` (a config file, or an etcd key). */
+export function issueToError(file: string, issue: z.core.$ZodIssue): ConfigError {
   if (issue.code === 'unrecognized_keys') {
     return new ConfigError(file, fieldPath([...issue.path, issue.keys[0]]), 'unknown field');
   }

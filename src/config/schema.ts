@@ -3,6 +3,7 @@ import * as net from 'net';
 import { z } from 'zod';
 import {
   DEFAULT_BIND,
+  DEFAULT_ETCD_LEASE_TTL_S,
   DEFAULT_EXPECTED_UNIQUE_BLOCKS,
   DEFAULT_LIMITS,
   DEFAULT_QUEUES,
@@ -13,6 +14,8 @@ import {
   IDENTITY_MAP_MAX_ENTRIES,
   IDENTITY_VALUE_MAX_BYTES,
   MAX_DP_SIZE,
+  MAX_ETCD_LEASE_TTL_S,
+  MIN_ETCD_LEASE_TTL_S,
   MAX_EXPECTED_UNIQUE_BLOCKS,
   MAX_U32,
   MAX_TIMER_DURATION_MS,
@@ -72,7 +75,8 @@ const identityMap = z
 export const WORKER_TYPES = ['prefill', 'decode', 'encode', 'aggregated'] as const;
 const workerType = z.enum(WORKER_TYPES);
 
-const workerSchema = z.strictObject({
+/** One worker of an endpoint: a config file `workers` entry, or a worker value registered in etcd. */
+export const workerSchema = z.strictObject({
   id: u64,
   dpSize: count(1, MAX_DP_SIZE).default(1),
   dpStartRank: u32.default(0),
@@ -91,7 +95,8 @@ const workerSchema = z.strictObject({
   metrics: z.strictObject({ url: z.url({ protocol: /^https?$/ }), format: z.enum(['vllm']).default('vllm') }).optional(),
 });
 
-const endpointSchema = z
+/** One serving endpoint: a config file `endpoints` entry, or an endpoint value in etcd. */
+export const endpointSchema = z
   .strictObject({
     namespace: name,
     component: name,
@@ -125,6 +130,23 @@ const endpointSchema = z
       }),
     );
   });
+
+/** `host:port` or `http(s)://host:port` of an etcd member (names allowed: members are often DNS names). */
+const etcdEndpoint = z.string().regex(/^(https?:\/\/)?[^\s/:]+(:\d{1,5})$|^(https?:\/\/)?\[[0-9a-fA-F:.]+\]:\d{1,5}$/, 'must be host:port or http(s)://host:port');
+
+const etcdDiscoverySchema = z.strictObject({
+  endpoints: z.array(etcdEndpoint).min(1, 'must list at least one etcd member'),
+  /** Key prefix of this datacenter's deployment; relays with the same prefix and dcId are shards of one relay. */
+  prefix: name.refine((p) => !p.startsWith('/') || p.length > 1, 'must not be just "/"'),
+  tls: z.strictObject({ caFile: name, certFile: name.optional(), keyFile: name.optional() })
+    .refine((t) => (t.certFile === undefined) === (t.keyFile === undefined), 'certFile and keyFile go together')
+    .optional(),
+  auth: z.strictObject({ username: name, password: z.string().min(1, 'must not be empty') }).optional(),
+  /** TTL of this shard's lease: a dead shard's pools move within it. */
+  leaseTtlSeconds: count(MIN_ETCD_LEASE_TTL_S, MAX_ETCD_LEASE_TTL_S).default(DEFAULT_ETCD_LEASE_TTL_S),
+  /** Address consumers reach this shard at (default: the bound gRPC address). */
+  advertise: socketAddress.optional(),
+});
 
 export const relayConfigSchema = z
   .strictObject({
@@ -164,8 +186,12 @@ export const relayConfigSchema = z
       })
       .prefault({}),
     endpoints: z.array(endpointSchema).default([]),
+    discovery: z.strictObject({ etcd: etcdDiscoverySchema }).optional(),
   })
   .superRefine((cfg, ctx) => {
+    if (cfg.discovery && cfg.endpoints.length > 0) {
+      ctx.addIssue({ code: 'custom', path: ['endpoints'], message: 'the deployment comes from discovery.etcd; remove endpoints or discovery' });
+    }
     const seen = new Map<string, number>();
     // Worker (instance) ids are global, as in Dynamo: health, metrics and KV sources key on them.
     const workers = new Map<bigint, number>();
@@ -191,4 +217,5 @@ export type RelayConfig = z.output<typeof relayConfigSchema>;
 export type EndpointConfig = RelayConfig['endpoints'][number];
 export type WorkerConfig = EndpointConfig['workers'][number];
 export type AdapterConfig = EndpointConfig['adapters'][number];
+export type EtcdDiscoveryConfig = z.output<typeof etcdDiscoverySchema>;
 export type WorkerType = (typeof WORKER_TYPES)[number];

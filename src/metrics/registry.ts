@@ -27,8 +27,20 @@ export interface ProducerMetrics {
   pools: PoolMetrics[];
 }
 
+/** State of the etcd deployment source and this relay's shard (src/discovery/etcd-deployment.ts). */
+export interface DiscoveryMetrics {
+  stale: boolean;
+  rejectedEntries: number;
+  waitingWorkers: number;
+  liveShards: number;
+  deploymentPools: number;
+  servedPools: number;
+}
+
 export interface MetricsProviders {
   producer(): ProducerMetrics;
+  /** With etcd discovery: its state and this shard's share. */
+  discovery?(): DiscoveryMetrics;
   /** The publication layer's counters; without it the transport metrics are not exported. */
   transport?(): PublicationStats;
 }
@@ -114,5 +126,14 @@ export function createRelayMetrics(providers: MetricsProviders): Registry {
   counter('kv_dc_relay_pool_capacity_failures_total', 'Blocks omitted from the CKF at capacity', ['pool'], pool('capacityFailures'));
   counter('kv_dc_relay_pool_parent_not_found_total', 'Stores whose parent block was unknown', ['pool'], pool('parentNotFound'));
   counter('kv_dc_relay_pool_unknown_removals_total', 'Removals of unknown blocks', ['pool'], pool('unknownRemovals'));
+  const discovery = providers.discovery;
+  if (discovery) {
+    gauge('kv_dc_relay_discovery_stale', '1 while the etcd watch is lost and the last known deployment is served', [], (set) => set({}, discovery().stale ? 1 : 0));
+    gauge('kv_dc_relay_discovery_rejected_entries', 'Discovery entries rejected as invalid', [], (set) => set({}, discovery().rejectedEntries));
+    gauge('kv_dc_relay_discovery_waiting_workers', 'Registered workers whose endpoint has no valid entry', [], (set) => set({}, discovery().waitingWorkers));
+    gauge('kv_dc_relay_shard_live_shards', 'Relay shards with a live entry under the prefix', [], (set) => set({}, discovery().liveShards));
+    gauge('kv_dc_relay_shard_deployment_pools', 'Pools of the whole deployment (all shards)', [], (set) => set({}, discovery().deploymentPools));
+    gauge('kv_dc_relay_shard_served_pools', 'Pools this shard claims and serves', [], (set) => set({}, discovery().servedPools));
+  }
   return registry;
 }

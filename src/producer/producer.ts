@@ -65,6 +65,8 @@ export class Producer implements RelaySource {
   /** Worker id → key of the pool its KV events feed. */
   private readonly routes = new Map<bigint, string>();
   private deployment: Deployment = EMPTY;
+  /** The pools this process serves: `deployment` less the pools of sibling shards. */
+  private served: Deployment = EMPTY;
   private fencedGenerations = 0;
   /** Serializes deployment changes (each awaits subscriber start/stop). */
   private changes: Promise<void> = Promise.resolve();
@@ -95,7 +97,16 @@ export class Producer implements RelaySource {
    * Resolves once subscribers for new sources are started.
    */
   applyConfig(config: RelayConfig): Promise<void> {
-    return this.serialize(() => this.apply(buildDeployment(this.dcId, config.endpoints)));
+    return this.applyDeployment(buildDeployment(this.dcId, config.endpoints));
+  }
+
+  /**
+   * Applies a deployment of which this process serves only the pools `serves` selects (a relay
+   * shard; the others are served by sibling shards). Topology and readiness cover the whole
+   * deployment, with links to every materialized pool, so every shard publishes the same readiness.
+   */
+  applyDeployment(deployment: Deployment, serves: (poolKey: string) => boolean = () => true): Promise<void> {
+    return this.serialize(() => this.apply(deployment, serves));
   }
 
   // ---- RelaySource ----
@@ -179,6 +190,7 @@ export class Producer implements RelaySource {
     this.catalogState.clear();
     this.catalogState.publish();
     this.deployment = EMPTY;
+    this.served = EMPTY;
     this.publishReadiness();
   }
 
@@ -190,9 +202,10 @@ export class Producer implements RelaySource {
     return next;
   }
 
-  private async apply(next: Deployment): Promise<void> {
+  private async apply(full: Deployment, serves: (poolKey: string) => boolean): Promise<void> {
     if (this.closed) return;
-    const diff = diffDeployments(this.deployment, next);
+    const next = { ...full, pools: full.pools.filter((p) => serves(p.key)) };
+    const diff = diffDeployments(this.served, next);
     for (const c of next.conflicts) if (!this.deployment.conflicts.includes(c)) this.logger.warn({ conflict: c }, 'deployment conflict');
     const retiring: Promise<void>[] = [];
     for (const spec of diff.removed) {
@@ -212,7 +225,8 @@ export class Producer implements RelaySource {
       this.logger.info({ pool: spec.key }, 'pool metadata updated');
     }
     for (const spec of diff.added) this.materialize(spec);
-    this.deployment = next;
+    this.deployment = full;
+    this.served = next;
     const before = new Map(this.routes);
     this.routes.clear();
     for (const { spec } of this.pools.values()) for (const c of kvSourceConfigs([spec])) this.routes.set(c.workerId, spec.key);
@@ -301,7 +315,8 @@ export class Producer implements RelaySource {
   }
 
   private publishReadiness(): void {
-    const inputs = topologyInputs(this.deployment, this.liveness, (key) => this.pools.get(key)?.spec.poolId);
+    const linked = new Map(this.deployment.pools.map((p) => [p.key, p.poolId]));
+    const inputs = topologyInputs(this.deployment, this.liveness, (key) => linked.get(key));
     if (!this.projection.update(inputs).changed) return;
     const state = this.projection.current();
     for (const listener of this.readinessListeners) listener(state);

@@ -1,0 +1,130 @@
+// A live copy of every key under an etcd prefix: a full read, then a watch from the revision after
+// it. When the watch is lost (etcd down, a network loss, a compacted revision) the copy is kept as
+// it was and marked stale, and a new full read with backoff replaces it as one change once etcd
+// answers again; the watch resumes from that read's revision. Listeners hear each change once per
+// etcd response, never a half-applied batch.
+import { EventEmitter } from 'events';
+import type { Etcd3, IKeyValue, IWatchResponse, Watcher } from 'etcd3';
+import { ETCD_RETRY_INITIAL_MS, ETCD_RETRY_MAX_MS } from '../config/defaults';
+import { Backoff } from '../client/backoff';
+import type { Logger } from '../log';
+import { etcdErrorText } from './etcd-client';
+
+export interface MirrorEvents {
+  /** The entries changed (after the first read, each watch batch and each resync). */
+  change: [];
+  /** true when the watch was lost, false once a full read succeeded again. */
+  stale: [boolean];
+}
+
+export class PrefixMirror extends EventEmitter<MirrorEvents> {
+  /** Key relative to the prefix → value (UTF-8). */
+  readonly entries = new Map<string, string>();
+  private revisionValue = 0n;
+  private staleValue = true;
+  private synced = false;
+  private watcher: Watcher | undefined;
+  private retry: NodeJS.Timeout | undefined;
+  private readonly backoff = new Backoff({ initialMs: ETCD_RETRY_INITIAL_MS, maxMs: ETCD_RETRY_MAX_MS });
+  private closed = false;
+
+  constructor(
+    private readonly client: Etcd3,
+    readonly prefix: string,
+    private readonly logger: Logger,
+  ) {
+    super();
+  }
+
+  /** Starts reading; resolves after the first successful read (retrying until then). */
+  start(): Promise<void> {
+    const first = new Promise<void>((resolve) => this.once('change', resolve));
+    void this.sync();
+    return first;
+  }
+
+  /** True until the first read and while the watch is lost. */
+  get stale(): boolean {
+    return this.staleValue;
+  }
+
+  /** The etcd revision the entries reflect. */
+  get revision(): bigint {
+    return this.revisionValue;
+  }
+
+  close(): void {
+    this.closed = true;
+    if (this.retry) clearTimeout(this.retry);
+    this.dropWatcher();
+  }
+
+  private async sync(): Promise<void> {
+    this.retry = undefined;
+    if (this.closed) return;
+    let kvs: IKeyValue[];
+    let revision: bigint;
+    try {
+      const res = await this.client.getAll().prefix(this.prefix).exec();
+      kvs = res.kvs;
+      revision = BigInt(res.header.revision);
+    } catch (err) {
+      if (this.closed) return;
+      const delayMs = this.backoff.next();
+      this.logger.error({ prefix: this.prefix, err: etcdErrorText(err), retryInMs: delayMs }, this.synced ? 'etcd resync failed; serving the last known deployment' : 'etcd is unreachable; retrying');
+      this.retry = setTimeout(() => void this.sync(), delayMs);
+      return;
+    }
+    if (this.closed) return;
+    this.backoff.reset();
+    this.entries.clear();
+    for (const kv of kvs) this.entries.set(this.relative(kv.key), kv.value.toString('utf8'));
+    this.revisionValue = revision;
+    this.watch(revision + 1n);
+    if (this.synced) this.logger.info({ prefix: this.prefix, revision: revision.toString(), keys: kvs.length }, 'etcd resynced');
+    this.synced = true;
+    this.setStale(false);
+    this.emit('change');
+  }
+
+  private watch(fromRevision: bigint): void {
+    const watcher = this.client.watch().prefix(this.prefix).startRevision(fromRevision.toString()).watcher();
+    this.watcher = watcher;
+    watcher.on('data', (res: IWatchResponse) => {
+      if (this.watcher !== watcher || res.events.length === 0) return;
+      for (const ev of res.events) {
+        const key = this.relative(ev.kv.key);
+        if (ev.type === 'Put') this.entries.set(key, ev.kv.value.toString('utf8'));
+        else this.entries.delete(key);
+      }
+      this.revisionValue = BigInt(res.header.revision);
+      this.emit('change');
+    });
+    const lost = (err: unknown): void => {
+      if (this.watcher !== watcher || this.closed) return;
+      this.dropWatcher();
+      this.logger.warn({ prefix: this.prefix, err: etcdErrorText(err) }, 'etcd watch lost; serving the last known deployment (stale) until a resync');
+      this.setStale(true);
+      this.retry = setTimeout(() => void this.sync(), this.backoff.next());
+    };
+    watcher.on('disconnected', lost);
+    watcher.on('error', lost);
+  }
+
+  private dropWatcher(): void {
+    const w = this.watcher;
+    this.watcher = undefined;
+    // Cancelling a watcher the etcd3 manager is reconnecting may reject; it is gone either way.
+    if (w) void w.cancel().catch(() => undefined);
+  }
+
+  private setStale(stale: boolean): void {
+    if (this.staleValue === stale) return;
+    this.staleValue = stale;
+    this.emit('stale', stale);
+  }
+
+  private relative(key: Buffer): string {
+    return key.toString('utf8').slice(this.prefix.length);
+  }
+}
