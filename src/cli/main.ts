@@ -2,6 +2,7 @@
 // kv-dc-relay command-line entry: one subcommand per module; add new ones to COMMANDS.
 import { demoCommand } from './demo';
 import { queryCommand } from './query';
+import { registerCommand } from './register';
 import { serveCommand } from './serve';
 import { watchCommand } from './watch';
 
@@ -12,6 +13,7 @@ const COMMANDS: Record<string, Command> = {
   watch: watchCommand,
   query: queryCommand,
   demo: demoCommand,
+  register: registerCommand,
 };
 
 const USAGE = `usage: kv-dc-relay <command> [options]\ncommands: ${Object.keys(COMMANDS).join(', ')}`;

@@ -39,8 +39,9 @@ describeWithEtcd('deployment from etcd', () => {
   const discoveryConfig = (over: Record<string, unknown> = {}): Record<string, unknown> =>
     relayConfig([], { discovery: { etcd: { endpoints: [etcd.endpoint], prefix: PREFIX, leaseTtlSeconds: TTL_S, ...over } } });
 
-  const putEndpoint = (component = 'backend'): Promise<unknown> =>
-    kv.put(endpointKey(PREFIX, { ...TRIPLE, component })).value(JSON.stringify(endpointConfig([], { component })));
+  async function putEndpoint(component = 'backend'): Promise<void> {
+    await kv.put(endpointKey(PREFIX, { ...TRIPLE, component })).value(JSON.stringify(endpointConfig([], { component })));
+  }
 
   async function register(worker: Record<string, unknown>, ttlSeconds = TTL_S): Promise<WorkerRegistration> {
     const r = await registerWorker({ etcd: { endpoints: [etcd.endpoint] }, prefix: PREFIX, endpoint: TRIPLE, worker, ttlSeconds });
