@@ -29,6 +29,10 @@ export * as defaults from './config/defaults';
 // Consuming a relay
 export * from './client';
 
+// etcd discovery: an engine sidecar's worker registration, and the shards' addresses for a ShardedRelayClient
+export { registerWorker, WorkerRegistration, type WorkerRegistrationOptions } from './discovery/register';
+export { EtcdShardAddresses } from './discovery/shard-addresses';
+
 // Shared building blocks
 export * as wire from './wire';
 export * as identity from './identity';

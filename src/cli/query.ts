@@ -1,16 +1,18 @@
-// `kv-dc-relay query HOST:PORT --model NAME --tokens 1,2,3 | --tokens-file FILE [--lora NAME] [--json]`:
-// connects, waits for the catalog and the replicas of the pools the model resolves to, and prints
-// each pool's matched prefix depth with its readiness and load.
+// `kv-dc-relay query HOST:PORT[,HOST:PORT...] | --etcd HOST:PORT --prefix PREFIX --model NAME
+// --tokens 1,2,3 | --tokens-file FILE [--lora NAME] [--json]`: connects (to every relay shard, merged),
+// waits for the catalog and the replicas of the pools the model resolves to, and prints each pool's
+// matched prefix depth with its readiness and load.
 import { readFile } from 'fs/promises';
 import { parseArgs } from 'util';
 import { QUERY_WAIT_MS } from '../config/defaults';
 import { MAX_U32 } from '../config/limits';
-import { RelayClient, type QueryRequest, type QueryResult } from '../client';
+import { ShardedRelayClient, type QueryRequest, type QueryResult } from '../client';
+import { EtcdShardAddresses } from '../discovery/shard-addresses';
 import { buildNameIndex, resolveName } from '../client/name-index';
 import { queryPoolView } from '../client/views';
 
 export const QUERY_USAGE =
-  'usage: kv-dc-relay query HOST:PORT --model NAME (--tokens 1,2,3 | --tokens-file FILE) [--lora NAME] [--json] [--timeout-ms N] [--subscriber-id ID]';
+  'usage: kv-dc-relay query (HOST:PORT[,HOST:PORT...] | --etcd HOST:PORT[,...] --prefix PREFIX) --model NAME (--tokens 1,2,3 | --tokens-file FILE) [--lora NAME] [--json] [--timeout-ms N] [--subscriber-id ID]';
 
 export class UsageError extends Error {}
 
@@ -27,7 +29,8 @@ export function parseTokens(text: string): number[] {
 }
 
 export interface QueryOptions extends QueryRequest {
-  address: string;
+  /** One relay, the shards of one, or their entries in etcd. */
+  address: string | string[] | { etcd: string[]; prefix: string };
   subscriberId?: string;
   timeoutMs?: number;
 }
@@ -37,7 +40,9 @@ export interface QueryOptions extends QueryRequest {
  * or the wait runs out; a model the catalog cannot resolve is answered as soon as the catalog arrives.
  */
 export async function queryRelay(options: QueryOptions): Promise<QueryResult> {
-  const client = new RelayClient(options.address, {
+  const { address } = options;
+  const shards = typeof address === 'string' ? [address] : Array.isArray(address) ? address : new EtcdShardAddresses({ endpoints: address.etcd }, address.prefix);
+  const client = new ShardedRelayClient(shards, {
     subscriberId: options.subscriberId ?? 'kv-dc-relay-query',
     // Only the resolved pools need a replica; the others would cost a snapshot download each.
     pools: (pool, catalog) => {
@@ -60,7 +65,7 @@ export async function queryRelay(options: QueryOptions): Promise<QueryResult> {
         }
       };
       const timer = setTimeout(() => attempt(true), options.timeoutMs ?? QUERY_WAIT_MS);
-      for (const event of ['catalog', 'readiness', 'load', 'replicaInstalled'] as const) client.on(event, () => attempt(false));
+      client.on('changed', () => attempt(false));
       client.start();
     });
   } finally {
@@ -115,15 +120,19 @@ export async function queryCommand(
         json: { type: 'boolean' },
         'timeout-ms': { type: 'string' },
         'subscriber-id': { type: 'string' },
+        etcd: { type: 'string' },
+        prefix: { type: 'string' },
       },
     });
-    if (positionals.length !== 1) throw new UsageError('expected exactly one HOST:PORT');
+    if ((values.etcd === undefined) !== (values.prefix === undefined)) throw new UsageError('--etcd and --prefix go together');
+    if (positionals.length !== (values.etcd === undefined ? 1 : 0)) throw new UsageError('expected exactly one HOST:PORT[,HOST:PORT...] or --etcd with --prefix');
     if (!values.model) throw new UsageError('--model is required');
     if ((values.tokens === undefined) === (values['tokens-file'] === undefined)) throw new UsageError('give exactly one of --tokens and --tokens-file');
     const text = values.tokens ?? (await readFile(values['tokens-file']!, 'utf8'));
     const timeoutMs = values['timeout-ms'] === undefined ? undefined : Number(values['timeout-ms']);
     if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) throw new UsageError('--timeout-ms must be a positive integer');
-    options = { address: positionals[0], model: values.model, tokens: parseTokens(text), lora: values.lora, timeoutMs, subscriberId: values['subscriber-id'] };
+    const address = values.etcd !== undefined ? { etcd: values.etcd.split(','), prefix: values.prefix! } : positionals[0].split(',');
+    options = { address, model: values.model, tokens: parseTokens(text), lora: values.lora, timeoutMs, subscriberId: values['subscriber-id'] };
     json = values.json ?? false;
   } catch (err) {
     io.stderr.write(`query: ${(err as Error).message}\n${QUERY_USAGE}\n`);

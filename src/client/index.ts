@@ -1,5 +1,6 @@
 // Consumer library of dynamo.kvrelay.v1.KvEventRelay.
 export { RelayClient } from './relay-client';
+export { ShardedRelayClient, type ShardAddressSource, type ShardedRelayClientEvents } from './shards';
 export type { RelayClientEvents, RelayClientOptions } from './relay-client';
 export type { PoolFilter, PoolState, ReplicaEvent } from './pool-replicas';
 export type { ClientErrorEvent } from './stream-events';

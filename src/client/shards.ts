@@ -25,8 +25,8 @@ export interface ShardAddressSource {
 }
 
 export interface ShardedRelayClientEvents {
-  /** The merged catalog changed (a shard's catalog changed or a shard came or went). */
-  catalog: [CatalogValue | null];
+  /** The merged view changed: a shard's catalog, readiness, load or a replica, or a shard came or went. */
+  changed: [];
   shards: [string[]];
   error: [ClientErrorEvent & { address: string }];
 }
@@ -131,10 +131,10 @@ export class ShardedRelayClient extends EventEmitter<ShardedRelayClientEvents> {
     for (const address of wanted) {
       if (this.clients.has(address)) continue;
       const client = new RelayClient(address, { ...this.options, subscriberId: this.options.subscriberId });
-      client.on('catalog', () => this.changed());
-      // A pool's replica decides which shard it is taken from during a move.
-      client.on('replicaInstalled', () => this.changed());
-      client.on('replicaInvalidated', () => this.changed());
+      // A pool's replica also decides which shard it is taken from during a move.
+      for (const event of ['catalog', 'readiness', 'load', 'servingLoad', 'replicaInstalled', 'replicaInvalidated'] as const) {
+        client.on(event, () => this.changed());
+      }
       client.on('error', (e) => {
         if (this.listenerCount('error') > 0) this.emit('error', { ...e, address });
       });
@@ -149,7 +149,7 @@ export class ShardedRelayClient extends EventEmitter<ShardedRelayClientEvents> {
 
   private changed(): void {
     this.merged = undefined;
-    this.emit('catalog', this.catalog() ?? null);
+    this.emit('changed');
   }
 
   private view(): { catalog: CatalogValue | undefined; owner: Map<string, RelayClient> } {

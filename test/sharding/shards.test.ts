@@ -7,7 +7,9 @@ import type { ChildProcess } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { PassThrough } from 'stream';
 import { Etcd3 } from 'etcd3';
+import { queryCommand } from '../../src/cli/query';
 import { ShardedRelayClient } from '../../src/client/shards';
 import { endpointKey, workerKey } from '../../src/discovery/keys';
 import { EtcdShardAddresses } from '../../src/discovery/shard-addresses';
@@ -136,6 +138,11 @@ describeWithEtcd('relay shards', () => {
       expect(client.catalog()!.pools.some((p) => producersOnVictim.has(p.producerKey))).toBe(false);
       await waitFor(() => depth() === 2, 'the query after the takeover', START_MS, 20);
       expect(client.replica(c0)).toBeDefined();
+      // The CLI finds the shards through etcd too.
+      let out = '';
+      const io = { stdout: new PassThrough().on('data', (b: Buffer) => (out += b.toString())), stderr: new PassThrough() };
+      expect(await queryCommand(['--etcd', etcd.endpoint, '--prefix', PREFIX, '--model', 'm0', '--tokens', prompt.join(','), '--json'], io)).toBe(0);
+      expect(JSON.parse(out).pools[0].matchedBlocks).toBe(2);
     } finally {
       overlap.stop();
     }
