@@ -180,25 +180,26 @@ export interface CkfPrepared {
   bucketB: number;
 }
 export function ckfPrepare(hash: bigint, bucketCount: number, seed: bigint): CkfPrepared;
-export function laneRngSeed(seed: bigint, lane: number | bigint): bigint;
-export function splitmixNext(state: bigint): { value: bigint; state: bigint };
 export function bucketContains(word: bigint, fingerprint: number): boolean;
 
+/** The packed event batch layout (native/packed_batch.h), frozen. */
+export interface PackedBatchLayout {
+  /** u32 per event in `meta`. */
+  readonly metaStride: number;
+  /** Field offsets inside one event's meta entry. */
+  readonly meta: { readonly kind: number; readonly dpRank: number; readonly flags: number; readonly startPosition: number; readonly blockCount: number };
+  readonly kind: { readonly stored: number; readonly removed: number; readonly cleared: number };
+  readonly flag: { readonly parent: number; readonly start: number };
+  /** PoolError number -> name (0: null, no error). */
+  readonly errorNames: ReadonlyArray<string | null>;
+}
+export const packedBatchLayout: PackedBatchLayout;
+
 export interface PoolBatchSummary {
-  /** One entry per event: index into errorNames (0 = ok). */
+  /** One PoolError number per event (packedBatchLayout.errorNames; 0 = ok). */
   errors: Uint8Array;
-  errorNames: ReadonlyArray<string | null>;
   capacityFailures: number;
   unknownRemovals: number;
-}
-export interface RawCanonicalResult {
-  outcome: string;
-  owners: number;
-  kicks: number;
-  rngDraws: number;
-  changedBuckets: Uint32Array;
-  changedWords: BigUint64Array;
-  rngState: bigint;
 }
 export interface PoolStats {
   bucketCount: number;
@@ -215,11 +216,11 @@ export interface PoolStats {
   loadFactor: number;
   rngState: bigint;
 }
-/** Native pool state; see src/native/pool.ts for the contract. */
-export class PoolState {
+/** Native pool filter state; see src/native/pool.ts for the contract. */
+export class PoolFilterState {
   constructor(bucketCount: number, seed: bigint, maxKicks: number);
   /**
-   * Packed events (PoolEventBatch writes them): meta has 5 u32 per event
+   * Packed events (packedBatchLayout; PoolEventBatch writes them): meta has 5 u32 per event
    * [kind (1 stored, 2 removed, 3 cleared), dpRank, flags (1 parent, 2 start; stored only),
    * startPosition, blockCount (0 for cleared)]; words holds per event workerId, then for stored
    * [parent ext id if flag 1], blockCount ext ids, blockCount tokens hashes, for removed blockCount
@@ -237,14 +238,6 @@ export class PoolState {
   ): string | null;
   remove(workerId: bigint, dpRank: number, extIds: BigUint64Array): string | null;
   clear(workerId: bigint, dpRank: number): string | null;
-  insertCanonical(hash: bigint): RawCanonicalResult;
-  removeCanonical(hash: bigint): RawCanonicalResult;
-  reofferCanonical(hash: bigint): RawCanonicalResult;
-  /**
-   * insertCanonical (ops[i] = 0) / removeCanonical (ops[i] = 1) of hashes[i], in order; the same state
-   * changes, outcomes only: outcomes[i] indexes outcomeNames.
-   */
-  applyCanonicalBatch(ops: Uint8Array, hashes: BigUint64Array): { outcomes: Uint8Array; outcomeNames: string[] };
   contains(hash: bigint): boolean;
   owners(hash: bigint): number;
   isResident(hash: bigint): boolean;
@@ -256,29 +249,6 @@ export class PoolState {
   copyWordsAsync(): Promise<BigUint64Array>;
   close(): void;
 }
-export interface NativeBenchResult {
-  ops: number;
-  seconds: number;
-  opsPerSecond: number;
-  medianBatchOpsPerSecond: number;
-  finalLoad: number;
-  capacityFailures: number;
-}
-/** Native churn benchmark (bench/filter.ts): store/remove prompts keeping load in [minLoad, maxLoad]. */
-export function benchPoolNative(
-  bucketCount: number,
-  blocksPerPrompt: number,
-  minLoad: number,
-  maxLoad: number,
-  minOps: number,
-): NativeBenchResult;
-/** Native churn benchmark (bench/filter.ts): raw canonical inserts/removals with owner counting, no lineage. */
-export function benchPoolCanonicalNative(
-  bucketCount: number,
-  minLoad: number,
-  maxLoad: number,
-  minOps: number,
-): NativeBenchResult;
 
 // --- Engine KV-event batch decoder (native/engine_*.cc) -------------------------------------
 // Errors: TypeError / RangeError for bad arguments; a rejected payload throws an Error with

@@ -3,10 +3,11 @@
 //     the kind of op Dynamo's 26.5M/s producer figure counts), native loop;
 // (b) engine events with per-source lineage, native loop and through the JS batch API (encoding included).
 // At this size the owner and lineage tables are ~64 MiB each, so every block op needs 2-3 lines from
-// DRAM plus two words of the 4 MiB filter; PoolState plans each chunk of ops first so those misses
+// DRAM plus two words of the 4 MiB filter; PoolFilterState plans each chunk of ops first so those misses
 // overlap. The same code with every table in cache (a 4096-bucket filter) runs only ~1.5x faster, so
 // what is left is CPU work per op more than memory latency.
-import { benchPoolCanonicalNative, benchPoolChurnNative, PoolEventBatch, PoolState } from '../src/native';
+import { PoolEventBatch, PoolFilterState } from '../src/native';
+import { benchPoolCanonicalNative, benchPoolChurnNative } from '../test/support/native-testing';
 import type { BenchResult } from './support/result';
 
 const BUCKETS = 524_288;
@@ -73,7 +74,7 @@ function median(xs: number[]): number {
 }
 
 function jsChurn(): { opsPerSecond: number; load: number } {
-  const pool = new PoolState({ bucketCount: BUCKETS });
+  const pool = new PoolFilterState({ bucketCount: BUCKETS });
   const prompts = new Prompts();
   const slots = BUCKETS * 4;
   const batch = new PoolEventBatch();

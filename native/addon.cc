@@ -7,7 +7,7 @@ namespace {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvrelay::InitHashing(env, exports);
   kvrelay::InitPool(env, exports);
-  kvrelay::InitPoolBench(env, exports);
+  kvrelay::InitPackedBatch(env, exports);
   kvrelay::InitCbi1(env, exports);
   kvrelay::InitEngineDecoder(env, exports);
   return exports;

@@ -9,6 +9,7 @@
 #include "cbi1.h"
 #include "cbi1_region.h"
 #include "modules.h"
+#include "napi_args.h"
 
 namespace kvrelay {
 namespace {
@@ -47,40 +48,17 @@ auto Guard(Napi::Env env, Body body) -> decltype(body()) {
   }
 }
 
-// --- Arguments ------------------------------------------------------------------------------
-
-uint64_t BigIntArg(Napi::Env env, Napi::Value value, const char* name) {
-  if (!value.IsBigInt()) throw Napi::TypeError::New(env, std::string(name) + " must be a bigint");
-  bool lossless = true;
-  uint64_t result = value.As<Napi::BigInt>().Uint64Value(&lossless);
-  if (!lossless) throw Napi::RangeError::New(env, std::string(name) + " must be a u64 (0 ≤ value < 2^64)");
-  return result;
-}
-
-// A non-negative integer number up to `maximum` (all callers use bounds below 2^53).
-uint64_t IntegerArg(Napi::Env env, Napi::Value value, const char* name, uint64_t maximum) {
-  if (!value.IsNumber()) throw Napi::TypeError::New(env, std::string(name) + " must be a number");
-  double number = value.As<Napi::Number>().DoubleValue();
-  if (!(number >= 0) || number > static_cast<double>(maximum) || std::floor(number) != number) {
-    throw Napi::RangeError::New(env, std::string(name) + " must be an integer in 0.." + std::to_string(maximum));
-  }
-  return static_cast<uint64_t>(number);
-}
-
-Napi::Object ObjectArg(Napi::Env env, Napi::Value value, const char* name) {
-  if (!value.IsObject()) throw Napi::TypeError::New(env, std::string(name) + " must be an object");
-  return value.As<Napi::Object>();
-}
+// --- Arguments (napi_args.h, plus the filter format) --------------------------------------------
 
 // `{seed: bigint, bucketCount: number | bigint}`, optionally with the CkfFormat identity fields
 // (formatVersion, fingerprintBits, slotsPerBucket) that must then be 1 / 16 / 4.
 FilterFormat FormatArg(Napi::Env env, Napi::Value value) {
-  Napi::Object object = ObjectArg(env, value, "format");
-  uint64_t seed = BigIntArg(env, object.Get("seed"), "format.seed");
+  Napi::Object object = args::Object(value, "format");
+  uint64_t seed = args::U64(object.Get("seed"), "format.seed");
   Napi::Value countValue = object.Get("bucketCount");
   uint64_t bucketCount;
   if (countValue.IsBigInt()) {
-    bucketCount = BigIntArg(env, countValue, "format.bucketCount");
+    bucketCount = args::U64(countValue, "format.bucketCount");
   } else {
     if (!countValue.IsNumber()) throw Napi::TypeError::New(env, "format.bucketCount must be a number or bigint");
     double number = countValue.As<Napi::Number>().DoubleValue();
@@ -94,7 +72,7 @@ FilterFormat FormatArg(Napi::Env env, Napi::Value value) {
   return Guard(env, [&] {
     if (!version.IsUndefined() || !bits.IsUndefined() || !slots.IsUndefined()) {
       auto field = [&](Napi::Value v, const char* name, uint64_t absent) {
-        return v.IsUndefined() ? absent : IntegerArg(env, v, name, UINT32_MAX);
+        return v.IsUndefined() ? absent : args::UInt(v, name, UINT32_MAX);
       };
       cbi1::CheckFormatIdentity(field(version, "format.formatVersion", cbi1::kFormatVersion),
                                 field(bits, "format.fingerprintBits", cbi1::kFingerprintBits),
@@ -104,26 +82,9 @@ FilterFormat FormatArg(Napi::Env env, Napi::Value value) {
   });
 }
 
-template <typename T>
-Napi::TypedArrayOf<T> TypedArrayArg(Napi::Env env, Napi::Value value, napi_typedarray_type type,
-                                    const char* description) {
-  if (!value.IsTypedArray() || value.As<Napi::TypedArray>().TypedArrayType() != type) {
-    throw Napi::TypeError::New(env, std::string(description));
-  }
-  return value.As<Napi::TypedArrayOf<T>>();
-}
+Napi::Uint8Array BytesArg(Napi::Value value) { return args::U8Array(value, "bytes"); }
 
-Napi::Uint8Array BytesArg(Napi::Env env, Napi::Value value) {
-  return TypedArrayArg<uint8_t>(env, value, napi_uint8_array, "bytes must be a Uint8Array");
-}
-
-Napi::BigUint64Array WordsArg(Napi::Env env, Napi::Value value) {
-  return TypedArrayArg<uint64_t>(env, value, napi_biguint64_array, "words must be a BigUint64Array");
-}
-
-void RequireArgs(const Napi::CallbackInfo& info, size_t count, const char* signature) {
-  if (info.Length() < count) throw Napi::TypeError::New(info.Env(), std::string("expected ") + signature);
-}
+Napi::BigUint64Array WordsArg(Napi::Value value) { return args::U64Array(value, "words"); }
 
 // --- Results --------------------------------------------------------------------------------
 
@@ -182,24 +143,24 @@ Napi::Object DecodedToJs(Napi::Env env, const cbi1::DecodedFrame& f) {
 // --- Functions ------------------------------------------------------------------------------
 
 Napi::Value ValidateFilterFormat(const Napi::CallbackInfo& info) {
-  RequireArgs(info, 1, "validateFilterFormat(format)");
+  args::RequireCount(info, 1, "validateFilterFormat(format)");
   return FormatToJs(info.Env(), FormatArg(info.Env(), info[0]));
 }
 
 Napi::Value SnapshotChunkCount(const Napi::CallbackInfo& info) {
-  RequireArgs(info, 1, "snapshotChunkCount(format)");
+  args::RequireCount(info, 1, "snapshotChunkCount(format)");
   return Napi::Number::New(info.Env(), cbi1::ChunkCount(FormatArg(info.Env(), info[0])));
 }
 
 Napi::Value EncodeDelta(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  RequireArgs(info, 6, "encodeDelta(format, dcId, baseSequence, sequence, buckets: Uint32Array, values: BigUint64Array)");
+  args::RequireCount(info, 6, "encodeDelta(format, dcId, baseSequence, sequence, buckets: Uint32Array, values: BigUint64Array)");
   FilterFormat format = FormatArg(env, info[0]);
-  uint64_t dcId = BigIntArg(env, info[1], "dcId");
-  uint64_t base = BigIntArg(env, info[2], "baseSequence");
-  uint64_t sequence = BigIntArg(env, info[3], "sequence");
-  auto buckets = TypedArrayArg<uint32_t>(env, info[4], napi_uint32_array, "buckets must be a Uint32Array");
-  auto values = TypedArrayArg<uint64_t>(env, info[5], napi_biguint64_array, "values must be a BigUint64Array");
+  uint64_t dcId = args::U64(info[1], "dcId");
+  uint64_t base = args::U64(info[2], "baseSequence");
+  uint64_t sequence = args::U64(info[3], "sequence");
+  auto buckets = args::U32Array(info[4], "buckets");
+  auto values = args::U64Array(info[5], "values");
   if (buckets.ElementLength() != values.ElementLength()) {
     throw Napi::RangeError::New(env, "buckets and values must have the same length");
   }
@@ -219,11 +180,11 @@ struct SnapshotArgs {
 
 SnapshotArgs ParseSnapshotArgs(const Napi::CallbackInfo& info, const char* signature) {
   Napi::Env env = info.Env();
-  RequireArgs(info, 4, signature);
-  SnapshotArgs args{FormatArg(env, info[0]), BigIntArg(env, info[1], "dcId"), BigIntArg(env, info[2], "epoch"),
-                    WordsArg(env, info[3])};
-  Guard(env, [&] { cbi1::ValidateSnapshot(args.format, args.words.ElementLength()); });
-  return args;
+  args::RequireCount(info, 4, signature);
+  SnapshotArgs snapshot{FormatArg(env, info[0]), args::U64(info[1], "dcId"), args::U64(info[2], "epoch"),
+                    WordsArg(info[3])};
+  Guard(env, [&] { cbi1::ValidateSnapshot(snapshot.format, snapshot.words.ElementLength()); });
+  return snapshot;
 }
 
 // Hands an encoded snapshot region to JavaScript as one external ArrayBuffer (returned to the
@@ -243,21 +204,21 @@ Napi::Array ChunkViews(Napi::Env env, const FilterFormat& format, uint8_t* regio
 }
 
 Napi::Value EncodeSnapshotChunks(const Napi::CallbackInfo& info) {
-  SnapshotArgs args = ParseSnapshotArgs(info, "encodeSnapshotChunks(format, dcId, epoch, words: BigUint64Array)");
-  size_t len = cbi1::SnapshotFramesLen(args.format);
+  SnapshotArgs snapshot = ParseSnapshotArgs(info, "encodeSnapshotChunks(format, dcId, epoch, words: BigUint64Array)");
+  size_t len = cbi1::SnapshotFramesLen(snapshot.format);
   uint8_t* region = cbi1::TakeRegion(len);
   if (region == nullptr) throw ToJsError(info.Env(), Cbi1Error{"AllocationFailed", {}});
-  cbi1::WriteSnapshot(args.format, args.dcId, args.epoch, args.words.Data(), region);
-  return ChunkViews(info.Env(), args.format, region, len);
+  cbi1::WriteSnapshot(snapshot.format, snapshot.dcId, snapshot.epoch, snapshot.words.Data(), region);
+  return ChunkViews(info.Env(), snapshot.format, region, len);
 }
 
 Napi::Value EncodeSnapshotChunk(const Napi::CallbackInfo& info) {
   static const char* kSignature = "encodeSnapshotChunk(format, dcId, epoch, words: BigUint64Array, chunkIndex)";
-  RequireArgs(info, 5, kSignature);
-  SnapshotArgs args = ParseSnapshotArgs(info, kSignature);
-  auto index = static_cast<uint32_t>(IntegerArg(info.Env(), info[4], "chunkIndex", cbi1::ChunkCount(args.format) - 1));
-  auto frame = Napi::Buffer<uint8_t>::New(info.Env(), cbi1::ChunkFrameLen(args.format, index));
-  cbi1::WriteChunk(args.format, args.dcId, args.epoch, args.words.Data(), index, frame.Data());
+  args::RequireCount(info, 5, kSignature);
+  SnapshotArgs snapshot = ParseSnapshotArgs(info, kSignature);
+  auto index = static_cast<uint32_t>(args::UInt(info[4], "chunkIndex", cbi1::ChunkCount(snapshot.format) - 1));
+  auto frame = Napi::Buffer<uint8_t>::New(info.Env(), cbi1::ChunkFrameLen(snapshot.format, index));
+  cbi1::WriteChunk(snapshot.format, snapshot.dcId, snapshot.epoch, snapshot.words.Data(), index, frame.Data());
   return frame;
 }
 
@@ -265,15 +226,15 @@ Napi::Value EncodeSnapshotChunk(const Napi::CallbackInfo& info) {
 // memory. The reference keeps the words array from being collected while the worker reads it.
 class EncodeSnapshotWorker : public Napi::AsyncWorker {
  public:
-  EncodeSnapshotWorker(Napi::Env env, const SnapshotArgs& args)
+  EncodeSnapshotWorker(Napi::Env env, const SnapshotArgs& snapshot)
       : Napi::AsyncWorker(env, "kvrelay.cbi1.encodeSnapshot"),
         deferred_(Napi::Promise::Deferred::New(env)),
-        format_(args.format),
-        dcId_(args.dcId),
-        epoch_(args.epoch),
-        words_(args.words.Data()),
-        wordsRef_(Napi::Persistent(static_cast<Napi::Object>(args.words))),
-        len_(cbi1::SnapshotFramesLen(args.format)) {}
+        format_(snapshot.format),
+        dcId_(snapshot.dcId),
+        epoch_(snapshot.epoch),
+        words_(snapshot.words.Data()),
+        wordsRef_(Napi::Persistent(static_cast<Napi::Object>(snapshot.words))),
+        len_(cbi1::SnapshotFramesLen(snapshot.format)) {}
 
   ~EncodeSnapshotWorker() override {
     if (region_ != nullptr) cbi1::GiveRegion(region_, len_);
@@ -314,8 +275,8 @@ class EncodeSnapshotWorker : public Napi::AsyncWorker {
 };
 
 Napi::Value EncodeSnapshotAsync(const Napi::CallbackInfo& info) {
-  SnapshotArgs args = ParseSnapshotArgs(info, "encodeSnapshotAsync(format, dcId, epoch, words: BigUint64Array)");
-  auto* worker = new EncodeSnapshotWorker(info.Env(), args);
+  SnapshotArgs snapshot = ParseSnapshotArgs(info, "encodeSnapshotAsync(format, dcId, epoch, words: BigUint64Array)");
+  auto* worker = new EncodeSnapshotWorker(info.Env(), snapshot);
   Napi::Promise promise = worker->Promise();
   worker->Queue();
   return promise;
@@ -323,9 +284,9 @@ Napi::Value EncodeSnapshotAsync(const Napi::CallbackInfo& info) {
 
 Napi::Value DecodeFrame(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  RequireArgs(info, 2, "decodeFrame(expected, bytes: Uint8Array)");
+  args::RequireCount(info, 2, "decodeFrame(expected, bytes: Uint8Array)");
   FilterFormat format = FormatArg(env, info[0]);
-  Napi::Uint8Array bytes = BytesArg(env, info[1]);
+  Napi::Uint8Array bytes = BytesArg(info[1]);
   cbi1::DecodedFrame frame = Guard(env, [&] { return cbi1::Decode(format, bytes.Data(), bytes.ByteLength()); });
   return DecodedToJs(env, frame);
 }
@@ -344,13 +305,13 @@ cbi1::DecodedFrame DecodedChunkArg(Napi::Env env, Napi::Object object) {
     throw Napi::TypeError::New(env, "frame.kind must be 'chunk' or 'delta'");
   }
   frame.kind = cbi1::FrameKind::Chunk;
-  Napi::Object header = ObjectArg(env, object.Get("header"), "frame.header");
-  frame.header.epoch = BigIntArg(env, header.Get("epoch"), "frame.header.epoch");
-  frame.header.bucketCount = IntegerArg(env, header.Get("bucketCount"), "frame.header.bucketCount", cbi1::kMaxBucketCount);
-  frame.chunkIndex = static_cast<uint32_t>(IntegerArg(env, object.Get("chunkIndex"), "frame.chunkIndex", UINT32_MAX));
-  frame.chunkCount = static_cast<uint32_t>(IntegerArg(env, object.Get("chunkCount"), "frame.chunkCount", UINT32_MAX));
-  frame.bucketOffset = IntegerArg(env, object.Get("bucketOffset"), "frame.bucketOffset", cbi1::kMaxBucketCount);
-  Napi::BigUint64Array words = WordsArg(env, object.Get("words"));
+  Napi::Object header = args::Object(object.Get("header"), "frame.header");
+  frame.header.epoch = args::U64(header.Get("epoch"), "frame.header.epoch");
+  frame.header.bucketCount = args::UInt(header.Get("bucketCount"), "frame.header.bucketCount", cbi1::kMaxBucketCount);
+  frame.chunkIndex = static_cast<uint32_t>(args::UInt(object.Get("chunkIndex"), "frame.chunkIndex", UINT32_MAX));
+  frame.chunkCount = static_cast<uint32_t>(args::UInt(object.Get("chunkCount"), "frame.chunkCount", UINT32_MAX));
+  frame.bucketOffset = args::UInt(object.Get("bucketOffset"), "frame.bucketOffset", cbi1::kMaxBucketCount);
+  Napi::BigUint64Array words = WordsArg(object.Get("words"));
   frame.wordCount = words.ElementLength();
   frame.words = reinterpret_cast<const uint8_t*>(words.Data());
   return frame;
@@ -359,7 +320,7 @@ cbi1::DecodedFrame DecodedChunkArg(Napi::Env env, Napi::Object object) {
 // The optional `{ images?: boolean }` of the SnapshotAssembly constructor (default true).
 bool CollectImagesArg(Napi::Env env, Napi::Value options) {
   if (options.IsUndefined()) return true;
-  Napi::Value images = ObjectArg(env, options, "options").Get("images");
+  Napi::Value images = args::Object(options, "options").Get("images");
   if (images.IsUndefined()) return true;
   if (!images.IsBoolean()) throw Napi::TypeError::New(env, "options.images must be a boolean");
   return images.As<Napi::Boolean>().Value();
@@ -381,14 +342,14 @@ class SnapshotAssemblyWrap : public Napi::ObjectWrap<SnapshotAssemblyWrap> {
  private:
   Napi::Value Absorb(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    RequireArgs(info, 1, "absorb(frame: Uint8Array | DecodedFrame)");
+    args::RequireCount(info, 1, "absorb(frame: Uint8Array | DecodedFrame)");
     cbi1::DecodedFrame frame;
     if (info[0].IsTypedArray()) {
-      Napi::Uint8Array bytes = BytesArg(env, info[0]);
+      Napi::Uint8Array bytes = BytesArg(info[0]);
       // A frame that does not decode leaves the assembly untouched, as upstream decodes first.
       frame = Guard(env, [&] { return cbi1::Decode(format_, bytes.Data(), bytes.ByteLength()); });
     } else {
-      frame = DecodedChunkArg(env, ObjectArg(env, info[0], "frame"));
+      frame = DecodedChunkArg(env, args::Object(info[0], "frame"));
     }
     cbi1::AssembledSnapshot snapshot;
     bool complete = Guard(env, [&] { return assembly_.Absorb(frame, &snapshot); });

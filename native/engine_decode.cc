@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "block_hash.h"
-#include "pool_state.h"  // the packed apply-batch layout
+#include "packed_batch.h"
 
 namespace kvrelay {
 namespace engine {

@@ -48,7 +48,7 @@ class BatchDecoder {
   // rank of a batch that names none. Throws DecodeFailure; meta() / words() are then unspecified.
   DecodeSummary Decode(const uint8_t* payload, size_t length, uint32_t fallbackRank);
 
-  // The packed apply batch (pool_state.h ApplyBatch layout) of the last successful Decode.
+  // The packed apply batch (packed_batch.h layout) of the last successful Decode.
   const std::vector<uint32_t>& meta() const { return meta_; }
   const std::vector<uint64_t>& words() const { return words_; }
 

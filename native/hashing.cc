@@ -285,21 +285,6 @@ Napi::Value CkfPrepare(const Napi::CallbackInfo& info) {
   return out;
 }
 
-Napi::Value LaneRngSeed(const Napi::CallbackInfo& info) {
-  const uint64_t seed = args::U64(args::Arg(info, 0), "seed");
-  const uint64_t lane = args::U64(args::Arg(info, 1), "lane", true);
-  return Napi::BigInt::New(info.Env(), ckf::LaneRngSeed(seed, lane));
-}
-
-Napi::Value SplitmixNext(const Napi::CallbackInfo& info) {
-  uint64_t state = args::U64(args::Arg(info, 0), "state");
-  const uint64_t value = ckf::SplitmixNext(&state);
-  Napi::Object out = Napi::Object::New(info.Env());
-  out.Set("value", Napi::BigInt::New(info.Env(), value));
-  out.Set("state", Napi::BigInt::New(info.Env(), state));
-  return out;
-}
-
 Napi::Value BucketContains(const Napi::CallbackInfo& info) {
   const uint64_t word = args::U64(args::Arg(info, 0), "word");
   const uint32_t fp = args::U32(args::Arg(info, 1), "fingerprint");
@@ -322,8 +307,6 @@ void InitHashing(Napi::Env env, Napi::Object exports) {
   exports.Set("hashMmIdentifier", Napi::Function::New(env, HashMmIdentifier, "hashMmIdentifier"));
   exports.Set("ckfBucketCount", Napi::Function::New(env, CkfBucketCount, "ckfBucketCount"));
   exports.Set("ckfPrepare", Napi::Function::New(env, CkfPrepare, "ckfPrepare"));
-  exports.Set("laneRngSeed", Napi::Function::New(env, LaneRngSeed, "laneRngSeed"));
-  exports.Set("splitmixNext", Napi::Function::New(env, SplitmixNext, "splitmixNext"));
   exports.Set("bucketContains", Napi::Function::New(env, BucketContains, "bucketContains"));
 }
 

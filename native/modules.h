@@ -5,7 +5,7 @@
 namespace kvrelay {
 void InitHashing(Napi::Env env, Napi::Object exports);
 void InitPool(Napi::Env env, Napi::Object exports);
-void InitPoolBench(Napi::Env env, Napi::Object exports);
+void InitPackedBatch(Napi::Env env, Napi::Object exports);
 void InitCbi1(Napi::Env env, Napi::Object exports);
 void InitEngineDecoder(Napi::Env env, Napi::Object exports);
 }  // namespace kvrelay

@@ -5,6 +5,8 @@ const path = require('path');
 const { spawnSync } = require('child_process');
 
 const ADDON_FILE = 'kv_dc_relay.node';
+// Vector-only and bench-only entry points (native/testing/): built beside the addon, never packaged.
+const TESTING_ADDON_FILE = 'kv_dc_relay_testing.node';
 
 function prebuildDir(root, platform = process.platform, arch = process.arch) {
   return path.join(root, 'prebuilds', `${platform}-${arch}`);
@@ -34,6 +36,7 @@ module.exports = {
   compileAddon,
   ADDON_FILE,
   localBuildPath: (root) => path.join(root, 'build', 'Release', ADDON_FILE),
+  testingBuildPath: (root) => path.join(root, 'build', 'Release', TESTING_ADDON_FILE),
   prebuildPath: (root, platform, arch) => path.join(prebuildDir(root, platform, arch), ADDON_FILE),
   prebuildDir,
 };

@@ -6,9 +6,10 @@ import * as fs from 'fs';
 import * as path from 'path';
 import type * as Binding from '../../binding';
 
-interface NativeTarget {
+export interface NativeTarget {
   localBuildPath(root: string): string;
   prebuildPath(root: string): string;
+  testingBuildPath(root: string): string;
 }
 
 export interface AddonOrigin {
@@ -16,7 +17,8 @@ export interface AddonOrigin {
   path: string;
 }
 
-function packageRoot(): string {
+/** The directory of this package's package.json. */
+export function packageRoot(): string {
   let dir = __dirname;
   while (!fs.existsSync(path.join(dir, 'package.json'))) {
     const parent = path.dirname(dir);
@@ -26,9 +28,14 @@ function packageRoot(): string {
   return dir;
 }
 
+/** scripts/native-target.js: where the addons are built and packaged. */
+export function nativeTarget(root: string): NativeTarget {
+  return require(path.join(root, 'scripts', 'native-target.js')) as NativeTarget;
+}
+
 function load(): { binding: typeof Binding; origin: AddonOrigin } {
   const root = packageRoot();
-  const target = require(path.join(root, 'scripts', 'native-target.js')) as NativeTarget;
+  const target = nativeTarget(root);
   const candidates: AddonOrigin[] = [
     { kind: 'local-build', path: target.localBuildPath(root) },
     { kind: 'prebuild', path: target.prebuildPath(root) },

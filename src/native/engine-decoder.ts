@@ -1,6 +1,6 @@
 // Engine KV-event decoding in one native call: the raw msgpack payload of a vLLM / SGLang KVEventBatch
 // (engine-inputs.md §1.4-§1.6, §2.1, §3.3) goes in; the pool's packed apply batch (PoolEventBatch's
-// layout, for PoolState.applyPacked) comes out, with token windows hashed (hashing-ckf-cbi1.md
+// layout, for PoolFilterState.applyPacked) comes out, with token windows hashed (hashing-ckf-cbi1.md
 // §1.3-§1.4) and no JS object per event or block.
 //
 // Contract:

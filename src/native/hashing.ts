@@ -138,15 +138,6 @@ export function ckfPrepare(hash: bigint, bucketCount: number, seed: bigint): Ckf
   return addon.ckfPrepare(hash, bucketCount, seed);
 }
 
-/** Initial relocation rng state of a lane: splitmix(seed ^ ((lane + 1) * 0x9E3779B97F4A7C15)). */
-export function laneRngSeed(seed: bigint, lane: number | bigint): bigint {
-  return addon.laneRngSeed(seed, lane);
-}
-
-export function splitmixNext(state: bigint): { value: bigint; state: bigint } {
-  return addon.splitmixNext(state);
-}
-
 /** Whether one of the bucket word's four 16-bit slots equals `fingerprint`. */
 export function bucketContains(word: bigint, fingerprint: number): boolean {
   return addon.bucketContains(word, fingerprint);

@@ -11,15 +11,16 @@
 //   (`capacityFailures`), the ownership is kept, and a later store of the hash retries admission.
 // - Every applied event counts as one pending event (even when it fails); drain() resets the count.
 // - Not thread-safe by design: while applyAsync() or copyWordsAsync() is in flight, the caller must
-//   not call anything else on the same PoolState; doing so throws Error{code: 'PoolBusy'}.
+//   not call anything else on the same PoolFilterState; doing so throws Error{code: 'PoolBusy'}.
 // - close() frees the native memory at once; any later call throws Error{code: 'PoolClosed'}.
 //   Without close(), the memory is freed when the object is garbage-collected.
 import type * as Binding from '../../binding';
-import type { PoolStats, RawCanonicalResult } from '../../binding';
+import type { PoolStats } from '../../binding';
 import { DEFAULT_CKF_MAX_KICKS, DEFAULT_CKF_SEED } from '../config/defaults';
+import { MAX_U32, MAX_U64 } from '../config/limits';
 import { addon } from './addon';
 
-export type { PoolStats, RawCanonicalResult };
+export type { PoolStats };
 
 export type PoolErrorCode =
   | 'ParentBlockNotFound'
@@ -63,7 +64,7 @@ export interface BucketImages {
   values: BigUint64Array;
 }
 
-export interface PoolStateOptions {
+export interface PoolFilterStateOptions {
   /** Power of two in [2, 2^24] (see ckfBucketCount). */
   bucketCount: number;
   seed?: bigint;
@@ -71,14 +72,9 @@ export interface PoolStateOptions {
   maxKicks?: number;
 }
 
-// Packed encoding shared with native/pool_state.h (meta stride 5: kind, dpRank, flags, start, count).
-const KIND_STORED = 1;
-const KIND_REMOVED = 2;
-const KIND_CLEARED = 3;
-const FLAG_PARENT = 1;
-const FLAG_START = 2;
-const META_STRIDE = 5;
-const MAX_U64 = 0xffff_ffff_ffff_ffffn;
+// The packed encoding is defined once, natively (native/packed_batch.h).
+const LAYOUT = addon.packedBatchLayout;
+const META_STRIDE = LAYOUT.metaStride;
 
 function checkU64(v: bigint, what: string): void {
   if (typeof v !== 'bigint') throw new TypeError(`${what} must be a bigint`);
@@ -87,7 +83,7 @@ function checkU64(v: bigint, what: string): void {
 
 function checkU32(v: number, what: string): void {
   if (typeof v !== 'number') throw new TypeError(`${what} must be a number`);
-  if (!Number.isInteger(v) || v < 0 || v > 0xffff_ffff) throw new RangeError(`${what} must be an integer in [0, 2^32)`);
+  if (!Number.isInteger(v) || v < 0 || v > MAX_U32) throw new RangeError(`${what} must be an integer in [0, 2^32)`);
 }
 
 function checkList(list: U64List, what: string): void {
@@ -101,7 +97,7 @@ function toU64Array(list: U64List, what: string): BigUint64Array {
   return list instanceof BigUint64Array ? list : BigUint64Array.from(list);
 }
 
-/** Encodes events into the packed form of PoolState.applyPacked; reusable after reset(). */
+/** Encodes events into the packed form of PoolFilterState.applyPacked; reusable after reset(). */
 export class PoolEventBatch {
   private meta = new Uint32Array(64 * META_STRIDE);
   private words = new BigUint64Array(1024);
@@ -141,8 +137,8 @@ export class PoolEventBatch {
     if (startPosition !== null) checkU32(startPosition, 'startPosition');
     checkList(extIds, 'blockHashes');
     checkList(tokensHashes, 'tokensHashes');
-    const flags = (parentHash !== null ? FLAG_PARENT : 0) | (startPosition !== null ? FLAG_START : 0);
-    this.header(KIND_STORED, workerId, dpRank, flags, startPosition ?? 0, extIds.length);
+    const flags = (parentHash !== null ? LAYOUT.flag.parent : 0) | (startPosition !== null ? LAYOUT.flag.start : 0);
+    this.header(LAYOUT.kind.stored, workerId, dpRank, flags, startPosition ?? 0, extIds.length);
     this.ensureWords(1 + 2 * extIds.length);
     if (parentHash !== null) this.words[this.wordsLen++] = parentHash;
     this.putList(extIds);
@@ -152,14 +148,14 @@ export class PoolEventBatch {
 
   addRemoved(workerId: bigint, dpRank: number, extIds: U64List): this {
     checkList(extIds, 'blockHashes');
-    this.header(KIND_REMOVED, workerId, dpRank, 0, 0, extIds.length);
+    this.header(LAYOUT.kind.removed, workerId, dpRank, 0, 0, extIds.length);
     this.ensureWords(extIds.length);
     this.putList(extIds);
     return this;
   }
 
   addCleared(workerId: bigint, dpRank: number): this {
-    this.header(KIND_CLEARED, workerId, dpRank, 0, 0, 0);
+    this.header(LAYOUT.kind.cleared, workerId, dpRank, 0, 0, 0);
     return this;
   }
 
@@ -178,11 +174,12 @@ export class PoolEventBatch {
     }
     const m = this.meta;
     const i = this.metaLen;
-    m[i] = kind;
-    m[i + 1] = dpRank;
-    m[i + 2] = flags;
-    m[i + 3] = start;
-    m[i + 4] = count;
+    const at = LAYOUT.meta;
+    m[i + at.kind] = kind;
+    m[i + at.dpRank] = dpRank;
+    m[i + at.flags] = flags;
+    m[i + at.startPosition] = start;
+    m[i + at.blockCount] = count;
     this.metaLen += META_STRIDE;
     this.ensureWords(1);
     this.words[this.wordsLen++] = workerId;
@@ -211,7 +208,8 @@ export class PoolEventBatch {
 }
 
 function toResult(summary: Binding.PoolBatchSummary): PoolBatchResult {
-  const { errors, errorNames } = summary;
+  const { errors } = summary;
+  const { errorNames } = LAYOUT;
   const outcomes = new Array<PoolErrorCode | null>(errors.length);
   let errorCount = 0;
   for (let i = 0; i < errors.length; i++) {
@@ -229,19 +227,19 @@ function encode(events: readonly PoolEvent[] | PoolEventBatch, into: PoolEventBa
   return into;
 }
 
-export class PoolState {
-  private readonly native: Binding.PoolState;
+export class PoolFilterState {
+  private readonly native: Binding.PoolFilterState;
   /** Encoding buffer reused by the synchronous apply (an async apply needs its own until it settles). */
   private readonly scratch = new PoolEventBatch();
   readonly bucketCount: number;
   readonly seed: bigint;
   readonly maxKicks: number;
 
-  constructor(opts: PoolStateOptions) {
+  constructor(opts: PoolFilterStateOptions) {
     this.bucketCount = opts.bucketCount;
     this.seed = opts.seed ?? DEFAULT_CKF_SEED;
     this.maxKicks = opts.maxKicks ?? DEFAULT_CKF_MAX_KICKS;
-    this.native = new addon.PoolState(this.bucketCount, this.seed, this.maxKicks);
+    this.native = new addon.PoolFilterState(this.bucketCount, this.seed, this.maxKicks);
   }
 
   /** Applies events in order on the calling thread (small batches). */
@@ -252,7 +250,7 @@ export class PoolState {
 
   /**
    * Applies events on a worker thread (big batches). Until it settles: no other call on this
-   * PoolState (PoolBusy), and a PoolEventBatch passed in must not be reset or added to.
+   * PoolFilterState (PoolBusy), and a PoolEventBatch passed in must not be reset or added to.
    */
   async applyAsync(events: readonly PoolEvent[] | PoolEventBatch): Promise<PoolBatchResult> {
     const { meta, words } = encode(events, new PoolEventBatch()).packed();
@@ -288,36 +286,6 @@ export class PoolState {
 
   clear(workerId: bigint, dpRank: number): PoolErrorCode | null {
     return this.native.clear(workerId, dpRank) as PoolErrorCode | null;
-  }
-
-  /** Raw canonical-hash ops with owner counting (no lineage): one owner more, inserting if not resident. */
-  insertCanonical(hash: bigint): RawCanonicalResult {
-    return this.native.insertCanonical(hash);
-  }
-
-  /** One owner less; the fingerprint goes with the last owner of a resident hash. */
-  removeCanonical(hash: bigint): RawCanonicalResult {
-    return this.native.removeCanonical(hash);
-  }
-
-  /**
-   * insertCanonical / removeCanonical for many hashes in one call (the fast path: no per-op write
-   * lists). Returns each op's outcome name, as RawCanonicalResult.outcome would give it.
-   */
-  applyCanonical(ops: readonly { op: 'insert' | 'remove'; hash: bigint }[]): string[] {
-    const kinds = new Uint8Array(ops.length);
-    const hashes = new BigUint64Array(ops.length);
-    ops.forEach((o, i) => {
-      kinds[i] = o.op === 'insert' ? 0 : 1;
-      hashes[i] = o.hash;
-    });
-    const { outcomes, outcomeNames } = this.native.applyCanonicalBatch(kinds, hashes);
-    return Array.from(outcomes, (code) => outcomeNames[code]);
-  }
-
-  /** Relocation-free retry of an owned, non-resident hash (no owner change). */
-  reofferCanonical(hash: bigint): RawCanonicalResult {
-    return this.native.reofferCanonical(hash);
   }
 
   /** Filter membership of a canonical sequence hash (false positives possible, no false negatives). */
@@ -367,42 +335,4 @@ export class PoolState {
   close(): void {
     this.native.close();
   }
-}
-
-export interface NativeChurnBench {
-  ops: number;
-  seconds: number;
-  opsPerSecond: number;
-  /** Median over batches: robust to preemption on a shared machine. */
-  medianBatchOpsPerSecond: number;
-  finalLoad: number;
-  capacityFailures: number;
-}
-
-/**
- * Benchmark only (blocks the calling thread): prompt churn (stores and last-block-first removals of
- * `blocksPerPrompt`-block prompts) through the native batch apply + drain, load kept in [minLoad, maxLoad].
- */
-export function benchPoolChurnNative(
-  bucketCount: number,
-  blocksPerPrompt: number,
-  minLoad: number,
-  maxLoad: number,
-  minOps: number,
-): NativeChurnBench {
-  return addon.benchPoolNative(bucketCount, blocksPerPrompt, minLoad, maxLoad, minOps);
-}
-
-/**
- * Benchmark only (blocks the calling thread): raw canonical-hash churn (the insertCanonical /
- * removeCanonical path: owner counting and the filter, no lineage), fresh hashes in and oldest out,
- * load kept in [minLoad, maxLoad].
- */
-export function benchPoolCanonicalNative(
-  bucketCount: number,
-  minLoad: number,
-  maxLoad: number,
-  minOps: number,
-): NativeChurnBench {
-  return addon.benchPoolCanonicalNative(bucketCount, minLoad, maxLoad, minOps);
 }

@@ -13,7 +13,7 @@ import type { ProducerIdentity } from '../wire/types';
 import { INGEST_LOG_MAX_PER_WINDOW, INGEST_LOG_WINDOW_MS, MAX_DELTA_IMAGES } from '../config/defaults';
 import { ThrottledLogger } from '../ingest/throttle';
 import { MAX_U64 } from '../config/limits';
-import { encodeDelta, PoolState, type PoolBatchResult, type PoolEvent } from '../native';
+import { encodeDelta, PoolFilterState, type PoolBatchResult, type PoolEvent } from '../native';
 import { SaltCache, toPoolEvent, type Conversion, type PoolSemantics } from './events';
 import type { PoolMetrics } from '../metrics/registry';
 
@@ -51,7 +51,7 @@ export interface PoolActorOptions {
 export class PoolActor implements PoolFeed {
   readonly producer: ProducerIdentity;
   readonly dcId: bigint;
-  private readonly state: PoolState;
+  private readonly state: PoolFilterState;
   private readonly format: { seed: bigint; bucketCount: number };
   private readonly salts = new SaltCache();
   /** A misbehaving source can be rejected thousands of times a second; each must not be a log line. */
@@ -84,7 +84,7 @@ export class PoolActor implements PoolFeed {
     const ckf = options.producer.ckfFormat;
     if (!ckf) throw new TypeError('producer identity without a CKF format');
     this.format = { seed: ckf.seed, bucketCount: Number(ckf.bucketCount) };
-    this.state = new PoolState({ bucketCount: this.format.bucketCount, seed: this.format.seed });
+    this.state = new PoolFilterState({ bucketCount: this.format.bucketCount, seed: this.format.seed });
     this.warnings = new ThrottledLogger(options.logger, INGEST_LOG_MAX_PER_WINDOW, INGEST_LOG_WINDOW_MS);
   }
 

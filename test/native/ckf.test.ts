@@ -1,15 +1,8 @@
 // Cuckoo filter: addressing, bucket count, SplitMix64, bucket words (ckf_addressing.json,
 // splitmix.json) and the three producer scenarios of ckf_operations.json, op by op.
 import fc from 'fast-check';
-import {
-  bucketContains,
-  ckfBucketCount,
-  ckfPrepare,
-  laneRngSeed,
-  PoolState,
-  RawCanonicalResult,
-  splitmixNext,
-} from '../../src/native';
+import { bucketContains, ckfBucketCount, ckfPrepare } from '../../src/native';
+import { canonicalPool, laneRngSeed, RawCanonicalResult, splitmixNext } from '../support/native-testing';
 import { DEFAULT_CKF_SEED } from '../../src/config/defaults';
 import { expectThrows, loadVector } from './hashing.helpers';
 
@@ -139,7 +132,7 @@ interface Scenario {
 
 describe('ckf_operations.json', () => {
   test.each<[string, Scenario]>(operations.scenarios.map((s: Scenario) => [s.name, s]))('%s op by op', (_name, s: Scenario) => {
-    const pool = new PoolState({ bucketCount: s.bucket_count, seed: BigInt(s.seed), maxKicks: s.max_kicks });
+    const pool = canonicalPool({ bucketCount: s.bucket_count, seed: BigInt(s.seed), maxKicks: s.max_kicks });
     expect(pool.stats().rngState).toBe(BigInt(s.initial_rng_state));
     let rngState = BigInt(s.initial_rng_state);
     s.ops.forEach((op, i) => {
@@ -183,6 +176,5 @@ describe('ckf_operations.json', () => {
       expect([hash, pool.owners(BigInt(hash)), pool.isResident(BigInt(hash))]).toEqual([hash, owners, resident]);
       if (resident) expect(pool.contains(BigInt(hash))).toBe(true);
     }
-    pool.close();
   });
 });

@@ -1,7 +1,7 @@
 // The native engine-batch decoder: the spec's example bytes, the decodeInto contract (appending,
 // growing, SharedArrayBuffer-backed arrays, ranks), argument checks, and the golden hashing vectors
 // through engine events.
-import { blockHashes, EngineBatchDecoder, PoolEventBatch, PoolState, type EngineDecodeResult } from '../../src/native';
+import { blockHashes, EngineBatchDecoder, PoolEventBatch, PoolFilterState, type EngineDecodeResult } from '../../src/native';
 import { compactPackr, nativeDecode, OPTIONS, rejectsWithoutWriting } from './engine-decoder.helpers';
 import { expectThrows, loadVector, type BlockCase } from './hashing.helpers';
 
@@ -73,7 +73,7 @@ describe('spec example bytes (engine-inputs.md §1.6)', () => {
     expect([out.meta, out.words, out.summary.events]).toEqual([[3, 0, 0, 0, 0], [W], 1]);
   });
 
-  it('the packed output is what PoolEventBatch encodes and PoolState.applyPacked accepts', () => {
+  it('the packed output is what PoolEventBatch encodes and PoolFilterState.applyPacked accepts', () => {
     const expected = new PoolEventBatch()
       .addStored(W, 0, null, null, [HASH], [TOKENS_HASH])
       .addRemoved(W, 0, [HASH])
@@ -91,7 +91,7 @@ describe('spec example bytes (engine-inputs.md §1.6)', () => {
     expect([m, w]).toEqual([15, 6]);
     expect(meta).toEqual(expected.meta);
     expect(words).toEqual(expected.words);
-    const pool = new PoolState({ bucketCount: 1024 });
+    const pool = new PoolFilterState({ bucketCount: 1024 });
     expect(pool.applyPacked(meta, words).errorCount).toBe(0);
     expect(pool.stats().lineageEntries).toBe(0);
     pool.close();

@@ -1,8 +1,9 @@
-// Planned batch execution (pool_state.cc): a batch is planned chunk by chunk from the state before the
+// Planned batch execution (pool_plan.cc): a batch is planned chunk by chunk from the state before the
 // chunk runs, so plans go stale when an earlier event of the same batch changes what a later one sees.
 // These batches are built to make the plans stale, and must leave exactly the state that the same
 // events applied one call at a time leave. Raw canonical batches must match the one-op calls.
-import { PoolEvent, PoolState, sequenceHashesFromBlocks } from '../../src/native';
+import { PoolEvent, PoolFilterState, sequenceHashesFromBlocks } from '../../src/native';
+import { applyCanonical, canonicalPool } from '../support/native-testing';
 import { expectThrows } from './hashing.helpers';
 
 const chain = (tokensHashes: bigint[]) => Array.from(sequenceHashesFromBlocks(tokensHashes));
@@ -19,7 +20,7 @@ function rng(seed: number): () => number {
 
 const u64 = (r: () => number) => (BigInt(Math.floor(r() * 2 ** 32)) << 32n) | BigInt(Math.floor(r() * 2 ** 32));
 
-function applyOneByOne(pool: PoolState, events: readonly PoolEvent[]): (string | null)[] {
+function applyOneByOne(pool: PoolFilterState, events: readonly PoolEvent[]): (string | null)[] {
   return events.map((ev) => {
     if (ev.kind === 'stored') {
       return pool.store(ev.workerId, ev.dpRank, ev.parentHash, ev.startPosition ?? null, ev.blockHashes, ev.tokensHashes);
@@ -29,9 +30,9 @@ function applyOneByOne(pool: PoolState, events: readonly PoolEvent[]): (string |
   });
 }
 
-function expectSameAsOneByOne(events: readonly PoolEvent[], bucketCount: number): PoolState {
-  const batched = new PoolState({ bucketCount });
-  const single = new PoolState({ bucketCount });
+function expectSameAsOneByOne(events: readonly PoolEvent[], bucketCount: number): PoolFilterState {
+  const batched = new PoolFilterState({ bucketCount });
+  const single = new PoolFilterState({ bucketCount });
   const result = batched.apply(events);
   expect(result.outcomes).toEqual(applyOneByOne(single, events));
   expect(batched.words()).toEqual(single.words());
@@ -64,8 +65,8 @@ describe('plans made stale by earlier events of the same batch', () => {
       { kind: 'stored', workerId: 1n, dpRank: 0, parentHash: 1n, blockHashes: [2n], tokensHashes: [300n] },
     ];
     // The parent is already stored when the batch is planned, with the old hash.
-    const batched = new PoolState({ bucketCount: 64 });
-    const single = new PoolState({ bucketCount: 64 });
+    const batched = new PoolFilterState({ bucketCount: 64 });
+    const single = new PoolFilterState({ bucketCount: 64 });
     batched.apply(setup);
     applyOneByOne(single, setup);
     expect(batched.apply(events.slice(1)).outcomes).toEqual(applyOneByOne(single, events.slice(1)));
@@ -131,9 +132,9 @@ describe('raw canonical batches', () => {
       // A small filter (capacity failures, relocations), shared owners and unknown removals.
       ops.push({ op: r() < 0.6 ? 'insert' : 'remove', hash: hashes[Math.floor(r() * hashes.length)] });
     }
-    const batched = new PoolState({ bucketCount: 128 });
-    const single = new PoolState({ bucketCount: 128 });
-    const outcomes = batched.applyCanonical(ops);
+    const batched = canonicalPool({ bucketCount: 128 });
+    const single = canonicalPool({ bucketCount: 128 });
+    const outcomes = applyCanonical(batched, ops);
     const expected = ops.map(({ op, hash }) =>
       op === 'insert' ? single.insertCanonical(hash).outcome : single.removeCanonical(hash).outcome,
     );
@@ -147,8 +148,8 @@ describe('raw canonical batches', () => {
   });
 
   test('applyCanonicalBatch checks its arguments', () => {
-    const pool = new PoolState({ bucketCount: 16 });
-    const native = (pool as unknown as { native: { applyCanonicalBatch(o: unknown, h: unknown): unknown } }).native;
+    const pool = canonicalPool({ bucketCount: 16 });
+    const native = pool as unknown as { applyCanonicalBatch(o: unknown, h: unknown): unknown };
     expectThrows(() => native.applyCanonicalBatch(new Uint8Array(2), new BigUint64Array(1)), 'RangeError');
     expectThrows(() => native.applyCanonicalBatch(new Uint8Array([2]), new BigUint64Array(1)), 'RangeError');
     expectThrows(() => native.applyCanonicalBatch(new Uint32Array(1), new BigUint64Array(1)), 'TypeError');

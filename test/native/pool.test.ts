@@ -1,7 +1,8 @@
-// PoolState (hashing-ckf-cbi1.md §4): lineage, parents, owner counting, capacity omission and re-offer,
+// PoolFilterState (hashing-ckf-cbi1.md §4): lineage, parents, owner counting, capacity omission and re-offer,
 // clear, the publication window, the batch / async APIs and argument checking.
 import fc from 'fast-check';
-import { PoolEvent, PoolEventBatch, PoolState, sequenceHashesFromBlocks } from '../../src/native';
+import { PoolEvent, PoolEventBatch, PoolFilterState, sequenceHashesFromBlocks } from '../../src/native';
+import { canonicalPool } from '../support/native-testing';
 import { expectThrows, thrown } from './hashing.helpers';
 
 const SEED = 0x5deece66d1b54a33n;
@@ -16,7 +17,7 @@ function applyImages(words: BigUint64Array, images: { buckets: Uint32Array; valu
 
 describe('stored events', () => {
   test('a root chain and a child event map tokens hashes to canonical sequence hashes', () => {
-    const pool = new PoolState({ bucketCount: 1024, seed: SEED });
+    const pool = new PoolFilterState({ bucketCount: 1024, seed: SEED });
     const t = [11n, 22n, 33n, 44n];
     const c = chain(t);
     expect(pool.store(1n, 0, null, 0, [101n, 102n, 103n], t.slice(0, 3))).toBeNull();
@@ -31,7 +32,7 @@ describe('stored events', () => {
   });
 
   test('a missing parent rejects the whole event and leaves the state untouched', () => {
-    const pool = new PoolState({ bucketCount: 64 });
+    const pool = new PoolFilterState({ bucketCount: 64 });
     pool.store(1n, 0, null, null, [1n], [7n]);
     pool.drain();
     const before = pool.words();
@@ -45,14 +46,14 @@ describe('stored events', () => {
   });
 
   test('a positional orphan (no parent, start != 0) is an InvalidBlockSequence', () => {
-    const pool = new PoolState({ bucketCount: 64 });
+    const pool = new PoolFilterState({ bucketCount: 64 });
     expect(pool.store(1n, 0, null, 4, [1n], [7n])).toBe('InvalidBlockSequence');
     expect(pool.stats().ownedHashes).toBe(0);
     expect(pool.store(1n, 0, null, 0, [1n], [7n])).toBeNull();
   });
 
   test('an id re-mapped to another canonical hash rejects the batch, earlier siblings included', () => {
-    const pool = new PoolState({ bucketCount: 64 });
+    const pool = new PoolFilterState({ bucketCount: 64 });
     expect(pool.store(1n, 0, null, null, [1n], [7n])).toBeNull();
     const before = pool.words();
     // Blocks 5, 6 are new; block 1 would now map to a child hash, not to root 7.
@@ -66,7 +67,7 @@ describe('stored events', () => {
   });
 
   test('storing the same (source, id, hash) again does not add an owner', () => {
-    const pool = new PoolState({ bucketCount: 64 });
+    const pool = new PoolFilterState({ bucketCount: 64 });
     pool.store(1n, 0, null, null, [1n, 2n], [7n, 8n]);
     expect(pool.store(1n, 0, null, null, [1n, 2n], [7n, 8n])).toBeNull();
     for (const h of chain([7n, 8n])) expect(pool.owners(h)).toBe(1);
@@ -74,7 +75,7 @@ describe('stored events', () => {
   });
 
   test('vLLM and SGLang ids with the same tokens hash share one canonical root (upstream capture)', () => {
-    const pool = new PoolState({ bucketCount: 64 });
+    const pool = new PoolFilterState({ bucketCount: 64 });
     const tokensHash = 3_727_940_790_060_946_254n;
     expect(pool.store(10n, 0, null, null, [5_151_625_331_053_002_286n], [tokensHash])).toBeNull();
     expect(pool.store(20n, 0, null, null, [16_481_235_979_017_058_908n], [tokensHash])).toBeNull();
@@ -88,7 +89,7 @@ describe('stored events', () => {
   });
 
   test('bad store arguments throw before touching the state', () => {
-    const pool = new PoolState({ bucketCount: 64 });
+    const pool = new PoolFilterState({ bucketCount: 64 });
     expectThrows(() => pool.store(1n, 0, null, null, [1n, 2n], [7n]), 'RangeError');
     expectThrows(() => pool.store(-1n, 0, null, null, [1n], [7n]), 'RangeError');
     expectThrows(() => pool.store(1n, 1.5, null, null, [1n], [7n]), 'RangeError');
@@ -101,7 +102,7 @@ describe('stored events', () => {
 
 describe('removals and clears', () => {
   test('same-source aliases count as separate owners; clear removes them all', () => {
-    const pool = new PoolState({ bucketCount: 64 });
+    const pool = new PoolFilterState({ bucketCount: 64 });
     pool.store(1n, 0, null, null, [1n], [7n]);
     pool.store(1n, 0, null, null, [2n], [7n]);
     expect(pool.owners(7n)).toBe(2);
@@ -119,7 +120,7 @@ describe('removals and clears', () => {
   });
 
   test('unknown removals are counted no-ops', () => {
-    const pool = new PoolState({ bucketCount: 64 });
+    const pool = new PoolFilterState({ bucketCount: 64 });
     pool.store(1n, 0, null, null, [1n], [7n]);
     expect(pool.remove(1n, 0, [1n, 1n, 42n])).toBeNull();
     expect(pool.remove(9n, 0, [1n])).toBeNull();
@@ -129,7 +130,7 @@ describe('removals and clears', () => {
 
 describe('publication window', () => {
   test('store then remove of the same hash in one window publishes nothing', () => {
-    const pool = new PoolState({ bucketCount: 1024 });
+    const pool = new PoolFilterState({ bucketCount: 1024 });
     pool.store(1n, 0, null, null, [1n, 2n], [7n, 8n]);
     expect(pool.drain()).not.toBeNull();
     pool.store(1n, 0, 2n, null, [3n], [9n]);
@@ -148,7 +149,7 @@ describe('publication window', () => {
         fc.array(fc.bigInt({ min: 1n, max: (1n << 64n) - 1n }), { minLength: 1, maxLength: 8 }),
         (background, fresh) => {
           // Low load: neither candidate bucket is ever full, so no relocation moves other entries.
-          const pool = new PoolState({ bucketCount: 4096 });
+          const pool = new PoolFilterState({ bucketCount: 4096 });
           pool.store(1n, 0, null, null, background.map((_, i) => BigInt(i + 1)), background);
           pool.drain();
           const ids = fresh.map((_, i) => BigInt(10_000 + i));
@@ -163,7 +164,7 @@ describe('publication window', () => {
   });
 
   test('images are absolute words in first-touch order', () => {
-    const pool = new PoolState({ bucketCount: 16 });
+    const pool = canonicalPool({ bucketCount: 16 });
     const r1 = pool.insertCanonical(1n);
     const r2 = pool.insertCanonical(2n);
     const images = pool.drain()!;
@@ -176,7 +177,7 @@ describe('publication window', () => {
 
 describe('capacity omission', () => {
   test('omitted blocks keep ownership; a re-offer or a new owner retries admission', () => {
-    const pool = new PoolState({ bucketCount: 2 }); // 8 slots
+    const pool = new PoolFilterState({ bucketCount: 2 }); // 8 slots
     const tokens = Array.from({ length: 40 }, (_, i) => BigInt(1000 + i));
     const ext = tokens.map((_, i) => BigInt(i + 1));
     const result = pool.apply(tokens.map((t, i) => ({ kind: 'stored', workerId: 1n, dpRank: 0, parentHash: null, blockHashes: [ext[i]], tokensHashes: [t] })));
@@ -296,7 +297,7 @@ function workload(seed: number, events: number, maxLive: number): { events: Pool
   return { events: out, model };
 }
 
-function checkAgainstModel(pool: PoolState, model: Model, everythingResident: boolean): void {
+function checkAgainstModel(pool: PoolFilterState, model: Model, everythingResident: boolean): void {
   const stats = pool.stats();
   expect(stats.ownedHashes).toBe(model.owners.size);
   expect(stats.lineageEntries).toBe([...model.lineage.values()].reduce((n, m) => n + m.size, 0));
@@ -321,7 +322,7 @@ describe('seeded random workloads', () => {
     [4, 8, false],
   ])('seed %i, %i buckets: owners exact, no false negatives, drained images rebuild the words', (seed, buckets, roomy) => {
     const { events, model } = workload(seed, 3000, roomy ? 600 : 200);
-    const pool = new PoolState({ bucketCount: buckets });
+    const pool = new PoolFilterState({ bucketCount: buckets });
     const replica = new BigUint64Array(buckets);
     const r = rng(seed + 100);
     for (let i = 0; i < events.length; ) {
@@ -339,9 +340,9 @@ describe('seeded random workloads', () => {
 
   test('batch, async batch and single-event calls give identical states', async () => {
     const { events } = workload(7, 1500, 150);
-    const a = new PoolState({ bucketCount: 32 });
-    const b = new PoolState({ bucketCount: 32 });
-    const c = new PoolState({ bucketCount: 32 });
+    const a = new PoolFilterState({ bucketCount: 32 });
+    const b = new PoolFilterState({ bucketCount: 32 });
+    const c = new PoolFilterState({ bucketCount: 32 });
     const outA = a.apply(events);
     const outB = await b.applyAsync(events);
     const outC = events.map((ev) => {
@@ -363,7 +364,7 @@ describe('packed batches', () => {
     const batch = new PoolEventBatch();
     for (let i = 0; i < 200; i++) batch.addStored(1n, 0, null, null, [BigInt(i + 1)], BigUint64Array.of(BigInt(i)));
     expect(batch.length).toBe(200);
-    const pool = new PoolState({ bucketCount: 256 });
+    const pool = new PoolFilterState({ bucketCount: 256 });
     expect(pool.apply(batch).errorCount).toBe(0);
     expect(pool.stats().ownedHashes).toBe(200);
     batch.reset();
@@ -378,13 +379,13 @@ describe('packed batches', () => {
     expectThrows(() => batch.addStored(1n, 0, null, null, [2n, -3n], [8n, 9n]), 'RangeError');
     expectThrows(() => batch.addRemoved(1n, 0, [2n, 'x' as never]), 'TypeError');
     expect(batch.length).toBe(1);
-    const pool = new PoolState({ bucketCount: 64 });
+    const pool = new PoolFilterState({ bucketCount: 64 });
     expect(pool.apply(batch).errorCount).toBe(0);
     expect(pool.owners(7n)).toBe(1);
   });
 
   test('malformed packed input is a RangeError and changes nothing', () => {
-    const pool = new PoolState({ bucketCount: 64 });
+    const pool = new PoolFilterState({ bucketCount: 64 });
     const cases: [number[], bigint[]][] = [
       [[1, 0, 0, 0], [1n]], // meta not a multiple of 5
       [[9, 0, 0, 0, 0], [1n]], // unknown kind
@@ -404,7 +405,7 @@ describe('packed batches', () => {
 
 describe('async calls, snapshots and lifetime', () => {
   test('every call throws PoolBusy while an async call is in flight', async () => {
-    const pool = new PoolState({ bucketCount: 1 << 16 });
+    const pool = new PoolFilterState({ bucketCount: 1 << 16 });
     const { events } = workload(11, 3000, 5000);
     const pending = pool.applyAsync(events);
     expect(thrown(() => pool.store(1n, 0, null, null, [1n], [1n])).code).toBe('PoolBusy');
@@ -421,7 +422,7 @@ describe('async calls, snapshots and lifetime', () => {
   });
 
   test('copyWordsAsync of a 2^24-bucket pool', async () => {
-    const pool = new PoolState({ bucketCount: 1 << 24 });
+    const pool = new PoolFilterState({ bucketCount: 1 << 24 });
     pool.store(1n, 0, null, null, [1n, 2n], [7n, 8n]);
     const words = await pool.copyWordsAsync();
     expect(words.length).toBe(1 << 24);
@@ -434,7 +435,7 @@ describe('async calls, snapshots and lifetime', () => {
   });
 
   test('close frees the state; later calls throw PoolClosed', () => {
-    const pool = new PoolState({ bucketCount: 64 });
+    const pool = new PoolFilterState({ bucketCount: 64 });
     pool.store(1n, 0, null, null, [1n], [7n]);
     pool.close();
     expect(thrown(() => pool.contains(7n)).code).toBe('PoolClosed');
@@ -442,25 +443,31 @@ describe('async calls, snapshots and lifetime', () => {
     expect(() => pool.close()).not.toThrow();
   });
 
-  test('raw and query methods validate their arguments', () => {
-    const pool = new PoolState({ bucketCount: 16 });
+  test('query methods validate their arguments', () => {
+    const pool = new PoolFilterState({ bucketCount: 16 });
+    expectThrows(() => pool.contains(1n << 64n), 'RangeError');
+    expectThrows(() => pool.owners(undefined as never), 'TypeError');
+    expectThrows(() => pool.isResident(-1n), 'RangeError');
+    expectThrows(() => pool.clear(1n, -1), 'RangeError');
+    expect(pool.stats().ownedHashes).toBe(0);
+  });
+
+  test('raw canonical methods (test addon) validate their arguments', () => {
+    const pool = canonicalPool({ bucketCount: 16 });
     expectThrows(() => pool.insertCanonical(1 as never), 'TypeError');
     expectThrows(() => pool.removeCanonical(-1n), 'RangeError');
     expectThrows(() => pool.reofferCanonical('1' as never), 'TypeError');
-    expectThrows(() => pool.contains(1n << 64n), 'RangeError');
-    expectThrows(() => pool.owners(undefined as never), 'TypeError');
-    expectThrows(() => pool.clear(1n, -1), 'RangeError');
     expect(pool.reofferCanonical(5n).outcome).toBe('reoffer_unowned');
     expect(pool.stats().ownedHashes).toBe(0);
   });
 
   test('constructor arguments are validated', () => {
-    expectThrows(() => new PoolState({ bucketCount: 3 }), 'RangeError');
-    expectThrows(() => new PoolState({ bucketCount: 1 }), 'RangeError');
-    expectThrows(() => new PoolState({ bucketCount: 2 ** 25 }), 'RangeError');
-    expectThrows(() => new PoolState({ bucketCount: 16, maxKicks: 0 }), 'RangeError', 'InvalidMaxKicks');
-    expectThrows(() => new PoolState({ bucketCount: 16, maxKicks: 4097 }), 'RangeError', 'InvalidMaxKicks');
-    expectThrows(() => new PoolState({ bucketCount: 16, seed: 5 as never }), 'TypeError');
-    expect(new PoolState({ bucketCount: 16, maxKicks: 4096 }).stats().bucketCount).toBe(16);
+    expectThrows(() => new PoolFilterState({ bucketCount: 3 }), 'RangeError');
+    expectThrows(() => new PoolFilterState({ bucketCount: 1 }), 'RangeError');
+    expectThrows(() => new PoolFilterState({ bucketCount: 2 ** 25 }), 'RangeError');
+    expectThrows(() => new PoolFilterState({ bucketCount: 16, maxKicks: 0 }), 'RangeError', 'InvalidMaxKicks');
+    expectThrows(() => new PoolFilterState({ bucketCount: 16, maxKicks: 4097 }), 'RangeError', 'InvalidMaxKicks');
+    expectThrows(() => new PoolFilterState({ bucketCount: 16, seed: 5 as never }), 'TypeError');
+    expect(new PoolFilterState({ bucketCount: 16, maxKicks: 4096 }).stats().bucketCount).toBe(16);
   });
 });

@@ -1,6 +1,9 @@
 // The pool actor's state (spec hashing-ckf-cbi1.md §4.2-§4.6): per-source lineage, owner counting with
 // one physical fingerprint per resident canonical hash, the cuckoo filter and the publication window.
 // Pure C++, no N-API; single-threaded (the N-API wrapper serializes access).
+// Its methods live in one file per concept: pool_filter_state.cc (the lineage/ownership state
+// machine and the window), pool_plan.cc (planning and prefetching batches), pool_canonical.cc (the
+// raw canonical-hash operations).
 #pragma once
 #include <cstdint>
 #include <map>
@@ -10,101 +13,19 @@
 #include <vector>
 
 #include "ckf.h"
+#include "dirty_window.h"
 #include "flat_map.h"
+#include "packed_batch.h"
+#include "pool_canonical.h"
 
 namespace kvrelay {
 namespace pool {
-
-// Per-event outcome. Stable numbers: the packed batch API returns them in a Uint8Array.
-enum class PoolError : uint8_t {
-  kNone = 0,
-  kParentBlockNotFound = 1,
-  kInvalidBlockSequence = 2,
-  kOwnershipDegreeOverflow = 3,
-  kIndexerInvariantViolation = 4,
-  kAllocationFailed = 5,
-};
-const char* PoolErrorName(PoolError e);
-
-// Packed event encoding of ApplyBatch (see binding.d.ts, PoolState.applyBatch):
-// meta: kMetaStride u32 per event = [kind, dpRank, flags, startPosition, blockCount];
-// words: per event workerId, [parent ext id if kFlagParent], blockCount ext ids,
-//        and for kStored blockCount tokens hashes.
-enum EventKind : uint32_t { kStored = 1, kRemoved = 2, kCleared = 3 };
-constexpr uint32_t kFlagParent = 1;
-constexpr uint32_t kFlagStart = 2;
-constexpr size_t kMetaStride = 5;
-
-struct StoreEvent {
-  uint64_t workerId;
-  uint32_t dpRank;
-  bool hasParent;
-  uint64_t parent;
-  bool hasStart;
-  uint32_t startPosition;
-  const uint64_t* extIds;
-  const uint64_t* tokensHashes;
-  size_t count;
-};
 
 struct Counters {
   uint64_t capacityFailures = 0;
   uint64_t unknownRemovals = 0;
   uint64_t parentNotFound = 0;
   uint64_t invariantViolations = 0;
-};
-
-// Outcomes of the raw canonical-hash operations (ckf_operations.json record_fields.outcome).
-// Stable numbers: ApplyCanonicalBatch returns them in a Uint8Array.
-enum class RawOutcome : uint8_t {
-  kInserted,
-  kOwnerBumped,
-  kCapacityExhausted,
-  kRemoved,
-  kOwnerDecremented,
-  kReleasedNotResident,
-  kUnknownRemoval,
-  kReofferInserted,
-  kReofferOmitted,
-  kReofferAlreadyResident,
-  kReofferUnowned,
-  kInvariantViolation,  // the last value: the N-API outcome-name table runs up to it
-};
-const char* RawOutcomeName(RawOutcome o);
-
-struct RawResult {
-  RawOutcome outcome;
-  uint32_t owners;
-  uint32_t kicks;
-  uint64_t rngDraws;
-  std::vector<std::pair<uint32_t, uint64_t>> changed;  // (bucket, new word), first-touch order
-};
-
-// Buckets written since the last drain, in first-touch order, with their value before the first touch.
-class DirtyWindow {
- public:
-  explicit DirtyWindow(uint32_t bucketCount) : bits_((bucketCount + 63) / 64, 0) {}
-  void Touch(uint32_t bucket, uint64_t original) {
-    uint64_t& w = bits_[bucket >> 6];
-    const uint64_t bit = uint64_t{1} << (bucket & 63);
-    if (w & bit) return;
-    w |= bit;
-    buckets_.push_back(bucket);
-    originals_.push_back(original);
-  }
-  size_t size() const { return buckets_.size(); }
-  const std::vector<uint32_t>& buckets() const { return buckets_; }
-  const std::vector<uint64_t>& originals() const { return originals_; }
-  void Reset() {
-    for (uint32_t b : buckets_) bits_[b >> 6] = 0;
-    buckets_.clear();
-    originals_.clear();
-  }
-
- private:
-  std::vector<uint64_t> bits_;
-  std::vector<uint32_t> buckets_;
-  std::vector<uint64_t> originals_;
 };
 
 // What an op will touch, worked out before it runs: its canonical hash and filter address. Planning
@@ -123,16 +44,6 @@ struct StoreOrigin {
   uint64_t previous;
 };
 
-// One event of a packed batch, decoded. For removals, store.extIds holds the ids; workerId, dpRank
-// and count are set for every kind.
-struct PackedEvent {
-  uint32_t kind;
-  StoreEvent store;
-};
-
-// Raw canonical operation kinds for ApplyCanonicalBatch.
-enum class CanonicalOp : uint8_t { kInsert = 0, kRemove = 1 };
-
 struct Stats {
   uint32_t bucketCount;
   uint64_t residentCount;
@@ -145,9 +56,9 @@ struct Stats {
   Counters counters;
 };
 
-class PoolState {
+class PoolFilterState {
  public:
-  PoolState(uint32_t bucketCount, uint64_t seed, uint32_t maxKicks);
+  PoolFilterState(uint32_t bucketCount, uint64_t seed, uint32_t maxKicks);
 
   // Engine events (§4.3-§4.5). Each counts one pending event, even when it fails or does nothing.
   // A store error leaves the state untouched; removals keep going after an error (first error wins).
@@ -155,9 +66,7 @@ class PoolState {
   PoolError Remove(uint64_t workerId, uint32_t dpRank, const uint64_t* extIds, size_t count);
   PoolError Clear(uint64_t workerId, uint32_t dpRank);
 
-  // Checks the packed encoding; returns an empty string when it is well formed.
-  static std::string ValidateBatch(const uint32_t* meta, size_t metaLen, const uint64_t* words, size_t wordsLen);
-  // Applies a validated batch; errorsOut has one entry per event.
+  // Applies a batch that ValidatePackedBatch accepted; errorsOut has one entry per event.
   void ApplyBatch(const uint32_t* meta, size_t metaLen, const uint64_t* words, uint8_t* errorsOut);
 
   // Raw canonical-hash operations with owner counting (ckf_operations.json).
@@ -188,29 +97,34 @@ class PoolState {
   using Lineage = U64Map<uint64_t>;  // external id -> canonical hash
   using SourceKey = std::pair<uint64_t, uint32_t>;
 
+  // --- lineage/ownership state machine (pool_filter_state.cc)
   Lineage* FindSource(uint64_t workerId, uint32_t dpRank);
   Lineage* GetOrCreateSource(uint64_t workerId, uint32_t dpRank);
   void DropSourceIfEmpty(uint64_t workerId, uint32_t dpRank);
-  // Planning: lineage lines first (PrefetchIds), then the plan, which resolves lineage entries and
-  // prefetches owner and filter lines. PlanBuffer: `buffer` sized for `blocks`, or null (no memory:
-  // execution then works unplanned).
-  BlockPlan* PlanBuffer(std::vector<BlockPlan>* buffer, size_t blocks);
-  void PrefetchIds(const PackedEvent& ev);
-  void PlanStore(const StoreEvent& ev, StoreOrigin* origin, BlockPlan* out);
-  void PlanRemoval(const Lineage* lineage, const uint64_t* extIds, size_t count, BlockPlan* out);
-  void PlanCanonical(uint64_t hash, BlockPlan* out);
   PoolError ExecuteStore(const StoreEvent& ev, const StoreOrigin& origin, const BlockPlan* plan);
   PoolError ExecuteRemoval(uint64_t workerId, uint32_t dpRank, const uint64_t* extIds, size_t count,
                            const BlockPlan* plan);
   PoolError RemoveFromSource(Lineage* lineage, const uint64_t* extIds, size_t count, const BlockPlan* plan);
-  void ApplyChunk(uint8_t* errorsOut);
-  RawOutcome InsertCanonicalCore(uint64_t hash, const ckf::Prepared& p, uint32_t* kicks);
-  RawOutcome RemoveCanonicalCore(uint64_t hash, const ckf::Prepared& p, ckf::Write* write);
   // Releases one owner of the hash `own` belongs to (addressed by p); false on an invariant violation
   // (nothing changed). `write` receives the physical write when the outcome is kRemoved.
   bool ReleaseOwner(Ownership* own, const ckf::Prepared& p, RawOutcome* outcome, ckf::Write* write);
   bool InsertPhysical(const ckf::Prepared& p, Ownership* own, uint32_t maxKicks, uint32_t* kicks);
   void MarkWrites();
+
+  // --- plan/prefetch pipeline (pool_plan.cc)
+  // Lineage lines first (PrefetchIds), then the plan, which resolves lineage entries and prefetches
+  // owner and filter lines. PlanBuffer: `buffer` sized for `blocks`, or null (no memory: execution
+  // then works unplanned).
+  BlockPlan* PlanBuffer(std::vector<BlockPlan>* buffer, size_t blocks);
+  void PrefetchIds(const PackedEvent& ev);
+  void PlanStore(const StoreEvent& ev, StoreOrigin* origin, BlockPlan* out);
+  void PlanRemoval(const Lineage* lineage, const uint64_t* extIds, size_t count, BlockPlan* out);
+  void PlanCanonical(uint64_t hash, BlockPlan* out);
+  void ApplyChunk(uint8_t* errorsOut);
+
+  // --- raw canonical operations (pool_canonical.cc)
+  RawOutcome InsertCanonicalCore(uint64_t hash, const ckf::Prepared& p, uint32_t* kicks);
+  RawOutcome RemoveCanonicalCore(uint64_t hash, const ckf::Prepared& p, ckf::Write* write);
   RawResult FinishRaw(RawOutcome outcome, uint64_t hash, uint32_t kicks, uint64_t drawsBefore,
                       const std::vector<ckf::Write>& writes);
 

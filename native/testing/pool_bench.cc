@@ -1,7 +1,7 @@
-// Native benchmark entry points for bench/filter.ts: churn through PoolState::ApplyBatch (engine events)
+// Native benchmark entry points for bench/filter.ts: churn through PoolFilterState::ApplyBatch (engine events)
 // or ApplyCanonicalBatch (raw canonical hashes) with the load kept inside [minLoad, maxLoad]. Only
 // apply + drain are timed; generating the ops is not.
-// Runs synchronously on the calling thread (benchmarks only).
+// Runs synchronously on the calling thread: test/bench addon only, never in the production exports.
 #include <napi.h>
 
 #include <algorithm>
@@ -9,11 +9,12 @@
 #include <deque>
 #include <vector>
 
-#include "modules.h"
 #include "napi_args.h"
-#include "pool_state.h"
+#include "pool_filter_state.h"
+#include "testing/modules.h"
 
 namespace kvrelay {
+namespace testing {
 namespace {
 
 struct Prompt {
@@ -62,8 +63,8 @@ struct Band {
 Band BandArgs(const Napi::CallbackInfo& info, size_t first) {
   Napi::Env env = info.Env();
   Band band{args::U64(args::Arg(info, 0), "bucketCount", true),
-            args::Arg(info, first).As<Napi::Number>().DoubleValue(),
-            args::Arg(info, first + 1).As<Napi::Number>().DoubleValue(),
+            args::Finite(args::Arg(info, first), "minLoad"),
+            args::Finite(args::Arg(info, first + 1), "maxLoad"),
             args::U64(args::Arg(info, first + 2), "minOps", true)};
   if (!ckf::IsValidBucketCount(band.bucketCount) || band.bucketCount > ckf::kMaxBucketCount) {
     throw Napi::RangeError::New(env, "bucketCount must be a power of two in [2, 2^24]");
@@ -77,7 +78,7 @@ Band BandArgs(const Napi::CallbackInfo& info, size_t first) {
 // Times `step` (one batch: apply + drain, returns its op count) until minOps; median of batch rates
 // is robust to preemption on a shared machine.
 template <typename Step>
-Napi::Object TimeBatches(Napi::Env env, const Band& band, const pool::PoolState& state, Step step) {
+Napi::Object TimeBatches(Napi::Env env, const Band& band, const pool::PoolFilterState& state, Step step) {
   uint64_t ops = 0;
   std::chrono::nanoseconds elapsed{0};
   std::vector<double> batchRates;
@@ -108,7 +109,7 @@ Napi::Value BenchPoolNative(const Napi::CallbackInfo& info) {
   if (blocksPerPrompt == 0) throw Napi::RangeError::New(env, "need blocksPerPrompt > 0");
   const Band band = BandArgs(info, 2);
 
-  pool::PoolState state(static_cast<uint32_t>(band.bucketCount), ckf::kDefaultSeed, ckf::kDefaultMaxKicks);
+  pool::PoolFilterState state(static_cast<uint32_t>(band.bucketCount), ckf::kDefaultSeed, ckf::kDefaultMaxKicks);
   ChurnGenerator gen(blocksPerPrompt, 42);
   const double slots = band.slots();
   const double middle = (band.minLoad + band.maxLoad) / 2 * slots;
@@ -155,7 +156,7 @@ Napi::Value BenchPoolNative(const Napi::CallbackInfo& info) {
 Napi::Value BenchPoolCanonicalNative(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const Band band = BandArgs(info, 1);
-  pool::PoolState state(static_cast<uint32_t>(band.bucketCount), ckf::kDefaultSeed, ckf::kDefaultMaxKicks);
+  pool::PoolFilterState state(static_cast<uint32_t>(band.bucketCount), ckf::kDefaultSeed, ckf::kDefaultMaxKicks);
   uint64_t rng = 42;
   std::deque<uint64_t> live;
   const double slots = band.slots();
@@ -209,4 +210,5 @@ void InitPoolBench(Napi::Env env, Napi::Object exports) {
   exports.Set("benchPoolCanonicalNative", Napi::Function::New(env, BenchPoolCanonicalNative, "benchPoolCanonicalNative"));
 }
 
+}  // namespace testing
 }  // namespace kvrelay

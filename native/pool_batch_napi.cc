@@ -1,0 +1,60 @@
+#include "pool_batch_napi.h"
+
+#include <string>
+
+#include "modules.h"
+#include "napi_args.h"
+#include "packed_batch.h"
+
+namespace kvrelay {
+
+PackedBatchArgs PackedBatchArg(const Napi::CallbackInfo& info, size_t first) {
+  PackedBatchArgs b{args::U32Array(args::Arg(info, first), "meta"), args::U64Array(args::Arg(info, first + 1), "words"),
+                    0};
+  const std::string problem = pool::ValidatePackedBatch(b.meta.Data(), b.meta.ElementLength(), b.words.ElementLength());
+  if (!problem.empty()) throw Napi::RangeError::New(info.Env(), "malformed event batch: " + problem);
+  b.events = b.meta.ElementLength() / pool::kMetaStride;
+  return b;
+}
+
+namespace {
+
+Napi::Object Frozen(Napi::Object o) {
+  o.Freeze();
+  return o;
+}
+
+Napi::Object Layout(Napi::Env env) {
+  auto num = [&](uint32_t v) { return Napi::Number::New(env, v); };
+  Napi::Object meta = Napi::Object::New(env);
+  meta.Set("kind", num(pool::kMetaKind));
+  meta.Set("dpRank", num(pool::kMetaDpRank));
+  meta.Set("flags", num(pool::kMetaFlags));
+  meta.Set("startPosition", num(pool::kMetaStart));
+  meta.Set("blockCount", num(pool::kMetaCount));
+  Napi::Object kind = Napi::Object::New(env);
+  kind.Set("stored", num(pool::kStored));
+  kind.Set("removed", num(pool::kRemoved));
+  kind.Set("cleared", num(pool::kCleared));
+  Napi::Object flag = Napi::Object::New(env);
+  flag.Set("parent", num(pool::kFlagParent));
+  flag.Set("start", num(pool::kFlagStart));
+  Napi::Array errorNames = Napi::Array::New(env, pool::kLastPoolError + 1);
+  for (uint8_t i = 0; i <= pool::kLastPoolError; ++i) {
+    const char* name = pool::PoolErrorName(static_cast<pool::PoolError>(i));
+    errorNames.Set(i, name == nullptr ? env.Null() : Napi::String::New(env, name));
+  }
+  Napi::Object layout = Napi::Object::New(env);
+  layout.Set("metaStride", num(pool::kMetaStride));
+  layout.Set("meta", Frozen(meta));
+  layout.Set("kind", Frozen(kind));
+  layout.Set("flag", Frozen(flag));
+  layout.Set("errorNames", Frozen(errorNames));
+  return Frozen(layout);
+}
+
+}  // namespace
+
+void InitPackedBatch(Napi::Env env, Napi::Object exports) { exports.Set("packedBatchLayout", Layout(env)); }
+
+}  // namespace kvrelay

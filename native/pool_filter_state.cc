@@ -1,0 +1,279 @@
+// The lineage/ownership state machine of PoolFilterState (§4.3-§4.5) and its publication window
+// (§4.6); execution of planned events. Planning lives in pool_plan.cc, raw canonical ops in
+// pool_canonical.cc.
+#include "pool_filter_state.h"
+
+#include <algorithm>
+#include <new>
+
+namespace kvrelay {
+namespace pool {
+
+PoolFilterState::PoolFilterState(uint32_t bucketCount, uint64_t seed, uint32_t maxKicks)
+    : filter_(bucketCount, seed), maxKicks_(maxKicks), dirty_(bucketCount) {
+  chunk_.reserve(kPlanChunkBlocks);
+  origins_.reserve(kPlanChunkBlocks);
+  plan_.reserve(kPlanChunkBlocks);
+}
+
+PoolFilterState::Lineage* PoolFilterState::FindSource(uint64_t workerId, uint32_t dpRank) {
+  const SourceKey key{workerId, dpRank};
+  if (cachedSource_ != nullptr && cachedKey_ == key) return cachedSource_;
+  auto it = sources_.find(key);
+  if (it == sources_.end()) return nullptr;
+  cachedKey_ = key;
+  cachedSource_ = it->second.get();
+  return cachedSource_;
+}
+
+PoolFilterState::Lineage* PoolFilterState::GetOrCreateSource(uint64_t workerId, uint32_t dpRank) {
+  Lineage* existing = FindSource(workerId, dpRank);
+  if (existing != nullptr) return existing;
+  auto& slot = sources_[SourceKey{workerId, dpRank}];
+  slot = std::make_unique<Lineage>();
+  return slot.get();
+}
+
+void PoolFilterState::DropSourceIfEmpty(uint64_t workerId, uint32_t dpRank) {
+  auto it = sources_.find(SourceKey{workerId, dpRank});
+  if (it == sources_.end() || !it->second->empty()) return;
+  if (cachedSource_ == it->second.get()) cachedSource_ = nullptr;
+  sources_.erase(it);
+}
+
+void PoolFilterState::MarkWrites() {
+  for (const ckf::Write& w : filter_.writes()) dirty_.Touch(w.bucket, w.before);
+}
+
+bool PoolFilterState::InsertPhysical(const ckf::Prepared& p, Ownership* own, uint32_t maxKicks, uint32_t* kicks) {
+  if (!filter_.Insert(p, maxKicks, kicks)) return false;
+  own->resident = 1;
+  ++residentCount_;
+  MarkWrites();
+  return true;
+}
+
+PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin& origin, const BlockPlan* plan) {
+  ++pendingEvents_;
+  if (ev.count == 0) return PoolError::kNone;
+  Lineage* lineage = FindSource(ev.workerId, ev.dpRank);
+  uint64_t previous = 0;
+  bool hasPrevious = false;
+  if (ev.hasParent) {
+    const uint64_t* parent = lineage != nullptr ? lineage->Find(ev.parent) : nullptr;
+    if (parent == nullptr) {
+      ++counters_.parentNotFound;
+      return PoolError::kParentBlockNotFound;
+    }
+    previous = *parent;
+    hasPrevious = true;
+  } else if (ev.hasStart && ev.startPosition != 0) {
+    return PoolError::kInvalidBlockSequence;
+  }
+
+  const size_t n = ev.count;
+  try {
+    lineage = GetOrCreateSource(ev.workerId, ev.dpRank);
+    lineage->Reserve(n);
+    owners_.Reserve(n);
+    canonicals_.resize(n);
+    prepared_.resize(n);
+    newBlocks_.reserve(n);
+    newOwners_.reserve(n);
+    reoffers_.reserve(n);
+  } catch (const std::bad_alloc&) {
+    DropSourceIfEmpty(ev.workerId, ev.dpRank);
+    return PoolError::kAllocationFailed;
+  }
+  newBlocks_.clear();
+  newOwners_.clear();
+  reoffers_.clear();
+
+  // The canonical hashes follow from the parent's alone, so a plan made from the same parent holds.
+  if (plan != nullptr && plan[0].valid && origin.hasPrevious == hasPrevious && origin.previous == previous) {
+    for (size_t i = 0; i < n; ++i) {
+      canonicals_[i] = plan[i].canonical;
+      prepared_[i] = plan[i].prepared;
+    }
+  } else {
+    for (size_t i = 0; i < n; ++i) {
+      canonicals_[i] = hasPrevious ? hashing::NextSequenceHash(previous, ev.tokensHashes[i]) : ev.tokensHashes[i];
+      prepared_[i] = filter_.Prepare(canonicals_[i]);
+      previous = canonicals_[i];
+      hasPrevious = true;
+    }
+  }
+
+  // Lineage first (Reserve above guarantees no rehash, so a failure can be undone key by key).
+  PoolError error = PoolError::kNone;
+  for (size_t i = 0; i < n; ++i) {
+    auto [mapped, inserted] = lineage->Emplace(ev.extIds[i], canonicals_[i]);
+    if (inserted) {
+      newBlocks_.push_back(static_cast<uint32_t>(i));
+    } else if (*mapped != canonicals_[i]) {
+      error = PoolError::kInvalidBlockSequence;
+      break;
+    } else {
+      reoffers_.push_back(static_cast<uint32_t>(i));
+    }
+  }
+  if (error == PoolError::kNone) {
+    for (uint32_t i : newBlocks_) {
+      Ownership* own = owners_.Emplace(canonicals_[i], Ownership{0, 0}).first;
+      if (own->owners == UINT32_MAX) {
+        error = PoolError::kOwnershipDegreeOverflow;
+        break;
+      }
+      ++own->owners;
+      newOwners_.push_back(own);
+    }
+    if (error != PoolError::kNone) {
+      for (size_t k = newOwners_.size(); k-- > 0;) {
+        Ownership* own = owners_.Find(canonicals_[newBlocks_[k]]);
+        if (--own->owners == 0) owners_.EraseFound(own);
+      }
+    }
+  }
+  if (error != PoolError::kNone) {
+    for (uint32_t i : newBlocks_) lineage->Erase(ev.extIds[i]);
+    DropSourceIfEmpty(ev.workerId, ev.dpRank);
+    return error;
+  }
+  lineageEntries_ += newBlocks_.size();
+
+  // Physical admission: full relocation for new owners of non-resident hashes...
+  uint32_t kicks = 0;
+  for (size_t k = 0; k < newOwners_.size(); ++k) {
+    if (newOwners_[k]->resident) continue;
+    if (!InsertPhysical(prepared_[newBlocks_[k]], newOwners_[k], maxKicks_, &kicks)) ++counters_.capacityFailures;
+  }
+  // ...then a relocation-free retry for re-offered omitted hashes that are not also candidates.
+  auto sameHashIn = [this](const std::vector<uint32_t>& blocks, size_t limit, uint64_t canonical) {
+    return std::any_of(blocks.begin(), blocks.begin() + limit,
+                       [&](uint32_t b) { return canonicals_[b] == canonical; });
+  };
+  for (size_t k = 0; k < reoffers_.size(); ++k) {
+    const uint64_t canonical = canonicals_[reoffers_[k]];
+    Ownership* own = owners_.Find(canonical);
+    if (own == nullptr || own->resident) continue;  // null only if the tables were already inconsistent
+    if (sameHashIn(newBlocks_, newBlocks_.size(), canonical) || sameHashIn(reoffers_, k, canonical)) continue;
+    InsertPhysical(prepared_[reoffers_[k]], own, 0, &kicks);
+  }
+  return PoolError::kNone;
+}
+
+bool PoolFilterState::ReleaseOwner(Ownership* own, const ckf::Prepared& p, RawOutcome* outcome, ckf::Write* write) {
+  if (own->owners > 1) {
+    --own->owners;
+    *outcome = RawOutcome::kOwnerDecremented;
+    return true;
+  }
+  if (own->resident) {
+    if (!filter_.Remove(p, write)) return false;
+    dirty_.Touch(write->bucket, write->before);
+    --residentCount_;
+    *outcome = RawOutcome::kRemoved;
+  } else {
+    *outcome = RawOutcome::kReleasedNotResident;
+  }
+  owners_.EraseFound(own);
+  return true;
+}
+
+PoolError PoolFilterState::RemoveFromSource(Lineage* lineage, const uint64_t* extIds, size_t count,
+                                      const BlockPlan* plan) {
+  PoolError first = PoolError::kNone;
+  for (size_t i = 0; i < count; ++i) {
+    // Looked up again: an id repeated in the list, or one stored earlier in the chunk, differs from the plan.
+    const uint64_t* found = lineage->Find(extIds[i]);
+    if (found == nullptr) {
+      ++counters_.unknownRemovals;
+      continue;
+    }
+    const uint64_t canonical = *found;
+    const bool planned = plan != nullptr && plan[i].valid && plan[i].canonical == canonical;
+    const ckf::Prepared p = planned ? plan[i].prepared : filter_.Prepare(canonical);
+    RawOutcome outcome;
+    ckf::Write write{};
+    Ownership* own = owners_.Find(canonical);
+    if (own == nullptr || !ReleaseOwner(own, p, &outcome, &write)) {
+      // The lineage entry stays: state is as before this id.
+      ++counters_.invariantViolations;
+      if (first == PoolError::kNone) first = PoolError::kIndexerInvariantViolation;
+      continue;
+    }
+    lineage->EraseFound(found);
+    --lineageEntries_;
+  }
+  return first;
+}
+
+PoolError PoolFilterState::ExecuteRemoval(uint64_t workerId, uint32_t dpRank, const uint64_t* extIds, size_t count,
+                                    const BlockPlan* plan) {
+  ++pendingEvents_;
+  Lineage* lineage = FindSource(workerId, dpRank);
+  if (lineage == nullptr) {
+    counters_.unknownRemovals += count;
+    return PoolError::kNone;
+  }
+  const PoolError error = RemoveFromSource(lineage, extIds, count, plan);
+  DropSourceIfEmpty(workerId, dpRank);
+  return error;
+}
+
+PoolError PoolFilterState::Clear(uint64_t workerId, uint32_t dpRank) {
+  ++pendingEvents_;
+  Lineage* lineage = FindSource(workerId, dpRank);
+  if (lineage == nullptr) return PoolError::kNone;
+  clearScratch_.clear();
+  try {
+    clearScratch_.reserve(lineage->size());
+  } catch (const std::bad_alloc&) {
+    return PoolError::kAllocationFailed;
+  }
+  lineage->ForEach([this](uint64_t ext, uint64_t) { clearScratch_.push_back(ext); });
+  // Its own plan buffer: a clear runs in the middle of an ApplyBatch chunk whose plan is in plan_.
+  BlockPlan* plan = PlanBuffer(&clearPlan_, clearScratch_.size());
+  if (plan != nullptr) PlanRemoval(lineage, clearScratch_.data(), clearScratch_.size(), plan);
+  const PoolError error = RemoveFromSource(lineage, clearScratch_.data(), clearScratch_.size(), plan);
+  DropSourceIfEmpty(workerId, dpRank);
+  return error;
+}
+
+uint32_t PoolFilterState::Owners(uint64_t hash) const {
+  const Ownership* own = owners_.Find(hash);
+  return own == nullptr ? 0 : own->owners;
+}
+
+bool PoolFilterState::IsResident(uint64_t hash) const {
+  const Ownership* own = owners_.Find(hash);
+  return own != nullptr && own->resident != 0;
+}
+
+bool PoolFilterState::Drain(std::vector<uint32_t>* buckets, std::vector<uint64_t>* values) {
+  buckets->clear();
+  values->clear();
+  if (pendingEvents_ == 0 && dirty_.size() == 0) return false;
+  const auto& dirtyBuckets = dirty_.buckets();
+  const auto& originals = dirty_.originals();
+  for (size_t i = 0; i < dirtyBuckets.size(); ++i) {
+    if (i + 8 < dirtyBuckets.size()) __builtin_prefetch(filter_.words() + dirtyBuckets[i + 8]);
+    const uint64_t current = filter_.word(dirtyBuckets[i]);
+    if (current != originals[i]) {
+      buckets->push_back(dirtyBuckets[i]);
+      values->push_back(current);
+    }
+  }
+  dirty_.Reset();
+  pendingEvents_ = 0;
+  return !buckets->empty();
+}
+
+Stats PoolFilterState::GetStats() const {
+  return Stats{filter_.bucketCount(), residentCount_,      owners_.size(),         lineageEntries_,
+               sources_.size(),       pendingEvents_,      dirty_.size(),          filter_.rngState(),
+               counters_};
+}
+
+}  // namespace pool
+}  // namespace kvrelay

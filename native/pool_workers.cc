@@ -1,0 +1,119 @@
+// The async calls of PoolFilterState: work that can take milliseconds (a big batch, a 2^24-bucket
+// word copy) runs on a libuv worker thread while the pool is marked busy.
+#include <cstring>
+
+#include "pool_batch_napi.h"
+#include "pool_wrap.h"
+
+namespace kvrelay {
+namespace {
+
+using pool::PoolFilterState;
+
+// Base for the async calls: marks the pool busy, keeps the JS object alive, settles a Promise.
+class PoolWorker : public Napi::AsyncWorker {
+ public:
+  PoolWorker(Napi::Env env, PoolFilterStateWrap* wrap, const char* name)
+      : Napi::AsyncWorker(env, name), deferred_(Napi::Promise::Deferred::New(env)), wrap_(wrap) {
+    self_ = Napi::Persistent(wrap->Value());
+    wrap_->SetBusy(true);
+  }
+  Napi::Promise Promise() const { return deferred_.Promise(); }
+
+ protected:
+  void OnOK() override {
+    wrap_->SetBusy(false);
+    deferred_.Resolve(Result());
+  }
+  void OnError(const Napi::Error& e) override {
+    wrap_->SetBusy(false);
+    deferred_.Reject(e.Value());
+  }
+  virtual Napi::Value Result() = 0;
+
+  Napi::Promise::Deferred deferred_;
+  PoolFilterStateWrap* wrap_;
+  Napi::ObjectReference self_;
+};
+
+class ApplyBatchWorker : public PoolWorker {
+ public:
+  ApplyBatchWorker(Napi::Env env, PoolFilterStateWrap* wrap, const PackedBatchArgs& batch, Napi::Uint8Array errors)
+      : PoolWorker(env, wrap, "kvrelay.applyBatchAsync"),
+        metaRef_(Napi::Persistent(batch.meta)),
+        wordsRef_(Napi::Persistent(batch.words)),
+        errorsRef_(Napi::Persistent(errors)),
+        meta_(batch.meta.Data()),
+        metaLen_(batch.meta.ElementLength()),
+        words_(batch.words.Data()),
+        errors_(errors.Data()),
+        state_(wrap->state()) {}
+
+ protected:
+  void Execute() override {
+    const pool::Counters before = state_->counters();
+    state_->ApplyBatch(meta_, metaLen_, words_, errors_);
+    capacity_ = state_->counters().capacityFailures - before.capacityFailures;
+    unknown_ = state_->counters().unknownRemovals - before.unknownRemovals;
+  }
+  Napi::Value Result() override {
+    return PoolFilterStateWrap::Summary(Env(), errorsRef_.Value(), capacity_, unknown_);
+  }
+
+ private:
+  Napi::Reference<Napi::Uint32Array> metaRef_;
+  Napi::Reference<Napi::BigUint64Array> wordsRef_;
+  Napi::Reference<Napi::Uint8Array> errorsRef_;
+  const uint32_t* meta_;
+  size_t metaLen_;
+  const uint64_t* words_;
+  uint8_t* errors_;
+  PoolFilterState* state_;
+  uint64_t capacity_ = 0;
+  uint64_t unknown_ = 0;
+};
+
+// The destination array is allocated (lazily zeroed) on the main thread; only the copy runs on the
+// worker, so a 2^24-bucket snapshot never stalls the event loop.
+class CopyWordsWorker : public PoolWorker {
+ public:
+  CopyWordsWorker(Napi::Env env, PoolFilterStateWrap* wrap, Napi::BigUint64Array out)
+      : PoolWorker(env, wrap, "kvrelay.copyWordsAsync"), outRef_(Napi::Persistent(out)), out_(out.Data()),
+        state_(wrap->state()) {}
+
+ protected:
+  void Execute() override {
+    std::memcpy(out_, state_->filter().words(), size_t{state_->filter().bucketCount()} * sizeof(uint64_t));
+  }
+  Napi::Value Result() override { return outRef_.Value(); }
+
+ private:
+  Napi::Reference<Napi::BigUint64Array> outRef_;
+  uint64_t* out_;
+  PoolFilterState* state_;
+};
+
+template <typename Worker, typename... Args>
+Napi::Promise Queue(Napi::Env env, PoolFilterStateWrap* wrap, Args&&... args) {
+  auto* worker = new Worker(env, wrap, std::forward<Args>(args)...);
+  Napi::Promise promise = worker->Promise();
+  worker->Queue();
+  return promise;
+}
+
+}  // namespace
+
+Napi::Value PoolFilterStateWrap::ApplyBatchAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  Ready(env);
+  const PackedBatchArgs b = PackedBatchArg(info, 0);
+  return Queue<ApplyBatchWorker>(env, this, b, Napi::Uint8Array::New(env, b.events));
+}
+
+Napi::Value PoolFilterStateWrap::CopyWordsAsync(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  PoolFilterState& s = Ready(env);
+  return Queue<CopyWordsWorker>(env, this, Napi::BigUint64Array::New(env, s.filter().bucketCount()));
+}
+
+}  // namespace kvrelay

@@ -1,0 +1,154 @@
+#include "pool_wrap.h"
+
+#include "modules.h"
+#include "napi_args.h"
+#include "pool_batch_napi.h"
+#include "pool_js.h"
+
+namespace kvrelay {
+
+using pool::PoolFilterState;
+
+Napi::Function PoolFilterStateWrap::Define(Napi::Env env) {
+  using W = PoolFilterStateWrap;
+  return DefineClass(env, "PoolFilterState",
+                     {
+                         InstanceMethod<&W::ApplyBatch>("applyBatch"),
+                         InstanceMethod<&W::ApplyBatchAsync>("applyBatchAsync"),
+                         InstanceMethod<&W::Store>("store"),
+                         InstanceMethod<&W::Remove>("remove"),
+                         InstanceMethod<&W::Clear>("clear"),
+                         InstanceMethod<&W::Contains>("contains"),
+                         InstanceMethod<&W::Owners>("owners"),
+                         InstanceMethod<&W::IsResident>("isResident"),
+                         InstanceMethod<&W::PendingEvents>("pendingEvents"),
+                         InstanceMethod<&W::HasPendingPublication>("hasPendingPublication"),
+                         InstanceMethod<&W::Drain>("drain"),
+                         InstanceMethod<&W::Stats>("stats"),
+                         InstanceMethod<&W::Words>("words"),
+                         InstanceMethod<&W::CopyWordsAsync>("copyWordsAsync"),
+                         InstanceMethod<&W::Close>("close"),
+                     });
+}
+
+PoolFilterStateWrap::PoolFilterStateWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<PoolFilterStateWrap>(info) {
+  const pooljs::FilterArgs a = pooljs::FilterArgsOf(info);
+  try {
+    state_ = std::make_unique<PoolFilterState>(a.bucketCount, a.seed, a.maxKicks);
+  } catch (const std::bad_alloc&) {
+    args::ThrowCoded(info.Env(), "AllocationFailed", "cannot allocate the pool state");
+  }
+}
+
+PoolFilterState& PoolFilterStateWrap::Ready(Napi::Env env) {
+  if (busy_) args::ThrowCoded(env, "PoolBusy", "an async call on this PoolFilterState is still in flight");
+  if (!state_) args::ThrowCoded(env, "PoolClosed", "PoolFilterState is closed");
+  return *state_;
+}
+
+Napi::Object PoolFilterStateWrap::Summary(Napi::Env env, Napi::Uint8Array errors, uint64_t capacity, uint64_t unknown) {
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("errors", errors);
+  out.Set("capacityFailures", Napi::Number::New(env, static_cast<double>(capacity)));
+  out.Set("unknownRemovals", Napi::Number::New(env, static_cast<double>(unknown)));
+  return out;
+}
+
+Napi::Value PoolFilterStateWrap::ApplyBatch(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  PoolFilterState& s = Ready(env);
+  const PackedBatchArgs b = PackedBatchArg(info, 0);
+  auto errors = Napi::Uint8Array::New(env, b.events);
+  const pool::Counters before = s.counters();
+  s.ApplyBatch(b.meta.Data(), b.meta.ElementLength(), b.words.Data(), errors.Data());
+  return Summary(env, errors, s.counters().capacityFailures - before.capacityFailures,
+                 s.counters().unknownRemovals - before.unknownRemovals);
+}
+
+namespace {
+bool NullOrUndefined(const Napi::Value& v) { return v.IsNull() || v.IsUndefined(); }
+}  // namespace
+
+// store(workerId, dpRank, parent: bigint|null, startPosition: number|null, extIds, tokensHashes)
+Napi::Value PoolFilterStateWrap::Store(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  PoolFilterState& s = Ready(env);
+  pool::StoreEvent ev{};
+  ev.workerId = args::U64(args::Arg(info, 0), "workerId");
+  ev.dpRank = args::U32(args::Arg(info, 1), "dpRank");
+  ev.hasParent = !NullOrUndefined(args::Arg(info, 2));
+  if (ev.hasParent) ev.parent = args::U64(info[2], "parent");
+  ev.hasStart = !NullOrUndefined(args::Arg(info, 3));
+  if (ev.hasStart) ev.startPosition = args::U32(info[3], "startPosition");
+  auto ext = args::U64Array(args::Arg(info, 4), "extIds");
+  auto tokens = args::U64Array(args::Arg(info, 5), "tokensHashes");
+  if (ext.ElementLength() != tokens.ElementLength()) {
+    throw Napi::RangeError::New(env, "extIds and tokensHashes must have the same length");
+  }
+  ev.extIds = ext.Data();
+  ev.tokensHashes = tokens.Data();
+  ev.count = ext.ElementLength();
+  return pooljs::ErrorValue(env, s.Store(ev));
+}
+
+Napi::Value PoolFilterStateWrap::Remove(const Napi::CallbackInfo& info) {
+  PoolFilterState& s = Ready(info.Env());
+  const uint64_t worker = args::U64(args::Arg(info, 0), "workerId");
+  const uint32_t dpRank = args::U32(args::Arg(info, 1), "dpRank");
+  auto ext = args::U64Array(args::Arg(info, 2), "extIds");
+  return pooljs::ErrorValue(info.Env(), s.Remove(worker, dpRank, ext.Data(), ext.ElementLength()));
+}
+
+Napi::Value PoolFilterStateWrap::Clear(const Napi::CallbackInfo& info) {
+  PoolFilterState& s = Ready(info.Env());
+  const uint64_t worker = args::U64(args::Arg(info, 0), "workerId");
+  const uint32_t dpRank = args::U32(args::Arg(info, 1), "dpRank");
+  return pooljs::ErrorValue(info.Env(), s.Clear(worker, dpRank));
+}
+
+Napi::Value PoolFilterStateWrap::Contains(const Napi::CallbackInfo& info) {
+  PoolFilterState& s = Ready(info.Env());
+  return Napi::Boolean::New(info.Env(), s.Contains(args::U64(args::Arg(info, 0), "hash")));
+}
+
+Napi::Value PoolFilterStateWrap::Owners(const Napi::CallbackInfo& info) {
+  PoolFilterState& s = Ready(info.Env());
+  return Napi::Number::New(info.Env(), s.Owners(args::U64(args::Arg(info, 0), "hash")));
+}
+
+Napi::Value PoolFilterStateWrap::IsResident(const Napi::CallbackInfo& info) {
+  PoolFilterState& s = Ready(info.Env());
+  return Napi::Boolean::New(info.Env(), s.IsResident(args::U64(args::Arg(info, 0), "hash")));
+}
+
+Napi::Value PoolFilterStateWrap::PendingEvents(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(Ready(info.Env()).GetStats().pendingEvents));
+}
+
+Napi::Value PoolFilterStateWrap::HasPendingPublication(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), Ready(info.Env()).HasPendingPublication());
+}
+
+Napi::Value PoolFilterStateWrap::Drain(const Napi::CallbackInfo& info) {
+  return pooljs::DrainToJs(info.Env(), &Ready(info.Env()), &drainBuckets_, &drainValues_);
+}
+
+Napi::Value PoolFilterStateWrap::Stats(const Napi::CallbackInfo& info) {
+  return pooljs::StatsToJs(info.Env(), Ready(info.Env()).GetStats());
+}
+
+Napi::Value PoolFilterStateWrap::Words(const Napi::CallbackInfo& info) {
+  return pooljs::WordsToJs(info.Env(), Ready(info.Env()));
+}
+
+Napi::Value PoolFilterStateWrap::Close(const Napi::CallbackInfo& info) {
+  if (busy_) args::ThrowCoded(info.Env(), "PoolBusy", "cannot close while an async call is in flight");
+  state_.reset();
+  return info.Env().Undefined();
+}
+
+void InitPool(Napi::Env env, Napi::Object exports) {
+  exports.Set("PoolFilterState", PoolFilterStateWrap::Define(env));
+}
+
+}  // namespace kvrelay

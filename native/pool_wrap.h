@@ -1,0 +1,49 @@
+// N-API class PoolFilterState: owns one pool::PoolFilterState. Calls are serialized by the caller;
+// while an async call (applyBatchAsync, copyWordsAsync; pool_workers.cc) is in flight every other
+// call throws Error{code: 'PoolBusy'}.
+#pragma once
+#include <napi.h>
+
+#include <memory>
+#include <vector>
+
+#include "pool_filter_state.h"
+
+namespace kvrelay {
+
+class PoolFilterStateWrap : public Napi::ObjectWrap<PoolFilterStateWrap> {
+ public:
+  static Napi::Function Define(Napi::Env env);
+  explicit PoolFilterStateWrap(const Napi::CallbackInfo& info);
+
+  // The state, or a thrown PoolBusy / PoolClosed.
+  pool::PoolFilterState& Ready(Napi::Env env);
+  void SetBusy(bool busy) { busy_ = busy; }
+  pool::PoolFilterState* state() { return state_.get(); }
+  // The result of an apply: { errors, capacityFailures, unknownRemovals }.
+  static Napi::Object Summary(Napi::Env env, Napi::Uint8Array errors, uint64_t capacity, uint64_t unknown);
+
+ private:
+  Napi::Value ApplyBatch(const Napi::CallbackInfo& info);
+  Napi::Value ApplyBatchAsync(const Napi::CallbackInfo& info);  // pool_workers.cc
+  Napi::Value Store(const Napi::CallbackInfo& info);
+  Napi::Value Remove(const Napi::CallbackInfo& info);
+  Napi::Value Clear(const Napi::CallbackInfo& info);
+  Napi::Value Contains(const Napi::CallbackInfo& info);
+  Napi::Value Owners(const Napi::CallbackInfo& info);
+  Napi::Value IsResident(const Napi::CallbackInfo& info);
+  Napi::Value PendingEvents(const Napi::CallbackInfo& info);
+  Napi::Value HasPendingPublication(const Napi::CallbackInfo& info);
+  Napi::Value Drain(const Napi::CallbackInfo& info);
+  Napi::Value Stats(const Napi::CallbackInfo& info);
+  Napi::Value Words(const Napi::CallbackInfo& info);
+  Napi::Value CopyWordsAsync(const Napi::CallbackInfo& info);  // pool_workers.cc
+  Napi::Value Close(const Napi::CallbackInfo& info);
+
+  std::unique_ptr<pool::PoolFilterState> state_;
+  bool busy_ = false;
+  std::vector<uint32_t> drainBuckets_;
+  std::vector<uint64_t> drainValues_;
+};
+
+}  // namespace kvrelay

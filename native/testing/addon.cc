@@ -1,0 +1,15 @@
+// N-API surface of the test/bench addon. Each unit registers its own exports.
+#include <napi.h>
+
+#include "testing/modules.h"
+
+namespace {
+Napi::Object Init(Napi::Env env, Napi::Object exports) {
+  kvrelay::testing::InitPoolBench(env, exports);
+  kvrelay::testing::InitCanonicalPool(env, exports);
+  kvrelay::testing::InitRng(env, exports);
+  return exports;
+}
+}  // namespace
+
+NODE_API_MODULE(kv_dc_relay_testing, Init)

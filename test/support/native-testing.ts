@@ -1,0 +1,100 @@
+// The test/bench addon (native/testing/, build/Release/kv_dc_relay_testing.node): vector-only and
+// bench-only entry points that the production addon does not export. Loaded only by test/ and bench/.
+import { nativeTarget, packageRoot } from '../../src/native/addon';
+import { DEFAULT_CKF_MAX_KICKS, DEFAULT_CKF_SEED } from '../../src/config/defaults';
+import type { PoolStats } from '../../src/native';
+
+export interface RawCanonicalResult {
+  outcome: string;
+  owners: number;
+  kicks: number;
+  rngDraws: number;
+  changedBuckets: Uint32Array;
+  changedWords: BigUint64Array;
+  rngState: bigint;
+}
+
+export interface NativeChurnBench {
+  ops: number;
+  seconds: number;
+  opsPerSecond: number;
+  /** Median over batches: robust to preemption on a shared machine. */
+  medianBatchOpsPerSecond: number;
+  finalLoad: number;
+  capacityFailures: number;
+}
+
+/**
+ * A pool filter state driven by raw canonical-hash ops with owner counting (no lineage), with the
+ * per-op write lists and RNG state of ckf_operations.json.
+ */
+export interface CanonicalPool {
+  /** One owner more, inserting if not resident. */
+  insertCanonical(hash: bigint): RawCanonicalResult;
+  /** One owner less; the fingerprint goes with the last owner of a resident hash. */
+  removeCanonical(hash: bigint): RawCanonicalResult;
+  /** Relocation-free retry of an owned, non-resident hash (no owner change). */
+  reofferCanonical(hash: bigint): RawCanonicalResult;
+  /** insertCanonical (ops[i] = 0) / removeCanonical (1) in one planned call; outcomes index outcomeNames. */
+  applyCanonicalBatch(ops: Uint8Array, hashes: BigUint64Array): { outcomes: Uint8Array; outcomeNames: string[] };
+  contains(hash: bigint): boolean;
+  owners(hash: bigint): number;
+  isResident(hash: bigint): boolean;
+  drain(): { buckets: Uint32Array; values: BigUint64Array } | null;
+  stats(): PoolStats;
+  words(): BigUint64Array;
+}
+
+interface TestingBinding {
+  CanonicalPool: new (bucketCount: number, seed: bigint, maxKicks: number) => CanonicalPool;
+  laneRngSeed(seed: bigint, lane: number | bigint): bigint;
+  splitmixNext(state: bigint): { value: bigint; state: bigint };
+  benchPoolNative(bucketCount: number, blocksPerPrompt: number, minLoad: number, maxLoad: number, minOps: number): NativeChurnBench;
+  benchPoolCanonicalNative(bucketCount: number, minLoad: number, maxLoad: number, minOps: number): NativeChurnBench;
+}
+
+const root = packageRoot();
+export const testingAddon = require(nativeTarget(root).testingBuildPath(root)) as TestingBinding;
+
+export function canonicalPool(opts: { bucketCount: number; seed?: bigint; maxKicks?: number }): CanonicalPool {
+  return new testingAddon.CanonicalPool(opts.bucketCount, opts.seed ?? DEFAULT_CKF_SEED, opts.maxKicks ?? DEFAULT_CKF_MAX_KICKS);
+}
+
+/** applyCanonicalBatch over op objects; each op's outcome name. */
+export function applyCanonical(pool: CanonicalPool, ops: readonly { op: 'insert' | 'remove'; hash: bigint }[]): string[] {
+  const kinds = Uint8Array.from(ops, (o) => (o.op === 'insert' ? 0 : 1));
+  const hashes = BigUint64Array.from(ops, (o) => o.hash);
+  const { outcomes, outcomeNames } = pool.applyCanonicalBatch(kinds, hashes);
+  return Array.from(outcomes, (code) => outcomeNames[code]);
+}
+
+/** Initial relocation rng state of a lane: splitmix(seed ^ ((lane + 1) * 0x9E3779B97F4A7C15)). */
+export function laneRngSeed(seed: bigint, lane: number | bigint): bigint {
+  return testingAddon.laneRngSeed(seed, lane);
+}
+
+export function splitmixNext(state: bigint): { value: bigint; state: bigint } {
+  return testingAddon.splitmixNext(state);
+}
+
+/**
+ * Benchmark (blocks the calling thread): prompt churn (stores and last-block-first removals of
+ * `blocksPerPrompt`-block prompts) through the native batch apply + drain, load kept in [minLoad, maxLoad].
+ */
+export function benchPoolChurnNative(
+  bucketCount: number,
+  blocksPerPrompt: number,
+  minLoad: number,
+  maxLoad: number,
+  minOps: number,
+): NativeChurnBench {
+  return testingAddon.benchPoolNative(bucketCount, blocksPerPrompt, minLoad, maxLoad, minOps);
+}
+
+/**
+ * Benchmark (blocks the calling thread): raw canonical-hash churn (owner counting and the filter, no
+ * lineage), fresh hashes in and oldest out, load kept in [minLoad, maxLoad].
+ */
+export function benchPoolCanonicalNative(bucketCount: number, minLoad: number, maxLoad: number, minOps: number): NativeChurnBench {
+  return testingAddon.benchPoolCanonicalNative(bucketCount, minLoad, maxLoad, minOps);
+}
