@@ -6,7 +6,7 @@ import { END_SEQ, encodeSequence } from '../ingest/frames';
 import { rankEndpoint } from '../ingest/endpoints';
 import { encodeBatch, type EventEncoding, type HashEncoding, type SimEvent } from './encode';
 import { EngineHttpServer, type RankGauges } from './http';
-import { Workload, type WorkloadOptions } from './workload';
+import { Workload, type Prompt, type WorkloadOptions } from './workload';
 
 export interface SimulatedEngineOptions {
   dpSize?: number;
@@ -195,6 +195,16 @@ export class SimulatedEngine {
     }
     await Promise.all(sends);
     return batches;
+  }
+
+  /**
+   * Serves one routed request's prompt on a rank (a multi-DC simulation drives engines this way
+   * instead of the built-in workload); publishes what it changes and returns the reused blocks.
+   */
+  async serve(rank: number, prompt: Prompt): Promise<number> {
+    const { cachedBlocks, events } = this.workload.serve(rank, prompt);
+    if (events.length > 0) await this.publish(events.map((e) => this.decorate(e)), { rank });
+    return cachedBlocks;
   }
 
   /** Runs the workload on a timer (the demo and benches). */

@@ -36,6 +36,13 @@ interface Conversation {
   hashes: bigint[]; // engine hash per block, extended as the conversation grows
 }
 
+/** An explicit request's prompt as the engine sees it: complete blocks and their chained engine hashes. */
+export interface Prompt {
+  readonly lora: string | null;
+  readonly blocks: readonly (readonly number[])[];
+  readonly hashes: readonly bigint[];
+}
+
 /** One rank's KV cache: which engine blocks are resident. */
 class RankCache {
   /** In least-recently-used order. */
@@ -87,7 +94,33 @@ export class Workload {
   step(): { rank: number; events: SimEvent[] } {
     const conv = this.pickConversation();
     conv.blocks.push(...this.randomBlocks(this.rng.range(...this.options.turnBlocks)));
-    return { rank: conv.rank, events: this.serve(conv) };
+    return { rank: conv.rank, events: this.serveConversation(conv) };
+  }
+
+  /** Splits `tokens` into complete blocks (a partial tail block is never cached) and hashes their chain. */
+  prompt(tokens: ArrayLike<number>, lora: string | null = null): Prompt {
+    const { blockSize } = this.options;
+    const blocks: number[][] = [];
+    const hashes: bigint[] = [];
+    for (let start = 0; start + blockSize <= tokens.length; start += blockSize) {
+      const block = Array.from({ length: blockSize }, (_, i) => tokens[start + i]);
+      hashes.push(blockHash(hashes.length === 0 ? null : hashes[hashes.length - 1], block, lora));
+      blocks.push(block);
+    }
+    return { lora, blocks, hashes };
+  }
+
+  /** How many leading blocks of the prompt are resident on the rank. */
+  residentPrefix(rank: number, prompt: Prompt): number {
+    const cache = this.cache(rank);
+    const firstMissing = prompt.hashes.findIndex((h) => !cache.blocks.has(h));
+    return firstMissing < 0 ? prompt.hashes.length : firstMissing;
+  }
+
+  /** One explicit request on a rank: its resident prefix is reused, the rest stored (see step()). */
+  serve(rank: number, prompt: Prompt): { cachedBlocks: number; events: SimEvent[] } {
+    const cachedBlocks = this.residentPrefix(rank, prompt);
+    return { cachedBlocks, events: this.walk(this.cache(rank), prompt) };
   }
 
   /** The token ids of one of the shared system prompts (every conversation starts with one). */
@@ -128,14 +161,23 @@ export class Workload {
     return conv;
   }
 
-  /** Walks the conversation's chain: resident blocks are reused, the rest stored after evictions. */
-  private serve(conv: Conversation): SimEvent[] {
-    const cache = this.caches.get(conv.rank)!;
-    const now = ++this.clock;
+  private serveConversation(conv: Conversation): SimEvent[] {
     const hashes = conv.hashes;
     for (let i = hashes.length; i < conv.blocks.length; i++) {
       hashes.push(blockHash(i === 0 ? null : hashes[i - 1], conv.blocks[i], conv.lora));
     }
+    return this.walk(this.cache(conv.rank), conv);
+  }
+
+  private cache(rank: number): RankCache {
+    const cache = this.caches.get(rank);
+    if (!cache) throw new RangeError(`rank ${rank} is not one of this workload's ranks`);
+    return cache;
+  }
+
+  /** Walks a prompt's chain: resident blocks are reused, the rest stored after evictions. */
+  private walk(cache: RankCache, { blocks, hashes, lora }: Prompt): SimEvent[] {
+    const now = ++this.clock;
     const firstMissing = hashes.findIndex((h) => !cache.blocks.has(h));
     for (const h of hashes.slice(0, firstMissing < 0 ? hashes.length : firstMissing)) cache.touch(h, now);
     if (firstMissing < 0) return [];
@@ -154,9 +196,9 @@ export class Workload {
       type: 'BlockStored',
       blockHashes: stored,
       parentBlockHash: parentHash,
-      tokenIds: conv.blocks.slice(firstMissing).flat(),
+      tokenIds: blocks.slice(firstMissing).flat(),
       blockSize: this.options.blockSize,
-      loraName: conv.lora,
+      loraName: lora,
     });
     return events;
   }
