@@ -22,7 +22,7 @@ function descriptor(producer: ProducerIdentity, component: string, registrations
 }
 
 /** Puts each hash's fingerprint into its first candidate bucket with a free slot. */
-function insert(words: BigUint64Array, hashes: ArrayLike<bigint>): Array<[number, bigint]> {
+export function insert(words: BigUint64Array, hashes: ArrayLike<bigint>): Array<[number, bigint]> {
   const touched = new Map<number, bigint>();
   for (let i = 0; i < hashes.length; i++) {
     const p = ckfPrepare(hashes[i], words.length, DEFAULT_CKF_SEED);
