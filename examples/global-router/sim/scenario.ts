@@ -132,7 +132,8 @@ async function drive(
     for (; index < run.requests; index++) {
       arrivalMs += -Math.log(1 - arrivals.next()) * run.intervalMs;
       const wait = arrivalMs - clock();
-      if (wait > 0) await sleep(wait);
+      // Behind schedule, still let pending I/O (relay deltas on their way to the router) run first.
+      await (wait > 0 ? sleep(wait) : new Promise(setImmediate));
       late.push(Math.max(0, clock() - arrivalMs));
       if (index === downAt) {
         const victim = busiest(dcs, perDc);
@@ -140,6 +141,7 @@ async function drive(
         await victim.stopRelay();
       }
       const request = workload.next();
+      const afterInvalidation = down !== undefined && down.invalidatedAtRequest !== null;
       const started = performance.now();
       const decision = router.route({ model: run.model, tokens: request.tokens });
       const tookUs = (performance.now() - started) * 1000;
@@ -156,7 +158,7 @@ async function drive(
       timers.add(release);
       if (down && chosen.dc === down.dc) {
         down.routedAfterDown++;
-        if (down.invalidatedAtRequest !== null) down.routedAfterInvalidation++;
+        if (afterInvalidation) down.routedAfterInvalidation++;
       }
       if (down) afterDown = { prompt: afterDown.prompt + served.promptTokens, cached: afterDown.cached + served.cachedTokens };
       if (index < warmup) continue;
