@@ -1,0 +1,74 @@
+// The global-router CLI against a loopback relay: one decision per JSON request line, usage errors
+// with exit 2.
+import { PassThrough, Readable } from 'stream';
+import { main, parseRequestLine } from '../../examples/global-router/cli';
+import { saltSeed, sequenceHashes } from '../../src/native/hashing';
+import { ServingReadinessState } from '../../src/wire/enums';
+import type { RelayServer } from '../../src/transport/server';
+import { topologyEntry } from '../client/fixtures';
+import { startRelay } from '../client/helpers';
+import { insert } from '../client/query-fixture';
+import { TestSource, testProducer } from '../support/test-source';
+
+function io(lines: string[]) {
+  const stdout = new PassThrough();
+  const stderr = new PassThrough();
+  let out = '';
+  let err = '';
+  stdout.on('data', (b: Buffer) => (out += b.toString()));
+  stderr.on('data', (b: Buffer) => (err += b.toString()));
+  return { streams: { stdin: Readable.from(lines.map((l) => `${l}\n`)), stdout, stderr }, out: () => out, err: () => err };
+}
+
+describe('global-router CLI', () => {
+  let servers: RelayServer[] = [];
+  afterEach(async () => {
+    await Promise.all(servers.map((s) => s.shutdown()));
+    servers = [];
+  });
+
+  it('routes each request line to the DC holding its prefix', async () => {
+    const tokens = Array.from({ length: 64 * 4 }, (_, i) => 9000 + i);
+    const hashes = sequenceHashes(Uint32Array.from(tokens), 64, false, saltSeed(null, null));
+    for (const [pool, depth] of [[1, 1], [2, 3]]) {
+      const source = new TestSource();
+      const feed = source.attachPool(testProducer({ pool, bucketCount: 1024 }));
+      feed.publish(insert(feed.words, hashes.subarray(0, depth)));
+      source.setReadiness([topologyEntry('llama', ServingReadinessState.READY, 'dynamo')]);
+      servers.push(await startRelay(source));
+    }
+    const run = io([JSON.stringify({ tokens }), '', JSON.stringify({ tokens: tokens.slice(0, 64), model: 'mistral' }), 'not json']);
+    const code = await main(['--dc', `east=${servers[0].address}`, '--dc', `west=${servers[1].address}`, '--model', 'llama', '--wait-ms', '5000'], run.streams);
+    expect(code).toBe(2); // the bad line
+    const [first, second] = run.out().trim().split('\n').map((l) => JSON.parse(l));
+    expect(first).toMatchObject({ dc: 'west', chosen: { matchedTokens: 192, promptTokens: 256 }, skipped: [] });
+    expect(first.candidates.map((c: { dc: string; matchedTokens: number }) => [c.dc, c.matchedTokens])).toEqual([
+      ['east', 64],
+      ['west', 192],
+    ]);
+    expect(second).toEqual({ dc: null, chosen: null, candidates: [], skipped: [{ dc: 'east', reason: 'unknownModel' }, { dc: 'west', reason: 'unknownModel' }] });
+    expect(run.err()).toContain('a request line must be JSON');
+  });
+
+  it.each([
+    [[], /at least one --dc/],
+    [['--dc', 'x=127.0.0.1:1'], /--model is required/],
+    [['--dc', 'nohost', '--model', 'm'], /NAME=HOST:PORT/],
+    [['--dc', 'x=127.0.0.1:1', '--model', 'm', '--policy', 'best'], /unknown policy/],
+    [['--dc', 'x=127.0.0.1:1', '--model', 'm', '--load-weight=-1'], /≥ 0/],
+  ])('exits 2 on %j', async (argv, message) => {
+    const run = io([]);
+    expect(await main(argv, run.streams)).toBe(2);
+    expect(run.err()).toMatch(message);
+    expect(run.err()).toContain('usage: global-router');
+  });
+
+  it.each([
+    ['{"tokens":[1,-2]}', /integer/],
+    ['{"tokens":"1,2"}', /"tokens"/],
+    ['{"tokens":[1],"model":3}', /"model"/],
+    ['[1,2]', /"tokens"/],
+  ])('rejects the request line %s', (line, message) => {
+    expect(() => parseRequestLine(line, 'llama')).toThrow(message);
+  });
+});
