@@ -38,7 +38,7 @@ describe('global-router CLI', () => {
       servers.push(await startRelay(source));
     }
     const run = io([JSON.stringify({ tokens }), '', JSON.stringify({ tokens: tokens.slice(0, 64), model: 'mistral' }), 'not json']);
-    const code = await main(['--dc', `east=${servers[0].address}`, '--dc', `west=${servers[1].address}`, '--model', 'llama', '--wait-ms', '5000'], run.streams);
+    const code = await main(['--dc', `east=${servers[0].address}`, '--dc', `west=${servers[1].address}`, '--model', 'llama', '--wait-ms', '30000'], run.streams);
     expect(code).toBe(2); // the bad line
     const [first, second] = run.out().trim().split('\n').map((l) => JSON.parse(l));
     expect(first).toMatchObject({ dc: 'west', chosen: { matchedTokens: 192, promptTokens: 256 }, skipped: [] });

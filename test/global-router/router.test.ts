@@ -16,6 +16,8 @@ const BS = 64; // testDescriptor's block size
 const TOKENS = Uint32Array.from({ length: 8 * BS + 5 }, (_, i) => 500 + i);
 const HASHES = sequenceHashes(TOKENS, BS, false, saltSeed(null, null));
 const REQUEST = { model: 'llama', tokens: TOKENS };
+/** Generous: the machine may be shared. */
+const WAIT_MS = 20_000;
 
 interface Dc {
   name: string;
@@ -55,7 +57,7 @@ describe('GlobalRouter over three relays', () => {
       ...options,
     });
     router.start();
-    expect(await waitReady(router, 'llama', 5_000)).toEqual([]);
+    expect(await waitReady(router, 'llama', WAIT_MS)).toEqual([]);
     return router;
   }
 
@@ -80,7 +82,7 @@ describe('GlobalRouter over three relays', () => {
     const r = await connect();
     const c = dcs[2];
     c.feed.publish(insert(c.feed.words, HASHES));
-    await waitFor(() => peek(r)?.dc === 'dc-c', 'dc-c to hold the whole prompt');
+    await waitFor(() => peek(r)?.dc === 'dc-c', 'dc-c to hold the whole prompt', WAIT_MS);
     expect(depths(r.route(REQUEST))['dc-c']).toBe(8 * BS);
   });
 
@@ -101,7 +103,7 @@ describe('GlobalRouter over three relays', () => {
     b.source.servingLoadState = { pools: [{ producer: b.feed.producer, load: { tokens: {}, status: DataStatus.UNAVAILABLE, sourceObservedMs: 0n }, deployment: { liveWorkers: 1n, maxConcurrency: 3n } }], models: [] };
     b.source.poolLoadState = { pools: [{ producer: b.feed.producer, kvUsedBlocks: 90n, totalKvBlocks: 100n, kvObservedRanks: 1, kvExpectedRanks: 1 }] };
     const r = await connect();
-    await waitFor(() => r.client('dc-b').servingLoad()?.pools.size === 1 && r.client('dc-b').load()?.pools.size === 1, 'dc-b load windows');
+    await waitFor(() => r.client('dc-b').servingLoad()?.pools.size === 1 && r.client('dc-b').load()?.pools.size === 1, 'dc-b load windows', WAIT_MS);
     const d = r.route(REQUEST);
     expect(d.candidates.find((c) => c.dc === 'dc-b')).toMatchObject({ capacity: 3, kvUsage: 0.9 });
     // b: 0.75 − 0.9 < a: 0.25 − 0 → a.
@@ -111,7 +113,7 @@ describe('GlobalRouter over three relays', () => {
   it('skips a pool whose readiness is not READY', async () => {
     const r = await connect();
     dcs[1].source.setReadiness([topologyEntry('llama', ServingReadinessState.UNAVAILABLE, 'dynamo')]);
-    await waitFor(() => peek(r)?.dc === 'dc-a', 'dc-b to be unavailable');
+    await waitFor(() => peek(r)?.dc === 'dc-a', 'dc-b to be unavailable', WAIT_MS);
     expect(r.route(REQUEST).skipped).toEqual([expect.objectContaining({ dc: 'dc-b', reason: 'readiness UNAVAILABLE' })]);
   });
 
@@ -136,7 +138,7 @@ describe('GlobalRouter over three relays', () => {
     const b = dcs[1];
     const refreshed = b.source.attachPool(b.feed.producer);
     refreshed.publish(insert(refreshed.words, HASHES.subarray(0, 6)));
-    await waitFor(() => peek(r)?.dc === 'dc-b', 'the reinstalled replica to win again');
+    await waitFor(() => peek(r)?.dc === 'dc-b', 'the reinstalled replica to win again', WAIT_MS);
     expect(peek(r)).toMatchObject({ lastResort: false, matchedTokens: 6 * BS });
   });
 
@@ -153,7 +155,7 @@ describe('GlobalRouter over three relays', () => {
       d.release();
       return d.candidates.length;
     };
-    await waitFor(() => eligible() === 1, 'dc-a and dc-c to be unavailable');
+    await waitFor(() => eligible() === 1, 'dc-a and dc-c to be unavailable', WAIT_MS);
     dcs[1].feed.publishOutOfSequence();
     expect((await only).chosen).toMatchObject({ dc: 'dc-b', lastResort: true });
   });
@@ -161,12 +163,12 @@ describe('GlobalRouter over three relays', () => {
   it('stops routing to a DC whose relay is gone, and routes nowhere when every relay is', async () => {
     const r = await connect();
     await dcs[1].server.shutdown();
-    await waitFor(() => r.client('dc-b').catalog() === undefined, 'dc-b catalog to be dropped');
+    await waitFor(() => r.client('dc-b').catalog() === undefined, 'dc-b catalog to be dropped', WAIT_MS);
     const d = r.route(REQUEST);
     expect(d.chosen?.dc).toBe('dc-a');
     expect(d.skipped).toEqual([{ dc: 'dc-b', reason: 'noCatalog' }]);
     await Promise.all([dcs[0].server.shutdown(), dcs[2].server.shutdown()]);
-    await waitFor(() => r.dcNames().every((dc) => r.client(dc).catalog() === undefined), 'every catalog to be dropped');
+    await waitFor(() => r.dcNames().every((dc) => r.client(dc).catalog() === undefined), 'every catalog to be dropped', WAIT_MS);
     const none = r.route(REQUEST);
     expect(none.chosen).toBeNull();
     expect(none.skipped.map((s) => s.reason)).toEqual(['noCatalog', 'noCatalog', 'noCatalog']);

@@ -8,6 +8,8 @@ const RUN = { requests: 200, intervalMs: 20, wanDelayMs: 1 };
 const SEED = 7;
 // Smaller caches than the full run's, so a 200-request run already evicts: that is where routing matters.
 const CLUSTER = { capacityBlocks: 1024 };
+// About 15 s per run on a quiet 2-core machine; generous for a shared one.
+const RUN_TIMEOUT_MS = 240_000;
 
 describe('multi-DC simulation', () => {
   const results: ScenarioResult[] = [];
@@ -23,7 +25,7 @@ describe('multi-DC simulation', () => {
     expect(kv.balance).toBeLessThan(1.6);
     expect(random.estimatedHitRate).toBe(0); // random never looks at the cache
     expect(kv.estimatedHitRate).toBeGreaterThan(0);
-  });
+  }, RUN_TIMEOUT_MS);
 
   it('sends nothing to a DC after its relay died and its replica was invalidated', async () => {
     const down = await runScenario({ name: 'down', policy: 'kv-aware', run: { ...RUN, relayDownAt: 0.5 }, cluster: CLUSTER, workload: { seed: SEED } });
@@ -36,7 +38,7 @@ describe('multi-DC simulation', () => {
     expect(down.rejected).toBe(0); // the other two DCs took everything
     const others = Object.entries(down.perDc).filter(([dc]) => dc !== d.dc);
     expect(others.every(([, n]) => n > 0)).toBe(true);
-  });
+  }, RUN_TIMEOUT_MS);
 
   it('reports the runs as a table and an SVG plot', () => {
     const table = markdownTable(results);

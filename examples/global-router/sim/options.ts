@@ -87,7 +87,7 @@ export const DEFAULT_CLUSTER: Readonly<ClusterOptions> = Object.freeze({
 
 export const DEFAULT_RUN: Readonly<RunOptions> = Object.freeze({
   requests: 2000,
-  intervalMs: 10,
+  intervalMs: 20,
   warmup: 0.2,
   wanDelayMs: 1,
   model: 'llama-3.1-8b',

@@ -11,12 +11,12 @@ export function scenarioLabel(r: ScenarioResult): string {
 
 export function markdownTable(results: readonly ScenarioResult[]): string {
   const header =
-    '| Scenario | Prefix-hit rate | Router estimate | Balance (max/mean) | Decision p50 / p99 | Sim TTFT p50 / p99 | Requests per DC |\n' +
-    '| --- | ---: | ---: | ---: | ---: | ---: | --- |\n';
+    '| Scenario | Prefix-hit rate | Router estimate | Balance (max/mean) | Decision p50 / p99 | Sim TTFT p50 / p99 | Requests per DC | Loop behind p99 |\n' +
+    '| --- | ---: | ---: | ---: | ---: | ---: | --- | ---: |\n';
   const rows = results.map((r) => {
     const perDc = Object.entries(r.perDc).map(([dc, n]) => `${dc} ${n}`).join(', ');
     const rejected = r.rejected > 0 ? `; ${r.rejected} rejected` : '';
-    return `| ${scenarioLabel(r)} | ${pct(r.hitRate)} | ${pct(r.estimatedHitRate)} | ${num(r.balance, 2)} | ${num(r.decisionUs.p50)} / ${num(r.decisionUs.p99)} µs | ${num(r.ttftMs.p50)} / ${num(r.ttftMs.p99)} ms | ${perDc}${rejected} |`;
+    return `| ${scenarioLabel(r)} | ${pct(r.hitRate)} | ${pct(r.estimatedHitRate)} | ${num(r.balance, 2)} | ${num(r.decisionUs.p50)} / ${num(r.decisionUs.p99)} µs | ${num(r.ttftMs.p50)} / ${num(r.ttftMs.p99)} ms | ${perDc}${rejected} | ${num(r.lateMsP99)} ms |`;
   });
   return header + rows.join('\n') + '\n';
 }
