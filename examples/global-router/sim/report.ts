@@ -48,7 +48,8 @@ export function svgPlot(results: readonly ScenarioResult[], subtitle: string): s
         rows: results.map((r) => [{ value: r.balance, text: num(r.balance, 2), color: '#d08a3a' }]),
       },
       {
-        title: 'Decision latency p50 / p99 (µs)',
+        title: 'Decision latency p50 / p99 (µs, log scale)',
+        log: true,
         rows: results.map((r) => [
           { value: r.decisionUs.p50, text: `p50 ${num(r.decisionUs.p50)}`, color: '#5a9a5a' },
           { value: r.decisionUs.p99, text: `p99 ${num(r.decisionUs.p99)}`, color: '#9ac09a' },

@@ -13,12 +13,14 @@ export interface Panel {
   title: string;
   /** The x axis starts at 0 and ends at max (or the largest value). */
   max?: number;
+  /** Logarithmic axis from 1 (for latencies whose tail dwarfs the median). */
+  log?: boolean;
   /** One entry per row; rows may hold several bars (drawn as thinner bars one under the other). */
   rows: Bar[][];
 }
 
 const ROW_HEIGHT = 30;
-const LABEL_WIDTH = 210;
+const LABEL_WIDTH = 270;
 const PANEL_WIDTH = 260;
 const PANEL_GAP = 40;
 const TOP = 48;
@@ -38,14 +40,15 @@ export function barChart(title: string, labels: string[], panels: Panel[], footn
   });
   panels.forEach((panel, p) => {
     const x0 = LABEL_WIDTH + p * (PANEL_WIDTH + PANEL_GAP);
-    const max = panel.max ?? Math.max(...panel.rows.flat().map((b) => b.value).filter(Number.isFinite), 1e-9);
+    const scale = (v: number) => (panel.log ? Math.log10(Math.max(1, v)) : v);
+    const max = scale(panel.max ?? Math.max(...panel.rows.flat().map((b) => b.value).filter(Number.isFinite), 1e-9)) || 1;
     const plotWidth = PANEL_WIDTH - 70; // room for the value text
     out.push(`<text x="${x0}" y="${TOP - 10}" ${FONT} font-size="12" font-weight="bold">${escape(panel.title)}</text>`);
     out.push(`<line x1="${x0}" y1="${TOP}" x2="${x0}" y2="${TOP + labels.length * ROW_HEIGHT}" stroke="#888"/>`);
     panel.rows.forEach((bars, i) => {
       const thickness = (ROW_HEIGHT - 10) / Math.max(1, bars.length);
       bars.forEach((bar, j) => {
-        const value = Number.isFinite(bar.value) ? Math.max(0, bar.value) : 0;
+        const value = Number.isFinite(bar.value) ? Math.max(0, scale(bar.value)) : 0;
         const w = Math.min(plotWidth, (value / max) * plotWidth);
         const y = TOP + i * ROW_HEIGHT + 5 + j * thickness;
         out.push(`<rect x="${x0}" y="${y.toFixed(1)}" width="${w.toFixed(1)}" height="${(thickness - 1).toFixed(1)}" fill="${bar.color ?? '#4878a8'}"/>`);
