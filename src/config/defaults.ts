@@ -185,6 +185,8 @@ export const INGEST_RECEIVE_HWM = 100_000;
  * overflow the queue of every pool subscriber however fast it reads.
  */
 export const INGEST_MESSAGES_PER_TURN = 16;
+/** ZMQ sockets a relay process may open (libzmq's default, 1023, is about 500 workers with replay). */
+export const INGEST_MAX_ZMQ_SOCKETS = 65_536;
 /** Warnings about malformed engine input: at most this many per window per subscriber. */
 export const INGEST_LOG_MAX_PER_WINDOW = 10;
 export const INGEST_LOG_WINDOW_MS = 10_000;

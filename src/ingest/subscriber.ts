@@ -2,9 +2,10 @@
 // or bound for engines that dial in), per-rank ordering and replay (stream.ts), decoding
 // (decode.ts), and delivery to the producer's sink.
 import { setImmediate as nextTurn } from 'timers/promises';
-import { Subscriber } from 'zeromq';
+import { context, Subscriber } from 'zeromq';
 import {
   INGEST_LOG_MAX_PER_WINDOW,
+  INGEST_MAX_ZMQ_SOCKETS,
   INGEST_LOG_WINDOW_MS,
   INGEST_MESSAGES_PER_TURN,
   INGEST_RECEIVE_HWM,
@@ -18,6 +19,10 @@ import { requestReplay } from './replay';
 import { RankStream, type ReplayHandle } from './stream';
 import { ThrottledLogger } from './throttle';
 import type { EngineKvEvent, IngestLogger, IngestSink, KvEventEndpointConfig, ResetReason, SourceKey, SourceStats } from './types';
+
+// libzmq allows 1023 sockets per context by default: one relay with a thousand KV sources (one SUB
+// per rank, plus replay sockets) would fail to create the next one. Applies before the first socket.
+if (context.maxSockets < INGEST_MAX_ZMQ_SOCKETS) context.maxSockets = INGEST_MAX_ZMQ_SOCKETS;
 
 export interface SubscriberOptions {
   logger?: IngestLogger;
