@@ -24,6 +24,7 @@ import { FilterUpdateKind } from '../src/wire/enums';
 import { makeClient, type KvEventRelayClient } from '../src/wire/service';
 import type { FilterUpdate, KvPoolCatalogUpdate, ProducerIdentity } from '../src/wire/types';
 import type { BenchResult } from './support/result';
+import { processCpuMs } from './support/process';
 import { median, round } from './support/timing';
 
 const SOURCES = [1, 8];
@@ -206,19 +207,6 @@ interface RunningBenchRelay {
   /** CPU time (user + system) the relay process used so far; undefined in-process or without /proc. */
   cpuMs(): number | undefined;
   stop(): Promise<void>;
-}
-
-/** /proc/<pid>/stat counts CPU time in USER_HZ ticks, 100 per second on Linux. */
-const PROC_TICK_MS = 10;
-
-function processCpuMs(pid: number | undefined): number | undefined {
-  try {
-    // Fields after the parenthesized command name: utime and stime are the 12th and 13th.
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * PROC_TICK_MS;
-  } catch {
-    return undefined;
-  }
 }
 
 async function startBenchRelay(mode: RelayMode, configFile: string): Promise<RunningBenchRelay> {

@@ -57,6 +57,7 @@ export class EtcdDeployment {
   /** Claims this shard deleted → revision of the delete (until the mirror has caught up with it). */
   private readonly releasing = new Map<string, bigint>();
   private running: Promise<void> | undefined;
+  private mirrorChanged = false;
   private dirty = false;
   private closed = false;
 
@@ -72,7 +73,11 @@ export class EtcdDeployment {
       options.etcd.leaseTtlSeconds,
       this.logger,
     );
-    this.mirror.on('change', () => this.readMirror());
+    // Read lazily by the next pass, so a burst of watch events is assembled once, not once per event.
+    this.mirror.on('change', () => {
+      this.mirrorChanged = true;
+      this.schedule();
+    });
     this.mirror.on('stale', () => this.schedule());
     this.lease.on('granted', () => this.schedule());
     this.lease.on('confirmed', () => this.schedule());
@@ -132,7 +137,6 @@ export class EtcdDeployment {
       const parsed = parseKey(key);
       if (parsed?.kind === 'shard') this.live.add(parsed.shardId);
     }
-    this.schedule();
   }
 
   private logRejections(rejected: readonly Rejection[]): void {
@@ -169,6 +173,10 @@ export class EtcdDeployment {
   }
 
   private async pass(): Promise<void> {
+    if (this.mirrorChanged) {
+      this.mirrorChanged = false;
+      this.readMirror();
+    }
     const deployment = this.deployment;
     const self = this.options.shardId;
     const leaseId = this.lease.leaseId;

@@ -1,0 +1,95 @@
+// A real etcd server for tests and benches: the `etcd` binary (Debian etcd-server; .ci/run installs
+// it) on free loopback ports with a temporary data dir.
+import { spawnSync, spawn, type ChildProcess } from 'child_process';
+import * as fs from 'fs';
+import * as net from 'net';
+import * as os from 'os';
+import * as path from 'path';
+import { waitFor } from './waitFor';
+
+export const ETCD_BINARY = process.env.ETCD_BINARY ?? 'etcd';
+
+export const etcdAvailable: boolean = spawnSync(ETCD_BINARY, ['--version'], { stdio: 'ignore' }).status === 0;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** etcd fsyncs its WAL on every commit; in memory (tmpfs) a test's puts do not wait for the VM's disk. */
+const DATA_ROOT = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
+
+export class EtcdServer {
+  readonly dir = fs.mkdtempSync(path.join(DATA_ROOT, 'kvrelay-etcd-'));
+  private child: ChildProcess | undefined;
+  private log = '';
+  clientPort = 0;
+  private peerPort = 0;
+
+  /** host:port of the client listener. */
+  get endpoint(): string {
+    return `127.0.0.1:${this.clientPort}`;
+  }
+
+  /** Picks the ports (start() does it too), so a client can be pointed at an etcd not yet started. */
+  async reservePorts(): Promise<this> {
+    if (this.clientPort === 0) {
+      this.clientPort = await freePort();
+      this.peerPort = await freePort();
+    }
+    return this;
+  }
+
+  async start(): Promise<this> {
+    await this.reservePorts();
+    const client = `http://127.0.0.1:${this.clientPort}`;
+    const peer = `http://127.0.0.1:${this.peerPort}`;
+    const child = spawn(
+      ETCD_BINARY,
+      [
+        '--name', 'test',
+        '--data-dir', path.join(this.dir, 'data'),
+        '--listen-client-urls', client,
+        '--advertise-client-urls', client,
+        '--listen-peer-urls', peer,
+        '--initial-advertise-peer-urls', peer,
+        '--initial-cluster', `test=${peer}`,
+        '--log-level', 'warn',
+      ],
+      { stdio: ['ignore', 'ignore', 'pipe'] },
+    );
+    this.child = child;
+    child.stderr!.on('data', (b: Buffer) => (this.log = (this.log + b.toString()).slice(-20_000)));
+    await waitFor(async () => {
+      if (child.exitCode !== null) throw new Error(`etcd exited ${child.exitCode}: ${this.log}`);
+      try {
+        const res = await fetch(`${client}/health`);
+        return res.ok && ((await res.json()) as { health?: string }).health === 'true';
+      } catch {
+        return false;
+      }
+    }, 'etcd to serve', 20_000, 50);
+    return this;
+  }
+
+  /** Stops the server (SIGKILL: a crash); the data dir stays, so start() brings the same state back. */
+  async kill(): Promise<void> {
+    const child = this.child;
+    this.child = undefined;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+  }
+
+  async stop(): Promise<void> {
+    await this.kill();
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
