@@ -79,7 +79,6 @@ async function startRelay(dir: string, name: string, etcd: string): Promise<Rela
 
 /** Resolves when `probe` holds, checked on every catalog change of the client. */
 function until(client: ShardedRelayClient, probe: () => boolean, what: string): Promise<number> {
-  process.stderr.write(`waiting for ${what}\n`);
   return new Promise((resolve, reject) => {
     const check = (): void => {
       if (!probe()) return;

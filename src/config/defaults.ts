@@ -143,6 +143,11 @@ export const ETCD_RETRY_INITIAL_MS = 200;
 export const ETCD_RETRY_MAX_MS = 5_000;
 /** Deadline of one unary etcd request (a dead member fails over or reports within it). */
 export const ETCD_REQUEST_TIMEOUT_MS = 5_000;
+/**
+ * Pause between two applications of etcd changes while more keep coming: a burst of registrations
+ * is applied in batches instead of once per watch event. A change after a quiet spell applies at once.
+ */
+export const DISCOVERY_BATCH_INTERVAL_MS = 50;
 /** gRPC keepalive on the etcd connection, so a silent network loss ends the watch (etcd's floor is 5 s). */
 export const ETCD_KEEPALIVE_MS = 10_000;
 

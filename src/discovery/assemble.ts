@@ -10,7 +10,7 @@ import { issueToError } from '../config/load';
 import { MAX_DISCOVERY_VALUE_BYTES } from '../config/limits';
 import { endpointSchema, workerSchema, type EndpointConfig, type WorkerConfig } from '../config/schema';
 import { endpointName } from '../producer/deployment';
-import { parseKey, type EndpointTriple } from './keys';
+import { parseKey, type DiscoveryKey, type EndpointTriple } from './keys';
 
 export interface Rejection {
   /** The key relative to the prefix. */
@@ -33,6 +33,15 @@ type Schema = typeof endpointSchema | typeof workerSchema;
  */
 export class ValueCache {
   private readonly values = new Map<string, { text: string; value: unknown }>();
+  private readonly keys = new Map<string, DiscoveryKey | undefined>();
+
+  /** parseKey, remembered. */
+  key(key: string): DiscoveryKey | undefined {
+    if (this.keys.has(key)) return this.keys.get(key);
+    const parsed = parseKey(key);
+    this.keys.set(key, parsed);
+    return parsed;
+  }
 
   parse(key: string, text: string, schema: Schema): unknown {
     const hit = this.values.get(key);
@@ -45,6 +54,7 @@ export class ValueCache {
   /** Forgets keys that are gone. */
   retain(keys: ReadonlyMap<string, unknown>): void {
     for (const key of this.values.keys()) if (!keys.has(key)) this.values.delete(key);
+    for (const key of this.keys.keys()) if (!keys.has(key)) this.keys.delete(key);
   }
 }
 
@@ -58,7 +68,7 @@ export function assembleEndpoints(entries: ReadonlyMap<string, string>, cache = 
   const workers: { key: string; triple: EndpointTriple; worker: WorkerConfig }[] = [];
 
   for (const key of [...entries.keys()].sort()) {
-    const parsed = parseKey(key);
+    const parsed = cache.key(key);
     if (parsed?.kind !== 'endpoint' && parsed?.kind !== 'worker') continue;
     const value = cache.parse(key, entries.get(key)!, parsed.kind === 'endpoint' ? endpointSchema : workerSchema);
     if (typeof value === 'string') {

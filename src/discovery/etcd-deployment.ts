@@ -8,6 +8,7 @@
 // serving (producer applied without the pool) before it deletes its claim; the taking shard serves
 // only after its claim was created. A fenced shard (lease lost or unconfirmed) stops serving at once.
 import type { Etcd3 } from 'etcd3';
+import { DISCOVERY_BATCH_INTERVAL_MS } from '../config/defaults';
 import type { EtcdDiscoveryConfig } from '../config/schema';
 import type { Logger } from '../log';
 import type { DiscoveryMetrics } from '../metrics/registry';
@@ -17,7 +18,7 @@ import { planShard } from '../sharding/plan';
 import { ShardLease } from '../sharding/shard-lease';
 import { assembleEndpoints, ValueCache, type Rejection } from './assemble';
 import { createEtcdClient, etcdErrorText } from './etcd-client';
-import { normalizePrefix, parseKey, shardKey } from './keys';
+import { normalizePrefix, shardKey } from './keys';
 import { PrefixMirror } from './mirror';
 
 export interface DeploymentSink {
@@ -134,7 +135,7 @@ export class EtcdDeployment {
     this.deployment = buildDeployment(this.options.dcId, assembly.endpoints);
     this.live = new Set();
     for (const key of this.mirror.entries.keys()) {
-      const parsed = parseKey(key);
+      const parsed = this.cache.key(key);
       if (parsed?.kind === 'shard') this.live.add(parsed.shardId);
     }
   }
@@ -163,6 +164,7 @@ export class EtcdDeployment {
         // A failed claim or release is retried on the next change or the next lease event.
         this.logger.warn({ err: etcdErrorText(err) }, 'shard reconciliation failed; retrying on the next change');
       }
+      if (this.dirty) await new Promise((resolve) => setTimeout(resolve, DISCOVERY_BATCH_INTERVAL_MS));
     }
   }
 
@@ -192,7 +194,7 @@ export class EtcdDeployment {
     // shard under an older lease is nobody's to take until it is gone with that lease.
     const owners = new Map<string, string>();
     for (const [key, value] of this.mirror.entries) {
-      const parsed = parseKey(key);
+      const parsed = this.cache.key(key);
       if (parsed?.kind !== 'owner') continue;
       const pool = parsed.poolKey;
       if (this.releasing.has(pool)) owners.set(pool, '(released)');

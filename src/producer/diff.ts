@@ -24,9 +24,15 @@ export function diffDeployments(prev: Deployment, next: Deployment): DeploymentD
   };
 }
 
+/** A spec's metadata text, computed once per spec (the running deployment's specs are diffed again at every change). */
+const metadataTexts = new WeakMap<PoolSpec, string>();
+
 function metadataOf(p: PoolSpec): string {
-  const { servingEndpoint, registrations, poolRoles, endpoint } = p;
-  return JSON.stringify({ servingEndpoint, registrations, poolRoles, endpoint }, (_k, v: unknown) =>
-    typeof v === 'bigint' ? v.toString() : v,
-  );
+  let text = metadataTexts.get(p);
+  if (text === undefined) {
+    const { servingEndpoint, registrations, poolRoles, endpoint } = p;
+    text = JSON.stringify({ servingEndpoint, registrations, poolRoles, endpoint }, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+    metadataTexts.set(p, text);
+  }
+  return text;
 }
