@@ -19,7 +19,10 @@ describeWithEtcd('kv-dc-relay register', () => {
     etcd = await new EtcdServer().start();
     kv = new Etcd3({ hosts: etcd.endpoint });
   });
+  const children: ReturnType<typeof spawnCli>[] = [];
   afterAll(async () => {
+    // A failed test must not leave a sidecar retrying against a stopped etcd.
+    for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
     kv.close();
     await etcd.stop();
   });
@@ -29,6 +32,7 @@ describeWithEtcd('kv-dc-relay register', () => {
 
   async function registered(): Promise<ReturnType<typeof spawnCli>> {
     const child = spawnCli(args(2));
+    children.push(child);
     let stderr = '';
     child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
     await waitFor(async () => {
