@@ -20,6 +20,10 @@ class DirtyWindow {
     originals_.push_back(original);
   }
   size_t size() const { return buckets_.size(); }
+  size_t MemoryBytes() const {
+    return bits_.capacity() * sizeof(uint64_t) + buckets_.capacity() * sizeof(uint32_t) +
+           originals_.capacity() * sizeof(uint64_t);
+  }
   const std::vector<uint32_t>& buckets() const { return buckets_; }
   const std::vector<uint64_t>& originals() const { return originals_; }
   void Reset() {

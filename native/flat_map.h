@@ -17,6 +17,8 @@ class U64Map {
 
   size_t size() const { return size_ + (hasZero_ ? 1 : 0); }
   bool empty() const { return size() == 0; }
+  // Bytes of the slot array (the map's heap footprint apart from the object itself).
+  size_t MemoryBytes() const { return slots_.size() * sizeof(Slot); }
 
   V* Find(uint64_t key) {
     if (key == 0) return hasZero_ ? &zeroValue_ : nullptr;

@@ -275,5 +275,11 @@ Stats PoolFilterState::GetStats() const {
                counters_};
 }
 
+size_t PoolFilterState::MemoryBytes() const {
+  size_t bytes = size_t{filter_.bucketCount()} * sizeof(uint64_t) + dirty_.MemoryBytes() + owners_.MemoryBytes();
+  for (const auto& entry : sources_) bytes += sizeof(entry) + sizeof(Lineage) + entry.second->MemoryBytes();
+  return bytes;
+}
+
 }  // namespace pool
 }  // namespace kvrelay

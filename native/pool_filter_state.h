@@ -88,6 +88,8 @@ class PoolFilterState {
   const ckf::Filter& filter() const { return filter_; }
   const Counters& counters() const { return counters_; }
   Stats GetStats() const;
+  // Bytes the state holds for its tables: filter words, owner and lineage tables, the window's bitmap.
+  size_t MemoryBytes() const;
 
  private:
   struct Ownership {

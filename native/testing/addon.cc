@@ -6,6 +6,7 @@
 namespace {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvrelay::testing::InitPoolBench(env, exports);
+  kvrelay::testing::InitPoolMemoryBench(env, exports);
   kvrelay::testing::InitCanonicalPool(env, exports);
   kvrelay::testing::InitRng(env, exports);
   return exports;

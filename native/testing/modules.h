@@ -6,6 +6,7 @@
 namespace kvrelay {
 namespace testing {
 void InitPoolBench(Napi::Env env, Napi::Object exports);
+void InitPoolMemoryBench(Napi::Env env, Napi::Object exports);
 void InitCanonicalPool(Napi::Env env, Napi::Object exports);
 void InitRng(Napi::Env env, Napi::Object exports);
 }  // namespace testing

@@ -45,12 +45,27 @@ export interface CanonicalPool {
   words(): BigUint64Array;
 }
 
+export interface NativeMemoryBench {
+  blocks: number;
+  /** Process RSS growth while the state was filled. */
+  rssBytes: number;
+  /** The state's own accounting of its tables. */
+  accountedBytes: number;
+  /** RSS growth of a plain array of the input words (ext id + tokens hash per block). */
+  baselineRssBytes: number;
+  lineageEntries: number;
+  ownedHashes: number;
+  residentCount: number;
+  bucketCount: number;
+}
+
 interface TestingBinding {
   CanonicalPool: new (bucketCount: number, seed: bigint, maxKicks: number) => CanonicalPool;
   laneRngSeed(seed: bigint, lane: number | bigint): bigint;
   splitmixNext(state: bigint): { value: bigint; state: bigint };
   benchPoolNative(bucketCount: number, blocksPerPrompt: number, minLoad: number, maxLoad: number, minOps: number): NativeChurnBench;
   benchPoolCanonicalNative(bucketCount: number, minLoad: number, maxLoad: number, minOps: number): NativeChurnBench;
+  benchPoolMemoryNative(sources: number, blocks: number): NativeMemoryBench;
 }
 
 const root = packageRoot();
@@ -97,4 +112,12 @@ export function benchPoolChurnNative(
  */
 export function benchPoolCanonicalNative(bucketCount: number, minLoad: number, maxLoad: number, minOps: number): NativeChurnBench {
   return testingAddon.benchPoolCanonicalNative(bucketCount, minLoad, maxLoad, minOps);
+}
+
+/**
+ * Benchmark (blocks the calling thread): a pool state filled with `blocks` distinct stored blocks over
+ * `sources` sources; its RSS growth and own accounting, and the RSS growth of the bare input words.
+ */
+export function benchPoolMemoryNative(sources: number, blocks: number): NativeMemoryBench {
+  return testingAddon.benchPoolMemoryNative(sources, blocks);
 }
