@@ -7,19 +7,14 @@
 export const MAX_DELTA_IMAGES = 349_525;
 
 // --- Internal constants (wire-contract.md §8.2; not configurable) ---
-/** Frames a snapshot bootstrap keeps queued ahead of the client. */
-export const SNAPSHOT_BOOTSTRAP_QUEUE_CAPACITY = 1;
-export const SNAPSHOT_SEND_POLL_INTERVAL_MS = 10;
 /** Deltas a hub remembers so a new subscriber can share a recent snapshot encoding. */
 export const DEFAULT_PUBLICATION_CAPACITY = 64;
 /** Images a hub takes in a row before giving up on a producer that keeps outrunning them. */
 export const HUB_SNAPSHOT_ATTEMPTS = 3;
+/** Engine batches a pool actor holds before applying them; a batch that does not fit resets its source. */
 export const ACTOR_MAILBOX_CAPACITY = 256;
+/** Blocks those batches may hold in all (one bigger batch is taken alone). */
 export const PENDING_BLOCK_PERMITS = 65_536;
-export const ACTOR_FAULT_CHANNEL_CAPACITY = 16;
-export const HUB_CONTROL_QUEUE_CAPACITY = 1;
-export const IDLE_HUB_EVICTIONS_IN_FLIGHT = 1;
-export const CKF_ALLOCATION_CONCURRENCY = 2;
 /** Byte accounting of one queued frame: payload length plus this overhead. */
 export const FRAME_OVERHEAD_BYTES = 256;
 

@@ -15,6 +15,8 @@ export interface PoolMetrics {
   capacityFailures: number;
   parentNotFound: number;
   unknownRemovals: number;
+  /** Batches dropped on a full actor mailbox (their source was reset). */
+  mailboxOverflows: number;
 }
 
 export interface ProducerMetrics {
@@ -126,6 +128,7 @@ export function createRelayMetrics(providers: MetricsProviders): Registry {
   counter('kv_dc_relay_pool_capacity_failures_total', 'Blocks omitted from the CKF at capacity', ['pool'], pool('capacityFailures'));
   counter('kv_dc_relay_pool_parent_not_found_total', 'Stores whose parent block was unknown', ['pool'], pool('parentNotFound'));
   counter('kv_dc_relay_pool_unknown_removals_total', 'Removals of unknown blocks', ['pool'], pool('unknownRemovals'));
+  counter('kv_dc_relay_pool_mailbox_overflows_total', 'Engine batches dropped on a full pool mailbox (the source is reset)', ['pool'], pool('mailboxOverflows'));
   const discovery = providers.discovery;
   if (discovery) {
     gauge('kv_dc_relay_discovery_stale', '1 while the etcd watch is lost and the last known deployment is served', [], (set) => set({}, discovery().stale ? 1 : 0));

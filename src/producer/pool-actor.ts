@@ -6,11 +6,21 @@
 // `publicationThreshold` pending events publishes a delta at once; the first pending event of a
 // window arms a one-shot `publicationDelayMs` timer that flushes whatever is pending.
 // Publishing without a listener drops the delta and does not advance the sequence.
+//
+// The mailbox (batches accepted but not yet applied) is bounded in batches and in blocks
+// (wire-contract.md §8.2): a batch that does not fit is dropped and its source reset, as on a gap
+// (later batches rebuild it from live events), and counted — the actor never grows with its backlog.
 import type { Logger } from '../log';
 import type { EngineEventBatch, SourceKey } from '../ingest/types';
 import type { DeltaFrame, PoolFeed, PoolImage, PoolListener } from '../publication/source';
 import type { ProducerIdentity } from '../wire/types';
-import { INGEST_LOG_MAX_PER_WINDOW, INGEST_LOG_WINDOW_MS, MAX_DELTA_IMAGES } from '../config/defaults';
+import {
+  ACTOR_MAILBOX_CAPACITY,
+  INGEST_LOG_MAX_PER_WINDOW,
+  INGEST_LOG_WINDOW_MS,
+  MAX_DELTA_IMAGES,
+  PENDING_BLOCK_PERMITS,
+} from '../config/defaults';
 import { ThrottledLogger } from '../ingest/throttle';
 import { MAX_U64 } from '../config/limits';
 import { encodeDelta, PoolFilterState, type PoolBatchResult, type PoolEvent } from '../native';
@@ -32,6 +42,15 @@ function offLoop(slice: readonly PoolEvent[]): boolean {
   }
   return blocks > ASYNC_APPLY_BLOCKS;
 }
+
+/** Events of the batches accepted since the last queued command, and what they hold of the mailbox. */
+interface Inbox {
+  events: PoolEvent[];
+  batches: number;
+  blocks: number;
+}
+
+const sourceKey = (s: SourceKey): string => `${s.workerId}:${s.dpRank}`;
 
 export interface PoolActorOptions {
   key: string;
@@ -64,7 +83,12 @@ export class PoolActor implements PoolFeed {
    * the first of them takes them all, so a burst of engine messages costs one native apply per
    * publication slice rather than one per message. Queuing any other command closes it (order).
    */
-  private inbox: PoolEvent[] | undefined;
+  private inbox: Inbox | undefined;
+  /** Batches and blocks accepted and not yet applied (the mailbox bound). */
+  private queuedBatches = 0;
+  private queuedBlocks = 0;
+  /** Sources reset with no batch accepted since: another reset would clear nothing. */
+  private readonly resetQueued = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
   private ended: 'retired' | 'fenced' | undefined;
   private readonly counters: Omit<PoolMetrics, 'pool'> = {
@@ -76,6 +100,7 @@ export class PoolActor implements PoolFeed {
     capacityFailures: 0,
     parentNotFound: 0,
     unknownRemovals: 0,
+    mailboxOverflows: 0,
   };
 
   constructor(private readonly options: PoolActorOptions) {
@@ -109,21 +134,49 @@ export class PoolActor implements PoolFeed {
       else if (c.dropped === 'block_size') this.counters.eventsDroppedBlockSize += 1;
     }
     if (events.length === 0) return;
-    if (this.inbox) {
-      for (const e of events) this.inbox.push(e);
+    let blocks = 0;
+    for (const e of events) if (e.kind !== 'cleared') blocks += e.blockHashes.length;
+    // An empty mailbox takes any batch, so one larger than the permits is not refused forever.
+    if (this.queuedBatches > 0 && (this.queuedBatches >= ACTOR_MAILBOX_CAPACITY || this.queuedBlocks + blocks > PENDING_BLOCK_PERMITS)) {
+      this.counters.mailboxOverflows += 1;
+      this.warn(b.source, 'batch', `mailbox full (${this.queuedBatches} batches, ${this.queuedBlocks} blocks): batch dropped, source reset`);
+      this.reset(b.source);
       return;
     }
-    this.enqueue(() => {
-      if (this.inbox === events) this.inbox = undefined;
-      return this.apply(events);
-    });
-    this.inbox = events;
+    this.resetQueued.delete(sourceKey(b.source));
+    this.admit(events, blocks);
   }
 
-  /** The source's history is lost: drop all of its blocks (like AllBlocksCleared). */
+  /** The source's history is lost: drop all of its blocks (like AllBlocksCleared), in order with its batches. */
   reset(source: SourceKey): void {
     if (this.ended) return;
-    this.enqueue(() => this.apply([{ kind: 'cleared', workerId: source.workerId, dpRank: source.dpRank }]));
+    const key = sourceKey(source);
+    // Taken whatever the mailbox holds: at most one per source, since duplicates are skipped.
+    if (this.resetQueued.has(key)) return;
+    this.resetQueued.add(key);
+    this.admit([{ kind: 'cleared', workerId: source.workerId, dpRank: source.dpRank }], 0);
+  }
+
+  private admit(events: PoolEvent[], blocks: number): void {
+    this.queuedBatches += 1;
+    this.queuedBlocks += blocks;
+    if (this.inbox) {
+      for (const e of events) this.inbox.events.push(e);
+      this.inbox.batches += 1;
+      this.inbox.blocks += blocks;
+      return;
+    }
+    const inbox: Inbox = { events, batches: 1, blocks };
+    this.enqueue(async () => {
+      if (this.inbox === inbox) this.inbox = undefined;
+      try {
+        await this.apply(inbox.events);
+      } finally {
+        this.queuedBatches -= inbox.batches;
+        this.queuedBlocks -= inbox.blocks;
+      }
+    });
+    this.inbox = inbox;
   }
 
   attach(listener: PoolListener): Promise<PoolImage> {

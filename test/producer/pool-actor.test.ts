@@ -7,6 +7,7 @@ import type { ProducerIdentity } from '../../src/wire/types';
 import { silentLogger } from '../../src/log';
 import { waitFor } from '../support/waitFor';
 import { withStallMonitor } from '../../bench/support/stall';
+import { ACTOR_MAILBOX_CAPACITY, PENDING_BLOCK_PERMITS } from '../../src/config/defaults';
 
 const SEED = 0x5deece66d1b54a33n;
 const BUCKETS = 1024;
@@ -241,6 +242,38 @@ test('a reset between batches of one turn keeps its place in the order', async (
   const img = await a.attach(new Recorder());
   expect(filterContains(img.words, canonical(before)[0], SEED)).toBe(false);
   expect(filterContains(img.words, canonical(after)[0], SEED)).toBe(true);
+});
+
+test('a full mailbox (batches) drops the batch and resets its source; the source rebuilds afterwards', async () => {
+  const a = actor(16, 10_000, false, 8192);
+  // One turn: nothing is applied before the loop yields, so the mailbox fills.
+  const kept = Array.from({ length: ACTOR_MAILBOX_CAPACITY }, (_, i) => tokens(4, 10_000 + 4 * i));
+  kept.forEach((t, i) => a.batch(batch([stored([BigInt(1 + i)], t)], 7n)));
+  const other = tokens(4, 9000);
+  a.batch(batch([stored([1n], other)], 8n)); // over capacity: worker 8 is reset
+  a.batch(batch([stored([2n], tokens(4, 9100))], 8n)); // still full: dropped, no second reset needed
+  expect(a.metrics().mailboxOverflows).toBe(2);
+  await a.idle();
+  const later = tokens(4, 9200);
+  a.batch(batch([stored([3n], later)], 8n)); // room again: rebuilt from live events
+  const img = await a.attach(new Recorder());
+  for (const t of kept) expect(filterContains(img.words, canonical(t)[0], SEED)).toBe(true);
+  expect(filterContains(img.words, canonical(other)[0], SEED)).toBe(false);
+  expect(filterContains(img.words, canonical(later)[0], SEED)).toBe(true);
+  expect(a.metrics().eventsApplied).toBe(ACTOR_MAILBOX_CAPACITY + 1 + 1); // + the reset's clear
+});
+
+test('a full mailbox (blocks) resets the source whose batch does not fit, after what it had queued', async () => {
+  const a = actor(16, 10_000, false, 65536);
+  const n = PENDING_BLOCK_PERMITS - 10;
+  const big = tokens(n * BS, 1_000_000);
+  a.batch(batch([stored(Array.from({ length: n }, (_, i) => BigInt(i + 1)), big)], 7n));
+  const small = tokens(4 * 20, 50);
+  a.batch(batch([stored(Array.from({ length: 20 }, (_, i) => BigInt(100_000 + i)), small)], 7n)); // 20 > 10 left
+  expect(a.metrics().mailboxOverflows).toBe(1);
+  const img = await a.attach(new Recorder());
+  // The reset follows the admitted batch, so the whole source is gone.
+  expect(img.words.every((w) => w === 0n)).toBe(true);
 });
 
 test('an unknown parent rejects the event (counted), other events still apply', async () => {
