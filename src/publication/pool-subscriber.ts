@@ -28,6 +28,8 @@ export class PoolSubscriber implements HubSubscriber {
   private heartbeat: NodeJS.Timeout | undefined;
   /** When the last data frame was handed over (the heartbeat interval counts from it). */
   private lastDataAt = 0;
+  /** A heartbeat handed to the transport and not taken yet (heartbeats are not in the queue bounds). */
+  private heartbeatPending = false;
 
   constructor(
     private readonly stream: OpenStream,
@@ -100,7 +102,8 @@ export class PoolSubscriber implements HubSubscriber {
 
   // Data frames push the next heartbeat back (checked when the timer fires, so sending a frame
   // costs no timer work); heartbeats do not, so an idle stream gets one per interval. A client
-  // that has not taken everything yet does not need one, so a stalled client does not pile them up.
+  // that has not taken everything yet (a data frame or the previous heartbeat) does not need one,
+  // so a stalled client holds at most one heartbeat and never piles them up.
   private beat(): void {
     if (this.stream.closed) return;
     const sinceData = performance.now() - this.lastDataAt;
@@ -108,8 +111,12 @@ export class PoolSubscriber implements HubSubscriber {
       this.heartbeat = setTimeout(() => this.beat(), this.options.heartbeatMs - sinceData);
       return;
     }
-    if (this.stream.frames === 0) {
-      this.stream.send(heartbeatMessage(this.options.relay, this.options.producer, this.lastSequence));
+    if (this.stream.frames === 0 && !this.heartbeatPending) {
+      this.heartbeatPending = true;
+      const message = heartbeatMessage(this.options.relay, this.options.producer, this.lastSequence);
+      this.stream.send(message, undefined, () => {
+        this.heartbeatPending = false;
+      });
       this.options.counters.poolHeartbeatsTotal += 1;
     }
     this.heartbeat = setTimeout(() => this.beat(), this.options.heartbeatMs);

@@ -141,3 +141,32 @@ test('a load subscriber that stops reading lags by complete windows; others keep
   session.close();
 });
 
+
+test('a stalled client of an idle pool holds at most one untaken heartbeat (they do not pile up)', async () => {
+  relay = await startTestRelay({ timing: { poolHeartbeatMs: 1 } });
+  const producer = testProducer({ bucketCount: 1 << 12 }); // a 32 KiB snapshot: half the stream window
+  relay.source.attachPool(producer);
+  const session = rawSession(relay.server.address);
+  const stalled = rawCall(session, 'SubscribeKvPool', 'SubscribeKvPoolRequest', { ...subscriber('stalled'), expectedProducer: producer }, 'FilterUpdate');
+  await stalled.headers;
+  // A heartbeat per millisecond fills the rest of the window within a second; from then on the
+  // transport takes nothing, and no further heartbeat may be handed over.
+  const sent = (): number => relay.server.stats().poolHeartbeatsTotal;
+  let last = -1;
+  await waitFor(
+    async () => {
+      const before = sent();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      last = sent();
+      return before > 0 && last === before;
+    },
+    'heartbeats to stop once the stalled stream window is full',
+    20_000,
+    0,
+  );
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  expect(sent()).toBe(last);
+  stalled.resume();
+  await waitFor(() => stalled.messages().filter((m) => m.kind === FilterUpdateKind.HEARTBEAT).length >= last, 'every heartbeat handed over to arrive');
+  session.close();
+}, 30_000);
