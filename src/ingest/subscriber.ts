@@ -91,10 +91,15 @@ export class KvEventSubscriber {
     const key = `${source.workerId}:${source.dpRank}`;
     let s = this.counters.get(key);
     if (!s) {
-      s = { source, events: 0, blocks: 0, malformed: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, connections: 0, lastSequence: null };
+      s = { source, events: 0, blocks: 0, malformed: 0, rejectedRanks: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, connections: 0, lastSequence: null };
       this.counters.set(key, s);
     }
     return s;
+  }
+
+  /** @internal Whether `rank` is one of this worker's data-parallel ranks. */
+  hasRank(rank: number): boolean {
+    return rank >= this.config.dpStartRank && rank < this.config.dpStartRank + this.config.dpSize;
   }
 
   /** @internal */
@@ -257,6 +262,12 @@ class RankSubscription {
     }
     // The batch's own rank names the source (relay-config.md); engines that leave it unset are this rank.
     const source = batch.dpRank === null || batch.dpRank === this.rank ? this.source : { workerId: this.source.workerId, dpRank: batch.dpRank };
+    if (!this.owner.hasRank(source.dpRank)) {
+      // A rank the worker does not have would become a source (state, stats, lineage) forever.
+      this.owner.counter(this.source).rejectedRanks += 1;
+      this.owner.warn({ dpRank: this.rank, sequence: String(sequence), batchRank: source.dpRank }, 'KV-event batch names a dp rank outside the worker; dropped');
+      return;
+    }
     this.seen.set(source.dpRank, source);
     const stats = this.owner.counter(source);
     stats.lastSequence = sequence;

@@ -66,6 +66,8 @@ export interface IngestCounters {
   blocks: number;
   /** Messages that could not be decoded (wrong frame count, bad sequence frame, bad msgpack, wrong types). */
   malformed: number;
+  /** Messages dropped because their batch named a dp rank outside the worker's ranks. */
+  rejectedRanks: number;
   /** Sequence gaps detected. */
   gaps: number;
   /** Replay requests sent. */

@@ -111,6 +111,7 @@ export function createRelayMetrics(providers: MetricsProviders): Registry {
   counter('kv_dc_relay_ingest_events_total', 'Engine KV events delivered to the producer', source, ingest('events'));
   counter('kv_dc_relay_ingest_blocks_total', 'Blocks in delivered stored/removed events', source, ingest('blocks'));
   counter('kv_dc_relay_ingest_malformed_total', 'Engine messages that could not be decoded', source, ingest('malformed'));
+  counter('kv_dc_relay_ingest_rejected_ranks_total', 'Engine messages dropped for a dp rank outside the worker', source, ingest('rejectedRanks'));
   counter('kv_dc_relay_ingest_gaps_total', 'Engine sequence gaps detected', source, ingest('gaps'));
   counter('kv_dc_relay_ingest_replays_total', 'Replay requests sent to engines', source, ingest('replays'));
   counter('kv_dc_relay_ingest_resets_total', 'Source resets (history lost)', source, ingest('resets'));

@@ -58,11 +58,26 @@ describe('data-parallel ranks', () => {
     await h.engine.publish(store(2n), { rank: 2 });
     await h.engine.publish(store(3n), { rank: 3 });
     await h.engine.publishPayload(pack([1, [], null]), 3); // no rank in the batch: the socket's rank
-    await h.engine.publishPayload(pack([1, [], 9]), 2); // an explicit rank wins
+    await h.engine.publishPayload(pack([1, [], 3]), 2); // an explicit rank of the worker wins
     await waitFor(() => h!.sink.batches.length === 4, 'all ranks');
     const bySource = (r: number) => h!.sink.batches.filter((b) => b.source.dpRank === r).map((b) => b.sequence);
-    expect([bySource(2), bySource(3), bySource(9)]).toEqual([[0n], [0n, 1n], [1n]]);
-    expect(h.sub.stats().map((s) => [s.source.dpRank, s.events])).toEqual([[2, 1], [3, 1], [9, 0]]);
+    expect([bySource(2), [...bySource(3)].sort()]).toEqual([[0n], [0n, 1n, 1n]]);
+    expect(h.sub.stats().map((s) => [s.source.dpRank, s.events, s.rejectedRanks])).toEqual([[2, 1, 0], [3, 1, 0]]);
+  });
+
+  it('a batch naming a rank outside dpStartRank..dpStartRank+dpSize-1 is dropped and counted, never a new source', async () => {
+    h = await connectHarness({ dpSize: 2, dpStartRank: 2 });
+    for (const rank of [0, 1, 4, 9, 4096]) await h.engine.publishPayload(pack([1, [], rank]), 2);
+    for (let i = 0; i < 20; i++) await h.engine.publishPayload(pack([1, [], 1000 + i]), 3);
+    await h.engine.publish(store(2n), { rank: 2 });
+    await waitFor(() => h!.sink.batches.length === 1 && h!.sub.stats()[1].rejectedRanks === 20, 'the good batch and every rejection');
+    expect(h.sink.batches[0]).toMatchObject({ source: { workerId: WORKER, dpRank: 2 }, sequence: 5n });
+    expect(h.sub.stats().map((s) => [s.source.dpRank, s.rejectedRanks, s.gaps, s.resets])).toEqual([[2, 5, 0, 0], [3, 20, 0, 0]]);
+    expect(h.sink.resets).toEqual([]);
+    const rejected = h.warnings.filter((w) => /outside the worker/.test(w.msg));
+    expect(rejected.length).toBeGreaterThan(0);
+    expect(rejected.length).toBeLessThanOrEqual(INGEST_LOG_MAX_PER_WINDOW); // rate-limited
+    expect(rejected[0].obj).toMatchObject({ dpRank: 2, batchRank: 0 });
   });
 
   it('bind mode: engines dial in; each rank is replayed from 0 when it connects', async () => {
