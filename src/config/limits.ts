@@ -1,5 +1,5 @@
-// Validation bounds of the config file that are not tunables (tunables and transport bounds live in
-// defaults.ts).
+// Validation bounds of the config file and bounds on what a gRPC peer may send; none is a tunable
+// (tunables live in defaults.ts).
 
 /** runtime_config.data_parallel_size range. */
 export const MAX_DP_SIZE = 4096;
@@ -30,3 +30,12 @@ export const MIN_ETCD_LEASE_TTL_S = 2;
 export const MAX_ETCD_LEASE_TTL_S = 3_600;
 /** A discovery value larger than this is rejected unread (a worker or endpoint entry is a few hundred bytes). */
 export const MAX_DISCOVERY_VALUE_BYTES = 65_536;
+
+// What a gRPC peer may send (hostile input is bounded before anything is allocated for it).
+/**
+ * Largest zstd window a compressed request may declare. Not the receive limit: a streaming
+ * compressor that does not know the size up front (tonic's, at zstd's default level: 2 MiB)
+ * declares a window far above a small request, so this is 8 MiB (window log 23, the most zstd's
+ * standard levels choose). Decoding is synchronous, so one such buffer exists at a time.
+ */
+export const ZSTD_MAX_WINDOW_BYTES = 8_388_608;

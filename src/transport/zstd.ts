@@ -4,6 +4,8 @@
 // one place that reaches into grpc-js internals: if they change, zstd requests are refused (as
 // grpc-js refuses any unknown encoding) and the relay keeps serving everything else.
 import { Decompress as ZstdDecoder } from 'fzstd';
+import { ZSTD_MAX_WINDOW_BYTES } from '../config/limits';
+import { zstdFrameSizes } from './zstd-frame';
 
 type Decompress = (this: { maxReceiveMessageSize: number }, message: Buffer, encoding: string) => Buffer | Promise<Buffer>;
 
@@ -50,8 +52,24 @@ export function extendDecompress(call: DecompressingCall | undefined): boolean {
   return true;
 }
 
-// Streaming, so a small request that would inflate past the limit is stopped early.
+// The frame headers are judged first (a ~10-byte frame can declare a 2 GiB window, which the
+// decoder would allocate at once); then the decoding streams, so a small request that would
+// inflate past the limit is stopped early.
 function decodeZstd(compressed: Buffer, limit: number): Buffer | Promise<Buffer> {
+  let frames;
+  try {
+    frames = zstdFrameSizes(compressed);
+  } catch {
+    return Promise.reject({ code: GRPC_INTERNAL, details: 'Failed to decompress message' });
+  }
+  for (const { windowBytes, contentBytes } of frames) {
+    if (limit !== -1 && contentBytes !== undefined && contentBytes > limit) {
+      return Promise.reject({ code: GRPC_RESOURCE_EXHAUSTED, details: `Received message that decompresses to a size larger than ${limit}` });
+    }
+    if (windowBytes > ZSTD_MAX_WINDOW_BYTES) {
+      return Promise.reject({ code: GRPC_RESOURCE_EXHAUSTED, details: `zstd window of ${windowBytes} bytes is larger than ${ZSTD_MAX_WINDOW_BYTES}` });
+    }
+  }
   const parts: Uint8Array[] = [];
   let total = 0;
   let tooLarge = false;

@@ -2,6 +2,7 @@
 import * as http2 from 'http2';
 import { decodeMessage } from '../../src/wire/codec';
 import { extendDecompress } from '../../src/transport/zstd';
+import { zstdFrameSizes } from '../../src/transport/zstd-frame';
 import { startTestRelay, type TestRelay } from './helpers';
 
 let relay: TestRelay;
@@ -12,6 +13,15 @@ afterAll(async () => relay.close());
 
 // WatchKvPoolCatalogRequest{subscriber_id: "consumer-a" × 12, marker KVR1} compressed by `zstd -19`.
 const COMPRESSED_REQUEST = Buffer.from('28b52ffd2480cd0000900a78636f6e73756d65722d61fd073152564b0100ab6949027e5cd779', 'hex');
+
+// The same request as a streaming compressor writes it (`zstd -3` from a pipe: no content size,
+// a 2 MiB window, as tonic's encoder at the default level), with a content checksum.
+const STREAMED_REQUEST = Buffer.from('28b52ffd0458cd0000900a78636f6e73756d65722d61fd073152564b0100ab6949027e5cd779', 'hex');
+// Hostile frames of a few bytes: an empty last raw block (01 00 00) behind a header declaring...
+/** ...a 1.875 GiB window (descriptor 0xA7: 2^30 + 7/8 of it), which a decoder allocates up front; */
+const HUGE_WINDOW = Buffer.from('28b52ffd00a7010000', 'hex');
+/** ...a single segment of 2 GiB content (8-byte content size 2^31). */
+const HUGE_CONTENT = Buffer.from('28b52ffde00000008000000000010000', 'hex');
 
 function call(body: Buffer, compressed: boolean): Promise<{ data: Buffer; status: string | undefined }> {
   const session = http2.connect(`http://${relay.server.address}`);
@@ -61,6 +71,48 @@ test('a corrupt zstd request ends the call with INTERNAL', async () => {
   const { data, status } = await call(corrupt, true);
   expect(data.length).toBe(0);
   expect(status).toBe('13');
+});
+
+test('a streamed zstd request (2 MiB window, no content size) is served under a small receive limit', async () => {
+  const { data } = await call(STREAMED_REQUEST, true);
+  const update = decodeMessage('KvPoolCatalogUpdate', data.subarray(5, 5 + data.readUInt32BE(1)));
+  expect(update.contractMarker).toBe(0x4b565231);
+});
+
+test.each([
+  ['a 1.875 GiB window', HUGE_WINDOW],
+  ['a 2 GiB content size', HUGE_CONTENT],
+  ['a huge window in a second frame', Buffer.concat([STREAMED_REQUEST, HUGE_WINDOW])],
+])('a ~10-byte zstd request declaring %s is refused with RESOURCE_EXHAUSTED before decoding', async (_, frame) => {
+  const { data, status } = await call(frame, true);
+  expect(data.length).toBe(0);
+  expect(status).toBe('8');
+  // The relay still serves.
+  expect((await call(COMPRESSED_REQUEST, true)).data.length).toBeGreaterThan(5);
+});
+
+describe('zstdFrameSizes', () => {
+  test('reads the declared window and content size of every frame, skipping skippable frames', () => {
+    const skippable = Buffer.from('5a2a4d1803000000abcdef', 'hex');
+    expect(zstdFrameSizes(Buffer.concat([COMPRESSED_REQUEST, skippable, STREAMED_REQUEST, HUGE_WINDOW, HUGE_CONTENT]))).toEqual([
+      { windowBytes: 128, contentBytes: 128 },
+      { windowBytes: 2 ** 21, contentBytes: undefined },
+      { windowBytes: 2 ** 30 + 7 * 2 ** 27, contentBytes: undefined },
+      { windowBytes: 2 ** 31, contentBytes: 2 ** 31 },
+    ]);
+  });
+
+  test.each([
+    ['truncated header', HUGE_CONTENT.subarray(0, 8)],
+    ['truncated block', COMPRESSED_REQUEST.subarray(0, 20)],
+    ['missing checksum', STREAMED_REQUEST.subarray(0, STREAMED_REQUEST.length - 2)],
+    ['bad magic', Buffer.from('28b52ffe00a7010000', 'hex')],
+    ['reserved header bit', Buffer.from('28b52ffd08a7010000', 'hex')],
+    ['reserved block type', Buffer.from('28b52ffd00a7070000', 'hex')],
+    ['truncated skippable frame', Buffer.from('5a2a4d1809000000abcdef', 'hex')],
+  ])('throws RangeError on a %s', (_, data) => {
+    expect(() => zstdFrameSizes(data)).toThrow(RangeError);
+  });
 });
 
 describe('extendDecompress (the grpc-js seam)', () => {
