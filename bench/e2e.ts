@@ -14,7 +14,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { performance } from 'perf_hooks';
 import { Subscriber } from 'zeromq';
-import { startRelay } from '../src/cli/serve';
+import { startRelay } from '../src/server';
 import { INGEST_RECEIVE_HWM } from '../src/config/defaults';
 import { silentLogger } from '../src/log';
 import { bucketContains, ckfPrepare, decodeFrame, saltSeed, sequenceHashes, snapshotChunkCount, type DecodedDelta } from '../src/native';

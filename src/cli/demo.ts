@@ -11,7 +11,7 @@ import { parseArgs } from 'util';
 import { stringify } from 'yaml';
 import { createLogger } from '../log';
 import { SimulatedEngine } from '../sim';
-import { startRelay, type RunningRelay } from './serve';
+import { startRelay, type RunningRelay } from '../server/start-relay';
 import { runWatch } from './watch';
 
 export const DEMO_BIND = '127.0.0.1:5561';

@@ -4,140 +4,13 @@
 // once the gRPC listener is bound; a config error is one line `FILE: field.path: problem` and exit
 // 2; SIGINT/SIGTERM shut down (health NOT_SERVING, streams end, connections closed) and exit 0
 // within 5 s. The config file is watched; valid changes to `endpoints` apply live.
-import * as fs from 'fs';
 import { parseArgs } from 'util';
 import { SHUTDOWN_DEADLINE_MS } from '../config/defaults';
 import { ConfigError } from '../config/errors';
-import { parseConfigText, type ConfigOverrides } from '../config/load';
-import type { RelayConfig } from '../config/schema';
-import { watchConfigFile, type ConfigWatcher } from '../config/watch';
-import { EtcdDeployment } from '../discovery/etcd-deployment';
-import { newRelayIdentity } from '../identity';
-import { createLogger, type Logger } from '../log';
-import { createRelayMetrics } from '../metrics/registry';
-import { startMetricsServer, type MetricsServer } from '../metrics/server';
-import { addonOrigin } from '../native';
-import { Producer } from '../producer/producer';
-import { startRelayServer, type RelayServer } from '../transport/server';
-import type { RelayIdentity } from '../wire/types';
+import { createLogger } from '../log';
+import { startRelay, type RunningRelay } from '../server/start-relay';
 
 export const SERVE_USAGE = 'usage: kv-dc-relay serve --config FILE [--bind HOST:PORT] [--dc-id ID]';
-
-export interface RelayProcessOptions {
-  configFile: string;
-  overrides?: ConfigOverrides;
-  logger: Logger;
-}
-
-export interface RunningRelay {
-  readonly address: string;
-  readonly metricsAddress: string | undefined;
-  readonly relay: RelayIdentity;
-  readonly producer: Producer;
-  readonly server: RelayServer;
-  /** With `discovery.etcd`: the deployment source and this relay's shard. */
-  readonly discovery: EtcdDeployment | undefined;
-  /**
-   * Resolves with the error if the transport fails on its own (a load plane stopped). The transport
-   * has then shut itself down; call shutdown() to stop the rest. Never resolves otherwise.
-   */
-  readonly failed: Promise<unknown>;
-  /** Idempotent; resolves once streams ended, connections closed and sources stopped. */
-  shutdown(): Promise<void>;
-}
-
-/** Loads the config (ConfigError on a bad file), starts producer, gRPC listener, metrics and the watch. */
-export async function startRelay(options: RelayProcessOptions): Promise<RunningRelay> {
-  const { configFile, overrides = {}, logger } = options;
-  const text = readConfig(configFile);
-  const config = parseConfigText(text, configFile, overrides);
-  logger.info({ kind: addonOrigin.kind, path: addonOrigin.path }, 'native addon loaded');
-  const relay = newRelayIdentity();
-  const producer = new Producer({ config, relay, logger });
-  await producer.start();
-
-  let fail!: (err: unknown) => void;
-  const failed = new Promise<unknown>((resolve) => (fail = resolve));
-  let server: RelayServer;
-  try {
-    server = await startRelayServer({
-      source: producer,
-      bind: config.bind,
-      relay,
-      options: { limits: config.limits, timing: config.timing, queues: config.queues },
-      logger,
-      onFatal: (err) => {
-        logger.fatal({ err: err instanceof Error ? err.message : String(err) }, 'transport failed');
-        fail(err);
-      },
-    });
-  } catch (err) {
-    await producer.close();
-    throw err;
-  }
-  logger.info({ address: server.address, relayIncarnation: relay.relayIncarnation.toString(), dcId: config.dcId }, 'listening');
-
-  // With etcd discovery the deployment (and this shard's share of it) comes from etcd, not the file.
-  const etcd = config.discovery?.etcd;
-  const discovery = etcd
-    ? new EtcdDeployment({
-        etcd,
-        dcId: config.dcId,
-        producer,
-        shardId: relay.relayIncarnation.toString(16).padStart(16, '0'),
-        shardInfo: { address: etcd.advertise ?? server.address, dcId: config.dcId, relayIncarnation: relay.relayIncarnation.toString() },
-        logger,
-      })
-    : undefined;
-  discovery?.start();
-
-  let shuttingDown = false;
-  let metrics: MetricsServer | undefined;
-  if (config.metricsBind) {
-    const registry = createRelayMetrics({
-      producer: () => producer.metrics(),
-      transport: () => server.stats(),
-      ...(discovery ? { discovery: () => discovery.metrics() } : {}),
-    });
-    try {
-      metrics = await startMetricsServer(config.metricsBind, registry, () => server.serving && !shuttingDown);
-    } catch (err) {
-      await Promise.all([server.shutdown(), producer.close(), discovery?.close()]);
-      throw err;
-    }
-    logger.info({ address: metrics.address }, 'metrics listening');
-  }
-
-  const watcher: ConfigWatcher = watchConfigFile(configFile, text, {
-    overrides,
-    onChange: (next) => {
-      const ignored = startOnlyChanges(config, next);
-      if (ignored.length > 0) logger.warn({ fields: ignored }, 'config fields changed that apply only at start; restart to apply them');
-      if (discovery) return;
-      logger.info({ file: configFile }, 'config changed; applying endpoints');
-      producer.applyConfig(next).catch((err: Error) => logger.error({ err: err.message }, 'applying the config failed'));
-    },
-    onError: (err) => logger.error({ file: err.file, field: err.field, problem: err.problem }, `${err.message}; keeping the running config`),
-  });
-
-  let stopped: Promise<void> | undefined;
-  const shutdown = (): Promise<void> => {
-    stopped ??= (async () => {
-      shuttingDown = true;
-      watcher.close();
-      logger.info({}, 'shutting down');
-      await server.shutdown();
-      // The lease is revoked once nothing is served here, so sibling shards take over without overlap.
-      await discovery?.close();
-      await producer.close();
-      await metrics?.close();
-      logger.info({}, 'stopped');
-    })();
-    return stopped;
-  };
-
-  return { address: server.address, metricsAddress: metrics?.address, relay, producer, server, discovery, failed, shutdown };
-}
 
 /** The `serve` subcommand: runs until SIGINT/SIGTERM (exit 0) or a transport failure (exit 1). */
 export async function serveCommand(argv: string[]): Promise<number> {
@@ -187,20 +60,4 @@ export async function serveCommand(argv: string[]): Promise<number> {
   await relay.shutdown();
   clearTimeout(deadline);
   return code;
-}
-
-function readConfig(file: string): string {
-  try {
-    return fs.readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new ConfigError(file, '(file)', `cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
-  }
-}
-
-/** Top-level fields other than `endpoints` whose change a running relay does not apply. */
-function startOnlyChanges(running: RelayConfig, next: RelayConfig): string[] {
-  const keys = new Set([...Object.keys(running), ...Object.keys(next)]);
-  keys.delete('endpoints');
-  const text = (v: unknown): string => JSON.stringify(v) ?? '';
-  return [...keys].filter((k) => text(running[k as keyof RelayConfig]) !== text(next[k as keyof RelayConfig])).sort();
 }

@@ -5,7 +5,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { RelayClient } from '../../src/client';
-import { startRelay, type RunningRelay } from '../../src/cli/serve';
+import { startRelay, type RunningRelay } from '../../src/server';
 import { silentLogger } from '../../src/log';
 import { SimulatedEngine } from '../../src/sim';
 import { runCli } from '../support/cli-process';

@@ -4,7 +4,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { Writable } from 'stream';
-import { startRelay, type RunningRelay } from '../../src/cli/serve';
+import { startRelay, type RunningRelay } from '../../src/server';
 import { createLogger, silentLogger } from '../../src/log';
 import type { PoolFeed } from '../../src/publication/source';
 import { decodeFrame, filterContains, saltSeed, sequenceHashes, SnapshotAssembly, type DecodedDelta } from '../../src/native';

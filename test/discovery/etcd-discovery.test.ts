@@ -5,7 +5,7 @@
 import * as fs from 'fs';
 import { PassThrough } from 'stream';
 import { Etcd3 } from 'etcd3';
-import { startRelay } from '../../src/cli/serve';
+import { startRelay } from '../../src/server';
 import { endpointKey, workerKey } from '../../src/discovery/keys';
 import { registerWorker, type WorkerRegistration } from '../../src/discovery/register';
 import { createLogger } from '../../src/log';

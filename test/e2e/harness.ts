@@ -7,7 +7,7 @@ import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import { RelayClient } from '../../src/client';
-import { startRelay, type RunningRelay } from '../../src/cli/serve';
+import { startRelay, type RunningRelay } from '../../src/server';
 import { silentLogger } from '../../src/log';
 import { bucketContains, ckfPrepare, xxh3, XXH3_SEED } from '../../src/native';
 import { SimulatedEngine, type SimulatedEngineOptions } from '../../src/sim';
