@@ -10,9 +10,12 @@ import { ShardedRelayClient, type QueryRequest, type QueryResult } from '../clie
 import { EtcdShardAddresses } from '../discovery/shard-addresses';
 import { buildNameIndex, resolveName } from '../client/name-index';
 import { queryPoolView } from '../client/views';
+import type { ClientTlsOptions } from '../security/client-tls';
+import { CLIENT_TLS_FLAGS, CLIENT_TLS_USAGE, clientTlsFromFlags } from './tls-flags';
 
 export const QUERY_USAGE =
-  'usage: kv-dc-relay query (HOST:PORT[,HOST:PORT...] | --etcd HOST:PORT[,...] --prefix PREFIX) --model NAME (--tokens 1,2,3 | --tokens-file FILE) [--lora NAME] [--json] [--timeout-ms N] [--subscriber-id ID]';
+  'usage: kv-dc-relay query (HOST:PORT[,HOST:PORT...] | --etcd HOST:PORT[,...] --prefix PREFIX) --model NAME (--tokens 1,2,3 | --tokens-file FILE) [--lora NAME] [--json] [--timeout-ms N] [--subscriber-id ID] ' +
+  CLIENT_TLS_USAGE;
 
 export class UsageError extends Error {}
 
@@ -33,6 +36,8 @@ export interface QueryOptions extends QueryRequest {
   address: string | string[] | { etcd: string[]; prefix: string };
   subscriberId?: string;
   timeoutMs?: number;
+  /** TLS to every relay shard; plaintext when omitted. */
+  tls?: ClientTlsOptions;
 }
 
 /**
@@ -44,6 +49,7 @@ export async function queryRelay(options: QueryOptions): Promise<QueryResult> {
   const shards = typeof address === 'string' ? [address] : Array.isArray(address) ? address : new EtcdShardAddresses({ endpoints: address.etcd }, address.prefix);
   const client = new ShardedRelayClient(shards, {
     subscriberId: options.subscriberId ?? 'kv-dc-relay-query',
+    ...(options.tls ? { tls: options.tls } : {}),
     // Only the resolved pools need a replica; the others would cost a snapshot download each.
     pools: (pool, catalog) => {
       const r = resolveName(buildNameIndex(catalog.pools), options.model);
@@ -122,6 +128,7 @@ export async function queryCommand(
         'subscriber-id': { type: 'string' },
         etcd: { type: 'string' },
         prefix: { type: 'string' },
+        ...CLIENT_TLS_FLAGS,
       },
     });
     if ((values.etcd === undefined) !== (values.prefix === undefined)) throw new UsageError('--etcd and --prefix go together');
@@ -132,7 +139,8 @@ export async function queryCommand(
     const timeoutMs = values['timeout-ms'] === undefined ? undefined : Number(values['timeout-ms']);
     if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) throw new UsageError('--timeout-ms must be a positive integer');
     const address = values.etcd !== undefined ? { etcd: values.etcd.split(','), prefix: values.prefix! } : positionals[0].split(',');
-    options = { address, model: values.model, tokens: parseTokens(text), lora: values.lora, timeoutMs, subscriberId: values['subscriber-id'] };
+    const tls = clientTlsFromFlags(values);
+    options = { address, model: values.model, tokens: parseTokens(text), lora: values.lora, timeoutMs, subscriberId: values['subscriber-id'], tls };
     json = values.json ?? false;
   } catch (err) {
     io.stderr.write(`query: ${(err as Error).message}\n${QUERY_USAGE}\n`);

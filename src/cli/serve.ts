@@ -10,18 +10,14 @@ import { ConfigError } from '../config/errors';
 import { createLogger } from '../log';
 import { startRelay, type RunningRelay } from '../server/start-relay';
 
-export const SERVE_USAGE = 'usage: kv-dc-relay serve --config FILE [--bind HOST:PORT] [--dc-id ID]';
+export const SERVE_USAGE =
+  'usage: kv-dc-relay serve --config FILE [--bind HOST:PORT] [--dc-id ID] [--tls-cert FILE --tls-key FILE [--tls-ca FILE] [--tls-require-client-cert]]';
 
 /** The `serve` subcommand: runs until SIGINT/SIGTERM (exit 0) or a transport failure (exit 1). */
 export async function serveCommand(argv: string[]): Promise<number> {
-  let values: { config?: string; bind?: string; 'dc-id'?: string };
+  let values: ReturnType<typeof parseServeArgs>;
   try {
-    ({ values } = parseArgs({
-      args: argv,
-      options: { config: { type: 'string' }, bind: { type: 'string' }, 'dc-id': { type: 'string' } },
-      strict: true,
-      allowPositionals: false,
-    }));
+    values = parseServeArgs(argv);
   } catch (err) {
     process.stderr.write(`${(err as Error).message}\n${SERVE_USAGE}\n`);
     return 2;
@@ -38,7 +34,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
   });
   let relay: RunningRelay;
   try {
-    relay = await startRelay({ configFile: values.config, overrides: { bind: values.bind, dcId: values['dc-id'] }, logger });
+    const tls = { cert: values['tls-cert'], key: values['tls-key'], ca: values['tls-ca'], requireClientCert: values['tls-require-client-cert'] };
+    relay = await startRelay({ configFile: values.config, overrides: { bind: values.bind, dcId: values['dc-id'], tls }, logger });
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
@@ -60,4 +57,21 @@ export async function serveCommand(argv: string[]): Promise<number> {
   await relay.shutdown();
   clearTimeout(deadline);
   return code;
+}
+
+function parseServeArgs(argv: string[]) {
+  return parseArgs({
+    args: argv,
+    options: {
+      config: { type: 'string' },
+      bind: { type: 'string' },
+      'dc-id': { type: 'string' },
+      'tls-cert': { type: 'string' },
+      'tls-key': { type: 'string' },
+      'tls-ca': { type: 'string' },
+      'tls-require-client-cert': { type: 'boolean' },
+    },
+    strict: true,
+    allowPositionals: false,
+  }).values;
 }

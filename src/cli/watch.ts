@@ -5,6 +5,8 @@ import { parseArgs } from 'util';
 import { WATCH_RECENT_ERRORS, WATCH_REFRESH_MS } from '../config/defaults';
 import { RelayClient } from '../client';
 import { catalogView, errorView, loadView, readinessView, replicaView, servingLoadView } from '../client/views';
+import type { ClientTlsOptions } from '../security/client-tls';
+import { CLIENT_TLS_FLAGS, CLIENT_TLS_USAGE, clientTlsFromFlags } from './tls-flags';
 
 export interface WatchOptions {
   address: string;
@@ -17,11 +19,13 @@ export interface WatchOptions {
   /** Aborting ends the watch (SIGINT/SIGTERM in the CLI). */
   signal: AbortSignal;
   refreshMs?: number;
+  /** TLS to the relay; plaintext when omitted. */
+  tls?: ClientTlsOptions;
 }
 
 /** Runs until `signal` aborts. */
 export async function runWatch(options: WatchOptions): Promise<void> {
-  const client = new RelayClient(options.address, { subscriberId: options.subscriberId ?? 'kv-dc-relay-watch' });
+  const client = new RelayClient(options.address, { subscriberId: options.subscriberId ?? 'kv-dc-relay-watch', ...(options.tls ? { tls: options.tls } : {}) });
   const refreshMs = options.refreshMs ?? WATCH_REFRESH_MS;
   const lines = options.json || !options.out.isTTY;
   const recentErrors: string[] = [];
@@ -105,7 +109,7 @@ export function renderWatchScreen(client: RelayClient, recentErrors: readonly st
   return `${out.join('\n')}\n`;
 }
 
-export const WATCH_USAGE = 'usage: kv-dc-relay watch HOST:PORT [--subscriber-id ID] [--json]';
+export const WATCH_USAGE = `usage: kv-dc-relay watch HOST:PORT [--subscriber-id ID] [--json] ${CLIENT_TLS_USAGE}`;
 
 /** CLI entry: returns the process exit code (2 = usage error). */
 export async function watchCommand(
@@ -113,8 +117,10 @@ export async function watchCommand(
   io: { stdout: WatchOptions['out']; stderr: NodeJS.WritableStream } = { stdout: process.stdout, stderr: process.stderr },
 ): Promise<number> {
   let parsed;
+  let tls: ClientTlsOptions | undefined;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { 'subscriber-id': { type: 'string' }, json: { type: 'boolean' } } });
+    parsed = parseArgs({ args: argv, allowPositionals: true, options: { 'subscriber-id': { type: 'string' }, json: { type: 'boolean' }, ...CLIENT_TLS_FLAGS } });
+    tls = clientTlsFromFlags(parsed.values);
   } catch (err) {
     io.stderr.write(`${(err as Error).message}\n${WATCH_USAGE}\n`);
     return 2;
@@ -128,7 +134,7 @@ export async function watchCommand(
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   try {
-    await runWatch({ address: parsed.positionals[0], subscriberId: parsed.values['subscriber-id'], json: parsed.values.json, out: io.stdout, signal: abort.signal });
+    await runWatch({ address: parsed.positionals[0], subscriberId: parsed.values['subscriber-id'], json: parsed.values.json, out: io.stdout, signal: abort.signal, tls });
   } catch (err) {
     io.stderr.write(`watch: ${(err as Error).message}\n`);
     return 2;

@@ -12,3 +12,4 @@ export type { PoolQueryResult, QueryRequest, QueryResult, ReadinessName } from '
 export type { ReplicaStats, ReplicaFaultReason } from './replica';
 export type { BackoffOptions } from './backoff';
 export { findPrefixDepth, linearPrefixDepth } from './prefix-search';
+export { readClientTlsFiles, type ClientTlsFiles, type ClientTlsOptions } from '../security/client-tls';

@@ -15,6 +15,7 @@ import {
   MAX_VERIFICATION_WINDOW,
   RELAY_INFO_TIMEOUT_MS,
 } from '../config/defaults';
+import { clientChannel, type ClientTlsOptions } from '../security/client-tls';
 import { RELAY_CONTRACT_MARKER } from '../wire/constants';
 import { relayErrorReason, relayErrorReasonName } from '../wire/errors';
 import { makeClient, type KvEventRelayClient } from '../wire/service';
@@ -49,6 +50,8 @@ export interface RelayClientOptions {
   maxReplicaAgeMs?: number;
   /** Subscribe only to the pools this selects (each replica costs a snapshot download and a stream slot). */
   pools?: PoolFilter;
+  /** TLS to the relay (its `tls` config); plaintext when omitted. */
+  tls?: ClientTlsOptions;
 }
 
 
@@ -102,7 +105,8 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     if (options.maxReplicaAgeMs !== undefined && !(options.maxReplicaAgeMs > 0)) throw new RangeError('maxReplicaAgeMs must be positive');
     this.maxReplicaAgeMs = options.maxReplicaAgeMs ?? DEFAULT_MAX_REPLICA_AGE_MS;
     const maxMessageBytes = options.maxMessageBytes ?? DEFAULT_QUEUES.maxMessageBytes;
-    this.client = makeClient(address, { channelOptions: { 'grpc.max_receive_message_length': maxMessageBytes } });
+    const { credentials, channelOptions } = clientChannel(options.tls);
+    this.client = makeClient(address, { credentials, channelOptions: { ...channelOptions, 'grpc.max_receive_message_length': maxMessageBytes } });
     this.pools = new PoolReplicas(this.client, this.subscriberId, this.backoffOptions, this.maxReplicaAgeMs, {
       sameConnection: (relay) => this.sameConnection(relay),
       installed: (e) => this.emit('replicaInstalled', e),

@@ -30,6 +30,12 @@ export const SHUTDOWN_GRACE_MS = 250;
 /** Upper bound of a complete shutdown (process contract). */
 export const SHUTDOWN_DEADLINE_MS = 5_000;
 
+// --- TLS on the gRPC listener (README "Security"; plaintext when `tls` is omitted) ---
+/** With a CA, client certificates are verified when presented; this makes them mandatory. */
+export const DEFAULT_TLS_REQUIRE_CLIENT_CERT = false;
+/** How often the certificate, key and CA files are checked for a change (a rotation applies within it). */
+export const TLS_FILES_POLL_MS = 1_000;
+
 export interface Limits {
   maxCatalogSubscribers: number;
   maxPoolStreamsTotal: number;

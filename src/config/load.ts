@@ -6,10 +6,12 @@ import type { z } from 'zod';
 import { ConfigError, fieldPath } from './errors';
 import { relayConfigSchema, type RelayConfig } from './schema';
 
-/** Command-line values that beat the file (`--bind`, `--dc-id`). */
+/** Command-line values that beat the file (`--bind`, `--dc-id`, `--tls-*`). */
 export interface ConfigOverrides {
   bind?: string;
   dcId?: string;
+  /** Merged over the file's `tls` fields (the file may have none). */
+  tls?: { cert?: string; key?: string; ca?: string; requireClientCert?: boolean };
 }
 
 export function parseConfigText(text: string, file: string, overrides: ConfigOverrides = {}): RelayConfig {
@@ -20,6 +22,11 @@ export function parseConfigText(text: string, file: string, overrides: ConfigOve
   const merged: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
   if (overrides.bind !== undefined) merged.bind = overrides.bind;
   if (overrides.dcId !== undefined) merged.dcId = overrides.dcId;
+  const tls = Object.entries(overrides.tls ?? {}).filter(([, v]) => v !== undefined);
+  if (tls.length > 0) {
+    const fileTls = merged.tls !== null && typeof merged.tls === 'object' && !Array.isArray(merged.tls) ? merged.tls : {};
+    merged.tls = { ...fileTls, ...Object.fromEntries(tls) };
+  }
   const result = relayConfigSchema.safeParse(merged, { reportInput: true });
   if (!result.success) throw issueToError(file, result.error.issues[0]);
   return result.data;

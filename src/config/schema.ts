@@ -8,6 +8,7 @@ import {
   DEFAULT_LIMITS,
   DEFAULT_QUEUES,
   DEFAULT_TIMING,
+  DEFAULT_TLS_REQUIRE_CLIENT_CERT,
 } from './defaults';
 import {
   IDENTITY_KEY_MAX_BYTES,
@@ -23,6 +24,7 @@ import {
   MIN_MAX_MESSAGE_BYTES,
   MIN_PUBLICATION_QUEUE_BYTES,
 } from './limits';
+import { parseSubjectPattern } from '../security/subjects';
 
 const utf8Length = (s: string): number => Buffer.byteLength(s, 'utf8');
 
@@ -148,11 +150,40 @@ const etcdDiscoverySchema = z.strictObject({
   advertise: socketAddress.optional(),
 });
 
+/** An allow-list entry: a bare common name or a full `ATTR=value, ...` subject. */
+const subjectEntry = z.string().superRefine((entry, ctx) => {
+  try {
+    parseSubjectPattern(entry);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message });
+  }
+});
+
+/** TLS on the gRPC listener (README "Security"); the files are re-read when they change. */
+const tlsSchema = z
+  .strictObject({
+    /** PEM certificate chain of the relay. */
+    cert: name,
+    /** PEM private key of `cert`. */
+    key: name,
+    /** PEM CA bundle client certificates are verified against (mTLS). */
+    ca: name.optional(),
+    requireClientCert: z.boolean().default(DEFAULT_TLS_REQUIRE_CLIENT_CERT),
+    /** Client certificate subjects allowed to call (checked per call); omitted = any verified client. */
+    allowedSubjects: z.array(subjectEntry).min(1, 'must list at least one subject (omit it to allow any verified client)').optional(),
+  })
+  .superRefine((tls, ctx) => {
+    if (tls.ca !== undefined) return;
+    if (tls.requireClientCert) ctx.addIssue({ code: 'custom', path: ['ca'], message: 'requireClientCert needs a CA to verify client certificates against' });
+    if (tls.allowedSubjects) ctx.addIssue({ code: 'custom', path: ['ca'], message: 'allowedSubjects needs a CA to verify client certificates against' });
+  });
+
 export const relayConfigSchema = z
   .strictObject({
     dcId: name,
     bind: socketAddress.default(DEFAULT_BIND),
     metricsBind: socketAddress.optional(),
+    tls: tlsSchema.optional(),
     expectedUniqueBlocks: count(1, MAX_EXPECTED_UNIQUE_BLOCKS).default(DEFAULT_EXPECTED_UNIQUE_BLOCKS),
     limits: z
       .strictObject({
@@ -217,5 +248,6 @@ export type RelayConfig = z.output<typeof relayConfigSchema>;
 export type EndpointConfig = RelayConfig['endpoints'][number];
 export type WorkerConfig = EndpointConfig['workers'][number];
 export type AdapterConfig = EndpointConfig['adapters'][number];
+export type TlsConfig = z.output<typeof tlsSchema>;
 export type EtcdDiscoveryConfig = z.output<typeof etcdDiscoverySchema>;
 export type WorkerType = (typeof WORKER_TYPES)[number];

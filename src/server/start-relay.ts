@@ -12,6 +12,7 @@ import { createRelayMetrics } from '../metrics/registry';
 import { startMetricsServer, type MetricsServer } from '../metrics/server';
 import { addonOrigin } from '../native';
 import { Producer } from '../producer/producer';
+import { CertificateFileError, readCertificateFiles } from '../security/certificate-files';
 import { startRelayServer, type RelayServer } from '../transport/server';
 import type { RelayIdentity } from '../wire/types';
 
@@ -43,6 +44,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
   const { configFile, overrides = {}, logger } = options;
   const text = readConfig(configFile);
   const config = parseConfigText(text, configFile, overrides);
+  checkCertificateFiles(configFile, config);
   logger.info({ kind: addonOrigin.kind, path: addonOrigin.path }, 'native addon loaded');
   const relay = newRelayIdentity();
   const producer = new Producer({ config, relay, logger });
@@ -55,6 +57,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
     server = await startRelayServer({
       source: producer,
       bind: config.bind,
+      tls: config.tls,
       relay,
       options: { limits: config.limits, timing: config.timing, queues: config.queues },
       logger,
@@ -129,6 +132,17 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
   };
 
   return { address: server.address, metricsAddress: metrics?.address, relay, producer, server, discovery, failed, shutdown };
+}
+
+/** The certificate files are part of the config: a problem is reported like any other (exit 2). */
+function checkCertificateFiles(configFile: string, config: RelayConfig): void {
+  if (!config.tls) return;
+  try {
+    readCertificateFiles(config.tls);
+  } catch (err) {
+    if (err instanceof CertificateFileError) throw new ConfigError(configFile, `tls.${err.field}`, `${err.file}: ${err.problem}`);
+    throw err;
+  }
 }
 
 function readConfig(file: string): string {

@@ -1,5 +1,5 @@
-// The relay's gRPC server: KvEventRelay plus gRPC health and reflection on one plaintext HTTP/2
-// port (connections accepted by our own listener and handed to grpc-js). Shutdown marks health
+// The relay's gRPC server: KvEventRelay plus gRPC health and reflection on one HTTP/2 port,
+// plaintext or TLS (connections accepted by our own listener and handed to grpc-js). Shutdown marks health
 // NOT_SERVING, ends every stream, and force-closes every connection (idle ones and ones whose
 // client stopped reading) after a short grace.
 import * as grpc from '@grpc/grpc-js';
@@ -11,11 +11,13 @@ import {
   type ServiceOptions,
   type ServiceOptionsInput,
 } from '../config/defaults';
+import type { TlsConfig } from '../config/schema';
 import { silentLogger, type Logger } from '../log';
 import { Publication } from '../publication/service';
 import type { RelaySource } from '../publication/source';
 import type { PublicationStats } from '../publication/stats';
 import { RELAY_SERVICE_NAME } from '../wire/constants';
+import { listenerSecurity } from '../security/listener-security';
 import { relayReflectionPackageDefinition } from '../wire/proto';
 import { serviceDefinition } from '../wire/service';
 import type { RelayIdentity } from '../wire/types';
@@ -29,6 +31,8 @@ export interface RelayServerConfig {
   bind: string;
   relay: RelayIdentity;
   options?: ServiceOptionsInput;
+  /** TLS (and mTLS) on the listener; plaintext when omitted. The files are read now and watched. */
+  tls?: TlsConfig;
   /** The transport failed on its own (a load plane stopped): it has shut down; the relay should stop. */
   onFatal?: (err: unknown) => void;
   /** Warnings about the running transport; default silent. */
@@ -40,6 +44,8 @@ export interface RelayServer {
   readonly address: string;
   readonly port: number;
   readonly options: ServiceOptions;
+  /** True when the listener speaks TLS. */
+  readonly secure: boolean;
   /** True from start until shutdown begins (what gRPC health reports). */
   readonly serving: boolean;
   /** Why the transport stopped on its own, if it did. */
@@ -53,14 +59,18 @@ export interface RelayServer {
 export async function startRelayServer(config: RelayServerConfig): Promise<RelayServer> {
   const options = resolveServiceOptions(config.options);
   const { queues, wan } = options;
+  const logger = config.logger ?? silentLogger;
+  // First, so a bad certificate file fails the start before anything is set up.
+  const security = listenerSecurity(config.tls, logger);
   if (!acceptZstdRequests()) {
-    (config.logger ?? silentLogger).warn({}, 'grpc-js internals changed: zstd-compressed requests are refused (UNIMPLEMENTED); other requests are served');
+    logger.warn({}, 'grpc-js internals changed: zstd-compressed requests are refused (UNIMPLEMENTED); other requests are served');
   }
   const server = new grpc.Server({
     'grpc.max_receive_message_length': queues.maxMessageBytes,
     'grpc.max_send_message_length': queues.maxMessageBytes,
     'grpc.keepalive_time_ms': wan.keepaliveIntervalMs,
     'grpc.keepalive_timeout_ms': wan.keepaliveTimeoutMs,
+    interceptors: security.interceptors,
   });
   let lastError: unknown;
   const fatal = (err: unknown): void => {
@@ -74,13 +84,14 @@ export async function startRelayServer(config: RelayServerConfig): Promise<Relay
   health.addToServer(server);
   new ReflectionService(relayReflectionPackageDefinition as never).addToServer(server);
 
-  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
+  const injector = server.createConnectionInjector(security.credentials);
   let listener: Listener;
   try {
     listener = await listen(config.bind, (socket) => injector.injectConnection(socket));
   } catch (err) {
     publication.close();
     server.forceShutdown();
+    security.close();
     throw err;
   }
 
@@ -97,6 +108,7 @@ export async function startRelayServer(config: RelayServerConfig): Promise<Relay
       injector.drain(SHUTDOWN_GRACE_MS);
       await listener.close(SHUTDOWN_GRACE_MS);
       server.forceShutdown();
+      security.close();
     })();
     return stopped;
   }
@@ -105,6 +117,7 @@ export async function startRelayServer(config: RelayServerConfig): Promise<Relay
     address: listener.address,
     port: listener.port,
     options,
+    secure: config.tls !== undefined,
     get serving() {
       return serving;
     },

@@ -101,7 +101,7 @@ export interface KvEventRelayClient extends grpc.Client {
 const ClientConstructor = grpc.makeGenericClientConstructor(serviceDefinition, 'KvEventRelay');
 
 export interface MakeClientOptions {
-  /** Default: plaintext (the adapter has no TLS; mTLS is a sidecar's job). */
+  /** Default: plaintext, as the contract's (security/client-tls.ts builds TLS credentials). */
   credentials?: grpc.ChannelCredentials;
   channelOptions?: grpc.ChannelOptions;
 }
