@@ -1,5 +1,5 @@
 // A relay process started with `serve --tls-*` flags (mTLS), fed by a simulated engine, queried by
-// the real `query` process with and without client TLS flags; its /metrics listener stays a
+// the real `query` and `watch` processes with and without client TLS flags; its /metrics listener stays a
 // separate plaintext HTTP listener on the loopback address it was given. A certificate problem is a
 // config error: one line, exit 2.
 import type { ChildProcess } from 'child_process';
@@ -30,7 +30,7 @@ afterAll(async () => {
 
 const tlsFlags = ['--tls-cert', relayCert.cert, '--tls-key', relayCert.key, '--tls-ca', ca.cert, '--tls-require-client-cert'];
 
-test('serve --tls-* with mTLS: query with client certificate flags answers; plaintext and certificate-less queries get nothing', async () => {
+test('serve --tls-* with mTLS: query and watch with client certificate flags answer; plaintext and certificate-less queries get nothing', async () => {
   engine = await new SimulatedEngine({ modelName: 'llama' }).start();
   const file = path.join(certs.dir, 'relay.json');
   fs.writeFileSync(file, JSON.stringify(relayConfig([endpointConfig([workerConfig(7, engine)])])));
@@ -70,6 +70,19 @@ test('serve --tls-* with mTLS: query with client certificate flags answers; plai
   expect(res.status).toBe(200);
   expect(await res.text()).toContain('kv_dc_relay_catalog_pool_count 1');
   await expect(fetch(`http://${address}/metrics`)).rejects.toThrow();
+
+  // watch over mTLS: the catalog arrives, SIGINT ends it with 0.
+  const watch = spawnCli(['watch', address, '--json', '--tls-ca', ca.cert, '--tls-cert', router.cert, '--tls-key', router.key]);
+  let out = '';
+  watch.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+  const watchExit = new Promise<number | null>((resolve) => watch.on('exit', resolve));
+  try {
+    await waitForValue(() => out.includes('"type":"catalog"') && !out.includes('"lost":true'), 'watch to print the catalog over mTLS', 20_000, 50);
+    watch.kill('SIGINT');
+    expect(await watchExit).toBe(0);
+  } finally {
+    watch.kill('SIGKILL');
+  }
 }, 90_000);
 
 test('a certificate problem is a config error: one line naming the file and field, exit 2', async () => {
