@@ -88,7 +88,7 @@ export function encodeDelta(
   buckets: Uint32Array,
   values: BigUint64Array,
 ): Buffer;
-/** Chunk frames as views of one ArrayBuffer (src/native/cbi1.ts turns them into Buffers). */
+/** Chunk frames as views of one ArrayBuffer (src/native/cbi1.ts turns them into Buffers); RangeError above nativeLimits.maxSyncFilterWords words. */
 export function encodeSnapshotChunks(format: FilterFormatInput, dcId: bigint, epoch: bigint, words: BigUint64Array): Uint8Array[];
 export function encodeSnapshotChunk(
   format: FilterFormatInput,
@@ -151,7 +151,7 @@ export function hashBatch(
   seed: bigint,
   sequence: boolean,
 ): HashBatchResult;
-/** hashBatch on a worker thread; do not mutate the inputs until it settles. */
+/** hashBatch on a worker thread, over its own copy of the inputs (free to change once it returns). */
 export function hashBatchAsync(
   tokens: Uint32Array,
   promptOffsets: Uint32Array,
@@ -195,6 +195,23 @@ export interface PackedBatchLayout {
 }
 export const packedBatchLayout: PackedBatchLayout;
 
+/**
+ * Bounds on one native call (native/native_limits.h). Above them the call throws a RangeError and
+ * changes nothing: synchronous calls stay within a few ms of the event loop, and async calls copy
+ * their inputs before queueing (within a few ms too).
+ */
+export interface NativeLimits {
+  /** Words of a packed batch applied synchronously (applyBatch), ids of one store/remove. */
+  readonly maxSyncBatchWords: number;
+  /** Words of a packed batch applyBatchAsync copies and queues. */
+  readonly maxAsyncBatchWords: number;
+  /** Filter words copied or encoded synchronously: words(), encodeSnapshotChunks. */
+  readonly maxSyncFilterWords: number;
+  /** tokens.length + promptOffsets.length of one hashBatch / hashBatchAsync call. */
+  readonly maxAsyncHashInputs: number;
+}
+export const nativeLimits: NativeLimits;
+
 export interface PoolBatchSummary {
   /** One PoolError number per event (packedBatchLayout.errorNames; 0 = ok). */
   errors: Uint8Array;
@@ -224,9 +241,11 @@ export class PoolFilterState {
    * [kind (1 stored, 2 removed, 3 cleared), dpRank, flags (1 parent, 2 start; stored only),
    * startPosition, blockCount (0 for cleared)]; words holds per event workerId, then for stored
    * [parent ext id if flag 1], blockCount ext ids, blockCount tokens hashes, for removed blockCount
-   * ext ids. A malformed batch is a RangeError and applies nothing.
+   * ext ids. A malformed batch, or one above nativeLimits.maxSyncBatchWords words, is a RangeError
+   * and applies nothing.
    */
   applyBatch(meta: Uint32Array, words: BigUint64Array): PoolBatchSummary;
+  /** applyBatch on a worker thread, over a copy taken before it returns (up to nativeLimits.maxAsyncBatchWords). */
   applyBatchAsync(meta: Uint32Array, words: BigUint64Array): Promise<PoolBatchSummary>;
   store(
     workerId: bigint,
@@ -245,6 +264,7 @@ export class PoolFilterState {
   hasPendingPublication(): boolean;
   drain(): { buckets: Uint32Array; values: BigUint64Array } | null;
   stats(): PoolStats;
+  /** RangeError above nativeLimits.maxSyncFilterWords buckets. */
   words(): BigUint64Array;
   copyWordsAsync(): Promise<BigUint64Array>;
   close(): void;

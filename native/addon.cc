@@ -10,6 +10,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvrelay::InitPackedBatch(env, exports);
   kvrelay::InitCbi1(env, exports);
   kvrelay::InitEngineDecoder(env, exports);
+  kvrelay::InitNativeLimits(env, exports);
   return exports;
 }
 }  // namespace

@@ -5,11 +5,13 @@
 
 #include <cmath>
 #include <cstring>
+#include <string>
 
 #include "cbi1.h"
 #include "cbi1_region.h"
 #include "modules.h"
 #include "napi_args.h"
+#include "native_limits.h"
 
 namespace kvrelay {
 namespace {
@@ -205,6 +207,11 @@ Napi::Array ChunkViews(Napi::Env env, const FilterFormat& format, uint8_t* regio
 
 Napi::Value EncodeSnapshotChunks(const Napi::CallbackInfo& info) {
   SnapshotArgs snapshot = ParseSnapshotArgs(info, "encodeSnapshotChunks(format, dcId, epoch, words: BigUint64Array)");
+  if (snapshot.words.ElementLength() > limits::kMaxSyncFilterWords) {
+    throw Napi::RangeError::New(info.Env(), "encodeSnapshotChunks encodes at most " +
+                                                std::to_string(limits::kMaxSyncFilterWords) +
+                                                " buckets on the calling thread; use encodeSnapshotAsync()");
+  }
   size_t len = cbi1::SnapshotFramesLen(snapshot.format);
   uint8_t* region = cbi1::TakeRegion(len);
   if (region == nullptr) throw ToJsError(info.Env(), Cbi1Error{"AllocationFailed", {}});

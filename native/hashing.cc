@@ -2,12 +2,14 @@
 #include <napi.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "block_hash.h"
 #include "ckf.h"
 #include "modules.h"
 #include "napi_args.h"
+#include "native_limits.h"
 
 namespace kvrelay {
 namespace {
@@ -97,7 +99,9 @@ Napi::Value SequenceHashesFromBlocks(const Napi::CallbackInfo& info) {
 
 struct BatchInput {
   Napi::Uint32Array tokens;
-  Napi::Uint32Array promptOffsets;
+  // Copied before it is checked: the hashing loop trusts it, and the caller's array may change
+  // (another thread writing a SharedArrayBuffer, or the caller after hashBatchAsync returned).
+  std::vector<uint32_t> promptOffsets;
   uint32_t kvBlockSize;
   bool eagle;
   uint64_t seed;
@@ -109,16 +113,22 @@ struct BatchInput {
 // Checks (tokens, promptOffsets, kvBlockSize, eagle, seed, sequence) and allocates the outputs.
 BatchInput ParseBatch(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
+  auto jsOffsets = args::U32Array(args::Arg(info, 1), "promptOffsets");
   BatchInput in{args::U32Array(args::Arg(info, 0), "tokens"),
-                args::U32Array(args::Arg(info, 1), "promptOffsets"),
+                {},
                 BlockSizeArg(args::Arg(info, 2)),
                 args::Bool(args::Arg(info, 3), "eagle"),
                 args::U64(args::Arg(info, 4), "seed"),
                 args::Bool(args::Arg(info, 5), "sequence"),
                 {},
                 {}};
-  const uint32_t* offsets = in.promptOffsets.Data();
-  const size_t n = in.promptOffsets.ElementLength();
+  if (uint64_t{in.tokens.ElementLength()} + jsOffsets.ElementLength() > limits::kMaxAsyncHashInputs) {
+    throw Napi::RangeError::New(env, "prompt batch too large: at most " + std::to_string(limits::kMaxAsyncHashInputs) +
+                                         " tokens and offsets per call");
+  }
+  in.promptOffsets.assign(jsOffsets.Data(), jsOffsets.Data() + jsOffsets.ElementLength());
+  const uint32_t* offsets = in.promptOffsets.data();
+  const size_t n = in.promptOffsets.size();
   if (n == 0 || offsets[0] != 0 || offsets[n - 1] != in.tokens.ElementLength()) {
     throw Napi::RangeError::New(env, "promptOffsets must start at 0 and end at tokens.length");
   }
@@ -157,7 +167,7 @@ void HashBatchCore(const uint32_t* tokens, const uint32_t* offsets, const uint32
 
 Napi::Value HashBatch(const Napi::CallbackInfo& info) {
   BatchInput in = ParseBatch(info);
-  HashBatchCore(in.tokens.Data(), in.promptOffsets.Data(), in.blockOffsets.Data(), in.promptOffsets.ElementLength(),
+  HashBatchCore(in.tokens.Data(), in.promptOffsets.data(), in.blockOffsets.Data(), in.promptOffsets.size(),
                 in.kvBlockSize, in.eagle, in.seed, in.sequence, in.hashes.Data());
   Napi::Object result = Napi::Object::New(info.Env());
   result.Set("hashes", in.hashes);
@@ -165,21 +175,19 @@ Napi::Value HashBatch(const Napi::CallbackInfo& info) {
   return result;
 }
 
-// Runs HashBatchCore on a libuv worker thread. The inputs stay referenced until completion; the caller
-// must not mutate them meanwhile. Outputs are allocated up front so nothing is copied on the main thread.
+// Runs HashBatchCore on a libuv worker thread over its own copy of the tokens and offsets, so the
+// caller's arrays are free once the call returns. The outputs are allocated up front and reach
+// JavaScript only when the promise resolves.
 class HashBatchWorker : public Napi::AsyncWorker {
  public:
   HashBatchWorker(Napi::Env env, BatchInput in)
       : Napi::AsyncWorker(env, "kvrelay.hashBatchAsync"),
         deferred_(Napi::Promise::Deferred::New(env)),
-        tokensRef_(Napi::Persistent(in.tokens)),
-        offsetsRef_(Napi::Persistent(in.promptOffsets)),
+        tokens_(in.tokens.Data(), in.tokens.Data() + in.tokens.ElementLength()),
+        offsets_(std::move(in.promptOffsets)),
         blockOffsetsRef_(Napi::Persistent(in.blockOffsets)),
         hashesRef_(Napi::Persistent(in.hashes)),
-        tokens_(in.tokens.Data()),
-        offsets_(in.promptOffsets.Data()),
         blockOffsets_(in.blockOffsets.Data()),
-        promptOffsetCount_(in.promptOffsets.ElementLength()),
         out_(in.hashes.Data()),
         kvBlockSize_(in.kvBlockSize),
         eagle_(in.eagle),
@@ -189,7 +197,8 @@ class HashBatchWorker : public Napi::AsyncWorker {
 
  protected:
   void Execute() override {
-    HashBatchCore(tokens_, offsets_, blockOffsets_, promptOffsetCount_, kvBlockSize_, eagle_, seed_, sequence_, out_);
+    HashBatchCore(tokens_.data(), offsets_.data(), blockOffsets_, offsets_.size(), kvBlockSize_, eagle_, seed_,
+                  sequence_, out_);
   }
   void OnOK() override {
     Napi::Object result = Napi::Object::New(Env());
@@ -201,12 +210,11 @@ class HashBatchWorker : public Napi::AsyncWorker {
 
  private:
   Napi::Promise::Deferred deferred_;
-  Napi::Reference<Napi::Uint32Array> tokensRef_, offsetsRef_, blockOffsetsRef_;
+  std::vector<uint32_t> tokens_;
+  std::vector<uint32_t> offsets_;
+  Napi::Reference<Napi::Uint32Array> blockOffsetsRef_;
   Napi::Reference<Napi::BigUint64Array> hashesRef_;
-  const uint32_t* tokens_;
-  const uint32_t* offsets_;
   const uint32_t* blockOffsets_;
-  size_t promptOffsetCount_;
   uint64_t* out_;
   uint32_t kvBlockSize_;
   bool eagle_;
@@ -225,10 +233,10 @@ Napi::Value HashBatchAsync(const Napi::CallbackInfo& info) {
 Napi::Value Xxh3BlocksBaseline(const Napi::CallbackInfo& info) {
   BatchInput in = ParseBatch(info);
   const uint32_t* tokens = in.tokens.Data();
-  const uint32_t* offsets = in.promptOffsets.Data();
+  const uint32_t* offsets = in.promptOffsets.data();
   const size_t window = in.kvBlockSize + (in.eagle ? 1 : 0);
   uint64_t acc = 0;
-  for (size_t p = 0; p + 1 < in.promptOffsets.ElementLength(); ++p) {
+  for (size_t p = 0; p + 1 < in.promptOffsets.size(); ++p) {
     const size_t blocks = hashing::CompleteBlockCount(offsets[p + 1] - offsets[p], in.kvBlockSize, in.eagle);
     for (size_t i = 0; i < blocks; ++i) {
       acc ^= hashing::Xxh3(tokens + offsets[p] + i * in.kvBlockSize, window * 4, in.seed);

@@ -8,4 +8,5 @@ void InitPool(Napi::Env env, Napi::Object exports);
 void InitPackedBatch(Napi::Env env, Napi::Object exports);
 void InitCbi1(Napi::Env env, Napi::Object exports);
 void InitEngineDecoder(Napi::Env env, Napi::Object exports);
+void InitNativeLimits(Napi::Env env, Napi::Object exports);
 }  // namespace kvrelay

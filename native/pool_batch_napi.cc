@@ -1,5 +1,6 @@
 #include "pool_batch_napi.h"
 
+#include <new>
 #include <string>
 
 #include "modules.h"
@@ -8,13 +9,26 @@
 
 namespace kvrelay {
 
-PackedBatchArgs PackedBatchArg(const Napi::CallbackInfo& info, size_t first) {
-  PackedBatchArgs b{args::U32Array(args::Arg(info, first), "meta"), args::U64Array(args::Arg(info, first + 1), "words"),
-                    0};
-  const std::string problem = pool::ValidatePackedBatch(b.meta.Data(), b.meta.ElementLength(), b.words.ElementLength());
-  if (!problem.empty()) throw Napi::RangeError::New(info.Env(), "malformed event batch: " + problem);
-  b.events = b.meta.ElementLength() / pool::kMetaStride;
-  return b;
+size_t PackedBatch::events() const { return meta.size() / pool::kMetaStride; }
+
+void CopyPackedBatchArg(const Napi::CallbackInfo& info, size_t first, size_t maxWords, PackedBatch* out) {
+  Napi::Env env = info.Env();
+  auto meta = args::U32Array(args::Arg(info, first), "meta");
+  auto words = args::U64Array(args::Arg(info, first + 1), "words");
+  // Every event holds at least its workerId word, so this also bounds the event count.
+  const size_t metaLimit = maxWords * pool::kMetaStride;
+  if (words.ElementLength() > maxWords || meta.ElementLength() > metaLimit) {
+    throw Napi::RangeError::New(env, "event batch too large: at most " + std::to_string(maxWords) +
+                                         " words and as many events per call");
+  }
+  try {
+    out->meta.assign(meta.Data(), meta.Data() + meta.ElementLength());
+    out->words.assign(words.Data(), words.Data() + words.ElementLength());
+  } catch (const std::bad_alloc&) {
+    args::ThrowCoded(env, "AllocationFailed", "cannot copy the event batch");
+  }
+  const std::string problem = pool::ValidatePackedBatch(out->meta.data(), out->meta.size(), out->words.size());
+  if (!problem.empty()) throw Napi::RangeError::New(env, "malformed event batch: " + problem);
 }
 
 namespace {

@@ -3,16 +3,24 @@
 #pragma once
 #include <napi.h>
 
+#include <cstdint>
+#include <vector>
+
 namespace kvrelay {
 
-struct PackedBatchArgs {
-  Napi::Uint32Array meta;
-  Napi::BigUint64Array words;
-  size_t events;
+// A packed batch copied out of the caller's arrays, then validated. The copy is what gets applied:
+// the JS arrays may change right after the call (an async apply still in flight) or while it runs
+// (a SharedArrayBuffer written by another thread), and neither may change what was validated.
+struct PackedBatch {
+  std::vector<uint32_t> meta;
+  std::vector<uint64_t> words;
+  size_t events() const;
 };
 
-// Arguments `first` (meta: Uint32Array) and `first + 1` (words: BigUint64Array), validated: TypeError
-// for wrong types, RangeError("malformed event batch: ...") for a malformed encoding.
-PackedBatchArgs PackedBatchArg(const Napi::CallbackInfo& info, size_t first);
+// Arguments `first` (meta: Uint32Array) and `first + 1` (words: BigUint64Array) copied into *out
+// (its storage is reused) and validated: TypeError for wrong types, RangeError for a batch of more
+// than maxWords words ("event batch too large ...") or a malformed encoding ("malformed event batch:
+// ..."). Nothing is applied when it throws.
+void CopyPackedBatchArg(const Napi::CallbackInfo& info, size_t first, size_t maxWords, PackedBatch* out);
 
 }  // namespace kvrelay

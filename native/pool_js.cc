@@ -1,8 +1,10 @@
 #include "pool_js.h"
 
 #include <cstring>
+#include <string>
 
 #include "napi_args.h"
+#include "native_limits.h"
 
 namespace kvrelay {
 namespace pooljs {
@@ -46,6 +48,10 @@ Napi::Value DrainToJs(Napi::Env env, pool::PoolFilterState* state, std::vector<u
 
 Napi::BigUint64Array WordsToJs(Napi::Env env, const pool::PoolFilterState& state) {
   const uint32_t n = state.filter().bucketCount();
+  if (n > limits::kMaxSyncFilterWords) {
+    throw Napi::RangeError::New(env, "words() copies at most " + std::to_string(limits::kMaxSyncFilterWords) +
+                                         " buckets on the calling thread; use copyWordsAsync()");
+  }
   auto out = Napi::BigUint64Array::New(env, n);
   std::memcpy(out.Data(), state.filter().words(), size_t{n} * sizeof(uint64_t));
   return out;

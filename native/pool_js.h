@@ -16,7 +16,7 @@ Napi::Object StatsToJs(Napi::Env env, const pool::Stats& st);
 // Drains the window: { buckets, values } or null when nothing changed. The vectors are scratch.
 Napi::Value DrainToJs(Napi::Env env, pool::PoolFilterState* state, std::vector<uint32_t>* buckets,
                       std::vector<uint64_t>* values);
-// A copy of every bucket word (synchronous: bounded by the 2^24-bucket filter limit).
+// A copy of every bucket word, synchronous: RangeError above limits::kMaxSyncFilterWords buckets.
 Napi::BigUint64Array WordsToJs(Napi::Env env, const pool::PoolFilterState& state);
 // bucketCount / seed / maxKicks constructor arguments, checked; throws a JS error when invalid.
 struct FilterArgs {

@@ -1,7 +1,9 @@
 // The async calls of PoolFilterState: work that can take milliseconds (a big batch, a 2^24-bucket
 // word copy) runs on a libuv worker thread while the pool is marked busy.
 #include <cstring>
+#include <utility>
 
+#include "native_limits.h"
 #include "pool_batch_napi.h"
 #include "pool_wrap.h"
 
@@ -36,23 +38,21 @@ class PoolWorker : public Napi::AsyncWorker {
   Napi::ObjectReference self_;
 };
 
+// Applies its own copy of the batch (taken and validated on the main thread), so the caller's
+// arrays are free the moment the call returns.
 class ApplyBatchWorker : public PoolWorker {
  public:
-  ApplyBatchWorker(Napi::Env env, PoolFilterStateWrap* wrap, const PackedBatchArgs& batch, Napi::Uint8Array errors)
+  ApplyBatchWorker(Napi::Env env, PoolFilterStateWrap* wrap, PackedBatch&& batch, Napi::Uint8Array errors)
       : PoolWorker(env, wrap, "kvrelay.applyBatchAsync"),
-        metaRef_(Napi::Persistent(batch.meta)),
-        wordsRef_(Napi::Persistent(batch.words)),
+        batch_(std::move(batch)),
         errorsRef_(Napi::Persistent(errors)),
-        meta_(batch.meta.Data()),
-        metaLen_(batch.meta.ElementLength()),
-        words_(batch.words.Data()),
         errors_(errors.Data()),
         state_(wrap->state()) {}
 
  protected:
   void Execute() override {
     const pool::Counters before = state_->counters();
-    state_->ApplyBatch(meta_, metaLen_, words_, errors_);
+    state_->ApplyBatch(batch_.meta.data(), batch_.meta.size(), batch_.words.data(), errors_);
     capacity_ = state_->counters().capacityFailures - before.capacityFailures;
     unknown_ = state_->counters().unknownRemovals - before.unknownRemovals;
   }
@@ -61,12 +61,9 @@ class ApplyBatchWorker : public PoolWorker {
   }
 
  private:
-  Napi::Reference<Napi::Uint32Array> metaRef_;
-  Napi::Reference<Napi::BigUint64Array> wordsRef_;
+  PackedBatch batch_;
+  // Not reachable from JavaScript until the promise resolves with it.
   Napi::Reference<Napi::Uint8Array> errorsRef_;
-  const uint32_t* meta_;
-  size_t metaLen_;
-  const uint64_t* words_;
   uint8_t* errors_;
   PoolFilterState* state_;
   uint64_t capacity_ = 0;
@@ -106,8 +103,10 @@ Napi::Promise Queue(Napi::Env env, PoolFilterStateWrap* wrap, Args&&... args) {
 Napi::Value PoolFilterStateWrap::ApplyBatchAsync(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Ready(env);
-  const PackedBatchArgs b = PackedBatchArg(info, 0);
-  return Queue<ApplyBatchWorker>(env, this, b, Napi::Uint8Array::New(env, b.events));
+  PackedBatch batch;
+  CopyPackedBatchArg(info, 0, limits::kMaxAsyncBatchWords, &batch);
+  Napi::Uint8Array errors = Napi::Uint8Array::New(env, batch.events());
+  return Queue<ApplyBatchWorker>(env, this, std::move(batch), errors);
 }
 
 Napi::Value PoolFilterStateWrap::CopyWordsAsync(const Napi::CallbackInfo& info) {

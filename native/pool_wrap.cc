@@ -2,6 +2,7 @@
 
 #include "modules.h"
 #include "napi_args.h"
+#include "native_limits.h"
 #include "pool_batch_napi.h"
 #include "pool_js.h"
 
@@ -57,16 +58,26 @@ Napi::Object PoolFilterStateWrap::Summary(Napi::Env env, Napi::Uint8Array errors
 Napi::Value PoolFilterStateWrap::ApplyBatch(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   PoolFilterState& s = Ready(env);
-  const PackedBatchArgs b = PackedBatchArg(info, 0);
-  auto errors = Napi::Uint8Array::New(env, b.events);
+  CopyPackedBatchArg(info, 0, limits::kMaxSyncBatchWords, &batch_);
+  auto errors = Napi::Uint8Array::New(env, batch_.events());
   const pool::Counters before = s.counters();
-  s.ApplyBatch(b.meta.Data(), b.meta.ElementLength(), b.words.Data(), errors.Data());
+  s.ApplyBatch(batch_.meta.data(), batch_.meta.size(), batch_.words.data(), errors.Data());
   return Summary(env, errors, s.counters().capacityFailures - before.capacityFailures,
                  s.counters().unknownRemovals - before.unknownRemovals);
 }
 
 namespace {
 bool NullOrUndefined(const Napi::Value& v) { return v.IsNull() || v.IsUndefined(); }
+
+// The ids of one synchronous store/remove, bounded like a synchronous batch.
+Napi::BigUint64Array IdsArg(const Napi::CallbackInfo& info, size_t i, const char* what) {
+  auto ids = args::U64Array(args::Arg(info, i), what);
+  if (ids.ElementLength() > limits::kMaxSyncBatchWords) {
+    throw Napi::RangeError::New(info.Env(), std::string(what) + " too long: at most " +
+                                                std::to_string(limits::kMaxSyncBatchWords) + " ids per call");
+  }
+  return ids;
+}
 }  // namespace
 
 // store(workerId, dpRank, parent: bigint|null, startPosition: number|null, extIds, tokensHashes)
@@ -80,8 +91,8 @@ Napi::Value PoolFilterStateWrap::Store(const Napi::CallbackInfo& info) {
   if (ev.hasParent) ev.parent = args::U64(info[2], "parent");
   ev.hasStart = !NullOrUndefined(args::Arg(info, 3));
   if (ev.hasStart) ev.startPosition = args::U32(info[3], "startPosition");
-  auto ext = args::U64Array(args::Arg(info, 4), "extIds");
-  auto tokens = args::U64Array(args::Arg(info, 5), "tokensHashes");
+  auto ext = IdsArg(info, 4, "extIds");
+  auto tokens = IdsArg(info, 5, "tokensHashes");
   if (ext.ElementLength() != tokens.ElementLength()) {
     throw Napi::RangeError::New(env, "extIds and tokensHashes must have the same length");
   }
@@ -95,7 +106,7 @@ Napi::Value PoolFilterStateWrap::Remove(const Napi::CallbackInfo& info) {
   PoolFilterState& s = Ready(info.Env());
   const uint64_t worker = args::U64(args::Arg(info, 0), "workerId");
   const uint32_t dpRank = args::U32(args::Arg(info, 1), "dpRank");
-  auto ext = args::U64Array(args::Arg(info, 2), "extIds");
+  auto ext = IdsArg(info, 2, "extIds");
   return pooljs::ErrorValue(info.Env(), s.Remove(worker, dpRank, ext.Data(), ext.ElementLength()));
 }
 

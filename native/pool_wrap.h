@@ -7,6 +7,7 @@
 #include <memory>
 #include <vector>
 
+#include "pool_batch_napi.h"
 #include "pool_filter_state.h"
 
 namespace kvrelay {
@@ -42,6 +43,7 @@ class PoolFilterStateWrap : public Napi::ObjectWrap<PoolFilterStateWrap> {
 
   std::unique_ptr<pool::PoolFilterState> state_;
   bool busy_ = false;
+  PackedBatch batch_;  // the synchronous apply's copy of its arguments (storage reused)
   std::vector<uint32_t> drainBuckets_;
   std::vector<uint64_t> drainValues_;
 };

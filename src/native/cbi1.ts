@@ -91,7 +91,10 @@ function asBuffers(views: Uint8Array[]): Buffer[] {
   return views.map((view) => Buffer.from(view.buffer, view.byteOffset, view.byteLength));
 }
 
-/** Every chunk of a snapshot, on the calling thread: for small tables only (~1 ms per full chunk). */
+/**
+ * Every chunk of a snapshot, on the calling thread: for small tables only (~1 ms per full chunk);
+ * RangeError above nativeLimits.maxSyncFilterWords buckets (use encodeSnapshotAsync).
+ */
 export function encodeSnapshotChunks(format: FilterFormatInput, dcId: bigint, epoch: bigint, words: BigUint64Array): Buffer[] {
   return asBuffers(addon.encodeSnapshotChunks(format, dcId, epoch, words));
 }

@@ -80,7 +80,7 @@ export function hashBatch(batch: PromptBatch, opts: HashBatchOptions): HashBatch
   );
 }
 
-/** hashBatch on a worker thread. Do not mutate `batch` until the promise settles. */
+/** hashBatch on a worker thread, over a copy of `batch` taken before it returns (free to reuse at once). */
 export function hashBatchAsync(batch: PromptBatch, opts: HashBatchOptions): Promise<HashBatchResult> {
   return addon.hashBatchAsync(
     batch.tokens,

@@ -4,3 +4,4 @@ export * from './engine-decoder';
 export * from './hashing';
 export * from './pool';
 export { addonOrigin, type AddonOrigin } from './addon';
+export { nativeLimits } from './limits';

@@ -10,6 +10,10 @@
 //   error (IndexerInvariantViolation). Capacity exhaustion is not an error: it is counted
 //   (`capacityFailures`), the ownership is kept, and a later store of the hash retries admission.
 // - Every applied event counts as one pending event (even when it fails); drain() resets the count.
+// - Call sizes are bounded (nativeLimits, native/native_limits.h): a synchronous apply, store or
+//   remove above maxSyncBatchWords words, an async apply above maxAsyncBatchWords and words() above
+//   maxSyncFilterWords buckets throw a RangeError and change nothing.
+// - applyAsync() copies the encoded batch before it returns: the arrays are free to reuse at once.
 // - Not thread-safe by design: while applyAsync() or copyWordsAsync() is in flight, the caller must
 //   not call anything else on the same PoolFilterState; doing so throws Error{code: 'PoolBusy'}.
 // - close() frees the native memory at once; any later call throws Error{code: 'PoolClosed'}.
@@ -229,7 +233,7 @@ function encode(events: readonly PoolEvent[] | PoolEventBatch, into: PoolEventBa
 
 export class PoolFilterState {
   private readonly native: Binding.PoolFilterState;
-  /** Encoding buffer reused by the synchronous apply (an async apply needs its own until it settles). */
+  /** Encoding buffer reused by every apply (the native side copies what it applies). */
   private readonly scratch = new PoolEventBatch();
   readonly bucketCount: number;
   readonly seed: bigint;
@@ -250,10 +254,11 @@ export class PoolFilterState {
 
   /**
    * Applies events on a worker thread (big batches). Until it settles: no other call on this
-   * PoolFilterState (PoolBusy), and a PoolEventBatch passed in must not be reset or added to.
+   * PoolFilterState (PoolBusy). The batch is copied before this returns, so a PoolEventBatch passed
+   * in may be reset and reused at once.
    */
   async applyAsync(events: readonly PoolEvent[] | PoolEventBatch): Promise<PoolBatchResult> {
-    const { meta, words } = encode(events, new PoolEventBatch()).packed();
+    const { meta, words } = encode(events, this.scratch).packed();
     return toResult(await this.native.applyBatchAsync(meta, words));
   }
 
@@ -322,7 +327,7 @@ export class PoolFilterState {
     return this.native.stats();
   }
 
-  /** A copy of every bucket word (tests and small pools; use copyWordsAsync for big ones). */
+  /** A copy of every bucket word (tests and small pools: RangeError above nativeLimits.maxSyncFilterWords; use copyWordsAsync). */
   words(): BigUint64Array {
     return this.native.words();
   }

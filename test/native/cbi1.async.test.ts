@@ -95,7 +95,7 @@ test('recycled snapshot memory is reused only after every chunk of the previous 
   const keep = first[2];
   first.length = 0;
   await fullGc();
-  const third = encodeSnapshotChunks(format, 1n, 3n, table(bucketCount, 5));
+  const third = await encodeSnapshotAsync(format, 1n, 3n, table(bucketCount, 5));
   expect(keep.equals(firstCopy[2])).toBe(true);
   expect(sameWords(rebuild(bucketCount, third, SEED).words, table(bucketCount, 5))).toBe(true);
 });

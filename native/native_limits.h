@@ -1,0 +1,23 @@
+// Bounds on the work one N-API call may do. A synchronous call runs on the event loop, so its size is
+// capped to a few milliseconds of work; an async call copies its inputs on the event loop before it
+// is queued, so that copy is capped too. Pure C++; exported to JavaScript as `nativeLimits`
+// (limits_napi.cc), where src/native reads them: these are the only definitions.
+#pragma once
+#include <cstddef>
+
+namespace kvrelay {
+namespace limits {
+
+// Words of a packed batch (applyBatch) and ids of one store/remove call applied synchronously:
+// 2^16 words is at most ~32 k blocks, a few milliseconds of apply.
+constexpr size_t kMaxSyncBatchWords = size_t{1} << 16;
+// Words of a packed batch applyBatchAsync copies before queueing (32 MiB, a few ms of memcpy).
+constexpr size_t kMaxAsyncBatchWords = size_t{1} << 22;
+// Filter words copied or encoded synchronously (words(), encodeSnapshotChunks): 2^20 words (8 MiB).
+// Bigger filters go through copyWordsAsync / encodeSnapshotAsync.
+constexpr size_t kMaxSyncFilterWords = size_t{1} << 20;
+// Tokens + prompt offsets hashBatchAsync copies before queueing (64 MiB of u32).
+constexpr size_t kMaxAsyncHashInputs = size_t{1} << 24;
+
+}  // namespace limits
+}  // namespace kvrelay
