@@ -3,6 +3,7 @@
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { SourceStats } from '../ingest/types';
 import type { PublicationStats, StreamKind } from '../publication/stats';
+import type { TlsStats } from '../security/listener-security';
 
 /** Per pool generation counters of the producer. */
 export interface PoolMetrics {
@@ -45,6 +46,8 @@ export interface MetricsProviders {
   discovery?(): DiscoveryMetrics;
   /** The publication layer's counters; without it the transport metrics are not exported. */
   transport?(): PublicationStats;
+  /** With `tls`: the listener's certificate and refusals. */
+  tls?(): TlsStats;
 }
 
 type Sampler = (set: (labels: Record<string, string>, value: number) => void) => void;
@@ -130,6 +133,17 @@ export function createRelayMetrics(providers: MetricsProviders): Registry {
   counter('kv_dc_relay_pool_parent_not_found_total', 'Stores whose parent block was unknown', ['pool'], pool('parentNotFound'));
   counter('kv_dc_relay_pool_unknown_removals_total', 'Removals of unknown blocks', ['pool'], pool('unknownRemovals'));
   counter('kv_dc_relay_pool_mailbox_overflows_total', 'Engine batches dropped on a full pool mailbox (the source is reset)', ['pool'], pool('mailboxOverflows'));
+  const tls = providers.tls;
+  if (tls) {
+    gauge('kv_dc_relay_tls_certificate_expiry_timestamp_seconds', 'notAfter of the relay certificate in service', [], (set) => set({}, tls().certificateExpirySeconds));
+    counter('kv_dc_relay_tls_certificate_reloads_total', 'Changed certificate files put into service', [], (set) => set({}, tls().certificateReloadsTotal));
+    counter('kv_dc_relay_tls_certificate_refused_total', 'Changed certificate files refused (the set in service was kept)', [], (set) => set({}, tls().certificateRefusedTotal));
+    counter('kv_dc_relay_tls_refused_calls_total', 'Calls refused by tls.allowedSubjects', ['code'], (set) => {
+      const refused = tls().refusedCallsTotal;
+      set({ code: 'unauthenticated' }, refused.unauthenticated);
+      set({ code: 'permission_denied' }, refused.permissionDenied);
+    });
+  }
   const discovery = providers.discovery;
   if (discovery) {
     gauge('kv_dc_relay_discovery_stale', '1 while the etcd watch is lost and the last known deployment is served', [], (set) => set({}, discovery().stale ? 1 : 0));

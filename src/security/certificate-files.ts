@@ -83,6 +83,8 @@ export class CertificateFiles implements experimental.CertificateProvider {
   private readonly identityListeners = new Set<IdentityListener>();
   private timer: NodeJS.Timeout | undefined;
   private closed = false;
+  private reloadCount = 0;
+  private refusedCount = 0;
 
   /** Reads the files now: throws CertificateFileError when they are not a valid set. */
   constructor(
@@ -96,6 +98,11 @@ export class CertificateFiles implements experimental.CertificateProvider {
   /** The set in service. */
   current(): CertificateMaterial {
     return this.material;
+  }
+
+  /** Changed sets put into service, and refused, since the start. */
+  counts(): { reloads: number; refused: number } {
+    return { reloads: this.reloadCount, refused: this.refusedCount };
   }
 
   // grpc-js adds its listeners when its TLS server is created and removes them when it closes; the
@@ -140,11 +147,13 @@ export class CertificateFiles implements experimental.CertificateProvider {
       next = readCertificateFiles(this.paths);
     } catch (err) {
       if (!(err instanceof CertificateFileError)) throw err;
+      this.refusedCount += 1;
       this.options.onError?.(err);
       return false;
     }
     if (sameMaterial(next, this.material)) return false;
     this.material = next;
+    this.reloadCount += 1;
     for (const listener of this.caListeners) listener(this.caUpdate());
     for (const listener of this.identityListeners) listener(this.identityUpdate());
     this.options.onReload?.(next);

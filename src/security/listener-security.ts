@@ -13,19 +13,32 @@ import { formatSubject, parseSubjectPattern, subjectMatches, subjectOf, type Sub
 type AuthContext = ReturnType<grpc.ServerInterceptingCallInterface['getAuthContext']>;
 type CallStatus = Parameters<grpc.ServerInterceptingCallInterface['sendStatus']>[0];
 
+/** What /metrics reports about TLS (README "Security"). */
+export interface TlsStats {
+  /** notAfter of the relay certificate in service, in seconds since the epoch. */
+  certificateExpirySeconds: number;
+  certificateReloadsTotal: number;
+  /** Changed certificate file sets refused (the set in service was kept). */
+  certificateRefusedTotal: number;
+  /** Calls refused by the subject allow-list. */
+  refusedCallsTotal: { unauthenticated: number; permissionDenied: number };
+}
+
 export interface ListenerSecurity {
   readonly credentials: grpc.ServerCredentials;
   /** Run before every call's handler (the subject allow-list). */
   readonly interceptors: grpc.ServerInterceptor[];
   /** The certificate files in service; undefined for a plaintext listener. */
   readonly files: CertificateFiles | undefined;
+  /** Undefined for a plaintext listener. */
+  stats(): TlsStats | undefined;
   /** Stops watching the files. */
   close(): void;
 }
 
 /** Reads the certificate files now (CertificateFileError when they are not a valid set). */
 export function listenerSecurity(tls: TlsConfig | undefined, logger: Logger = silentLogger): ListenerSecurity {
-  if (!tls) return { credentials: grpc.ServerCredentials.createInsecure(), interceptors: [], files: undefined, close: () => {} };
+  if (!tls) return { credentials: grpc.ServerCredentials.createInsecure(), interceptors: [], files: undefined, stats: () => undefined, close: () => {} };
   const files = new CertificateFiles(
     { cert: tls.cert, key: tls.key, ...(tls.ca !== undefined ? { ca: tls.ca } : {}) },
     {
@@ -37,10 +50,24 @@ export function listenerSecurity(tls: TlsConfig | undefined, logger: Logger = si
   // grpc-js 1.14 takes the identity provider first, whatever its declaration calls the parameter.
   const credentials = grpc.experimental.createCertificateProviderServerCredentials(files, tls.ca !== undefined ? files : null, tls.requireClientCert);
   const patterns = tls.allowedSubjects?.map(parseSubjectPattern);
+  const refusedCallsTotal = { unauthenticated: 0, permissionDenied: 0 };
+  const onRefused = (code: grpc.status): void => {
+    if (code === grpc.status.UNAUTHENTICATED) refusedCallsTotal.unauthenticated += 1;
+    else refusedCallsTotal.permissionDenied += 1;
+  };
   return {
     credentials,
-    interceptors: patterns ? [subjectAllowList(patterns, logger)] : [],
+    interceptors: patterns ? [subjectAllowList(patterns, logger, onRefused)] : [],
     files,
+    stats: () => {
+      const { reloads, refused } = files.counts();
+      return {
+        certificateExpirySeconds: Math.floor(Date.parse(files.current().leaf.validTo) / 1000),
+        certificateReloadsTotal: reloads,
+        certificateRefusedTotal: refused,
+        refusedCallsTotal: { ...refusedCallsTotal },
+      };
+    },
     close: () => files.close(),
   };
 }
@@ -59,7 +86,7 @@ export function checkPeerSubject(patterns: readonly SubjectPattern[], auth: Auth
   return { code: grpc.status.PERMISSION_DENIED, details: `client certificate subject "${formatSubject(subject)}" is not in tls.allowedSubjects` };
 }
 
-function subjectAllowList(patterns: readonly SubjectPattern[], logger: Logger): grpc.ServerInterceptor {
+function subjectAllowList(patterns: readonly SubjectPattern[], logger: Logger, onRefused: (code: grpc.status) => void): grpc.ServerInterceptor {
   // Anyone who can connect can be refused, as often as they like: the same log budget as bad engine input.
   const refusals = new ThrottledLogger(logger, INGEST_LOG_MAX_PER_WINDOW, INGEST_LOG_WINDOW_MS);
   return (method, call) =>
@@ -71,6 +98,7 @@ function subjectAllowList(patterns: readonly SubjectPattern[], logger: Logger): 
           onReceiveMetadata: (metadata, proceed) => {
             const denial = checkPeerSubject(patterns, call.getAuthContext());
             if (!denial) return proceed(metadata);
+            onRefused(denial.code!);
             refusals.warn({ method: method.path, peer: call.getPeer(), code: denial.code, reason: denial.details }, 'call refused');
             call.sendStatus(denial);
           },

@@ -92,6 +92,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
     const registry = createRelayMetrics({
       producer: () => producer.metrics(),
       transport: () => server.stats(),
+      ...(server.secure ? { tls: () => server.tlsStats()! } : {}),
       ...(discovery ? { discovery: () => discovery.metrics() } : {}),
     });
     try {

@@ -17,7 +17,7 @@ import { Publication } from '../publication/service';
 import type { RelaySource } from '../publication/source';
 import type { PublicationStats } from '../publication/stats';
 import { RELAY_SERVICE_NAME } from '../wire/constants';
-import { listenerSecurity } from '../security/listener-security';
+import { listenerSecurity, type TlsStats } from '../security/listener-security';
 import { relayReflectionPackageDefinition } from '../wire/proto';
 import { serviceDefinition } from '../wire/service';
 import type { RelayIdentity } from '../wire/types';
@@ -52,6 +52,8 @@ export interface RelayServer {
   readonly lastError: unknown;
   /** Publication counters for the metrics exporter. */
   stats(): PublicationStats;
+  /** TLS state for the metrics exporter; undefined for a plaintext listener. */
+  tlsStats(): TlsStats | undefined;
   /** Ends every stream and closes every connection; resolves within 5 s. Idempotent. */
   shutdown(): Promise<void>;
 }
@@ -125,6 +127,7 @@ export async function startRelayServer(config: RelayServerConfig): Promise<Relay
       return lastError;
     },
     stats: () => publication.stats(),
+    tlsStats: () => security.stats(),
     shutdown,
   };
 }

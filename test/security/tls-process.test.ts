@@ -3,6 +3,7 @@
 // separate plaintext HTTP listener on the loopback address it was given. A certificate problem is a
 // config error: one line, exit 2.
 import type { ChildProcess } from 'child_process';
+import { X509Certificate } from 'crypto';
 import * as fs from 'fs';
 import * as path from 'path';
 import { SimulatedEngine } from '../../src/sim';
@@ -41,7 +42,6 @@ test('serve --tls-* with mTLS: query and watch with client certificate flags ans
     if (child!.exitCode !== null) throw new Error(`serve exited: ${stderr}`);
     return loggedAddress(stderr, 'listening');
   }, 'the relay to listen', 20_000, 20);
-  const metrics = loggedAddress(stderr, 'metrics listening')!;
   expect(stderr).toContain('"msg":"tls enabled"');
   expect(stderr).toContain('"clientCert":"required"');
   await engine.waitForSubscribers();
@@ -64,11 +64,16 @@ test('serve --tls-* with mTLS: query and watch with client certificate flags ans
   expect(noClientCert).toMatchObject({ code: 1, stdout: expect.stringContaining('"error":"noCatalog"') });
 
   // The metrics listener: its own port, plaintext HTTP, on the loopback address configured.
+  const metrics = await waitForValue(() => loggedAddress(stderr, 'metrics listening'), 'the metrics listener', 20_000, 20);
   expect(metrics).toMatch(/^127\.0\.0\.1:\d+$/);
   expect(metrics).not.toBe(address);
   const res = await fetch(`http://${metrics}/metrics`);
   expect(res.status).toBe(200);
-  expect(await res.text()).toContain('kv_dc_relay_catalog_pool_count 1');
+  const text = await res.text();
+  expect(text).toContain('kv_dc_relay_catalog_pool_count 1');
+  const expiry = Math.floor(Date.parse(new X509Certificate(fs.readFileSync(relayCert.cert)).validTo) / 1000);
+  expect(text).toContain(`kv_dc_relay_tls_certificate_expiry_timestamp_seconds ${expiry}`);
+  expect(text).toContain('kv_dc_relay_tls_certificate_reloads_total 0');
   await expect(fetch(`http://${address}/metrics`)).rejects.toThrow();
 
   // watch over mTLS: the catalog arrives, SIGINT ends it with 0.
@@ -83,7 +88,7 @@ test('serve --tls-* with mTLS: query and watch with client certificate flags ans
   } finally {
     watch.kill('SIGKILL');
   }
-}, 90_000);
+}, 180_000);
 
 test('a certificate problem is a config error: one line naming the file and field, exit 2', async () => {
   const file = path.join(certs.dir, 'plain.json');
@@ -95,4 +100,4 @@ test('a certificate problem is a config error: one line naming the file and fiel
   const noCa = await runCli(['serve', '--config', file, '--tls-cert', relayCert.cert, '--tls-key', relayCert.key, '--tls-require-client-cert']);
   expect(noCa.code).toBe(2);
   expect(noCa.stderr).toBe(`${file}: tls.ca: requireClientCert needs a CA to verify client certificates against\n`);
-}, 60_000);
+}, 120_000);

@@ -1,6 +1,7 @@
 // TLS and mTLS on the relay's gRPC listener, over real TLS on loopback with certificates made by
 // openssl for this run: who gets in (and with which status), the subject allow-list per call, and
 // certificate rotation picked up by new connections without a restart.
+import * as crypto from 'crypto';
 import * as fs from 'fs';
 import * as grpc from '@grpc/grpc-js';
 import * as tls from 'tls';
@@ -123,6 +124,7 @@ describe('client subject allow-list', () => {
     const reader = new StreamReader(client(server, { ca: ca.cert, ...routerB }).watchKvPoolCatalog(subscriber('denied')));
     expect((await reader.end(CALL_MS)).code).toBe(grpc.status.PERMISSION_DENIED);
     expect(lines.some((l) => l.msg === 'call refused')).toBe(true);
+    expect(server.tlsStats()?.refusedCallsTotal).toEqual({ unauthenticated: 2, permissionDenied: 2 });
   }, 30_000);
 
   it('matches a full subject exactly (every attribute, in any order)', async () => {
@@ -163,6 +165,11 @@ describe('certificate rotation', () => {
     await waitFor(() => lines.some((l) => l.msg.startsWith('tls certificate files refused') && l.field === 'tls.key'), 'the refused key to be reported', 15_000, 50);
     expect(await servedCn(server)).toBe('relay-rotated');
     expect((await infoCode(client(server, { ca: ca.cert, ...routerA }))).code).toBe(grpc.status.OK);
+    // A poll may also have caught the rotation halfway (new certificate, old key): refused as well.
+    const stats = server.tlsStats()!;
+    expect(stats.certificateReloadsTotal).toBe(1);
+    expect(stats.certificateRefusedTotal).toBeGreaterThanOrEqual(1);
+    expect(stats.certificateExpirySeconds * 1000).toBe(Date.parse(new crypto.X509Certificate(fs.readFileSync(live.cert)).validTo));
   }, 60_000);
 });
 
@@ -171,6 +178,7 @@ describe('plaintext stays the default', () => {
     const server = await startRelayServer({ source: new TestSource(), bind: '127.0.0.1:0', relay: RELAY });
     servers.push(server);
     expect(server.secure).toBe(false);
+    expect(server.tlsStats()).toBeUndefined();
     expect((await infoCode(client(server))).code).toBe(grpc.status.OK);
     expect((await infoCode(client(server, { ca: ca.cert }))).code).toBe(grpc.status.UNAVAILABLE);
   }, 30_000);
