@@ -44,6 +44,8 @@ export interface Limits {
   maxReadinessSubscribers: number;
   maxLoadSubscribers: number;
   maxServingLoadSubscribers: number;
+  /** Open TCP connections of the gRPC listener; more are closed on accept. */
+  maxConnections: number;
 }
 
 export interface Timing {
@@ -56,6 +58,8 @@ export interface Timing {
   publicationThreshold: number;
   publicationDelayMs: number;
   healthProbeMs: number;
+  /** A connection without an open stream for this long is closed (GOAWAY); clients reconnect on demand. */
+  connectionIdleMs: number;
 }
 
 export interface Queues {
@@ -87,6 +91,7 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
   maxReadinessSubscribers: 64,
   maxLoadSubscribers: 64,
   maxServingLoadSubscribers: 64,
+  maxConnections: 256,
 });
 
 export const DEFAULT_TIMING: Readonly<Timing> = Object.freeze({
@@ -98,6 +103,7 @@ export const DEFAULT_TIMING: Readonly<Timing> = Object.freeze({
   publicationThreshold: 16,
   publicationDelayMs: 1,
   healthProbeMs: 1_000,
+  connectionIdleMs: 300_000,
 });
 
 export const DEFAULT_QUEUES: Readonly<Queues> = Object.freeze({

@@ -33,6 +33,13 @@ export const MAX_DISCOVERY_VALUE_BYTES = 65_536;
 
 // What a gRPC peer may send (hostile input is bounded before anything is allocated for it).
 /**
+ * Largest request message the server reads. Requests are a few hundred bytes (a subscriber id of at
+ * most 128 bytes and an expected producer); responses keep `maxMessageBytes`.
+ */
+export const MAX_REQUEST_BYTES = 16_384;
+/** HTTP/2 streams one connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS). */
+export const MAX_CONCURRENT_STREAMS_PER_CONNECTION = 128;
+/**
  * Largest zstd window a compressed request may declare. Not the receive limit: a streaming
  * compressor that does not know the size up front (tonic's, at zstd's default level: 2 MiB)
  * declares a window far above a small request, so this is 8 MiB (window log 23, the most zstd's

@@ -194,6 +194,7 @@ export const relayConfigSchema = z
         maxReadinessSubscribers: count(1).default(DEFAULT_LIMITS.maxReadinessSubscribers),
         maxLoadSubscribers: count(1).default(DEFAULT_LIMITS.maxLoadSubscribers),
         maxServingLoadSubscribers: count(1).default(DEFAULT_LIMITS.maxServingLoadSubscribers),
+        maxConnections: count(1).default(DEFAULT_LIMITS.maxConnections),
       })
       .prefault({}),
     timing: z
@@ -206,6 +207,7 @@ export const relayConfigSchema = z
         publicationThreshold: count(1).default(DEFAULT_TIMING.publicationThreshold),
         publicationDelayMs: timerMs.default(DEFAULT_TIMING.publicationDelayMs),
         healthProbeMs: timerMs.default(DEFAULT_TIMING.healthProbeMs),
+        connectionIdleMs: timerMs.default(DEFAULT_TIMING.connectionIdleMs),
       })
       .prefault({}),
     queues: z

@@ -8,6 +8,8 @@ export interface Listener {
   readonly port: number;
   /** "host:port" with IPv6 hosts in brackets. */
   readonly address: string;
+  /** TCP connections open now. */
+  readonly connections: number;
   /** Stops accepting; resolves once every connection closed or `graceMs` passed, then destroys the rest. */
   close(graceMs: number): Promise<void>;
 }
@@ -22,7 +24,8 @@ export function parseBind(bind: string): { host: string; port: number } {
   return { host: match[1], port };
 }
 
-export function listen(bind: string, accept: (socket: net.Socket) => void): Promise<Listener> {
+/** Listens on `bind`; connections beyond `maxConnections` open at once are closed on accept. */
+export function listen(bind: string, accept: (socket: net.Socket) => void, maxConnections = Infinity): Promise<Listener> {
   const { host, port } = parseBind(bind);
   const sockets = new Set<net.Socket>();
   const server = net.createServer({ noDelay: true }, (socket) => {
@@ -30,6 +33,7 @@ export function listen(bind: string, accept: (socket: net.Socket) => void): Prom
     socket.once('close', () => sockets.delete(socket));
     accept(socket);
   });
+  server.maxConnections = maxConnections;
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {
@@ -39,6 +43,9 @@ export function listen(bind: string, accept: (socket: net.Socket) => void): Prom
         host,
         port: bound,
         address: net.isIPv6(host) ? `[${host}]:${bound}` : `${host}:${bound}`,
+        get connections() {
+          return sockets.size;
+        },
         close: (graceMs) => closeAll(server, sockets, graceMs),
       });
     });

@@ -12,6 +12,7 @@ import {
   type ServiceOptionsInput,
 } from '../config/defaults';
 import type { TlsConfig } from '../config/schema';
+import { MAX_CONCURRENT_STREAMS_PER_CONNECTION, MAX_REQUEST_BYTES } from '../config/limits';
 import { silentLogger, type Logger } from '../log';
 import { Publication } from '../publication/service';
 import type { RelaySource } from '../publication/source';
@@ -48,6 +49,8 @@ export interface RelayServer {
   readonly secure: boolean;
   /** True from start until shutdown begins (what gRPC health reports). */
   readonly serving: boolean;
+  /** TCP connections open now (at most `limits.maxConnections`). */
+  readonly connections: number;
   /** Why the transport stopped on its own, if it did. */
   readonly lastError: unknown;
   /** Publication counters for the metrics exporter. */
@@ -68,8 +71,10 @@ export async function startRelayServer(config: RelayServerConfig): Promise<Relay
     logger.warn({}, 'grpc-js internals changed: zstd-compressed requests are refused (UNIMPLEMENTED); other requests are served');
   }
   const server = new grpc.Server({
-    'grpc.max_receive_message_length': queues.maxMessageBytes,
+    'grpc.max_receive_message_length': MAX_REQUEST_BYTES,
     'grpc.max_send_message_length': queues.maxMessageBytes,
+    'grpc.max_concurrent_streams': MAX_CONCURRENT_STREAMS_PER_CONNECTION,
+    'grpc.max_connection_idle_ms': options.timing.connectionIdleMs,
     'grpc.keepalive_time_ms': wan.keepaliveIntervalMs,
     'grpc.keepalive_timeout_ms': wan.keepaliveTimeoutMs,
     interceptors: security.interceptors,
@@ -89,7 +94,7 @@ export async function startRelayServer(config: RelayServerConfig): Promise<Relay
   const injector = server.createConnectionInjector(security.credentials);
   let listener: Listener;
   try {
-    listener = await listen(config.bind, (socket) => injector.injectConnection(socket));
+    listener = await listen(config.bind, (socket) => injector.injectConnection(socket), options.limits.maxConnections);
   } catch (err) {
     publication.close();
     server.forceShutdown();
@@ -122,6 +127,9 @@ export async function startRelayServer(config: RelayServerConfig): Promise<Relay
     secure: config.tls !== undefined,
     get serving() {
       return serving;
+    },
+    get connections() {
+      return listener.connections;
     },
     get lastError() {
       return lastError;

@@ -3,7 +3,7 @@
 import * as grpc from '@grpc/grpc-js';
 import type { ServiceOptionsInput } from '../../src/config/defaults';
 import { startRelayServer, type RelayServer } from '../../src/transport/server';
-import { RELAY_CONTRACT_MARKER } from '../../src/wire/constants';
+import { ERROR_REASON_TRAILER, RELAY_CONTRACT_MARKER } from '../../src/wire/constants';
 import { relayErrorReason } from '../../src/wire/errors';
 import { makeClient, serviceDefinition, type KvEventRelayClient } from '../../src/wire/service';
 import type { RelayIdentity } from '../../src/wire/types';
@@ -149,4 +149,54 @@ export function rawBytesClient(address: string): KvEventRelayClient {
   return new Client(address, grpc.credentials.createInsecure(), {
     'grpc.max_receive_message_length': MAX_MESSAGE,
   }) as unknown as KvEventRelayClient;
+}
+
+export interface BytesClient extends grpc.Client {
+  unary(method: string, request: Buffer, callback: grpc.requestCallback<Buffer>): grpc.ClientUnaryCall;
+  stream(method: string, request: Buffer): grpc.ClientReadableStream<Buffer>;
+}
+
+/** A KvEventRelay client that sends and receives raw message bytes (identity serializers), for hostile requests. */
+export function bytesClient(address: string): BytesClient {
+  const identity = (bytes: Buffer): Buffer => bytes;
+  const definition: Record<string, grpc.MethodDefinition<Buffer, Buffer>> = {};
+  for (const [name, method] of Object.entries(serviceDefinition)) {
+    definition[name] = { ...method, requestSerialize: identity, responseDeserialize: identity } as grpc.MethodDefinition<Buffer, Buffer>;
+  }
+  const Client = grpc.makeGenericClientConstructor(definition, 'KvEventRelayBytes');
+  const client = new Client(address, grpc.credentials.createInsecure(), {
+    'grpc.max_receive_message_length': MAX_MESSAGE,
+    'grpc.use_local_subchannel_pool': 1,
+  }) as unknown as Record<string, (...args: unknown[]) => unknown> & grpc.Client;
+  return Object.assign(client, {
+    unary: (method: string, request: Buffer, callback: grpc.requestCallback<Buffer>) =>
+      client[method](request, callback) as grpc.ClientUnaryCall,
+    stream: (method: string, request: Buffer) => client[method](request) as grpc.ClientReadableStream<Buffer>,
+  });
+}
+
+/** The final status of a call made with a BytesClient (messages are counted, not kept). */
+export function bytesCallEnd(client: BytesClient, method: string, request: Buffer): Promise<{ code: number; details: string; reason: string | undefined; messages: number }> {
+  return new Promise((resolve) => {
+    const done = (err: grpc.ServiceError | null, messages: number): void =>
+      resolve({
+        code: err ? err.code : grpc.status.OK,
+        details: err?.details ?? '',
+        reason: err?.metadata?.get(ERROR_REASON_TRAILER)[0] as string | undefined,
+        messages,
+      });
+    if (method === 'GetRelayInfo') {
+      client.unary(method, request, (err, value) => done(err, value ? 1 : 0));
+      return;
+    }
+    let messages = 0;
+    const call = client.stream(method, request);
+    call.on('data', () => {
+      messages += 1;
+      // A stream that opened is what a valid request gets: stop it here.
+      call.cancel();
+    });
+    call.on('error', (err: grpc.ServiceError) => done(err.code === grpc.status.CANCELLED && messages > 0 ? null : err, messages));
+    call.on('end', () => done(null, messages));
+  });
 }
