@@ -31,7 +31,7 @@ export const SHUTDOWN_GRACE_MS = 250;
 export const SHUTDOWN_DEADLINE_MS = 5_000;
 
 // --- TLS on the gRPC listener (README "Security"; plaintext when `tls` is omitted) ---
-/** With a CA, client certificates are verified when presented; this makes them mandatory. */
+/** With a CA, client certificates are asked for; this makes one the CA verifies mandatory for the handshake. */
 export const DEFAULT_TLS_REQUIRE_CLIENT_CERT = false;
 /** How often the certificate, key and CA files are checked for a change (a rotation applies within it). */
 export const TLS_FILES_POLL_MS = 1_000;

@@ -59,6 +59,19 @@ function client(server: RelayServer, files?: ClientTlsFiles): KvEventRelayClient
   return c;
 }
 
+/** The status code of a gRPC health check (an empty request: the server's overall status). */
+function healthCode(server: RelayServer, files: ClientTlsFiles): Promise<number> {
+  const { credentials, channelOptions } = clientChannel(readClientTlsFiles(files));
+  const c = new grpc.Client(server.address, credentials, { ...channelOptions, 'grpc.use_local_subchannel_pool': 1 });
+  const bytes = (b: Buffer): Buffer => b;
+  return new Promise((resolve) => {
+    c.makeUnaryRequest('/grpc.health.v1.Health/Check', bytes, bytes, Buffer.alloc(0), { deadline: Date.now() + CALL_MS }, (err) => {
+      c.close();
+      resolve(err ? err.code : grpc.status.OK);
+    });
+  });
+}
+
 /** The status code of a GetRelayInfo call (0 when it succeeds). */
 async function infoCode(c: KvEventRelayClient): Promise<{ code: number; details: string }> {
   try {
@@ -123,8 +136,11 @@ describe('client subject allow-list', () => {
     // Streams are refused the same way, before the handler runs.
     const reader = new StreamReader(client(server, { ca: ca.cert, ...routerB }).watchKvPoolCatalog(subscriber('denied')));
     expect((await reader.end(CALL_MS)).code).toBe(grpc.status.PERMISSION_DENIED);
+    // Health (and reflection) sit behind the same check.
+    expect(await healthCode(server, { ca: ca.cert, ...routerA })).toBe(grpc.status.OK);
+    expect(await healthCode(server, { ca: ca.cert, ...routerB })).toBe(grpc.status.PERMISSION_DENIED);
     expect(lines.some((l) => l.msg === 'call refused')).toBe(true);
-    expect(server.tlsStats()?.refusedCallsTotal).toEqual({ unauthenticated: 2, permissionDenied: 2 });
+    expect(server.tlsStats()?.refusedCallsTotal).toEqual({ unauthenticated: 2, permissionDenied: 3 });
   }, 30_000);
 
   it('matches a full subject exactly (every attribute, in any order)', async () => {
