@@ -28,8 +28,6 @@ export interface ListenerSecurity {
   readonly credentials: grpc.ServerCredentials;
   /** Run before every call's handler (the subject allow-list). */
   readonly interceptors: grpc.ServerInterceptor[];
-  /** The certificate files in service; undefined for a plaintext listener. */
-  readonly files: CertificateFiles | undefined;
   /** Undefined for a plaintext listener. */
   stats(): TlsStats | undefined;
   /** Stops watching the files. */
@@ -38,12 +36,12 @@ export interface ListenerSecurity {
 
 /** Reads the certificate files now (CertificateFileError when they are not a valid set). */
 export function listenerSecurity(tls: TlsConfig | undefined, logger: Logger = silentLogger): ListenerSecurity {
-  if (!tls) return { credentials: grpc.ServerCredentials.createInsecure(), interceptors: [], files: undefined, stats: () => undefined, close: () => {} };
+  if (!tls) return { credentials: grpc.ServerCredentials.createInsecure(), interceptors: [], stats: () => undefined, close: () => {} };
   const files = new CertificateFiles(
     { cert: tls.cert, key: tls.key, ...(tls.ca !== undefined ? { ca: tls.ca } : {}) },
     {
       onReload: (m) => logger.info(certificateFields(m), 'tls certificates reloaded'),
-      onError: (err) => logger.error({ file: err.file, field: `tls.${err.field}`, problem: err.problem }, 'tls certificate files refused; keeping the ones in service'),
+      onError: (err) => logger.error({ file: err.file, field: `tls.${err.field}`, problem: err.problem, kept: 'the set in service' }, 'tls certificate files refused'),
     },
   );
   logger.info({ ...certificateFields(files.current()), clientCert: tls.ca === undefined ? 'none' : tls.requireClientCert ? 'required' : 'optional' }, 'tls enabled');
@@ -58,7 +56,6 @@ export function listenerSecurity(tls: TlsConfig | undefined, logger: Logger = si
   return {
     credentials,
     interceptors: patterns ? [subjectAllowList(patterns, logger, onRefused)] : [],
-    files,
     stats: () => {
       const { reloads, refused } = files.counts();
       return {
@@ -76,7 +73,7 @@ export function listenerSecurity(tls: TlsConfig | undefined, logger: Logger = si
  * Why a call's peer may not call, or undefined when it may. A peer without a verified certificate
  * is UNAUTHENTICATED; a verified one whose subject is not listed is PERMISSION_DENIED.
  */
-export function checkPeerSubject(patterns: readonly SubjectPattern[], auth: AuthContext): CallStatus | undefined {
+function checkPeerSubject(patterns: readonly SubjectPattern[], auth: AuthContext): CallStatus | undefined {
   const cert = auth.sslPeerCertificate;
   if (!cert) {
     return { code: grpc.status.UNAUTHENTICATED, details: 'a client certificate signed by the relay\'s CA is required (tls.allowedSubjects is set)' };
