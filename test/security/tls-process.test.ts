@@ -54,7 +54,7 @@ test('serve --tls-* with mTLS: query and watch with client certificate flags ans
     if (r.code !== 0) throw new Error(`query failed (${r.code}): ${r.stderr}${r.stdout}`);
     const blocks = (JSON.parse(r.stdout) as { pools: { matchedBlocks: number | null }[] }).pools[0]?.matchedBlocks;
     return blocks === 2 ? blocks : undefined;
-  }, 'query over mTLS to see the stored blocks', 30_000, 200);
+  }, 'query over mTLS to see the stored blocks', 60_000, 200);
   expect(depth).toBe(2);
 
   const quick = ['--timeout-ms', '1500'];
