@@ -189,6 +189,14 @@ export const QUERY_WAIT_MS = 10_000;
 export const INGEST_REPLAY_IDLE_TIMEOUT_MS = 5_000;
 /** Live messages held back while a replay runs; beyond this the replay is abandoned. */
 export const INGEST_REPLAY_MAX_BUFFERED = 100_000;
+/**
+ * Largest engine message (all frames) the SUB and replay DEALER accept; libzmq drops the connection of
+ * a peer that sends more, before buffering it. A vLLM batch is tens of KiB (a 128 k-token prefill is
+ * under 1 MiB), so this leaves room and still bounds what one message can make the relay allocate.
+ */
+export const INGEST_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+/** A dialed engine connection lost without a reconnect scheduled (a protocol error) is dialed again after this. */
+export const INGEST_REDIAL_MS = 1_000;
 /** SUB receive high-water mark, matching vLLM's PUB default (overflow shows up as a gap). */
 export const INGEST_RECEIVE_HWM = 100_000;
 /**

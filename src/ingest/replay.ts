@@ -14,7 +14,15 @@ export interface ReplayCallbacks {
   malformed(err: Error): void;
 }
 
-export function requestReplay(endpoint: string, topic: string, from: bigint, idleTimeoutMs: number, cb: ReplayCallbacks): ReplayHandle {
+export interface ReplayLimits {
+  /** A replay that stays silent this long is abandoned. */
+  idleTimeoutMs: number;
+  /** A reply larger than this drops the connection (the replay then times out, incomplete). */
+  maxMessageBytes: number;
+}
+
+export function requestReplay(endpoint: string, topic: string, from: bigint, limits: ReplayLimits, cb: ReplayCallbacks): ReplayHandle {
+  const { idleTimeoutMs, maxMessageBytes } = limits;
   // The engine's ROUTER sends its whole buffer at once and silently drops what does not fit the
   // pipe, so the receive queue must hold a full replay buffer (vLLM: 10 000 batches).
   const dealer = new Dealer({
@@ -22,6 +30,7 @@ export function requestReplay(endpoint: string, topic: string, from: bigint, idl
     receiveTimeout: idleTimeoutMs,
     sendTimeout: idleTimeoutMs,
     receiveHighWaterMark: INGEST_RECEIVE_HWM,
+    maxMessageSize: maxMessageBytes,
   });
   let done = false;
   const handle: ReplayHandle = {

@@ -5,10 +5,12 @@ import { setImmediate as nextTurn } from 'timers/promises';
 import { context, Subscriber } from 'zeromq';
 import {
   INGEST_LOG_MAX_PER_WINDOW,
+  INGEST_MAX_MESSAGE_BYTES,
   INGEST_MAX_ZMQ_SOCKETS,
   INGEST_LOG_WINDOW_MS,
   INGEST_MESSAGES_PER_TURN,
   INGEST_RECEIVE_HWM,
+  INGEST_REDIAL_MS,
   INGEST_REPLAY_IDLE_TIMEOUT_MS,
   INGEST_REPLAY_MAX_BUFFERED,
 } from '../config/defaults';
@@ -28,6 +30,8 @@ export interface SubscriberOptions {
   logger?: IngestLogger;
   replayIdleTimeoutMs?: number;
   maxBufferedDuringReplay?: number;
+  /** Largest message a publisher or replay may send (default INGEST_MAX_MESSAGE_BYTES). */
+  maxMessageBytes?: number;
 }
 
 const stderrLogger: IngestLogger = {
@@ -132,6 +136,11 @@ export class KvEventSubscriber {
   }
 
   /** @internal */
+  get maxMessageBytes(): number {
+    return this.options.maxMessageBytes ?? INGEST_MAX_MESSAGE_BYTES;
+  }
+
+  /** @internal */
   get maxBufferedDuringReplay(): number {
     return this.options.maxBufferedDuringReplay ?? INGEST_REPLAY_MAX_BUFFERED;
   }
@@ -142,17 +151,19 @@ class RankSubscription {
   readonly source: SourceKey;
   endpoint: string;
   private readonly replayEndpoint: string | undefined;
-  private readonly socket = new Subscriber({ linger: 0, receiveHighWaterMark: INGEST_RECEIVE_HWM });
+  private readonly socket: Subscriber;
   private readonly stream: RankStream;
   private readonly seen = new Map<number, SourceKey>();
   private loop: Promise<void> = Promise.resolve();
   private events: Promise<void> = Promise.resolve();
+  private redial: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly owner: KvEventSubscriber,
     private readonly rank: number,
   ) {
     const { config } = owner;
+    this.socket = new Subscriber({ linger: 0, receiveHighWaterMark: INGEST_RECEIVE_HWM, maxMessageSize: owner.maxMessageBytes });
     this.source = { workerId: config.workerId, dpRank: rank };
     this.endpoint = rankEndpoint(config.endpoint, rank, config.dpStartRank);
     this.replayEndpoint = config.replayEndpoint && rankEndpoint(config.replayEndpoint, rank, config.dpStartRank);
@@ -185,6 +196,7 @@ class RankSubscription {
 
   async close(): Promise<void> {
     this.stream.close();
+    clearTimeout(this.redial);
     if (!this.socket.closed) this.socket.close();
     await Promise.all([this.loop, this.events]);
   }
@@ -207,13 +219,17 @@ class RankSubscription {
       } catch {
         return; // the socket (and with it the observer) closed
       }
-      if (event.type === 'connect' || event.type === 'accept') {
+      if (event.type === 'connect:retry' || event.type === 'connect:delay') {
+        this.cancelRedial();
+      } else if (event.type === 'connect' || event.type === 'accept') {
+        this.cancelRedial();
         unconfirmed += 1;
       } else if (event.type === 'handshake') {
         unconfirmed = Math.max(0, unconfirmed - 1);
         stats.connections += 1;
         this.stream.connected();
       } else if (event.type === 'disconnect') {
+        this.armRedial();
         if (unconfirmed > 0) {
           unconfirmed -= 1;
           continue;
@@ -225,6 +241,30 @@ class RankSubscription {
         if (stats.connections > 0) this.stream.connected();
       }
     }
+  }
+
+  /**
+   * libzmq schedules a reconnect after a lost connection (announced by connect:retry), but ends the
+   * session for good after a protocol error, e.g. a message above maxMessageSize: then dial again
+   * ourselves, or a dialed engine would stay unread forever.
+   */
+  private armRedial(): void {
+    if (this.owner.config.mode !== 'connect' || this.redial) return;
+    this.redial = setTimeout(() => {
+      this.redial = undefined;
+      if (this.socket.closed) return;
+      try {
+        this.socket.disconnect(this.endpoint);
+      } catch {
+        // The ended session is gone already.
+      }
+      this.socket.connect(this.endpoint);
+    }, INGEST_REDIAL_MS);
+  }
+
+  private cancelRedial(): void {
+    clearTimeout(this.redial);
+    this.redial = undefined;
   }
 
   private async receiveLoop(): Promise<void> {
@@ -287,7 +327,8 @@ class RankSubscription {
   private startReplay(from: bigint): ReplayHandle | null {
     if (!this.replayEndpoint || this.owner.isClosed) return null;
     this.owner.counter(this.source).replays += 1;
-    return requestReplay(this.replayEndpoint, this.owner.config.topic, from, this.owner.replayIdleTimeoutMs, {
+    const limits = { idleTimeoutMs: this.owner.replayIdleTimeoutMs, maxMessageBytes: this.owner.maxMessageBytes };
+    return requestReplay(this.replayEndpoint, this.owner.config.topic, from, limits, {
       reply: (handle, seq, payload) => this.stream.replayed(handle, seq, payload),
       end: (handle, complete) => {
         if (!complete) this.owner.warn({ dpRank: this.rank, from: String(from) }, 'KV-event replay incomplete');

@@ -6,7 +6,7 @@ import { encodeSequence } from '../../src/ingest/frames';
 import { KvEventSubscriber } from '../../src/ingest/subscriber';
 import { SimulatedEngine } from '../../src/sim/engine';
 import type { SimEvent } from '../../src/sim/encode';
-import { connectHarness, WORKER, type Harness } from '../support/ingest-harness';
+import { attachSubscriber, connectHarness, WORKER, type Harness } from '../support/ingest-harness';
 import { RecordingSink } from '../support/recording-sink';
 import { waitFor } from '../support/waitFor';
 
@@ -48,6 +48,42 @@ describe('malformed input', () => {
     await waitFor(() => h!.sink.batches.length === 1, 'the good batch');
     expect(h.sub.stats()[0].malformed).toBe(50);
     expect(h.warnings.length).toBe(INGEST_LOG_MAX_PER_WINDOW);
+  });
+});
+
+describe('message size bound', () => {
+  const LIMIT = 4096;
+  // ~6 KB of msgpack: above LIMIT, so libzmq drops the connection instead of delivering it.
+  const big: SimEvent[] = [{ type: 'BlockStored', blockHashes: [99n], parentBlockHash: null, tokenIds: Array.from({ length: 2000 }, (_, i) => 1000 + i), blockSize: 2000 }];
+  const hashes = (): bigint[] => h!.sink.batches.flatMap((b) => b.events.flatMap((e) => (e.kind === 'cleared' ? [] : e.blockHashes)));
+
+  /** Publishes small batches until one arrives (the connection that carried the big one was dropped). */
+  async function publishUntilDelivered(hash: bigint): Promise<void> {
+    await waitFor(async () => {
+      if (hashes().includes(hash)) return true;
+      await h!.engine.publish(store(hash));
+      return false;
+    }, 'a small batch after the big one', 20_000, 100);
+  }
+
+  it('a live message above maxMessageBytes is never delivered; the stream goes on', async () => {
+    h = await connectHarness({}, {}, { maxMessageBytes: LIMIT, replayIdleTimeoutMs: 500 });
+    await h.engine.publish(store(1n));
+    await waitFor(() => hashes().includes(1n), 'the first batch');
+    await h.engine.publish(big);
+    // libzmq ends the session without reconnecting after the oversized message: the relay dials again.
+    await publishUntilDelivered(3n);
+    expect(hashes()).not.toContain(99n);
+    expect(h.sub.stats()[0]).toMatchObject({ connections: 1 });
+  });
+
+  it('a replayed message above maxMessageBytes is never delivered (replay DEALER bound)', async () => {
+    const engine = await new SimulatedEngine({ http: false }).start();
+    await engine.publish(big, { dropLive: true }); // only the replay buffer has it
+    h = await attachSubscriber(engine, {}, { maxMessageBytes: LIMIT, replayIdleTimeoutMs: 500 });
+    await publishUntilDelivered(3n);
+    expect(hashes()).not.toContain(99n);
+    expect(h.warnings.some((w) => w.msg === 'KV-event replay incomplete')).toBe(true);
   });
 });
 
