@@ -1,4 +1,5 @@
-// Consumer library of dynamo.kvrelay.v1.KvEventRelay.
+// `kv-dc-relay/client`: the consumer library of dynamo.kvrelay.v1.KvEventRelay. Loads no server code,
+// no zeromq and no etcd3 (the etcd address source of ShardedRelayClient is `kv-dc-relay/discovery`).
 export { RelayClient } from './relay-client';
 export { ShardedRelayClient, type ShardAddressSource, type ShardedRelayClientEvents } from './shards';
 export type { RelayClientEvents, RelayClientOptions } from './relay-client';
@@ -13,3 +14,4 @@ export type { ReplicaStats, ReplicaFaultReason } from './replica';
 export type { BackoffOptions } from './backoff';
 export { findPrefixDepth, linearPrefixDepth } from './prefix-search';
 export { readClientTlsFiles, type ClientTlsFiles, type ClientTlsOptions } from '../security/client-tls';
+export * from './views';

@@ -1,4 +1,4 @@
-// Typed wrappers of the native core; the rest of the code imports from here, never from addon.ts.
+// `kv-dc-relay/native`: typed wrappers of the native core; the rest of the code imports from here, never from addon.ts.
 export * from './cbi1';
 export * from './engine-decoder';
 export * from './hashing';

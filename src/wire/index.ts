@@ -1,4 +1,4 @@
-// The wire layer of dynamo.kvrelay.v1: schema types, enums, constants, codec, grpc-js glue,
+// `kv-dc-relay/wire`: the wire layer of dynamo.kvrelay.v1: schema types, enums, constants, codec, grpc-js glue,
 // validators, ProducerKey and error reasons.
 export * from './constants';
 export * from './enums';

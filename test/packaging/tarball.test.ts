@@ -1,21 +1,12 @@
 // The operator path: `npm run prebuild`, `npm pack`, then install the tarball on a host without a
 // compiler and start `kv-dc-relay serve` from it: the prebuild is used as is. With
 // KV_DC_RELAY_BUILD_FROM_SOURCE=1 the same tarball compiles the addon with cmake-js and the loader takes it.
-import { spawn, spawnSync } from 'child_process';
+import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
 import * as readline from 'readline';
-
-const ROOT = path.resolve(__dirname, '..', '..');
-
-function sh(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): string {
-  const result = spawnSync(command, args, { cwd, env, encoding: 'utf8' });
-  if (result.status !== 0) {
-    throw new Error(`${command} ${args.join(' ')} failed (${result.status}):\n${result.stdout}\n${result.stderr}`);
-  }
-  return result.stdout;
-}
+import { ROOT, sh } from './staged-package';
 
 /** A fresh "host" folder with the tarball installed; returns the installed package's folder. */
 function installTarball(work: string, name: string, tarball: string, extraArgs: string[], env: NodeJS.ProcessEnv): string {

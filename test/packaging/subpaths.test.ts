@@ -1,0 +1,121 @@
+// The package's entry points as a user imports them by name from the packed tarball: each subpath
+// loads only its part (a router's `kv-dc-relay/client` loads no server code, zeromq or etcd3), and
+// each type-checks from a TypeScript project with moduleResolution node16, bundler and node10.
+import { spawnSync } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { installStagedPackage, ROOT, tsc } from './staged-package';
+
+const SUBPATHS = ['kv-dc-relay', 'kv-dc-relay/client', 'kv-dc-relay/server', 'kv-dc-relay/discovery', 'kv-dc-relay/native', 'kv-dc-relay/wire'];
+
+/** In a fresh node process in `host`: requires `specifier`, returns its export names and the loaded files. */
+function loadIn(host: string, specifier: string): { exports: string[]; loaded: string[] } {
+  const script = `const m = require(${JSON.stringify(specifier)});
+process.stdout.write(JSON.stringify({ exports: Object.keys(m), loaded: Object.keys(require.cache) }));`;
+  const result = spawnSync(process.execPath, ['-e', script], { cwd: host, encoding: 'utf8' });
+  if (result.status !== 0) throw new Error(`require(${specifier}) failed:\n${result.stderr}`);
+  return JSON.parse(result.stdout) as { exports: string[]; loaded: string[] };
+}
+
+/** The loaded files that are server-side code of this package or a server-only dependency. */
+function serverSide(loaded: string[]): string[] {
+  const own = /kv-dc-relay\/dist\/src\/(server|transport|ingest|producer|publication|discovery|metrics|cli)\//;
+  const deps = /\/node_modules\/(zeromq|etcd3|@grpc\/reflection|grpc-health-check|prom-client|pino)\//;
+  return loaded.filter((file) => own.test(file) || deps.test(file));
+}
+
+describe('package subpaths', () => {
+  let work: string;
+  let host: string;
+
+  beforeAll(() => {
+    work = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-dc-relay-subpaths-'));
+    const staged = installStagedPackage(work);
+    host = staged.host;
+    for (const folder of ['client', 'server', 'discovery', 'native', 'wire']) {
+      expect(staged.files).toEqual(expect.arrayContaining([`dist/src/${folder}/index.js`, `dist/src/${folder}/index.d.ts`]));
+    }
+  }, 300_000);
+
+  afterAll(() => {
+    if (work) fs.rmSync(work, { recursive: true, force: true });
+  });
+
+  test('kv-dc-relay/client loads no server code, no zeromq and no etcd3', () => {
+    const { exports, loaded } = loadIn(host, 'kv-dc-relay/client');
+    expect(exports).toEqual(expect.arrayContaining(['RelayClient', 'ShardedRelayClient', 'findPrefixDepth', 'catalogView', 'queryPoolView']));
+    expect(loaded).toContainEqual(expect.stringMatching(/node_modules\/kv-dc-relay\/dist\/src\/client\/relay-client\.js$/));
+    expect(serverSide(loaded)).toEqual([]);
+  }, 60_000);
+
+  test('the server and discovery entries do load their parts (the check above can see them)', () => {
+    const server = loadIn(host, 'kv-dc-relay/server');
+    expect(server.exports).toEqual(expect.arrayContaining(['startRelay', 'Producer', 'startRelayServer', 'loadConfigFile', 'defaults']));
+    expect(serverSide(server.loaded)).toEqual(
+      expect.arrayContaining([expect.stringMatching(/dist\/src\/server\/start-relay\.js$/), expect.stringMatching(/node_modules\/zeromq\//)]),
+    );
+    const discovery = loadIn(host, 'kv-dc-relay/discovery');
+    expect(discovery.exports).toEqual(expect.arrayContaining(['registerWorker', 'WorkerRegistration', 'EtcdShardAddresses']));
+    expect(serverSide(discovery.loaded)).toContainEqual(expect.stringMatching(/node_modules\/etcd3\//));
+  }, 60_000);
+
+  test('the root export keeps everything; native and wire load', () => {
+    expect(loadIn(host, 'kv-dc-relay').exports).toEqual(
+      expect.arrayContaining(['startRelay', 'RelayClient', 'EtcdShardAddresses', 'wire', 'native', 'identity', 'ingest', 'SimulatedEngine']),
+    );
+    expect(loadIn(host, 'kv-dc-relay/native').exports).toEqual(expect.arrayContaining(['blockHashes', 'xxh3', 'addonOrigin']));
+    expect(loadIn(host, 'kv-dc-relay/wire').exports).toEqual(expect.arrayContaining(['encodeMessage', 'decodeMessage', 'WireDecodeError']));
+    // Not an entry point: internals are not importable by path.
+    const internal = spawnSync(process.execPath, ['-e', "require('kv-dc-relay/dist/src/ingest/index.js')"], { cwd: host, encoding: 'utf8' });
+    expect(internal.stderr).toContain('ERR_PACKAGE_PATH_NOT_EXPORTED');
+  }, 60_000);
+
+  // A consumer using each entry point's types; a wrong or missing declaration fails tsc.
+  const CONSUMER = `import { RelayClient, ShardedRelayClient, catalogView, type PoolQueryResult, type RelayClientOptions } from 'kv-dc-relay/client';
+import { startRelay, type RelayProcessOptions, type RunningRelay } from 'kv-dc-relay/server';
+import { EtcdShardAddresses, registerWorker } from 'kv-dc-relay/discovery';
+import { blockHashes, XXH3_SEED } from 'kv-dc-relay/native';
+import { decodeMessage, encodeMessage } from 'kv-dc-relay/wire';
+import * as root from 'kv-dc-relay';
+
+const options: RelayClientOptions = { subscriberId: 'router-a' };
+const client: RelayClient = new RelayClient('relay.dc-b.internal:5561', options);
+const sameClass: typeof root.RelayClient = RelayClient;
+const sharded: typeof ShardedRelayClient = root.ShardedRelayClient;
+const depth = (r: PoolQueryResult): number | null => r.matchedBlocks;
+const start: (o: RelayProcessOptions) => Promise<RunningRelay> = startRelay;
+const seed: bigint = XXH3_SEED;
+export const used = [client, sameClass, sharded, depth, start, seed, catalogView, EtcdShardAddresses, registerWorker, blockHashes, decodeMessage, encodeMessage];
+`;
+
+  // node16 also checks every declaration file the package ships (skipLibCheck off); the other two
+  // check that each subpath resolves to its declarations.
+  test.each([
+    ['node16', { module: 'node16', moduleResolution: 'node16', skipLibCheck: false }],
+    ['bundler', { module: 'esnext', moduleResolution: 'bundler', skipLibCheck: true }],
+    ['node10 (typesVersions)', { module: 'commonjs', moduleResolution: 'node10', skipLibCheck: true }],
+  ])('a TypeScript project type-checks every subpath with moduleResolution %s', (name, resolution) => {
+    const project = path.join(host, `ts-${name.split(' ')[0]}`);
+    fs.mkdirSync(project);
+    fs.writeFileSync(path.join(project, 'index.ts'), CONSUMER);
+    fs.writeFileSync(
+      path.join(project, 'tsconfig.json'),
+      JSON.stringify({
+        compilerOptions: {
+          ...resolution,
+          target: 'ES2022',
+          strict: true,
+          noEmit: true,
+          esModuleInterop: true,
+          types: ['node'],
+          typeRoots: [path.join(ROOT, 'node_modules', '@types')],
+        },
+        files: ['index.ts'],
+      }),
+    );
+    const checked = tsc(['-p', 'tsconfig.json'], project);
+    expect(checked.output).toBe('');
+    expect(checked.status).toBe(0);
+  }, 120_000);
+});
