@@ -106,7 +106,17 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     this.maxReplicaAgeMs = options.maxReplicaAgeMs ?? DEFAULT_MAX_REPLICA_AGE_MS;
     const maxMessageBytes = options.maxMessageBytes ?? DEFAULT_QUEUES.maxMessageBytes;
     const { credentials, channelOptions } = clientChannel(options.tls);
-    this.client = makeClient(address, { credentials, channelOptions: { ...channelOptions, 'grpc.max_receive_message_length': maxMessageBytes } });
+    // The channel's own reconnect backoff (grpc-js: 1 s growing to 120 s) would otherwise decide when a
+    // restarted Relay is dialled again, whatever this client's backoff says.
+    this.client = makeClient(address, {
+      credentials,
+      channelOptions: {
+        ...channelOptions,
+        'grpc.max_receive_message_length': maxMessageBytes,
+        'grpc.initial_reconnect_backoff_ms': this.backoffOptions.initialMs,
+        'grpc.max_reconnect_backoff_ms': this.backoffOptions.maxMs,
+      },
+    });
     this.pools = new PoolReplicas(this.client, this.subscriberId, this.backoffOptions, this.maxReplicaAgeMs, {
       sameConnection: (relay) => this.sameConnection(relay),
       installed: (e) => this.emit('replicaInstalled', e),

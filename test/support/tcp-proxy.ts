@@ -1,14 +1,28 @@
-// A loopback TCP proxy a test can cut: stands in for a network partition between one process and a
-// server (here, one relay shard and etcd) while everything else still reaches the server.
+// A loopback TCP proxy a test can break: stands in for a network fault between one process and a
+// server (a relay shard and etcd, a relay and an engine's publisher) while everything else still
+// reaches the server. Faults: partition (drop every connection, refuse new ones), reset (drop the
+// current connections with a TCP RST, accept new ones), blackhole (connections stay open, bytes are
+// discarded both ways) and delay (every chunk is forwarded after a fixed delay, in order).
 import * as net from 'net';
 
 export class TcpProxy {
   private readonly server = net.createServer((client) => this.accept(client));
   private readonly sockets = new Set<net.Socket>();
   private cut = false;
+  private dropping = false;
+  private delayMs = 0;
   port = 0;
+  /** Connections accepted since start. */
+  accepted = 0;
 
   constructor(private readonly target: { host: string; port: number }) {}
+
+  /** A proxy in front of a `tcp://host:port` endpoint. */
+  static forEndpoint(endpoint: string): TcpProxy {
+    const m = /^(?:tcp:\/\/)?([^:]+):(\d+)$/.exec(endpoint);
+    if (!m) throw new Error(`not a host:port endpoint: ${endpoint}`);
+    return new TcpProxy({ host: m[1], port: Number(m[2]) });
+  }
 
   get endpoint(): string {
     return `127.0.0.1:${this.port}`;
@@ -27,8 +41,26 @@ export class TcpProxy {
     this.sockets.clear();
   }
 
+  /** Resets the current connections (RST, as a middlebox or a peer's crash would); new ones are served. */
+  reset(): void {
+    for (const s of this.sockets) s.resetAndDestroy();
+    this.sockets.clear();
+  }
+
+  /** Keeps the connections open but discards what they carry until restore(). */
+  blackhole(): void {
+    this.dropping = true;
+  }
+
+  /** Forwards every later chunk `ms` after it arrived (0 = at once). */
+  delay(ms: number): void {
+    this.delayMs = ms;
+  }
+
+  /** Ends partition and blackhole (not the delay). */
   restore(): void {
     this.cut = false;
+    this.dropping = false;
   }
 
   async close(): Promise<void> {
@@ -41,6 +73,7 @@ export class TcpProxy {
       client.destroy();
       return;
     }
+    this.accepted += 1;
     const upstream = net.connect(this.target.port, this.target.host);
     for (const s of [client, upstream]) {
       this.sockets.add(s);
@@ -51,7 +84,25 @@ export class TcpProxy {
         upstream.destroy();
       });
     }
-    client.pipe(upstream);
-    upstream.pipe(client);
+    this.forward(client, upstream);
+    this.forward(upstream, client);
+  }
+
+  /** Chunks keep their order: a delayed chunk is queued behind earlier ones. */
+  private forward(from: net.Socket, to: net.Socket): void {
+    let tail = Promise.resolve();
+    from.on('data', (chunk: Buffer) => {
+      if (this.dropping) return;
+      const ms = this.delayMs;
+      if (ms === 0) {
+        tail = tail.then(() => void (to.destroyed || to.write(chunk)));
+        return;
+      }
+      const due = Date.now() + ms;
+      tail = tail.then(() => new Promise<void>((resolve) => setTimeout(() => {
+        if (!to.destroyed) to.write(chunk);
+        resolve();
+      }, Math.max(0, due - Date.now()))));
+    });
   }
 }
