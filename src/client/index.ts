@@ -3,7 +3,7 @@
 export { RelayClient } from './relay-client';
 export { ShardedRelayClient, type ShardAddressSource, type ShardedRelayClientEvents } from './shards';
 export type { RelayClientEvents, RelayClientOptions } from './relay-client';
-export type { PoolFilter, PoolState, ReplicaEvent } from './pool-replicas';
+export type { PoolFilter, PoolReplicaStatus, ReplicaEvent } from './pool-replicas';
 export type { ClientErrorEvent } from './stream-events';
 export type { CatalogPool, CatalogValue } from './catalog-plane';
 export type { ReadinessValue } from './readiness-plane';

@@ -28,7 +28,8 @@ export interface PoolReplicaListener {
 /** Which catalog pools get a replica (default: every pool). */
 export type PoolFilter = (pool: CatalogPool, catalog: CatalogValue) => boolean;
 
-export interface PoolState {
+/** A catalog pool as this client follows it: its subscription stream and its replica, if installed. */
+export interface PoolReplicaStatus {
   pool: CatalogPool;
   stream: StreamState;
   stats: ReplicaStats | null;
@@ -80,7 +81,7 @@ export class PoolReplicas {
     for (const key of [...this.subs.keys()]) this.drop(key, reason, message);
   }
 
-  states(nowMs: number): PoolState[] {
+  states(nowMs: number): PoolReplicaStatus[] {
     return [...this.subs.values()].map((sub) => ({
       pool: sub.pool,
       stream: sub.stream.state,

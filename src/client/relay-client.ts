@@ -28,7 +28,7 @@ import { planeStreamAction } from './error-action';
 import { queryHasher } from './hashing';
 import { applyPoolLoadUpdate, applyServingLoadUpdate, type PoolLoadValue, type ServingLoadValue } from './load-plane';
 import type { Plane } from './plane-error';
-import { PoolReplicas, type PoolFilter, type PoolState, type ReplicaEvent } from './pool-replicas';
+import { PoolReplicas, type PoolFilter, type PoolReplicaStatus, type ReplicaEvent } from './pool-replicas';
 import { runQuery, type QueryRequest, type QueryResult } from './query';
 import { applyReadinessUpdate, type ReadinessValue } from './readiness-plane';
 import { checkRelayInfo } from './relay-info';
@@ -164,7 +164,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   }
 
   /** Every catalog pool with its subscription state and replica statistics. */
-  poolStates(nowMs: number = Date.now()): PoolState[] {
+  poolStates(nowMs: number = Date.now()): PoolReplicaStatus[] {
     return this.pools.states(nowMs);
   }
 

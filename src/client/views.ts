@@ -6,7 +6,7 @@ import { endpointLabel, type CatalogPool, type CatalogValue } from './catalog-pl
 import { relayLabel } from './envelope';
 import type { PoolLoadValue, ServingLoadValue } from './load-plane';
 import type { ReadinessValue } from './readiness-plane';
-import type { PoolState } from './pool-replicas';
+import type { PoolReplicaStatus } from './pool-replicas';
 import type { ClientErrorEvent } from './stream-events';
 import type { PoolQueryResult } from './query';
 
@@ -47,7 +47,7 @@ export function catalogView(catalog: CatalogValue) {
   };
 }
 
-export function replicaView(state: PoolState) {
+export function replicaView(state: PoolReplicaStatus) {
   return {
     endpoint: endpointLabel(state.pool.descriptor),
     layoutGeneration: state.pool.descriptor.producer!.layoutGeneration.toString(),
