@@ -2,6 +2,7 @@
 // positional array or a map, events as tagged arrays (legacy) or tagged maps (vLLM PR #42892).
 // Only primary-tier events of the main attention group survive; the rest are counted as ignored.
 import { Unpackr } from 'msgpackr';
+import { MAX_U32 } from '../config/limits';
 import { DecodeError } from './errors';
 import { engineHashToU64 } from './hash';
 import type { EngineKvEvent } from './types';
@@ -37,7 +38,6 @@ const MAIN_ATTENTION_KINDS = new Set(['full_attention', 'mla_attention', 'sink_f
 const NON_PRIMARY_MEDIA = new Set([
   'CPU', 'CPU_PINNED', 'CPU_TIER1', 'CPU_TIER2', 'DISK', 'NVME', 'STORAGE', 'EXTERNAL', 'NETWORK', 'REMOTE', 'SHARED',
 ]);
-const MAX_U32 = 0xffff_ffff;
 const MM_IDENTIFIER = /^[0-9a-fA-F]{64}$/;
 
 type Fields = Record<string, unknown>;

@@ -2,11 +2,12 @@
 // [topic, seq (8 bytes big-endian), payload]; replay replies come after the ROUTER's empty
 // delimiter as [seq, payload] (before vLLM PR #45177, and SGLang) or [topic, seq, payload] (after),
 // ending with seq = END_SEQ.
+import { MAX_U64 } from '../config/limits';
 import { DecodeError } from './errors';
 
 export const SEQUENCE_BYTES = 8;
 /** (-1).to_bytes(8, "big", signed=True). */
-export const END_SEQ = 0xffff_ffff_ffff_ffffn;
+export const END_SEQ = MAX_U64;
 
 export interface LiveMessage {
   topic: string;

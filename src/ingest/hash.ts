@@ -1,7 +1,6 @@
 // Engine block hashes arrive as msgpack uint64, int64 or bytes (engine-inputs.md §1.3, §6 rec. 1).
+import { MAX_U64 } from '../config/limits';
 import { DecodeError } from './errors';
-
-const U64_MASK = (1n << 64n) - 1n;
 
 /**
  * Folds an engine hash to u64: integers by two's complement (an i64 and its u64 are the same
@@ -10,12 +9,12 @@ const U64_MASK = (1n << 64n) - 1n;
  */
 export function engineHashToU64(value: unknown, field: string): bigint {
   if (typeof value === 'bigint') {
-    if (value < -(1n << 63n) || value > U64_MASK) throw new DecodeError(`${field}: out of 64-bit range`);
-    return value & U64_MASK;
+    if (value < -(1n << 63n) || value > MAX_U64) throw new DecodeError(`${field}: out of 64-bit range`);
+    return value & MAX_U64;
   }
   if (typeof value === 'number') {
     if (!Number.isSafeInteger(value)) throw new DecodeError(`${field}: not an integer`);
-    return BigInt(value) & U64_MASK;
+    return BigInt(value) & MAX_U64;
   }
   if (value instanceof Uint8Array) {
     if (value.length === 0) throw new DecodeError(`${field}: empty bytes`);

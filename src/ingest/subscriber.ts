@@ -14,6 +14,7 @@ import {
   INGEST_REPLAY_IDLE_TIMEOUT_MS,
   INGEST_REPLAY_MAX_BUFFERED,
 } from '../config/defaults';
+import { MAX_U64 } from '../config/limits';
 import { decodeBatchPayload } from './decode';
 import { rankEndpoint } from './endpoints';
 import { parseLiveMessage } from './frames';
@@ -348,7 +349,7 @@ class RankSubscription {
 }
 
 function validateConfig(c: KvEventEndpointConfig): void {
-  if (typeof c.workerId !== 'bigint' || c.workerId < 0n || c.workerId >= 1n << 64n) throw new TypeError('workerId must be a u64 bigint');
+  if (typeof c.workerId !== 'bigint' || c.workerId < 0n || c.workerId > MAX_U64) throw new TypeError('workerId must be a u64 bigint');
   if (!Number.isInteger(c.dpSize) || c.dpSize < 1) throw new RangeError('dpSize must be a positive integer');
   if (!Number.isInteger(c.dpStartRank) || c.dpStartRank < 0) throw new RangeError('dpStartRank must be a non-negative integer');
   if (typeof c.topic !== 'string') throw new TypeError('topic must be a string');

@@ -3,10 +3,10 @@
 // number) and turns absent message / proto3-optional fields into `undefined`. Converters are built
 // once per message type from the loaded descriptor.
 import * as protobuf from 'protobufjs';
+import { MAX_U32, MAX_U64 } from '../config/limits';
 import { relayType } from './proto';
 import type { WireMessageName, WireMessages } from './types';
 
-const U64_MAX = (1n << 64n) - 1n;
 const LONG_TYPES = new Set(['uint64', 'fixed64']);
 const U32_TYPES = new Set(['uint32', 'fixed32']);
 
@@ -40,7 +40,7 @@ function bigIntToLong(value: unknown, field: string): LongBitsLike {
   if (typeof value === 'bigint') v = value;
   else if (typeof value === 'number' && Number.isSafeInteger(value)) v = BigInt(value);
   else throw new TypeError(`${field} must be a bigint`);
-  if (v < 0n || v > U64_MAX) throw new RangeError(`${field} out of u64 range: ${v}`);
+  if (v < 0n || v > MAX_U64) throw new RangeError(`${field} out of u64 range: ${v}`);
   return { low: Number(v & 0xffffffffn) | 0, high: Number(v >> 32n) | 0, unsigned: true };
 }
 
@@ -129,7 +129,7 @@ function fromWire(type: protobuf.Type, msg: Record<string, unknown>): Record<str
 
 function checkU32(v: unknown, field: string): number {
   if (typeof v !== 'number' || !Number.isInteger(v)) throw new TypeError(`${field} must be an integer`);
-  if (v < 0 || v > 0xffffffff) throw new RangeError(`${field} out of u32 range: ${v}`);
+  if (v < 0 || v > MAX_U32) throw new RangeError(`${field} out of u32 range: ${v}`);
   return v;
 }
 

@@ -1,6 +1,7 @@
 // Identity and catalog-descriptor validators, in the reference check order
 // (identity-topology-load.md §2.1). `check*` throw a WireViolation (for composing validators);
 // `validate*` return a WireValidation.
+import { MAX_U64 } from '../config/limits';
 import {
   CKF_FINGERPRINT_BITS,
   CKF_FORMAT_VERSION,
@@ -25,8 +26,6 @@ import type {
   ProducerIdentity,
 } from './types';
 import { checked, fail, type WireValidation } from './validation';
-
-const U64_MAX = (1n << 64n) - 1n;
 
 function hex32(v: number): string {
   return `0x${(v >>> 0).toString(16).padStart(8, '0')}`;
@@ -93,7 +92,7 @@ export function checkCkfFormat(format: CkfFormat): void {
   }
   const buckets = format.bucketCount;
   // A u64 always fits a 64-bit usize; only a value outside u64 (a hand-built object) overflows.
-  if (buckets < 0n || buckets > U64_MAX) fail('BucketCountOverflow', 'CKF bucket count does not fit this platform', { value: buckets });
+  if (buckets < 0n || buckets > MAX_U64) fail('BucketCountOverflow', 'CKF bucket count does not fit this platform', { value: buckets });
   if (buckets > MAX_BUCKET_COUNT) {
     fail('BucketCountTooLarge', `CKF bucket count ${buckets} exceeds the supported maximum ${MAX_BUCKET_COUNT}`, {
       value: buckets,
