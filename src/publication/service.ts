@@ -199,7 +199,8 @@ export class Publication {
       poolHeartbeatsTotal: this.counters.poolHeartbeatsTotal,
       loadUpdatesTotal: this.counters.loadUpdatesTotal,
       requestedHubs: this.hubs.size,
-      initializedHubs: this.hubs.size,
+      // Initializing a hub is adopting its first image, after which it stays ready until it ends.
+      initializedHubs: this.hubs.readyCount,
       readyHubs: this.hubs.readyCount,
       idleHubs: this.hubs.idleCount,
     };

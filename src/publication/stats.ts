@@ -14,10 +14,11 @@ export interface PublicationStats {
   poolHeartbeatsTotal: number;
   loadUpdatesTotal: number;
   /**
-   * Hubs by stage. A hub exists from its generation's first subscribe and counts against the
-   * initialized-hub limit from then on, so requested and initialized are the same set here (the
-   * hub keeps no mirror to initialize separately); ready hubs hold a contiguous image; idle ones
-   * are ready hubs without subscribers.
+   * Hubs by stage. Requested: created by a generation's first subscribe and not ended (each counts
+   * against the initialized-hub limit from then on), including those still taking their first
+   * image. Initialized: those that adopted it. Ready: holding a contiguous image — the same set as
+   * initialized here, since a hub keeps its image contiguous (or ends) once it has one. Idle: ready
+   * hubs without subscribers, admissions or snapshot work.
    */
   requestedHubs: number;
   initializedHubs: number;

@@ -65,6 +65,28 @@ test('counters: subscribers per stream, limit rejections by scope, heartbeats, l
   await waitFor(() => relay!.server.stats().subscribers.pool === 0 && relay!.server.stats().idleHubs === 1, 'the pool subscriber gone and its hub idle');
 });
 
+test('hub counters: a hub still taking its first image is requested but not yet initialized or ready', async () => {
+  relay = await startTestRelay();
+  const producer = testProducer();
+  const feed = relay.source.attachPool(producer);
+  const attach = feed.attach.bind(feed);
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let attaching = false;
+  feed.attach = async (listener) => {
+    attaching = true;
+    await released;
+    return attach(listener);
+  };
+  const pool = new StreamReader<FilterUpdate>(relay.client.subscribeKvPool({ ...subscriber(), expectedProducer: producer }));
+  await waitFor(() => attaching, 'the hub taking its first image');
+  expect(relay.server.stats()).toMatchObject({ requestedHubs: 1, initializedHubs: 0, readyHubs: 0, idleHubs: 0 });
+  release();
+  expect((await pool.next()).kind).toBe(FilterUpdateKind.SNAPSHOT_CHUNK);
+  expect(relay.server.stats()).toMatchObject({ requestedHubs: 1, initializedHubs: 1, readyHubs: 1, idleHubs: 0 });
+  pool.cancel();
+});
+
 test('a catalog that cannot be encoded ends that stream with INTERNAL and the relay keeps serving', async () => {
   relay = await startTestRelay();
   const bad = testProducer();
