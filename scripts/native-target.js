@@ -8,6 +8,12 @@ const ADDON_FILE = 'kv_dc_relay.node';
 // Vector-only and bench-only entry points (native/testing/): built beside the addon, never packaged.
 const TESTING_ADDON_FILE = 'kv_dc_relay_testing.node';
 
+// The from-source build directory: build/, or the one KV_DC_RELAY_BUILD_DIR names (relative to the
+// package root), so `npm run test:asan` loads the sanitizer build in build-asan/.
+function buildDir(root) {
+  return path.join(root, process.env.KV_DC_RELAY_BUILD_DIR || 'build');
+}
+
 function prebuildDir(root, platform = process.platform, arch = process.arch) {
   return path.join(root, 'prebuilds', `${platform}-${arch}`);
 }
@@ -35,8 +41,8 @@ module.exports = {
   runPackageBin,
   compileAddon,
   ADDON_FILE,
-  localBuildPath: (root) => path.join(root, 'build', 'Release', ADDON_FILE),
-  testingBuildPath: (root) => path.join(root, 'build', 'Release', TESTING_ADDON_FILE),
+  localBuildPath: (root) => path.join(buildDir(root), 'Release', ADDON_FILE),
+  testingBuildPath: (root) => path.join(buildDir(root), 'Release', TESTING_ADDON_FILE),
   prebuildPath: (root, platform, arch) => path.join(prebuildDir(root, platform, arch), ADDON_FILE),
   prebuildDir,
 };
