@@ -16,6 +16,12 @@ if (!fs.existsSync(addonPath)) {
   console.error(`test:asan: ${addonPath} is missing; run \`npm run build:asan\` first`);
   process.exit(1);
 }
+// A build without the sanitizers (say, configured before KVRELAY_SANITIZE) would pass for nothing.
+const needed = spawnSync('ldd', [addonPath], { encoding: 'utf8' }).stdout || '';
+if (!/libasan/.test(needed)) {
+  console.error(`test:asan: ${addonPath} is not linked against libasan; rebuild with \`npm run build:asan\``);
+  process.exit(1);
+}
 const libasan = execFileSync('gcc', ['-print-file-name=libasan.so'], { encoding: 'utf8' }).trim();
 if (!path.isAbsolute(libasan) || !fs.existsSync(libasan)) {
   console.error(`test:asan: gcc does not know libasan.so (got "${libasan}"); install gcc's sanitizer runtime`);
