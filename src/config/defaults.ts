@@ -187,8 +187,10 @@ export const QUERY_WAIT_MS = 10_000;
 // --- Engine KV-event ingest (engine-inputs.md §1.1–§1.2) ---
 /** A replay that stays silent this long is abandoned (vLLM's gRPC bridge uses 5 s). */
 export const INGEST_REPLAY_IDLE_TIMEOUT_MS = 5_000;
-/** Live messages held back while a replay runs; beyond this the replay is abandoned. */
+/** Live messages held back while a replay runs and until they are drained; beyond this the replay is abandoned or the backlog dropped. */
 export const INGEST_REPLAY_MAX_BUFFERED = 100_000;
+/** The same bound in payload bytes, per rank (a reset when the backlog behind a replay outgrows it). */
+export const INGEST_REPLAY_MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
 /**
  * Largest engine message (all frames) the SUB and replay DEALER accept; libzmq drops the connection of
  * a peer that sends more, before buffering it. A vLLM batch is tens of KiB (a 128 k-token prefill is

@@ -1,5 +1,8 @@
 // Ordering of one engine publisher (one data-parallel rank): contiguous sequences, replay on first
 // connect and on gaps, resets when history is lost (relay-config.md "Details"; engine-inputs.md §6).
+// Messages held back (behind a replay, then while draining) are bounded in count and bytes: a replay
+// whose held-back messages overflow is abandoned; a backlog that overflows is dropped and the source
+// reset ('overflow'), the stream continuing from the next live message.
 // Transport-free: the subscriber feeds it socket events and supplies the replay client.
 import type { ResetReason } from './types';
 
@@ -13,6 +16,8 @@ export interface StreamHooks {
   /** The sink must forget this publisher's blocks. */
   reset(reason: ResetReason): void;
   gap(): void;
+  /** Held-back messages overflowed the bounds and were dropped (a reset follows). */
+  overflow(): void;
   /** Ask the engine to replay from `from`; null when the engine has no replay endpoint. */
   startReplay(from: bigint, stream: RankStream): ReplayHandle | null;
   /** Runs `fn` on a later event-loop turn (held-back messages are drained a chunk per turn). */
@@ -20,8 +25,10 @@ export interface StreamHooks {
 }
 
 export interface StreamLimits {
-  /** Live messages held back during a replay; beyond this the replay is abandoned. */
+  /** Live messages held back (during a replay and after it); beyond this the replay is abandoned or the backlog dropped. */
   maxBufferedDuringReplay: number;
+  /** The same bound on their payload bytes. */
+  maxBufferedBytes: number;
   /** Held-back messages handled per event-loop turn once a replay ends. */
   messagesPerTurn: number;
 }
@@ -55,6 +62,8 @@ export class RankStream {
   /** Messages held back by a replay that ended, handled before any newer live message. */
   private backlog: Held[] = [];
   private backlogHead = 0;
+  /** Payload bytes of the messages held back (replay buffer and backlog). */
+  private heldBytes = 0;
   private drainScheduled = false;
   /** After close nothing reaches the sink, even a message the socket had already handed over. */
   private closed = false;
@@ -90,15 +99,29 @@ export class RankStream {
       // One connection's live stream went backwards: vLLM's sequence restarts at 0 with the process.
       this.dropPending();
       this.forget('restart');
-      if (this.beginReplay(0n, [held(sequence, payload, true, false)])) return;
+      if (this.beginReplay(0n, [held(sequence, payload, true, false)])) return void (this.heldBytes += payload.length);
       return this.deliver(sequence, payload);
     }
     if (this.replay) {
       this.replay.buffered.push(held(sequence, payload, true, false));
-      if (this.replay.buffered.length > this.limits.maxBufferedDuringReplay) this.replayEnded(this.replay.handle, false);
+      this.heldBytes += payload.length;
+      if (this.replay.buffered.length > this.limits.maxBufferedDuringReplay || this.heldBytes > this.limits.maxBufferedBytes) {
+        this.replayEnded(this.replay.handle, false);
+      }
       return;
     }
-    if (this.hasBacklog()) return void this.backlog.push(held(sequence, payload, false, false));
+    if (this.hasBacklog()) {
+      const count = this.backlog.length - this.backlogHead;
+      if (count < this.limits.maxBufferedDuringReplay && this.heldBytes + payload.length <= this.limits.maxBufferedBytes) {
+        this.backlog.push(held(sequence, payload, false, false));
+        this.heldBytes += payload.length;
+        return;
+      }
+      // Ingest stays behind the engine: what is held back goes, the stream restarts here.
+      this.hooks.overflow();
+      this.dropPending();
+      this.forget('overflow');
+    }
     this.accept(sequence, payload, true, false);
   }
 
@@ -156,6 +179,7 @@ export class RankStream {
     this.drainScheduled = false;
     for (let n = 0; n < this.limits.messagesPerTurn && this.hasBacklog() && !this.closed; n++) {
       const msg = this.backlog[this.backlogHead++];
+      this.heldBytes -= msg.payload.length;
       this.accept(msg.sequence, msg.payload, !msg.afterReplay, msg.gapCounted);
       if (this.replay) {
         // A newer live message started another replay: the rest waits behind it.
@@ -180,7 +204,7 @@ export class RankStream {
     // Already delivered by a replay, which can overtake the live connection.
     if (sequence <= last) return;
     if (!gapCounted) this.hooks.gap();
-    if (mayReplay && this.beginReplay(last + 1n, [held(sequence, payload, true, true)])) return;
+    if (mayReplay && this.beginReplay(last + 1n, [held(sequence, payload, true, true)])) return void (this.heldBytes += payload.length);
     this.forget('gap');
     this.deliver(sequence, payload);
   }
@@ -215,6 +239,7 @@ export class RankStream {
     this.replay = null;
     this.backlog = [];
     this.backlogHead = 0;
+    this.heldBytes = 0;
   }
 }
 

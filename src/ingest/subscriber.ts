@@ -13,6 +13,7 @@ import {
   INGEST_REDIAL_MS,
   INGEST_REPLAY_IDLE_TIMEOUT_MS,
   INGEST_REPLAY_MAX_BUFFERED,
+  INGEST_REPLAY_MAX_BUFFERED_BYTES,
 } from '../config/defaults';
 import { MAX_U64 } from '../config/limits';
 import { decodeBatchPayload } from './decode';
@@ -31,6 +32,8 @@ export interface SubscriberOptions {
   logger?: IngestLogger;
   replayIdleTimeoutMs?: number;
   maxBufferedDuringReplay?: number;
+  /** Bytes of those messages (default INGEST_REPLAY_MAX_BUFFERED_BYTES). */
+  maxBufferedBytes?: number;
   /** Largest message a publisher or replay may send (default INGEST_MAX_MESSAGE_BYTES). */
   maxMessageBytes?: number;
 }
@@ -48,7 +51,8 @@ export class KvEventSubscriber {
   constructor(
     readonly config: KvEventEndpointConfig,
     private readonly sink: IngestSink,
-    private readonly options: SubscriberOptions = {},
+    /** @internal */
+    readonly options: SubscriberOptions = {},
   ) {
     validateConfig(config);
     this.log = new ThrottledLogger(options.logger ?? stderrLogger, INGEST_LOG_MAX_PER_WINDOW, INGEST_LOG_WINDOW_MS);
@@ -96,7 +100,7 @@ export class KvEventSubscriber {
     const key = `${source.workerId}:${source.dpRank}`;
     let s = this.counters.get(key);
     if (!s) {
-      s = { source, events: 0, blocks: 0, malformed: 0, rejectedRanks: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, connections: 0, lastSequence: null };
+      s = { source, events: 0, blocks: 0, malformed: 0, rejectedRanks: 0, overflows: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, connections: 0, lastSequence: null };
       this.counters.set(key, s);
     }
     return s;
@@ -141,10 +145,6 @@ export class KvEventSubscriber {
     return this.options.maxMessageBytes ?? INGEST_MAX_MESSAGE_BYTES;
   }
 
-  /** @internal */
-  get maxBufferedDuringReplay(): number {
-    return this.options.maxBufferedDuringReplay ?? INGEST_REPLAY_MAX_BUFFERED;
-  }
 }
 
 /** One rank: its socket, its ordering state and the sources its batches named since the last reset. */
@@ -175,10 +175,17 @@ class RankSubscription {
         gap: () => {
           owner.counter(this.source).gaps += 1;
         },
+        overflow: () => {
+          owner.counter(this.source).overflows += 1;
+        },
         startReplay: (from) => this.startReplay(from),
         later: (fn) => setImmediate(fn),
       },
-      { maxBufferedDuringReplay: owner.maxBufferedDuringReplay, messagesPerTurn: INGEST_MESSAGES_PER_TURN },
+      {
+        maxBufferedDuringReplay: owner.options.maxBufferedDuringReplay ?? INGEST_REPLAY_MAX_BUFFERED,
+        maxBufferedBytes: owner.options.maxBufferedBytes ?? INGEST_REPLAY_MAX_BUFFERED_BYTES,
+        messagesPerTurn: INGEST_MESSAGES_PER_TURN,
+      },
     );
   }
 

@@ -41,7 +41,8 @@ export interface EngineEventBatch {
   events: EngineKvEvent[];
 }
 
-export type ResetReason = 'gap' | 'restart' | 'disconnect';
+/** overflow: messages held back behind a replay outgrew their bounds and were dropped. */
+export type ResetReason = 'gap' | 'restart' | 'disconnect' | 'overflow';
 
 /** Implemented by the producer. Calls are synchronous and in order per source. */
 export interface IngestSink {
@@ -68,6 +69,8 @@ export interface IngestCounters {
   malformed: number;
   /** Messages dropped because their batch named a dp rank outside the worker's ranks. */
   rejectedRanks: number;
+  /** Times the held-back messages outgrew their bounds and were dropped (each resets the source). */
+  overflows: number;
   /** Sequence gaps detected. */
   gaps: number;
   /** Replay requests sent. */

@@ -1,6 +1,8 @@
 // RankStream interleavings that sockets make hard to force: replay overtaking live traffic,
 // restarts during a replay, overflow, chunked draining and gaps found while draining.
-import { RankStream, type ReplayHandle } from '../../src/ingest/stream';
+import { RankStream, type ReplayHandle, type StreamLimits } from '../../src/ingest/stream';
+
+const LIMITS: StreamLimits = { maxBufferedDuringReplay: 100, maxBufferedBytes: 1 << 20, messagesPerTurn: 100 };
 
 class Driver {
   readonly log: string[] = [];
@@ -9,12 +11,13 @@ class Driver {
   replayEndpoint = true;
   readonly stream: RankStream;
 
-  constructor(limits = { maxBufferedDuringReplay: 100, messagesPerTurn: 100 }) {
+  constructor(limits: Partial<StreamLimits> = {}) {
     this.stream = new RankStream(
       {
         deliver: (seq) => this.log.push(`d${seq}`),
         reset: (reason) => this.log.push(`reset:${reason}`),
         gap: () => this.log.push('gap'),
+        overflow: () => this.log.push('overflow'),
         startReplay: (from) => {
           if (!this.replayEndpoint) return null;
           const entry = { from, cancelled: false, handle: { cancel: () => void (entry.cancelled = true) } };
@@ -24,7 +27,7 @@ class Driver {
         },
         later: (fn) => this.later.push(fn),
       },
-      limits,
+      { ...LIMITS, ...limits },
     );
   }
 
@@ -34,6 +37,11 @@ class Driver {
 
   live(...seqs: number[]): void {
     for (const s of seqs) this.stream.live(BigInt(s), Buffer.alloc(0));
+  }
+
+  /** Live messages with payloads of `bytes` bytes. */
+  liveSized(bytes: number, ...seqs: number[]): void {
+    for (const s of seqs) this.stream.live(BigInt(s), Buffer.alloc(bytes));
   }
 
   replayed(...seqs: number[]): void {
@@ -83,6 +91,41 @@ it('too many held-back messages abandon the replay; the rest of the stream goes 
   expect(d.replays[0].cancelled).toBe(true);
   d.replayed(0); // late reply to the abandoned replay: ignored
   expect(d.log).toEqual(['replay:0', 'd5', 'd6', 'd7', 'd8']);
+});
+
+it('held-back bytes over the bound abandon the replay too', () => {
+  const d = new Driver({ maxBufferedBytes: 250 });
+  d.stream.connected();
+  d.liveSized(100, 5, 6);
+  expect(d.replays[0].cancelled).toBe(false);
+  d.liveSized(100, 7); // 300 bytes held
+  expect(d.replays[0].cancelled).toBe(true);
+  expect(d.log).toEqual(['replay:0', 'd5', 'd6', 'd7']);
+});
+
+it('a backlog behind a finished replay that outgrows its count bound is dropped and the source reset', () => {
+  const d = new Driver({ maxBufferedDuringReplay: 3, messagesPerTurn: 1 });
+  d.stream.connected();
+  d.live(0, 1, 2);
+  d.stream.replayEnded(d.replay, true); // d0 now, 1 and 2 wait for later turns
+  d.live(3); // 3 held
+  d.live(4); // a 4th: overflow
+  expect(d.log).toEqual(['replay:0', 'd0', 'overflow', 'reset:overflow', 'd4']);
+  d.runLater();
+  d.live(5);
+  expect(d.log.slice(5)).toEqual(['d5']);
+});
+
+it('a backlog that outgrows its byte bound is dropped and the source reset', () => {
+  const d = new Driver({ maxBufferedBytes: 250, messagesPerTurn: 1 });
+  d.stream.connected();
+  d.liveSized(100, 0, 1);
+  d.stream.replayEnded(d.replay, true); // d0; 100 bytes still held
+  d.liveSized(100, 2); // 200 held
+  d.liveSized(100, 3); // 300 would be held: overflow
+  expect(d.log).toEqual(['replay:0', 'd0', 'overflow', 'reset:overflow', 'd3']);
+  d.runLater();
+  expect(d.log).toHaveLength(5);
 });
 
 it('drains held-back messages a chunk per turn, newer live messages queue behind them', () => {
