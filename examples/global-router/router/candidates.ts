@@ -1,6 +1,6 @@
 // One DC's answer for a request → the pools the router may choose (Candidates) and why the others
 // were skipped. Pure: query() already joined catalog, replica, readiness and load per pool.
-import type { PoolQueryResult, QueryResult, ReadinessName } from '../../../src';
+import type { PoolQueryResult, QueryResult, ReadinessName } from 'kv-dc-relay/client';
 
 export interface Candidate {
   dc: string;

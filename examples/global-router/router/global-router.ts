@@ -2,7 +2,7 @@
 // from the DC's own replica (query(): prefix depth, readiness, load) and the policy picks one.
 // Routing never waits on the network: it reads the replicas the clients keep up to date.
 import { EventEmitter } from 'events';
-import { RelayClient, type ClientErrorEvent, type RelayClientOptions, type ReplicaEvent } from '../../../src';
+import { RelayClient, type ClientErrorEvent, type RelayClientOptions, type ReplicaEvent } from 'kv-dc-relay/client';
 import { dcCandidates, type Candidate, type Skipped } from './candidates';
 import { DEFAULT_INVALID_REPLICA_HOLD_MS, DEFAULT_POOL_CAPACITY } from './defaults';
 import { kvAware, type Policy } from './policies';

@@ -8,7 +8,8 @@
 // the resulting running/waiting requests and KV usage, which the relay scrapes as pool load.
 import * as fs from 'fs';
 import * as path from 'path';
-import { silentLogger, SimulatedEngine, startRelay, type RunningRelay } from '../../../src';
+import { SimulatedEngine } from 'kv-dc-relay';
+import { silentLogger, startRelay, type RunningRelay } from 'kv-dc-relay/server';
 import type { ClusterOptions } from './options';
 import type { SimRequest } from './workload';
 
