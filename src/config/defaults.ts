@@ -6,6 +6,20 @@
 // --- CBI1 bound the hub enforces (hashing-ckf-cbi1.md §3.1): a bigger publication is re-snapshotted ---
 export const MAX_DELTA_IMAGES = 349_525;
 
+// --- Adaptive publication pacing (src/publication/pacing.ts) ---
+/** A hub asks for longer slices while its fullest subscriber queue is at least this full (2 of 16 frames). */
+export const PACING_STRETCH_OCCUPANCY = 0.125;
+/** Largest factor the configured publication threshold and delay are stretched by. */
+export const PACING_MAX_STRETCH = 1024;
+/** A stretched slice never waits longer than this for its delay... */
+export const PACING_MAX_SLICE_MS = 1_000;
+/**
+ * ...nor takes in more blocks than this: a quarter of the images of one delta frame, so the delta
+ * (about one bucket image per block, a few more after cuckoo relocations) stays within the 4 MiB
+ * frame bound instead of turning into a re-snapshot.
+ */
+export const PACING_MAX_SLICE_BLOCKS = Math.floor(MAX_DELTA_IMAGES / 4);
+
 // --- Internal constants (wire-contract.md §8.2; not configurable) ---
 /** Deltas a hub remembers so a new subscriber can share a recent snapshot encoding. */
 export const DEFAULT_PUBLICATION_CAPACITY = 64;

@@ -18,6 +18,8 @@ export interface PoolMetrics {
   unknownRemovals: number;
   /** Batches dropped on a full actor mailbox (their source was reset). */
   mailboxOverflows: number;
+  /** Current publication delay: the configured one, stretched by pacing under load (a gauge). */
+  publicationSliceMs: number;
 }
 
 export interface ProducerMetrics {
@@ -133,6 +135,7 @@ export function createRelayMetrics(providers: MetricsProviders): Registry {
   counter('kv_dc_relay_pool_capacity_failures_total', 'Blocks omitted from the CKF at capacity', ['pool'], pool('capacityFailures'));
   counter('kv_dc_relay_pool_parent_not_found_total', 'Stores whose parent block was unknown', ['pool'], pool('parentNotFound'));
   counter('kv_dc_relay_pool_unknown_removals_total', 'Removals of unknown blocks', ['pool'], pool('unknownRemovals'));
+  gauge('kv_dc_relay_pool_publication_slice_ms', 'Current publication delay of a pool; pacing stretches it (and the event threshold alike) while subscriber queues fill', ['pool'], pool('publicationSliceMs'));
   counter('kv_dc_relay_pool_mailbox_overflows_total', 'Engine batches dropped on a full pool mailbox (the source is reset)', ['pool'], pool('mailboxOverflows'));
   const tls = providers.tls;
   if (tls) {

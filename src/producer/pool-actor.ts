@@ -5,7 +5,9 @@
 // with an apply). After each applied slice the publication window is checked: reaching
 // `publicationThreshold` pending events publishes a delta at once; the first pending event of a
 // window arms a one-shot `publicationDelayMs` timer that flushes whatever is pending.
-// Publishing without a listener drops the delta and does not advance the sequence.
+// Publishing without a listener drops the delta and does not advance the sequence. The listener
+// may stretch the slice (threshold and delay) under load (publication/pacing.ts), within a delay
+// of PACING_MAX_SLICE_MS and PACING_MAX_SLICE_BLOCKS blocks per delta.
 //
 // The mailbox (batches accepted but not yet applied) is bounded in batches and in blocks
 // (wire-contract.md §8.2): a batch that does not fit is dropped and its source reset, as on a gap
@@ -19,6 +21,8 @@ import {
   INGEST_LOG_MAX_PER_WINDOW,
   INGEST_LOG_WINDOW_MS,
   MAX_DELTA_IMAGES,
+  PACING_MAX_SLICE_BLOCKS,
+  PACING_MAX_SLICE_MS,
   PENDING_BLOCK_PERMITS,
 } from '../config/defaults';
 import { ThrottledLogger } from '../ingest/throttle';
@@ -90,8 +94,12 @@ export class PoolActor implements PoolFeed {
   /** Sources reset with no batch accepted since: another reset would clear nothing. */
   private readonly resetQueued = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
+  /** The listener's pacing request: the configured slice times this. */
+  private stretch = 1;
+  /** Blocks of the events applied since the last drain. */
+  private pendingBlocks = 0;
   private ended: 'retired' | 'fenced' | undefined;
-  private readonly counters: Omit<PoolMetrics, 'pool'> = {
+  private readonly counters: Omit<PoolMetrics, 'pool' | 'publicationSliceMs'> = {
     eventsApplied: 0,
     eventsDroppedBlockSize: 0,
     eventErrors: 0,
@@ -213,7 +221,21 @@ export class PoolActor implements PoolFeed {
   }
 
   metrics(): PoolMetrics {
-    return { pool: this.options.key, ...this.counters };
+    return { pool: this.options.key, ...this.counters, publicationSliceMs: this.sliceDelayMs() };
+  }
+
+  pace(stretch: number): void {
+    if (!Number.isInteger(stretch) || stretch < 1) throw new RangeError(`publication stretch must be a positive integer, got ${stretch}`);
+    this.stretch = stretch;
+  }
+
+  private sliceThreshold(): number {
+    return this.options.publicationThreshold * this.stretch;
+  }
+
+  private sliceDelayMs(): number {
+    if (this.stretch === 1) return this.options.publicationDelayMs;
+    return Math.max(this.options.publicationDelayMs, Math.min(this.options.publicationDelayMs * this.stretch, PACING_MAX_SLICE_MS));
   }
 
   private enqueue(command: () => void | Promise<void>): void {
@@ -226,16 +248,17 @@ export class PoolActor implements PoolFeed {
     // publicationThreshold events, as when the reference checks after every command.
     let i = 0;
     while (i < events.length && !this.ended) {
-      const room = Math.max(1, this.options.publicationThreshold - this.state.pendingEvents);
+      const room = Math.max(1, this.sliceThreshold() - this.state.pendingEvents);
       const slice = events.slice(i, i + room);
       i += slice.length;
+      for (const e of slice) if (e.kind !== 'cleared') this.pendingBlocks += e.blockHashes.length;
       const result = offLoop(slice) ? await this.state.applyAsync(slice) : this.state.apply(slice);
       this.account(slice, result);
       if (result.outcomes.includes('IndexerInvariantViolation')) {
         this.fence('IndexerInvariantViolation');
         return;
       }
-      if (this.state.pendingEvents >= this.options.publicationThreshold) this.flush();
+      if (this.state.pendingEvents >= this.sliceThreshold() || this.pendingBlocks >= PACING_MAX_SLICE_BLOCKS) this.flush();
       else this.armTimer();
     }
   }
@@ -265,7 +288,7 @@ export class PoolActor implements PoolFeed {
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.enqueue(() => this.flush());
-    }, this.options.publicationDelayMs);
+    }, this.sliceDelayMs());
   }
 
   /** Drains the window and publishes it (or drops it without a listener). */
@@ -275,6 +298,7 @@ export class PoolActor implements PoolFeed {
       this.timer = undefined;
     }
     const batch = this.state.drain();
+    this.pendingBlocks = 0;
     if (!batch || this.ended) return;
     const listener = this.listener;
     if (!listener) {

@@ -13,6 +13,7 @@ import type { RelayIdentity } from '../wire/types';
 import { SharedFrame } from './frames';
 import type { QueuedPermits } from './permits';
 import type { PublicationCounters } from './stats';
+import { nextStretch } from './pacing';
 import { encodeSnapshotFrames } from './snapshot';
 import type { DeltaFrame, PoolFeed, PoolImage, PoolListener } from './source';
 
@@ -25,6 +26,8 @@ export interface HubSnapshot {
 /** What a hub needs from its subscribers. */
 export interface HubSubscriber {
   deliver(frame: SharedFrame): void;
+  /** How full its queue is, 0 (empty) to 1 (the next frame may lag it), by frames or bytes. */
+  occupancy(): number;
   end(error?: RelayError): void;
 }
 
@@ -55,6 +58,8 @@ export class PoolHub {
   private snapshot: HubSnapshot | undefined;
   private refreshing: Promise<HubSnapshot> | undefined;
   private readonly subscribers = new Set<HubSubscriber>();
+  /** The slice stretch last asked of the feed. */
+  private stretch = 1;
   private readonly abort = new AbortController();
   private readonly listener: PoolListener;
   /** Subscribe calls in progress; a hub with pending admissions is never evicted. */
@@ -126,6 +131,7 @@ export class PoolHub {
     this.ended = error ?? null;
     this.abort.abort(error ?? new RelayError(RelayErrorReason.PUBLICATION_UNAVAILABLE, 'pool publication stopped'));
     this.feed.detach(this.listener);
+    this.feed.pace?.(1);
     const subscribers = [...this.subscribers];
     this.subscribers.clear();
     this.recent.length = 0;
@@ -235,7 +241,19 @@ export class PoolHub {
     if (this.ready) this.sequence = delta.sequence;
     this.remember(frame);
     if (this.snapshot && !this.canReplayFrom(this.snapshot.sequence)) this.snapshot = undefined;
+    this.pace();
     for (const s of this.subscribers) s.deliver(frame);
+  }
+
+  // Judged before the new delta is handed out: a queue that took everything since the last delta
+  // is empty here, however fast deltas come.
+  private pace(): void {
+    let occupancy = 0;
+    for (const s of this.subscribers) occupancy = Math.max(occupancy, s.occupancy());
+    const stretch = nextStretch(this.stretch, occupancy);
+    if (stretch === this.stretch) return;
+    this.stretch = stretch;
+    this.feed.pace?.(stretch);
   }
 
   // The recent deltas are bounded like a subscriber queue: more could never be replayed anyway.

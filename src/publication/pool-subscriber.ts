@@ -57,6 +57,11 @@ export class PoolSubscriber implements HubSubscriber {
     this.stream.end(error);
   }
 
+  occupancy(): number {
+    const [frames, bytes] = this.live ? [this.stream.frames, this.stream.bytes] : [this.queued.length, this.queuedBytes];
+    return Math.max(frames / this.options.queueCapacity, bytes / this.options.queueBytes);
+  }
+
   /** Sends the snapshot chunks one at a time, then whatever queued behind them; then goes live. */
   async bootstrap(snapshot: HubSnapshot, replay: SharedFrame[]): Promise<void> {
     for (const frame of replay) this.deliver(frame);

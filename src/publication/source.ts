@@ -75,6 +75,11 @@ export interface PoolFeed {
   attach(listener: PoolListener): Promise<PoolImage>;
   /** Ends the lease: deltas are dropped again until the next attach. */
   detach(listener: PoolListener): void;
+  /**
+   * The listener's pacing request: publish slices `stretch` times the configured threshold and
+   * delay (1 = as configured; see publication/pacing.ts). Optional: a feed may ignore it.
+   */
+  pace?(stretch: number): void;
 }
 
 export interface RelaySource {

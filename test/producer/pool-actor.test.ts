@@ -7,7 +7,7 @@ import type { ProducerIdentity } from '../../src/wire/types';
 import { silentLogger } from '../../src/log';
 import { waitFor } from '../support/waitFor';
 import { withStallMonitor } from '../../bench/support/stall';
-import { ACTOR_MAILBOX_CAPACITY, PENDING_BLOCK_PERMITS } from '../../src/config/defaults';
+import { ACTOR_MAILBOX_CAPACITY, PACING_MAX_SLICE_MS, PENDING_BLOCK_PERMITS } from '../../src/config/defaults';
 
 const SEED = 0x5deece66d1b54a33n;
 const BUCKETS = 1024;
@@ -310,4 +310,35 @@ test('detach drops deltas again without advancing; retire tells the listener', a
 
 test('the CBI1 format constants are the ones the producer identity declares', () => {
   expect([CBI1.formatVersion, CBI1.fingerprintBits, CBI1.slotsPerBucket]).toEqual([1, 16, 4]);
+});
+
+test('pacing: a stretched slice publishes stretch x threshold events per delta, contiguously; 1 restores it', async () => {
+  const a = actor(4, 10_000);
+  const rec = new Recorder();
+  const image = await a.attach(rec);
+  const events = (from: number, n: number) => Array.from({ length: n }, (_, i) => stored([BigInt(from + i)], tokens(4, 4 * (from + i))));
+  a.pace(8);
+  expect(a.metrics().publicationSliceMs).toBe(10_000); // a configured delay above the cap is kept, never shortened
+  a.batch(batch(events(0, 70)));
+  await a.idle();
+  expect(rec.deltas).toHaveLength(2); // 32 + 32 events; 6 pending
+  a.pace(1);
+  a.batch(batch(events(70, 6)));
+  await a.idle();
+  // The 6 pending plus 1 pass the restored threshold at once (7 events), then 4, and 1 stays pending.
+  expect(rec.deltas).toHaveLength(4);
+  expect(rec.deltas.map((d) => [d.baseSequence, d.sequence])).toEqual([[0n, 1n], [1n, 2n], [2n, 3n], [3n, 4n]]);
+  expect(rec.decoded().map((d) => d.buckets.length).slice(0, 2).every((n) => n >= 16)).toBe(true);
+  const words = applyDeltas(image.words, rec.decoded());
+  for (let i = 0; i < 75; i += 1) for (const h of canonical(tokens(4, 4 * i))) expect(filterContains(words, h, SEED)).toBe(true);
+  expect(() => a.pace(0)).toThrow(RangeError);
+});
+
+test('pacing: a stretched delay is capped at PACING_MAX_SLICE_MS and reported as the current slice', () => {
+  const a = actor(16, 1);
+  expect(a.metrics().publicationSliceMs).toBe(1);
+  a.pace(64);
+  expect(a.metrics().publicationSliceMs).toBe(64);
+  a.pace(1024);
+  expect(a.metrics().publicationSliceMs).toBe(PACING_MAX_SLICE_MS);
 });

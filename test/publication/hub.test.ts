@@ -46,6 +46,11 @@ class Recorder implements HubSubscriber {
   frames: bigint[] = [];
   objects: unknown[] = [];
   ended: RelayError | null | undefined;
+  /** What occupancy() reports (a test sets it). */
+  queue = 0;
+  occupancy(): number {
+    return this.queue;
+  }
   deliver(frame: { sequence: bigint }): void {
     this.frames.push(frame.sequence);
     this.objects.push(frame);
@@ -189,4 +194,31 @@ test('registry counts: a requested hub is ready once its first image is adopted,
   expect([registry.size, registry.readyCount, registry.idleCount]).toEqual([1, 1, 0]);
   gated.fence('test');
   expect([registry.size, registry.readyCount]).toEqual([0, 0]);
+});
+
+test('pacing: the hub asks for longer slices while a queue fills, shorter once all drained, 1 when it ends', async () => {
+  const paces: number[] = [];
+  const feed = Object.assign(new TestPoolFeed(testProducer()), { pace: (stretch: number) => paces.push(stretch) });
+  const hub = new PoolHub(feed, context());
+  const fast = new Recorder();
+  const slow = new Recorder();
+  await hub.subscribe(fast);
+  await hub.subscribe(slow);
+  feed.publish([[0, 1n]]);
+  expect(paces).toEqual([]); // every queue empty at stretch 1: nothing to ask
+  slow.queue = 0.5;
+  feed.publish([[0, 2n]]);
+  feed.publish([[0, 3n]]);
+  slow.queue = 0.1; // below the stretch occupancy, not drained: held
+  feed.publish([[0, 4n]]);
+  slow.queue = 0;
+  feed.publish([[0, 5n]]);
+  feed.publish([[0, 6n]]);
+  expect(paces).toEqual([2, 4, 2, 1]);
+  slow.queue = 1;
+  for (let i = 0; i < 20; i += 1) feed.publish([[0, BigInt(7 + i)]]);
+  expect(paces.at(-1)).toBe(1024);
+  expect(fast.frames).toHaveLength(26); // every delta still reaches everyone
+  feed.retire();
+  expect(paces.at(-1)).toBe(1);
 });
