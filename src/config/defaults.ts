@@ -221,6 +221,11 @@ export const INGEST_RECEIVE_HWM = 100_000;
  * overflow the queue of every pool subscriber however fast it reads.
  */
 export const INGEST_MESSAGES_PER_TURN = 16;
+/**
+ * Contiguous live messages from a lower sequence that confirm an engine restart on one connection; a
+ * shorter run that the old stream interrupts is dropped (engine-inputs.md §1.1: no epoch on the wire).
+ */
+export const INGEST_RESTART_CONFIRMATIONS = 3;
 /** ZMQ sockets a relay process may open (libzmq's default, 1023, is about 500 workers with replay). */
 export const INGEST_MAX_ZMQ_SOCKETS = 65_536;
 /** Warnings about malformed engine input: at most this many per window per subscriber. */

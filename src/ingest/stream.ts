@@ -3,6 +3,10 @@
 // Messages held back (behind a replay, then while draining) are bounded in count and bytes: a replay
 // whose held-back messages overflow is abandoned; a backlog that overflows is dropped and the source
 // reset ('overflow'), the stream continuing from the next live message.
+// A live sequence at or below the last one is a restart only once it is plausible: `restartConfirmations`
+// contiguous messages from it (a restarted vLLM counts 0, 1, 2, ...) with none continuing the old
+// stream in between. A single stray lower message (a second publisher on a bound port, a duplicate)
+// is dropped and counted instead of resetting the worker.
 // Transport-free: the subscriber feeds it socket events and supplies the replay client.
 import type { ResetReason } from './types';
 
@@ -18,6 +22,8 @@ export interface StreamHooks {
   gap(): void;
   /** Held-back messages overflowed the bounds and were dropped (a reset follows). */
   overflow(): void;
+  /** Live messages below the stream's sequence that no restart confirmed were dropped. */
+  outOfOrder(count: number): void;
   /** Ask the engine to replay from `from`; null when the engine has no replay endpoint. */
   startReplay(from: bigint, stream: RankStream): ReplayHandle | null;
   /** Runs `fn` on a later event-loop turn (held-back messages are drained a chunk per turn). */
@@ -31,6 +37,8 @@ export interface StreamLimits {
   maxBufferedBytes: number;
   /** Held-back messages handled per event-loop turn once a replay ends. */
   messagesPerTurn: number;
+  /** Contiguous live messages from a lower sequence that make it a restart (1 = at once). */
+  restartConfirmations: number;
 }
 
 interface Held {
@@ -59,6 +67,8 @@ export class RankStream {
   /** Whether the sink holds anything from this publisher since the last reset. */
   private delivered = false;
   private replay: PendingReplay | null = null;
+  /** A run of live messages below lastLive that may be a restarted engine (at most restartConfirmations). */
+  private suspect: Held[] = [];
   /** Messages held back by a replay that ended, handled before any newer live message. */
   private backlog: Held[] = [];
   private backlogHead = 0;
@@ -87,6 +97,7 @@ export class RankStream {
   disconnected(): void {
     if (this.closed) return;
     this.lastLive = null;
+    this.suspect = [];
     this.dropPending();
     this.forget('disconnect');
   }
@@ -94,14 +105,16 @@ export class RankStream {
   live(sequence: bigint, payload: Buffer): void {
     if (this.closed) return;
     const previous = this.lastLive;
-    this.lastLive = sequence;
-    if (previous !== null && sequence <= previous) {
-      // One connection's live stream went backwards: vLLM's sequence restarts at 0 with the process.
-      this.dropPending();
-      this.forget('restart');
-      if (this.beginReplay(0n, [held(sequence, payload, true, false)])) return void (this.heldBytes += payload.length);
-      return this.deliver(sequence, payload);
+    const suspect = this.suspect;
+    const continuesSuspect = suspect.length > 0 && sequence === suspect[suspect.length - 1].sequence + 1n;
+    if (continuesSuspect || (previous !== null && sequence <= previous)) {
+      if (!continuesSuspect) this.dropSuspect();
+      this.suspect.push(held(sequence, payload, true, false));
+      if (this.suspect.length >= this.limits.restartConfirmations) this.restarted();
+      return;
     }
+    this.dropSuspect();
+    this.lastLive = sequence;
     if (this.replay) {
       this.replay.buffered.push(held(sequence, payload, true, false));
       this.heldBytes += payload.length;
@@ -123,6 +136,27 @@ export class RankStream {
       this.forget('overflow');
     }
     this.accept(sequence, payload, true, false);
+  }
+
+  /** The live stream went backwards for good: vLLM's sequence restarts at 0 with the process. */
+  private restarted(): void {
+    const run = this.suspect;
+    this.suspect = [];
+    this.lastLive = run[run.length - 1].sequence;
+    this.dropPending();
+    this.forget('restart');
+    if (this.beginReplay(0n, run)) {
+      for (const m of run) this.heldBytes += m.payload.length;
+      return;
+    }
+    for (const m of run) this.accept(m.sequence, m.payload, false, false);
+  }
+
+  /** The old stream went on: the lower messages were strays, not a restart. */
+  private dropSuspect(): void {
+    if (this.suspect.length === 0) return;
+    this.hooks.outOfOrder(this.suspect.length);
+    this.suspect = [];
   }
 
   replayed(handle: ReplayHandle, sequence: bigint, payload: Buffer): void {
@@ -165,6 +199,7 @@ export class RankStream {
 
   close(): void {
     this.closed = true;
+    this.suspect = [];
     this.dropPending();
   }
 

@@ -11,6 +11,7 @@ import {
   INGEST_MESSAGES_PER_TURN,
   INGEST_RECEIVE_HWM,
   INGEST_REDIAL_MS,
+  INGEST_RESTART_CONFIRMATIONS,
   INGEST_REPLAY_IDLE_TIMEOUT_MS,
   INGEST_REPLAY_MAX_BUFFERED,
   INGEST_REPLAY_MAX_BUFFERED_BYTES,
@@ -100,7 +101,7 @@ export class KvEventSubscriber {
     const key = `${source.workerId}:${source.dpRank}`;
     let s = this.counters.get(key);
     if (!s) {
-      s = { source, events: 0, blocks: 0, malformed: 0, rejectedRanks: 0, overflows: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, connections: 0, lastSequence: null };
+      s = { source, events: 0, blocks: 0, malformed: 0, rejectedRanks: 0, overflows: 0, outOfOrder: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, connections: 0, lastSequence: null };
       this.counters.set(key, s);
     }
     return s;
@@ -178,6 +179,10 @@ class RankSubscription {
         overflow: () => {
           owner.counter(this.source).overflows += 1;
         },
+        outOfOrder: (count) => {
+          owner.counter(this.source).outOfOrder += count;
+          owner.warn({ dpRank: rank, count }, 'KV-event live sequence went backwards without a confirmed restart; dropped');
+        },
         startReplay: (from) => this.startReplay(from),
         later: (fn) => setImmediate(fn),
       },
@@ -185,6 +190,7 @@ class RankSubscription {
         maxBufferedDuringReplay: owner.options.maxBufferedDuringReplay ?? INGEST_REPLAY_MAX_BUFFERED,
         maxBufferedBytes: owner.options.maxBufferedBytes ?? INGEST_REPLAY_MAX_BUFFERED_BYTES,
         messagesPerTurn: INGEST_MESSAGES_PER_TURN,
+        restartConfirmations: INGEST_RESTART_CONFIRMATIONS,
       },
     );
   }

@@ -71,6 +71,8 @@ export interface IngestCounters {
   rejectedRanks: number;
   /** Times the held-back messages outgrew their bounds and were dropped (each resets the source). */
   overflows: number;
+  /** Live messages below the stream's sequence that no restart confirmed (dropped). */
+  outOfOrder: number;
   /** Sequence gaps detected. */
   gaps: number;
   /** Replay requests sent. */

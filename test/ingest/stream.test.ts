@@ -2,7 +2,7 @@
 // restarts during a replay, overflow, chunked draining and gaps found while draining.
 import { RankStream, type ReplayHandle, type StreamLimits } from '../../src/ingest/stream';
 
-const LIMITS: StreamLimits = { maxBufferedDuringReplay: 100, maxBufferedBytes: 1 << 20, messagesPerTurn: 100 };
+const LIMITS: StreamLimits = { maxBufferedDuringReplay: 100, maxBufferedBytes: 1 << 20, messagesPerTurn: 100, restartConfirmations: 3 };
 
 class Driver {
   readonly log: string[] = [];
@@ -18,6 +18,7 @@ class Driver {
         reset: (reason) => this.log.push(`reset:${reason}`),
         gap: () => this.log.push('gap'),
         overflow: () => this.log.push('overflow'),
+        outOfOrder: (count) => this.log.push(`outOfOrder:${count}`),
         startReplay: (from) => {
           if (!this.replayEndpoint) return null;
           const entry = { from, cancelled: false, handle: { cancel: () => void (entry.cancelled = true) } };
@@ -76,12 +77,40 @@ it('a restart during a replay cancels it and replays the new engine from 0', () 
   d.live(0, 1, 2);
   d.live(4); // gap → replay from 3
   const gapReplay = d.replays[0];
-  d.live(0); // backwards: the engine restarted
+  d.live(0, 1); // backwards, not yet confirmed
+  expect(gapReplay.cancelled).toBe(false);
+  d.live(2); // the third in a row: the engine restarted
   expect(gapReplay.cancelled).toBe(true);
   d.replayed(0);
   d.stream.replayEnded(d.replay, true);
-  d.live(1);
-  expect(d.log).toEqual(['d0', 'd1', 'd2', 'gap', 'replay:3', 'reset:restart', 'replay:0', 'd0', 'd1']);
+  d.live(3);
+  expect(d.log).toEqual(['d0', 'd1', 'd2', 'gap', 'replay:3', 'reset:restart', 'replay:0', 'd0', 'd1', 'd2', 'd3']);
+});
+
+it('a single lower live message is dropped and counted; the stream goes on without a reset', () => {
+  const d = new Driver();
+  d.live(0, 1, 2, 3);
+  d.live(0); // a stray (duplicate, second publisher): not a restart on its own
+  d.live(4);
+  expect(d.log).toEqual(['d0', 'd1', 'd2', 'd3', 'outOfOrder:1', 'd4']);
+  expect(d.replays).toHaveLength(0);
+});
+
+it('a second publisher interleaving its own sequence never confirms a restart', () => {
+  const d = new Driver();
+  d.live(100, 0, 101, 1, 102, 2, 103);
+  expect(d.log).toEqual(['d100', 'outOfOrder:1', 'd101', 'outOfOrder:1', 'd102', 'outOfOrder:1', 'd103']);
+});
+
+it('a restart is confirmed by contiguous messages even once they climb above the old sequence', () => {
+  const d = new Driver();
+  d.live(0, 1);
+  d.live(0, 1, 2);
+  expect(d.log).toEqual(['d0', 'd1', 'reset:restart', 'replay:0']);
+  d.replayed(0, 1, 2);
+  d.stream.replayEnded(d.replay, true);
+  d.live(3);
+  expect(d.log.slice(4)).toEqual(['d0', 'd1', 'd2', 'd3']);
 });
 
 it('too many held-back messages abandon the replay; the rest of the stream goes on', () => {
@@ -187,8 +216,8 @@ it('without replay: gaps reset, restarts reset, first messages start the stream'
   const d = new Driver();
   d.replayEndpoint = false;
   d.stream.connected();
-  d.live(7, 8, 10, 2);
-  expect(d.log).toEqual(['d7', 'd8', 'gap', 'reset:gap', 'd10', 'reset:restart', 'd2']);
+  d.live(7, 8, 10, 2, 3, 4);
+  expect(d.log).toEqual(['d7', 'd8', 'gap', 'reset:gap', 'd10', 'reset:restart', 'd2', 'd3', 'd4']);
 });
 
 it('a disconnect resets only if something was delivered and drops what was held back', () => {

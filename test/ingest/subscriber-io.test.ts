@@ -5,7 +5,7 @@ import { INGEST_LOG_MAX_PER_WINDOW } from '../../src/config/defaults';
 import { encodeSequence } from '../../src/ingest/frames';
 import { KvEventSubscriber } from '../../src/ingest/subscriber';
 import { SimulatedEngine } from '../../src/sim/engine';
-import type { SimEvent } from '../../src/sim/encode';
+import { encodeBatch, type SimEvent } from '../../src/sim/encode';
 import { attachSubscriber, connectHarness, WORKER, type Harness } from '../support/ingest-harness';
 import { RecordingSink } from '../support/recording-sink';
 import { waitFor } from '../support/waitFor';
@@ -84,6 +84,21 @@ describe('message size bound', () => {
     await publishUntilDelivered(3n);
     expect(hashes()).not.toContain(99n);
     expect(h.warnings.some((w) => w.msg === 'KV-event replay incomplete')).toBe(true);
+  });
+});
+
+describe('restart plausibility', () => {
+  it('one live message with a lower sequence is dropped and counted, the worker is not reset', async () => {
+    h = await connectHarness();
+    for (let i = 0; i < 4; i++) await h.engine.publish(store(BigInt(10 + i)));
+    await waitFor(() => h!.sink.batches.length === 4, 'the first batches');
+    // A stray copy of sequence 1 (a second publisher on the port, a replayed duplicate).
+    await h.engine.publishRaw([Buffer.alloc(0), encodeSequence(1n), encodeBatch(0, store(77n), 0, { events: 'array' })]);
+    await h.engine.publish(store(14n));
+    await waitFor(() => h!.sink.batches.length === 5, 'the batch after the stray');
+    expect(h.sink.sequences()).toEqual([0n, 1n, 2n, 3n, 4n]);
+    expect(h.sink.resets).toEqual([]);
+    expect(h.sub.stats()[0]).toMatchObject({ outOfOrder: 1, resets: 0, replays: 1 });
   });
 });
 
