@@ -89,13 +89,16 @@ test('an engine restart (sequence back to 0) drops its old blocks and applies th
 
   engine.restart();
   expect(engine.nextSequence()).toBe(0n);
-  // The restarted engine reuses its block ids for other content.
-  const fresh = tokenRange(700, BS);
-  await engine.publish([{ type: 'BlockStored', blockHashes: [1n], parentBlockHash: null, tokenIds: fresh, blockSize: BS }]);
-  await run.awaitHeld(pool, expectedHashes(fresh), 'the first block after the restart');
+  // The restarted engine reuses its block ids for other content. Sequences 0, 1, 2 on the same
+  // connection make the restart plausible (one lower message alone would be dropped as a stray).
+  const fresh = tokenRange(700, 3 * BS);
+  await engine.publish([{ type: 'BlockStored', blockHashes: [1n], parentBlockHash: null, tokenIds: fresh.slice(0, BS), blockSize: BS }]);
+  await engine.publish([{ type: 'BlockStored', blockHashes: [2n], parentBlockHash: 1n, tokenIds: fresh.slice(BS, 2 * BS), blockSize: BS }]);
+  await engine.publish([{ type: 'BlockStored', blockHashes: [3n], parentBlockHash: 2n, tokenIds: fresh.slice(2 * BS), blockSize: BS }]);
+  await run.awaitHeld(pool, expectedHashes(fresh), 'the blocks after the restart');
   await run.awaitGone(pool, expectedHashes(old), 'the blocks of the previous engine process');
   expect(run.depth('llama', old)).toBe(0);
-  expect(run.depth('llama', fresh)).toBe(1);
+  expect(run.depth('llama', fresh)).toBe(3);
   expect(metricValue(await run.metricsText(), 'kv_dc_relay_ingest_resets_total', W7)).toBe(1);
 });
 
