@@ -1,6 +1,7 @@
 // The addon loader: a source checkout loads its own build; a package with neither a build nor a
 // prebuild for this platform fails with an error naming every candidate and why it was refused;
-// a prebuild alone is taken when no build exists.
+// a prebuild alone is taken when no build exists; KV_DC_RELAY_BUILD_DIR names another build directory
+// (npm run test:asan runs these tests against build-asan/).
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
@@ -9,7 +10,8 @@ import { addonOrigin } from '../../src/native';
 import { ROOT } from '../support/cli-process';
 
 const HOOK = path.join(ROOT, 'test', 'support', 'ts-hook.js');
-const BUILT = path.join(ROOT, 'build', 'Release', 'kv_dc_relay.node');
+const BUILD_DIR = process.env.KV_DC_RELAY_BUILD_DIR ?? 'build';
+const BUILT = path.join(ROOT, BUILD_DIR, 'Release', 'kv_dc_relay.node');
 
 /** A minimal package holding just the loader (src/native/addon.ts) and scripts/native-target.js. */
 function loaderPackage(): string {
@@ -22,9 +24,9 @@ function loaderPackage(): string {
   return pkg;
 }
 
-function loadIn(pkg: string): { status: number | null; stdout: string; stderr: string } {
+function loadIn(pkg: string, env: NodeJS.ProcessEnv = process.env): { status: number | null; stdout: string; stderr: string } {
   const script = `const a = require(${JSON.stringify(path.join(pkg, 'src', 'native', 'addon.ts'))}); console.log(JSON.stringify(a.addonOrigin));`;
-  return spawnSync(process.execPath, ['-r', HOOK, '-e', script], { encoding: 'utf8' });
+  return spawnSync(process.execPath, ['-r', HOOK, '-e', script], { encoding: 'utf8', env });
 }
 
 test('a source checkout loads its own build', () => {
@@ -37,7 +39,7 @@ test('with neither a build nor a prebuild, the error names each candidate and wh
     const result = loadIn(pkg);
     expect(result.status).not.toBe(0);
     expect(result.stderr).toContain(`no usable native addon for ${process.platform}-${process.arch}`);
-    expect(result.stderr).toContain(`local-build ${path.join(pkg, 'build', 'Release', 'kv_dc_relay.node')}: not present`);
+    expect(result.stderr).toContain(`local-build ${path.join(pkg, BUILD_DIR, 'Release', 'kv_dc_relay.node')}: not present`);
     expect(result.stderr).toContain(`prebuild ${path.join(pkg, 'prebuilds', `${process.platform}-${process.arch}`, 'kv_dc_relay.node')}: not present`);
     expect(result.stderr).toContain('--build-from-source');
   } finally {
@@ -48,7 +50,7 @@ test('with neither a build nor a prebuild, the error names each candidate and wh
 test('an unloadable build is skipped and the prebuild is taken', () => {
   const pkg = loaderPackage();
   try {
-    const build = path.join(pkg, 'build', 'Release', 'kv_dc_relay.node');
+    const build = path.join(pkg, BUILD_DIR, 'Release', 'kv_dc_relay.node');
     fs.mkdirSync(path.dirname(build), { recursive: true });
     fs.writeFileSync(build, 'not a shared object');
     const prebuild = path.join(pkg, 'prebuilds', `${process.platform}-${process.arch}`, 'kv_dc_relay.node');
@@ -57,6 +59,20 @@ test('an unloadable build is skipped and the prebuild is taken', () => {
     const result = loadIn(pkg);
     expect(result.status).toBe(0);
     expect(JSON.parse(result.stdout)).toEqual({ kind: 'prebuild', path: prebuild });
+  } finally {
+    fs.rmSync(pkg, { recursive: true, force: true });
+  }
+});
+
+test('KV_DC_RELAY_BUILD_DIR names the build directory the loader takes', () => {
+  const pkg = loaderPackage();
+  try {
+    const other = path.join(pkg, 'other-build', 'Release', 'kv_dc_relay.node');
+    fs.mkdirSync(path.dirname(other), { recursive: true });
+    fs.copyFileSync(BUILT, other);
+    const result = loadIn(pkg, { ...process.env, KV_DC_RELAY_BUILD_DIR: 'other-build' });
+    expect(result.status).toBe(0);
+    expect(JSON.parse(result.stdout)).toEqual({ kind: 'local-build', path: other });
   } finally {
     fs.rmSync(pkg, { recursive: true, force: true });
   }
