@@ -119,6 +119,8 @@ describe('data-parallel ranks', () => {
   it('a batch naming a rank outside dpStartRank..dpStartRank+dpSize-1 is dropped and counted, never a new source', async () => {
     h = await connectHarness({ dpSize: 2, dpStartRank: 2 });
     for (const rank of [0, 1, 4, 9, 4096]) await h.engine.publishPayload(pack([1, [], rank]), 2);
+    // Ranks 2 and 3 publish on their own sockets: let rank 2's land first so the first warning is known.
+    await waitFor(() => h!.sub.stats()[0]?.rejectedRanks === 5, "rank 2's rejections");
     for (let i = 0; i < 20; i++) await h.engine.publishPayload(pack([1, [], 1000 + i]), 3);
     await h.engine.publish(store(2n), { rank: 2 });
     await waitFor(() => h!.sink.batches.length === 1 && h!.sub.stats()[1].rejectedRanks === 20, 'the good batch and every rejection');
