@@ -20,8 +20,9 @@ class ZeroedBuffer {
   explicit ZeroedBuffer(size_t count) : count_(count) {
     const size_t bytes = count * sizeof(T);
     if (bytes >= kMmapThreshold) {
-      // Over-map by one huge page and trim so the table starts on a 2 MiB boundary.
-      mapped_ = (bytes + kHugePage - 1) / kHugePage * kHugePage;
+      // Over-map by one huge page and trim so the table starts on a 2 MiB boundary. The length is
+      // rounded to small pages only: a tail rounded up to a huge page would be faulted in whole.
+      mapped_ = (bytes + kSmallPage - 1) / kSmallPage * kSmallPage;
       void* raw = mmap(nullptr, mapped_ + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (raw == MAP_FAILED) throw std::bad_alloc();
       const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
@@ -60,6 +61,7 @@ class ZeroedBuffer {
  private:
   static constexpr size_t kMmapThreshold = size_t{1} << 20;
   static constexpr size_t kHugePage = size_t{2} << 20;
+  static constexpr size_t kSmallPage = size_t{4} << 10;
 
   void Swap(ZeroedBuffer& other) noexcept {
     std::swap(data_, other.data_);
