@@ -230,12 +230,16 @@ export interface PoolStats {
   unknownRemovals: number;
   parentNotFound: number;
   invariantViolations: number;
+  /** Stores rejected whole (TrackedBlockLimit) because lineageEntries had reached maxTrackedBlocks. */
+  trackedBlockLimitRejections: number;
+  maxTrackedBlocks: number;
   loadFactor: number;
   rngState: bigint;
 }
 /** Native pool filter state; see src/native/pool.ts for the contract. */
 export class PoolFilterState {
-  constructor(bucketCount: number, seed: bigint, maxKicks: number);
+  /** maxTrackedBlocks: 1 .. 2^31 - 1 (default: the largest), the bound on lineageEntries. */
+  constructor(bucketCount: number, seed: bigint, maxKicks: number, maxTrackedBlocks?: number);
   /**
    * Packed events (packedBatchLayout; PoolEventBatch writes them): meta has 5 u32 per event
    * [kind (1 stored, 2 removed, 3 cleared), dpRank, flags (1 parent, 2 start; stored only),

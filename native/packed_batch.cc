@@ -11,6 +11,7 @@ const char* PoolErrorName(PoolError e) {
     case PoolError::kOwnershipDegreeOverflow: return "OwnershipDegreeOverflow";
     case PoolError::kIndexerInvariantViolation: return "IndexerInvariantViolation";
     case PoolError::kAllocationFailed: return "AllocationFailed";
+    case PoolError::kTrackedBlockLimit: return "TrackedBlockLimit";
   }
   return "Unknown";
 }

@@ -35,8 +35,10 @@ enum class PoolError : uint8_t {
   kOwnershipDegreeOverflow = 3,
   kIndexerInvariantViolation = 4,
   kAllocationFailed = 5,
+  // The store would take the pool past its tracked-block limit: rejected whole, state untouched.
+  kTrackedBlockLimit = 6,
 };
-constexpr uint8_t kLastPoolError = static_cast<uint8_t>(PoolError::kAllocationFailed);
+constexpr uint8_t kLastPoolError = static_cast<uint8_t>(PoolError::kTrackedBlockLimit);
 // nullptr for kNone.
 const char* PoolErrorName(PoolError e);
 

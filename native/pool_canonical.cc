@@ -44,7 +44,7 @@ RawOutcome PoolFilterState::InsertCanonicalCore(uint64_t hash, const ckf::Prepar
   ++pendingEvents_;
   *kicks = 0;
   Ownership* own = owners_.Emplace(hash, Ownership{0, 0}).first;
-  if (own->owners == UINT32_MAX) return RawOutcome::kInvariantViolation;
+  if (own->owners == kMaxOwners) return RawOutcome::kInvariantViolation;
   ++own->owners;
   if (own->resident) return RawOutcome::kOwnerBumped;
   if (InsertPhysical(p, own, maxKicks_, kicks)) return RawOutcome::kInserted;

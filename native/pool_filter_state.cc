@@ -9,8 +9,11 @@
 namespace kvrelay {
 namespace pool {
 
-PoolFilterState::PoolFilterState(uint32_t bucketCount, uint64_t seed, uint32_t maxKicks)
-    : filter_(bucketCount, seed), maxKicks_(maxKicks), dirty_(bucketCount) {
+PoolFilterState::PoolFilterState(uint32_t bucketCount, uint64_t seed, uint32_t maxKicks, uint64_t maxTrackedBlocks)
+    : filter_(bucketCount, seed),
+      maxKicks_(maxKicks),
+      maxTrackedBlocks_(maxTrackedBlocks < kMaxTrackedBlocks ? maxTrackedBlocks : kMaxTrackedBlocks),
+      dirty_(bucketCount) {
   chunk_.reserve(kPlanChunkBlocks);
   origins_.reserve(kPlanChunkBlocks);
   plan_.reserve(kPlanChunkBlocks);
@@ -117,10 +120,14 @@ PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin&
       reoffers_.push_back(static_cast<uint32_t>(i));
     }
   }
+  if (error == PoolError::kNone && lineageEntries_ + newBlocks_.size() > maxTrackedBlocks_) {
+    ++counters_.trackedBlockLimitRejections;
+    error = PoolError::kTrackedBlockLimit;
+  }
   if (error == PoolError::kNone) {
     for (uint32_t i : newBlocks_) {
       Ownership* own = owners_.Emplace(canonicals_[i], Ownership{0, 0}).first;
-      if (own->owners == UINT32_MAX) {
+      if (own->owners == kMaxOwners) {
         error = PoolError::kOwnershipDegreeOverflow;
         break;
       }
@@ -270,9 +277,8 @@ bool PoolFilterState::Drain(std::vector<uint32_t>* buckets, std::vector<uint64_t
 }
 
 Stats PoolFilterState::GetStats() const {
-  return Stats{filter_.bucketCount(), residentCount_,      owners_.size(),         lineageEntries_,
-               sources_.size(),       pendingEvents_,      dirty_.size(),          filter_.rngState(),
-               counters_};
+  return Stats{filter_.bucketCount(), residentCount_, owners_.size(),     lineageEntries_,    sources_.size(),
+               pendingEvents_,        dirty_.size(),  filter_.rngState(), maxTrackedBlocks_, counters_};
 }
 
 size_t PoolFilterState::MemoryBytes() const {

@@ -21,11 +21,16 @@
 namespace kvrelay {
 namespace pool {
 
+// The largest tracked-block limit: an owner count (31 bits, see Ownership) then never overflows.
+constexpr uint64_t kMaxTrackedBlocks = (uint64_t{1} << 31) - 1;
+
 struct Counters {
   uint64_t capacityFailures = 0;
   uint64_t unknownRemovals = 0;
   uint64_t parentNotFound = 0;
   uint64_t invariantViolations = 0;
+  // Stores rejected whole because the pool tracked maxTrackedBlocks lineage entries (kTrackedBlockLimit).
+  uint64_t trackedBlockLimitRejections = 0;
 };
 
 // What an op will touch, worked out before it runs: its canonical hash and filter address. Planning
@@ -53,12 +58,16 @@ struct Stats {
   uint64_t pendingEvents;
   uint64_t dirtyBuckets;
   uint64_t rngState;
+  uint64_t maxTrackedBlocks;
   Counters counters;
 };
 
 class PoolFilterState {
  public:
-  PoolFilterState(uint32_t bucketCount, uint64_t seed, uint32_t maxKicks);
+  // maxTrackedBlocks bounds the lineage entries (tracked blocks) of all sources together, at most
+  // kMaxTrackedBlocks: a store that would pass it is rejected whole (kTrackedBlockLimit) and counted,
+  // so hostile or runaway sources cannot grow the tables without limit; removals make room again.
+  PoolFilterState(uint32_t bucketCount, uint64_t seed, uint32_t maxKicks, uint64_t maxTrackedBlocks = kMaxTrackedBlocks);
 
   // Engine events (§4.3-§4.5). Each counts one pending event, even when it fails or does nothing.
   // A store error leaves the state untouched; removals keep going after an error (first error wins).
@@ -92,10 +101,14 @@ class PoolFilterState {
   size_t MemoryBytes() const;
 
  private:
+  // Four bytes, so an owner-table slot is 12 (the spec's u32 owner count loses its top bit, which
+  // kMaxTrackedBlocks keeps out of reach for engine events: a hash has at most one owner per tracked
+  // block; raw canonical ops, a test surface, report an overflow at this bound).
   struct Ownership {
-    uint32_t owners;
-    uint32_t resident;
+    uint32_t owners : 31;
+    uint32_t resident : 1;
   };
+  static constexpr uint32_t kMaxOwners = (uint32_t{1} << 31) - 1;
   using Lineage = U64Map<uint64_t>;  // external id -> canonical hash
   using SourceKey = std::pair<uint64_t, uint32_t>;
 
@@ -132,6 +145,7 @@ class PoolFilterState {
 
   ckf::Filter filter_;
   uint32_t maxKicks_;
+  uint64_t maxTrackedBlocks_;
   DirtyWindow dirty_;
   std::map<SourceKey, std::unique_ptr<Lineage>> sources_;
   SourceKey cachedKey_{0, 0};

@@ -28,6 +28,8 @@ Napi::Object StatsToJs(Napi::Env env, const pool::Stats& st) {
   out.Set("unknownRemovals", num(st.counters.unknownRemovals));
   out.Set("parentNotFound", num(st.counters.parentNotFound));
   out.Set("invariantViolations", num(st.counters.invariantViolations));
+  out.Set("trackedBlockLimitRejections", num(st.counters.trackedBlockLimitRejections));
+  out.Set("maxTrackedBlocks", num(st.maxTrackedBlocks));
   out.Set("loadFactor", Napi::Number::New(env, static_cast<double>(st.residentCount) / (4.0 * st.bucketCount)));
   out.Set("rngState", Napi::BigInt::New(env, st.rngState));
   return out;
@@ -70,7 +72,12 @@ FilterArgs FilterArgsOf(const Napi::CallbackInfo& info) {
     e.Set("code", Napi::String::New(env, "InvalidMaxKicks"));
     throw e;
   }
-  return FilterArgs{static_cast<uint32_t>(bucketCount), seed, maxKicks};
+  // Optional (the test/bench pools leave it out): unbounded up to the largest limit.
+  const Napi::Value limit = args::Arg(info, 3);
+  const uint64_t maxTrackedBlocks =
+      limit.IsUndefined() ? pool::kMaxTrackedBlocks : args::UInt(limit, "maxTrackedBlocks", pool::kMaxTrackedBlocks);
+  if (maxTrackedBlocks == 0) throw Napi::RangeError::New(env, "maxTrackedBlocks must be at least 1");
+  return FilterArgs{static_cast<uint32_t>(bucketCount), seed, maxKicks, maxTrackedBlocks};
 }
 
 }  // namespace pooljs

@@ -35,7 +35,7 @@ Napi::Function PoolFilterStateWrap::Define(Napi::Env env) {
 PoolFilterStateWrap::PoolFilterStateWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<PoolFilterStateWrap>(info) {
   const pooljs::FilterArgs a = pooljs::FilterArgsOf(info);
   try {
-    state_ = std::make_unique<PoolFilterState>(a.bucketCount, a.seed, a.maxKicks);
+    state_ = std::make_unique<PoolFilterState>(a.bucketCount, a.seed, a.maxKicks, a.maxTrackedBlocks);
   } catch (const std::bad_alloc&) {
     args::ThrowCoded(info.Env(), "AllocationFailed", "cannot allocate the pool state");
   }

@@ -60,6 +60,11 @@ export interface Limits {
   maxServingLoadSubscribers: number;
   /** Open TCP connections of the gRPC listener; more are closed on accept. */
   maxConnections: number;
+  /**
+   * Blocks one pool tracks (engine lineage entries over all its sources). At the bound a store that
+   * would add blocks is rejected whole and counted; removals make room again.
+   */
+  maxTrackedBlocksPerPool: number;
 }
 
 export interface Timing {
@@ -106,6 +111,9 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
   maxLoadSubscribers: 64,
   maxServingLoadSubscribers: 64,
   maxConnections: 256,
+  // 64 Mi blocks, the slots of the largest filter (2^24 buckets x 4): about 3 GiB of producer state
+  // at ~46 B per block (BENCHMARKS.md, pool-memory).
+  maxTrackedBlocksPerPool: 67_108_864,
 });
 
 export const DEFAULT_TIMING: Readonly<Timing> = Object.freeze({

@@ -20,6 +20,7 @@ import {
   MAX_EXPECTED_UNIQUE_BLOCKS,
   MAX_U32,
   MAX_TIMER_DURATION_MS,
+  MAX_TRACKED_BLOCKS_PER_POOL,
   MAX_U64,
   MIN_MAX_MESSAGE_BYTES,
   MIN_PUBLICATION_QUEUE_BYTES,
@@ -195,6 +196,7 @@ export const relayConfigSchema = z
         maxLoadSubscribers: count(1).default(DEFAULT_LIMITS.maxLoadSubscribers),
         maxServingLoadSubscribers: count(1).default(DEFAULT_LIMITS.maxServingLoadSubscribers),
         maxConnections: count(1).default(DEFAULT_LIMITS.maxConnections),
+        maxTrackedBlocksPerPool: count(1, MAX_TRACKED_BLOCKS_PER_POOL).default(DEFAULT_LIMITS.maxTrackedBlocksPerPool),
       })
       .prefault({}),
     timing: z

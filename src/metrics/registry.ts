@@ -20,6 +20,10 @@ export interface PoolMetrics {
   mailboxOverflows: number;
   /** Current publication delay: the configured one, stretched by pacing under load (a gauge). */
   publicationSliceMs: number;
+  /** Stores rejected whole because the pool held limits.maxTrackedBlocksPerPool blocks. */
+  storesRejectedAtLimit: number;
+  /** Blocks the pool tracks now (lineage entries over all its sources). */
+  trackedBlocks: number;
 }
 
 export interface ProducerMetrics {
@@ -138,6 +142,8 @@ export function createRelayMetrics(providers: MetricsProviders): Registry {
   counter('kv_dc_relay_pool_unknown_removals_total', 'Removals of unknown blocks', ['pool'], pool('unknownRemovals'));
   gauge('kv_dc_relay_pool_publication_slice_ms', 'Current publication delay of a pool; pacing stretches it (and the event threshold alike) while subscriber queues fill', ['pool'], pool('publicationSliceMs'));
   counter('kv_dc_relay_pool_mailbox_overflows_total', 'Engine batches dropped on a full pool mailbox (the source is reset)', ['pool'], pool('mailboxOverflows'));
+  counter('kv_dc_relay_pool_stores_rejected_at_limit_total', 'Stores rejected whole at limits.maxTrackedBlocksPerPool', ['pool'], pool('storesRejectedAtLimit'));
+  gauge('kv_dc_relay_pool_tracked_blocks', 'Blocks a pool tracks (engine lineage entries over all its sources)', ['pool'], pool('trackedBlocks'));
   const tls = providers.tls;
   if (tls) {
     gauge('kv_dc_relay_tls_certificate_expiry_timestamp_seconds', 'notAfter of the relay certificate in service', [], (set) => set({}, tls().certificateExpirySeconds));

@@ -6,7 +6,9 @@
 // - Canonical hashes come from each stored block's `tokensHashes` (block hashes computed with
 //   ./hashing); engine ids are lineage only and never enter the filter.
 // - A failing store (ParentBlockNotFound, InvalidBlockSequence, OwnershipDegreeOverflow,
-//   AllocationFailed) leaves the state untouched. Removals process every id and report the first
+//   AllocationFailed, TrackedBlockLimit) leaves the state untouched. TrackedBlockLimit: the store would
+//   take the pool's tracked blocks (lineage entries, all sources) past `maxTrackedBlocks`; it is
+//   rejected whole and counted (`trackedBlockLimitRejections`) until removals make room. Removals process every id and report the first
 //   error (IndexerInvariantViolation). Capacity exhaustion is not an error: it is counted
 //   (`capacityFailures`), the ownership is kept, and a later store of the hash retries admission.
 // - Every applied event counts as one pending event (even when it fails); drain() resets the count.
@@ -31,7 +33,8 @@ export type PoolErrorCode =
   | 'InvalidBlockSequence'
   | 'OwnershipDegreeOverflow'
   | 'IndexerInvariantViolation'
-  | 'AllocationFailed';
+  | 'AllocationFailed'
+  | 'TrackedBlockLimit';
 
 /** u64 values: a BigUint64Array (fastest) or bigints in [0, 2^64). */
 export type U64List = BigUint64Array | readonly bigint[];
@@ -74,6 +77,8 @@ export interface PoolFilterStateOptions {
   seed?: bigint;
   /** Relocation bound, 1..4096. */
   maxKicks?: number;
+  /** Bound on tracked blocks (lineage entries over all sources), 1 .. 2^31 - 1; default: the largest. */
+  maxTrackedBlocks?: number;
 }
 
 // The packed encoding is defined once, natively (native/packed_batch.h).
@@ -243,7 +248,7 @@ export class PoolFilterState {
     this.bucketCount = opts.bucketCount;
     this.seed = opts.seed ?? DEFAULT_CKF_SEED;
     this.maxKicks = opts.maxKicks ?? DEFAULT_CKF_MAX_KICKS;
-    this.native = new addon.PoolFilterState(this.bucketCount, this.seed, this.maxKicks);
+    this.native = new addon.PoolFilterState(this.bucketCount, this.seed, this.maxKicks, opts.maxTrackedBlocks);
   }
 
   /** Applies events in order on the calling thread (small batches). */

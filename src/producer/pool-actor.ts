@@ -63,6 +63,8 @@ export interface PoolActorOptions {
   semantics: PoolSemantics;
   publicationThreshold: number;
   publicationDelayMs: number;
+  /** Tracked-block bound of the pool state (limits.maxTrackedBlocksPerPool); default: the native maximum. */
+  maxTrackedBlocks?: number;
   logger: Logger;
   /**
    * Called once when this generation fenced itself (IndexerInvariantViolation, sequence exhaustion,
@@ -109,6 +111,8 @@ export class PoolActor implements PoolFeed {
     parentNotFound: 0,
     unknownRemovals: 0,
     mailboxOverflows: 0,
+    storesRejectedAtLimit: 0,
+    trackedBlocks: 0,
   };
 
   constructor(private readonly options: PoolActorOptions) {
@@ -117,7 +121,11 @@ export class PoolActor implements PoolFeed {
     const ckf = options.producer.ckfFormat;
     if (!ckf) throw new TypeError('producer identity without a CKF format');
     this.format = { seed: ckf.seed, bucketCount: Number(ckf.bucketCount) };
-    this.state = new PoolFilterState({ bucketCount: this.format.bucketCount, seed: this.format.seed });
+    this.state = new PoolFilterState({
+      bucketCount: this.format.bucketCount,
+      seed: this.format.seed,
+      maxTrackedBlocks: options.maxTrackedBlocks,
+    });
     this.warnings = new ThrottledLogger(options.logger, INGEST_LOG_MAX_PER_WINDOW, INGEST_LOG_WINDOW_MS);
   }
 
@@ -268,9 +276,11 @@ export class PoolActor implements PoolFeed {
     this.counters.eventErrors += result.errorCount;
     this.counters.capacityFailures += result.capacityFailures;
     this.counters.unknownRemovals += result.unknownRemovals;
+    this.counters.trackedBlocks = this.state.stats().lineageEntries;
     result.outcomes.forEach((error, i) => {
       if (error === null) return;
       if (error === 'ParentBlockNotFound') this.counters.parentNotFound += 1;
+      if (error === 'TrackedBlockLimit') this.counters.storesRejectedAtLimit += 1;
       const ev = events[i];
       this.warn({ workerId: ev.workerId, dpRank: ev.dpRank }, ev.kind, error);
     });

@@ -248,6 +248,7 @@ export class Producer implements RelaySource {
       semantics: { kvBlockSize: spec.querySemantics.kvBlockSize, eagle: spec.endpoint.model.hashFormat === 'eagle' },
       publicationThreshold: this.timing.publicationThreshold,
       publicationDelayMs: this.timing.publicationDelayMs,
+      maxTrackedBlocks: this.options.config.limits.maxTrackedBlocksPerPool,
       logger: this.logger,
       onFenced: () => this.replaceFenced(spec.key, actor),
     });

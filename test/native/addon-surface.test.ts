@@ -28,6 +28,7 @@ describe('production addon surface', () => {
       'OwnershipDegreeOverflow',
       'IndexerInvariantViolation',
       'AllocationFailed',
+      'TrackedBlockLimit',
     ]);
     const batch = new PoolEventBatch()
       .addStored(7n, 3, 11n, 2, [21n, 22n], [31n, 32n])

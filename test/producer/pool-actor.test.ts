@@ -286,6 +286,33 @@ test('an unknown parent rejects the event (counted), other events still apply', 
   expect(a.metrics().eventErrors).toBe(1);
 });
 
+test('at the tracked-block limit new stores are rejected (counted) and removals make room; tracked blocks are reported', async () => {
+  const a = new PoolActor({
+    key: 'pool',
+    producer,
+    dcId: DC,
+    semantics: { kvBlockSize: BS, eagle: false },
+    publicationThreshold: 1,
+    publicationDelayMs: 1,
+    maxTrackedBlocks: 2,
+    logger: silentLogger,
+  });
+  actors.push(a);
+  const first = tokens(8, 4000);
+  const rejected = tokens(4, 4100);
+  a.batch(batch([stored([1n, 2n], first)], 7n));
+  a.batch(batch([stored([3n], rejected)], 8n));
+  let img = await a.attach(new Recorder());
+  expect(filterContains(img.words, canonical(rejected)[0], SEED)).toBe(false);
+  expect(a.metrics()).toMatchObject({ trackedBlocks: 2, storesRejectedAtLimit: 1, eventErrors: 1 });
+  a.batch(batch([{ kind: 'removed', blockHashes: [2n] }], 7n));
+  a.batch(batch([stored([3n], rejected)], 8n));
+  await a.idle();
+  img = await a.attach(new Recorder());
+  expect(filterContains(img.words, canonical(rejected)[0], SEED)).toBe(true);
+  expect(a.metrics()).toMatchObject({ trackedBlocks: 2, storesRejectedAtLimit: 1 });
+});
+
 test('detach drops deltas again without advancing; retire tells the listener', async () => {
   const a = actor(1, 1);
   const rec = new Recorder();

@@ -1,0 +1,49 @@
+// The per-pool tracked-block bound (limits.maxTrackedBlocksPerPool): lineage entries over all sources
+// of a pool never pass maxTrackedBlocks; a store that would is rejected whole (TrackedBlockLimit),
+// counted, and leaves the state untouched; removals make room again.
+import { PoolEventBatch, PoolFilterState } from '../../src/native';
+import { MAX_TRACKED_BLOCKS_PER_POOL } from '../../src/config/limits';
+import { expectThrows } from './hashing.helpers';
+
+const SEED = 0x5deece66d1b54a33n;
+
+describe('tracked-block limit', () => {
+  test('a store that would pass the limit is rejected whole, whatever the source, and removals make room', () => {
+    const pool = new PoolFilterState({ bucketCount: 1024, seed: SEED, maxTrackedBlocks: 6 });
+    expect(pool.store(1n, 0, null, null, [1n, 2n, 3n, 4n], [11n, 12n, 13n, 14n])).toBeNull();
+    pool.drain();
+    const words = pool.words();
+    // The bound is per pool: another worker's blocks count against the same 6.
+    expect(pool.store(2n, 0, null, null, [21n, 22n, 23n], [31n, 32n, 33n])).toBe('TrackedBlockLimit');
+    expect(pool.words()).toEqual(words);
+    expect(pool.owners(31n)).toBe(0);
+    expect(pool.stats()).toMatchObject({ lineageEntries: 4, ownedHashes: 4, sourceCount: 1, trackedBlockLimitRejections: 1, maxTrackedBlocks: 6 });
+    // Exactly up to the limit is fine, and re-offering blocks already tracked adds nothing.
+    expect(pool.store(2n, 0, null, null, [21n, 22n], [31n, 32n])).toBeNull();
+    expect(pool.store(1n, 0, null, null, [1n, 2n], [11n, 12n])).toBeNull();
+    expect(pool.store(2n, 0, 22n, null, [23n], [33n])).toBe('TrackedBlockLimit');
+    expect(pool.stats()).toMatchObject({ lineageEntries: 6, sourceCount: 2, trackedBlockLimitRejections: 2 });
+    // Removals free room: the rejected continuation is accepted now.
+    expect(pool.remove(1n, 0, [4n, 3n])).toBeNull();
+    expect(pool.store(2n, 0, 22n, null, [23n], [33n])).toBeNull();
+    expect(pool.stats()).toMatchObject({ lineageEntries: 5, trackedBlockLimitRejections: 2 });
+  });
+
+  test('in a packed batch only the event that would pass the limit fails', () => {
+    const pool = new PoolFilterState({ bucketCount: 1024, seed: SEED, maxTrackedBlocks: 3 });
+    const batch = new PoolEventBatch()
+      .addStored(1n, 0, null, null, [1n, 2n], [11n, 12n])
+      .addStored(1n, 1, null, null, [3n, 4n], [13n, 14n])
+      .addRemoved(1n, 0, [2n])
+      .addStored(1n, 1, null, null, [3n, 4n], [13n, 14n]);
+    expect(pool.apply(batch).outcomes).toEqual([null, 'TrackedBlockLimit', null, null]);
+    expect(pool.stats()).toMatchObject({ lineageEntries: 3, trackedBlockLimitRejections: 1 });
+  });
+
+  test('without the option a pool takes the largest limit; bad limits are refused', () => {
+    expect(new PoolFilterState({ bucketCount: 64 }).stats().maxTrackedBlocks).toBe(MAX_TRACKED_BLOCKS_PER_POOL);
+    expectThrows(() => new PoolFilterState({ bucketCount: 64, maxTrackedBlocks: 0 }), 'RangeError');
+    expectThrows(() => new PoolFilterState({ bucketCount: 64, maxTrackedBlocks: MAX_TRACKED_BLOCKS_PER_POOL + 1 }), 'RangeError');
+    expectThrows(() => new PoolFilterState({ bucketCount: 64, maxTrackedBlocks: 1.5 }), 'RangeError');
+  });
+});
