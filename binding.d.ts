@@ -160,15 +160,6 @@ export function hashBatchAsync(
   seed: bigint,
   sequence: boolean,
 ): Promise<HashBatchResult>;
-/** Benchmark baseline: raw XXH3 over the same windows hashBatch reads (xor of the hashes). */
-export function xxh3BlocksBaseline(
-  tokens: Uint32Array,
-  promptOffsets: Uint32Array,
-  kvBlockSize: number,
-  eagle: boolean,
-  seed: bigint,
-  sequence: boolean,
-): bigint;
 export function padValueForMmHash(mmHash: bigint): number;
 export function hashMmIdentifier(identifier: string): bigint | null;
 

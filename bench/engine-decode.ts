@@ -4,7 +4,8 @@
 // steadier than wall clock on a shared machine.
 import { Unpackr } from 'msgpackr';
 import { decodeBatchPayload } from '../src/ingest/decode';
-import { EngineBatchDecoder, needsRoom, packPrompts, PoolEventBatch, xxh3BlocksBaseline } from '../src/native';
+import { EngineBatchDecoder, needsRoom, packPrompts, PoolEventBatch } from '../src/native';
+import { xxh3BlocksBaseline } from '../test/support/native-testing';
 import { SaltCache, toPoolEvent } from '../src/producer/events';
 import { encodeBatch, type EventEncoding, type SimEvent } from '../src/sim';
 import { Rng } from '../src/sim/rng';

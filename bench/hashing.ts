@@ -1,5 +1,6 @@
 // Token hashing throughput through the batch API vs raw XXH3 over the same block windows (same run).
-import { hashBatch, hashBatchAsync, packPrompts, PromptBatch, saltSeed, xxh3BlocksBaseline } from '../src/native';
+import { hashBatch, hashBatchAsync, packPrompts, PromptBatch, saltSeed } from '../src/native';
+import { xxh3BlocksBaseline } from '../test/support/native-testing';
 import type { BenchResult } from './support/result';
 
 const PROMPTS = 512;

@@ -7,6 +7,7 @@
 
 #include "block_hash.h"
 #include "ckf.h"
+#include "hash_batch.h"
 #include "modules.h"
 #include "napi_args.h"
 #include "native_limits.h"
@@ -97,54 +98,6 @@ Napi::Value SequenceHashesFromBlocks(const Napi::CallbackInfo& info) {
 
 // ---- batch: many prompts (same block size, format and salt) in one call -------------------------
 
-struct BatchInput {
-  Napi::Uint32Array tokens;
-  // Copied before it is checked: the hashing loop trusts it, and the caller's array may change
-  // (another thread writing a SharedArrayBuffer, or the caller after hashBatchAsync returned).
-  std::vector<uint32_t> promptOffsets;
-  uint32_t kvBlockSize;
-  bool eagle;
-  uint64_t seed;
-  bool sequence;
-  Napi::Uint32Array blockOffsets;
-  Napi::BigUint64Array hashes;
-};
-
-// Checks (tokens, promptOffsets, kvBlockSize, eagle, seed, sequence) and allocates the outputs.
-BatchInput ParseBatch(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  auto jsOffsets = args::U32Array(args::Arg(info, 1), "promptOffsets");
-  BatchInput in{args::U32Array(args::Arg(info, 0), "tokens"),
-                {},
-                BlockSizeArg(args::Arg(info, 2)),
-                args::Bool(args::Arg(info, 3), "eagle"),
-                args::U64(args::Arg(info, 4), "seed"),
-                args::Bool(args::Arg(info, 5), "sequence"),
-                {},
-                {}};
-  if (uint64_t{in.tokens.ElementLength()} + jsOffsets.ElementLength() > limits::kMaxAsyncHashInputs) {
-    throw Napi::RangeError::New(env, "prompt batch too large: at most " + std::to_string(limits::kMaxAsyncHashInputs) +
-                                         " tokens and offsets per call");
-  }
-  in.promptOffsets.assign(jsOffsets.Data(), jsOffsets.Data() + jsOffsets.ElementLength());
-  const uint32_t* offsets = in.promptOffsets.data();
-  const size_t n = in.promptOffsets.size();
-  if (n == 0 || offsets[0] != 0 || offsets[n - 1] != in.tokens.ElementLength()) {
-    throw Napi::RangeError::New(env, "promptOffsets must start at 0 and end at tokens.length");
-  }
-  in.blockOffsets = Napi::Uint32Array::New(env, n);
-  uint32_t* blockOffsets = in.blockOffsets.Data();
-  uint64_t total = 0;
-  blockOffsets[0] = 0;
-  for (size_t p = 1; p < n; ++p) {
-    if (offsets[p] < offsets[p - 1]) throw Napi::RangeError::New(env, "promptOffsets must be non-decreasing");
-    total += hashing::CompleteBlockCount(offsets[p] - offsets[p - 1], in.kvBlockSize, in.eagle);
-    blockOffsets[p] = static_cast<uint32_t>(total);
-  }
-  in.hashes = Napi::BigUint64Array::New(env, total);
-  return in;
-}
-
 void HashBatchCore(const uint32_t* tokens, const uint32_t* offsets, const uint32_t* blockOffsets, size_t n,
                    uint32_t bs, bool eagle, uint64_t seed, bool sequence, uint64_t* out) {
   size_t p = 0;
@@ -229,22 +182,6 @@ Napi::Value HashBatchAsync(const Napi::CallbackInfo& info) {
   return promise;
 }
 
-// Baseline for bench/hashing.ts: raw XXH3 over exactly the block windows hashBatch reads, no outputs.
-Napi::Value Xxh3BlocksBaseline(const Napi::CallbackInfo& info) {
-  BatchInput in = ParseBatch(info);
-  const uint32_t* tokens = in.tokens.Data();
-  const uint32_t* offsets = in.promptOffsets.data();
-  const size_t window = in.kvBlockSize + (in.eagle ? 1 : 0);
-  uint64_t acc = 0;
-  for (size_t p = 0; p + 1 < in.promptOffsets.size(); ++p) {
-    const size_t blocks = hashing::CompleteBlockCount(offsets[p + 1] - offsets[p], in.kvBlockSize, in.eagle);
-    for (size_t i = 0; i < blocks; ++i) {
-      acc ^= hashing::Xxh3(tokens + offsets[p] + i * in.kvBlockSize, window * 4, in.seed);
-    }
-  }
-  return Napi::BigInt::New(info.Env(), acc);
-}
-
 Napi::Value PadValueForMmHash(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), hashing::PadValueForMmHash(args::U64(args::Arg(info, 0), "mmHash")));
 }
@@ -302,6 +239,40 @@ Napi::Value BucketContains(const Napi::CallbackInfo& info) {
 
 }  // namespace
 
+BatchInput ParseBatch(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  auto jsOffsets = args::U32Array(args::Arg(info, 1), "promptOffsets");
+  BatchInput in{args::U32Array(args::Arg(info, 0), "tokens"),
+                {},
+                BlockSizeArg(args::Arg(info, 2)),
+                args::Bool(args::Arg(info, 3), "eagle"),
+                args::U64(args::Arg(info, 4), "seed"),
+                args::Bool(args::Arg(info, 5), "sequence"),
+                {},
+                {}};
+  if (uint64_t{in.tokens.ElementLength()} + jsOffsets.ElementLength() > limits::kMaxAsyncHashInputs) {
+    throw Napi::RangeError::New(env, "prompt batch too large: at most " + std::to_string(limits::kMaxAsyncHashInputs) +
+                                         " tokens and offsets per call");
+  }
+  in.promptOffsets.assign(jsOffsets.Data(), jsOffsets.Data() + jsOffsets.ElementLength());
+  const uint32_t* offsets = in.promptOffsets.data();
+  const size_t n = in.promptOffsets.size();
+  if (n == 0 || offsets[0] != 0 || offsets[n - 1] != in.tokens.ElementLength()) {
+    throw Napi::RangeError::New(env, "promptOffsets must start at 0 and end at tokens.length");
+  }
+  in.blockOffsets = Napi::Uint32Array::New(env, n);
+  uint32_t* blockOffsets = in.blockOffsets.Data();
+  uint64_t total = 0;
+  blockOffsets[0] = 0;
+  for (size_t p = 1; p < n; ++p) {
+    if (offsets[p] < offsets[p - 1]) throw Napi::RangeError::New(env, "promptOffsets must be non-decreasing");
+    total += hashing::CompleteBlockCount(offsets[p] - offsets[p - 1], in.kvBlockSize, in.eagle);
+    blockOffsets[p] = static_cast<uint32_t>(total);
+  }
+  in.hashes = Napi::BigUint64Array::New(env, total);
+  return in;
+}
+
 void InitHashing(Napi::Env env, Napi::Object exports) {
   exports.Set("xxh3", Napi::Function::New(env, Xxh3, "xxh3"));
   exports.Set("saltSeed", Napi::Function::New(env, SaltSeed, "saltSeed"));
@@ -310,7 +281,6 @@ void InitHashing(Napi::Env env, Napi::Object exports) {
   exports.Set("sequenceHashesFromBlocks", Napi::Function::New(env, SequenceHashesFromBlocks, "sequenceHashesFromBlocks"));
   exports.Set("hashBatch", Napi::Function::New(env, HashBatch, "hashBatch"));
   exports.Set("hashBatchAsync", Napi::Function::New(env, HashBatchAsync, "hashBatchAsync"));
-  exports.Set("xxh3BlocksBaseline", Napi::Function::New(env, Xxh3BlocksBaseline, "xxh3BlocksBaseline"));
   exports.Set("padValueForMmHash", Napi::Function::New(env, PadValueForMmHash, "padValueForMmHash"));
   exports.Set("hashMmIdentifier", Napi::Function::New(env, HashMmIdentifier, "hashMmIdentifier"));
   exports.Set("ckfBucketCount", Napi::Function::New(env, CkfBucketCount, "ckfBucketCount"));

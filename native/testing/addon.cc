@@ -9,6 +9,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvrelay::testing::InitPoolMemoryBench(env, exports);
   kvrelay::testing::InitCanonicalPool(env, exports);
   kvrelay::testing::InitRng(env, exports);
+  kvrelay::testing::InitHashingBench(env, exports);
   return exports;
 }
 }  // namespace

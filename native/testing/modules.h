@@ -9,5 +9,6 @@ void InitPoolBench(Napi::Env env, Napi::Object exports);
 void InitPoolMemoryBench(Napi::Env env, Napi::Object exports);
 void InitCanonicalPool(Napi::Env env, Napi::Object exports);
 void InitRng(Napi::Env env, Napi::Object exports);
+void InitHashingBench(Napi::Env env, Napi::Object exports);
 }  // namespace testing
 }  // namespace kvrelay

@@ -101,18 +101,6 @@ export function splitBatch(result: HashBatchResult): BigUint64Array[] {
   return out;
 }
 
-/** Benchmark baseline: raw XXH3 over exactly the windows hashBatch reads. */
-export function xxh3BlocksBaseline(batch: PromptBatch, opts: HashBatchOptions): bigint {
-  return addon.xxh3BlocksBaseline(
-    batch.tokens,
-    batch.promptOffsets,
-    opts.kvBlockSize,
-    opts.eagle ?? false,
-    opts.seed ?? XXH3_SEED,
-    false,
-  );
-}
-
 /** pad_value_for_mm_hash: the token id sglang substitutes for an mm placeholder. */
 export function padValueForMmHash(mmHash: bigint): number {
   return addon.padValueForMmHash(mmHash);

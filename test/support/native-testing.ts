@@ -2,7 +2,7 @@
 // bench-only entry points that the production addon does not export. Loaded only by test/ and bench/.
 import { nativeTarget, packageRoot } from '../../src/native/addon';
 import { DEFAULT_CKF_MAX_KICKS, DEFAULT_CKF_SEED } from '../../src/config/defaults';
-import type { PoolStats } from '../../src/native';
+import { XXH3_SEED, type HashBatchOptions, type PoolStats, type PromptBatch } from '../../src/native';
 
 export interface RawCanonicalResult {
   outcome: string;
@@ -66,6 +66,14 @@ interface TestingBinding {
   benchPoolNative(bucketCount: number, blocksPerPrompt: number, minLoad: number, maxLoad: number, minOps: number): NativeChurnBench;
   benchPoolCanonicalNative(bucketCount: number, minLoad: number, maxLoad: number, minOps: number): NativeChurnBench;
   benchPoolMemoryNative(sources: number, blocks: number): NativeMemoryBench;
+  xxh3BlocksBaseline(
+    tokens: Uint32Array,
+    promptOffsets: Uint32Array,
+    kvBlockSize: number,
+    eagle: boolean,
+    seed: bigint,
+    sequence: boolean,
+  ): bigint;
 }
 
 const root = packageRoot();
@@ -120,4 +128,16 @@ export function benchPoolCanonicalNative(bucketCount: number, minLoad: number, m
  */
 export function benchPoolMemoryNative(sources: number, blocks: number): NativeMemoryBench {
   return testingAddon.benchPoolMemoryNative(sources, blocks);
+}
+
+/** Benchmark baseline: raw XXH3 over exactly the windows hashBatch reads (xor of the hashes). */
+export function xxh3BlocksBaseline(batch: PromptBatch, opts: HashBatchOptions): bigint {
+  return testingAddon.xxh3BlocksBaseline(
+    batch.tokens,
+    batch.promptOffsets,
+    opts.kvBlockSize,
+    opts.eagle ?? false,
+    opts.seed ?? XXH3_SEED,
+    false,
+  );
 }
