@@ -16,8 +16,7 @@ import { BS } from '../support/relay-config';
 import { waitFor } from '../support/waitFor';
 
 export { BS, endpointConfig, relayConfig, workerConfig } from '../support/relay-config';
-// Generous: a relay process started from the TypeScript sources takes seconds on a loaded machine.
-export const DEADLINE_MS = 30_000;
+export const DEADLINE_MS = 10_000;
 const U64 = (1n << 64n) - 1n;
 
 // --- expected hashes, from the spec ---
@@ -69,6 +68,7 @@ export class E2e {
   private clientValue: RelayClient | undefined;
   private child: ChildProcess | undefined;
   private metricsAddress: string | undefined;
+  private addressValue: string | undefined;
 
   async engine(options: SimulatedEngineOptions = {}): Promise<SimulatedEngine> {
     const engine = new SimulatedEngine({ modelName: 'llama', ...options });
@@ -88,13 +88,13 @@ export class E2e {
   }
 
   /** Like start(), with the relay as a `kv-dc-relay serve` process. */
-  async startProcess(config: Record<string, unknown>): Promise<ChildProcess> {
+  async startProcess(config: Record<string, unknown>, listenTimeoutMs = DEADLINE_MS): Promise<ChildProcess> {
     fs.writeFileSync(this.file, JSON.stringify(config));
     const child = spawnCli(['serve', '--config', this.file], ['ignore', 'ignore', 'pipe']);
     this.child = child;
     let stderr = '';
     child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
-    await waitFor(() => child.exitCode !== null || loggedAddress(stderr, 'metrics listening') !== undefined, 'the relay process to listen', DEADLINE_MS, 20);
+    await waitFor(() => child.exitCode !== null || loggedAddress(stderr, 'metrics listening') !== undefined, 'the relay process to listen', listenTimeoutMs, 20);
     if (child.exitCode !== null) throw new Error(`relay exited ${child.exitCode}: ${stderr}`);
     await this.connect(loggedAddress(stderr, 'listening')!, loggedAddress(stderr, 'metrics listening'), this.engines);
     return child;
@@ -102,6 +102,7 @@ export class E2e {
 
   private async connect(address: string, metricsAddress: string | undefined, subscribed: SimulatedEngine[]): Promise<void> {
     this.metricsAddress = metricsAddress;
+    this.addressValue = address;
     this.clientValue = new RelayClient(address, { subscriberId: 'e2e', backoff: { initialMs: 20, maxMs: 200 } });
     this.clientValue.start();
     await Promise.all(subscribed.map((e) => e.waitForSubscribers()));
@@ -117,6 +118,12 @@ export class E2e {
   get relay(): RunningRelay {
     if (!this.relayValue) throw new Error('relay not started');
     return this.relayValue;
+  }
+
+  /** The relay's gRPC address (in-process or process). */
+  get address(): string {
+    if (!this.addressValue) throw new Error('relay not started');
+    return this.addressValue;
   }
 
   get client(): RelayClient {
