@@ -2,8 +2,9 @@
 // The batch goes through the validator the N-API layer uses; a rejected batch is never applied. An
 // accepted one is applied in one ApplyBatch to one state and event by event (Store/Remove/Clear) to
 // a twin: both must end identical (the planned path equals the unplanned one), and every rejected
-// store must leave the state as it was. Ids and hashes are folded into small ranges so that parents,
-// repeats, shared hashes and a full 64-bucket filter are common.
+// store (a bad sequence, or the tracked-block bound) must leave the state as it was. Ids and hashes
+// are folded into small ranges so that parents, repeats, shared hashes and a full 64-bucket filter
+// are common.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
@@ -20,6 +21,8 @@ namespace {
 constexpr uint32_t kBuckets = 64;
 constexpr uint64_t kSeed = 0x5deece66d1b54a33ull;
 constexpr uint32_t kMaxKicks = 16;
+// Small enough that the per-pool tracked-block bound rejects stores too.
+constexpr uint64_t kMaxTrackedBlocks = 48;
 
 struct Image {
   std::vector<uint64_t> words;
@@ -68,8 +71,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::vector<uint64_t> words(in.Left() / 8);
   for (auto& w : words) w = in.Take<uint64_t>();
 
-  pool::PoolFilterState batched(kBuckets, kSeed, kMaxKicks);
-  pool::PoolFilterState single(kBuckets, kSeed, kMaxKicks);
+  pool::PoolFilterState batched(kBuckets, kSeed, kMaxKicks, kMaxTrackedBlocks);
+  pool::PoolFilterState single(kBuckets, kSeed, kMaxKicks, kMaxTrackedBlocks);
   const Image empty = ImageOf(batched);
   if (!pool::ValidatePackedBatch(meta.data(), meta.size(), words.size()).empty()) {
     // Rejected: the binding throws before touching the state.
