@@ -5,21 +5,17 @@ import { status } from '@grpc/grpc-js';
 import { MAX_CONCURRENT_STREAMS_PER_CONNECTION, MAX_REQUEST_BYTES } from '../../src/config/limits';
 import { encodeMessage } from '../../src/wire/codec';
 import { bytesCallEnd, bytesClient, startTestRelay, subscriber, type TestRelay } from './helpers';
-import { rawCall, rawSession } from './raw-client';
+import { RawSessions, rawCall } from './raw-client';
 import { waitFor } from '../support/waitFor';
 
 let relay: TestRelay;
-const sessions: http2.ClientHttp2Session[] = [];
+const sessions = new RawSessions();
 afterEach(async () => {
-  for (const s of sessions.splice(0)) s.destroy();
+  sessions.destroyAll();
   await relay?.close();
 });
 
-function session(): http2.ClientHttp2Session {
-  const s = rawSession(relay.server.address);
-  sessions.push(s);
-  return s;
-}
+const session = (): http2.ClientHttp2Session => sessions.connect(relay.server.address);
 
 /** A catalog request padded with an unknown field (protobuf readers skip it) to exactly `size` bytes. */
 function paddedRequest(size: number): Buffer {

@@ -8,20 +8,16 @@ import type { FilterUpdate } from '../../src/wire/types';
 import { testProducer } from '../support/test-source';
 import { waitFor } from '../support/waitFor';
 import { StreamReader, startTestRelay, subscriber, type TestRelay } from './helpers';
-import { rawCall, rawSession } from './raw-client';
+import { RawSessions, rawCall } from './raw-client';
 
 let relay: TestRelay;
-const sessions: http2.ClientHttp2Session[] = [];
+const sessions = new RawSessions();
 afterEach(async () => {
-  for (const s of sessions.splice(0)) s.destroy();
+  sessions.destroyAll();
   await relay?.close();
 });
 
-function session(): http2.ClientHttp2Session {
-  const s = rawSession(relay.server.address);
-  sessions.push(s);
-  return s;
-}
+const session = (): http2.ClientHttp2Session => sessions.connect(relay.server.address);
 
 const STREAMS = 1000;
 const CONNECTIONS = 10;

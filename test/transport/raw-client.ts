@@ -96,3 +96,18 @@ export function rawCall<Req extends WireMessageName, Res extends WireMessageName
 ): RawCall<Res> {
   return new RawCall(session, `/dynamo.kvrelay.v1.KvEventRelay/${method}`, encodeMessage(requestType, request), responseType);
 }
+
+/** Raw sessions a test opens, destroyed together when it ends. */
+export class RawSessions {
+  private readonly open: http2.ClientHttp2Session[] = [];
+
+  connect(address: string): http2.ClientHttp2Session {
+    const session = rawSession(address);
+    this.open.push(session);
+    return session;
+  }
+
+  destroyAll(): void {
+    for (const session of this.open.splice(0)) session.destroy();
+  }
+}
