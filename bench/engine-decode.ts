@@ -1,12 +1,10 @@
-// Engine payload -> packed apply batch: the native decoder against the JS path it replaces (msgpackr
-// decode + toPoolEvent + PoolEventBatch) and against raw XXH3 over the same token windows, on the
-// same payloads in the same run. CPU time per pass (process.cpuUsage), median of several slices:
-// steadier than wall clock on a shared machine.
+// Engine payload -> packed apply batch: the native decoder (the production decoder since #8 item 1
+// replaced the JS path) against msgpackr's decode alone and against raw XXH3 over the same token
+// windows, on the same payloads in the same run. CPU time per pass (process.cpuUsage), median of
+// several slices: steadier than wall clock on a shared machine.
 import { Unpackr } from 'msgpackr';
-import { decodeBatchPayload } from '../src/ingest/decode';
-import { EngineBatchDecoder, needsRoom, packPrompts, PoolEventBatch } from '../src/native';
+import { EngineBatchDecoder, needsRoom, packPrompts } from '../src/native';
 import { xxh3BlocksBaseline } from '../test/support/native-testing';
-import { SaltCache, toPoolEvent } from '../src/producer/events';
 import { encodeBatch, type EventEncoding, type SimEvent } from '../src/sim';
 import { Rng } from '../src/sim/rng';
 import type { BenchResult } from './support/result';
@@ -92,23 +90,6 @@ function nativePass(w: Workload): () => void {
   };
 }
 
-function jsPass(w: Workload): () => void {
-  const packed = new PoolEventBatch();
-  const seeds = new SaltCache();
-  const semantics = { kvBlockSize: BLOCK_SIZE, eagle: false };
-  return () => {
-    packed.reset();
-    for (const payload of w.payloads) {
-      const batch = decodeBatchPayload(payload);
-      const source = { workerId: WORKER, dpRank: batch.dpRank ?? 0 };
-      for (const ev of batch.events) {
-        const c = toPoolEvent(source, ev, semantics, seeds);
-        if ('event' in c) packed.add(c.event);
-      }
-    }
-  };
-}
-
 function msgpackrPass(w: Workload): () => void {
   const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'bigint' });
   return () => {
@@ -133,7 +114,6 @@ export async function run(): Promise<BenchResult[]> {
   for (const w of workloads) {
     const rate = (seconds: number) => w.blocks / seconds;
     const native = cpuSecondsPerPass(nativePass(w));
-    const js = cpuSecondsPerPass(jsPass(w));
     const msgpackr = cpuSecondsPerPass(msgpackrPass(w));
     const xxh3 = cpuSecondsPerPass(xxh3Pass(w));
     const bytes = w.payloads.reduce((n, p) => n + p.length, 0);
@@ -148,7 +128,6 @@ export async function run(): Promise<BenchResult[]> {
       note,
     });
     results.push(
-      row('native decodeInto vs the JS path', 'msgpackr decode + toPoolEvent + PoolEventBatch', js),
       row('native decodeInto vs msgpackr alone', 'msgpackr unpack only (no hashing, no packing)', msgpackr),
       row('native decodeInto vs raw XXH3', 'raw XXH3 over the same stored token windows (native loop)', xxh3),
     );

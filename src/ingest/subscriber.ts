@@ -1,6 +1,6 @@
 // One worker's KV-event subscription: a SUB socket per data-parallel rank (dialing the engine's PUB
-// or bound for engines that dial in), per-rank ordering and replay (stream.ts), decoding
-// (decode.ts), and delivery to the producer's sink.
+// or bound for engines that dial in), per-rank ordering and replay (stream.ts), native decoding into
+// one packed batch per burst (burst.ts), and delivery to the producer's sink.
 import { setImmediate as nextTurn } from 'timers/promises';
 import { context, Subscriber } from 'zeromq';
 import {
@@ -17,13 +17,14 @@ import {
   INGEST_REPLAY_MAX_BUFFERED_BYTES,
 } from '../config/defaults';
 import { MAX_U64 } from '../config/limits';
-import { decodeBatchPayload } from './decode';
+import { EngineBatchDecoder } from '../native';
+import { PackedBurst } from './burst';
 import { rankEndpoint } from './endpoints';
 import { parseLiveMessage } from './frames';
 import { requestReplay } from './replay';
 import { RankStream, type ReplayHandle } from './stream';
 import { ThrottledLogger } from './throttle';
-import type { EngineKvEvent, IngestLogger, IngestSink, KvEventEndpointConfig, ResetReason, SourceKey, SourceStats } from './types';
+import type { IngestLogger, IngestSink, KvEventEndpointConfig, ResetReason, SourceKey, SourceStats } from './types';
 
 // libzmq allows 1023 sockets per context by default: one relay with a thousand KV sources (one SUB
 // per rank, plus replay sockets) would fail to create the next one. Applies before the first socket.
@@ -47,6 +48,8 @@ export class KvEventSubscriber {
   private readonly ranks: RankSubscription[] = [];
   private readonly counters = new Map<string, SourceStats>();
   private readonly log: ThrottledLogger;
+  /** One decoder for every rank (calls are synchronous; it keeps scratch buffers). */
+  readonly decoder: EngineBatchDecoder;
   private closed = false;
 
   constructor(
@@ -56,6 +59,7 @@ export class KvEventSubscriber {
     readonly options: SubscriberOptions = {},
   ) {
     validateConfig(config);
+    this.decoder = new EngineBatchDecoder(config);
     this.log = new ThrottledLogger(options.logger ?? stderrLogger, INGEST_LOG_MAX_PER_WINDOW, INGEST_LOG_WINDOW_MS);
   }
 
@@ -107,22 +111,17 @@ export class KvEventSubscriber {
     return s;
   }
 
-  /** @internal Whether `rank` is one of this worker's data-parallel ranks. */
-  hasRank(rank: number): boolean {
-    return rank >= this.config.dpStartRank && rank < this.config.dpStartRank + this.config.dpSize;
-  }
-
   /** @internal */
   warn(obj: object, msg: string): void {
     this.log.warn({ workerId: String(this.config.workerId), ...obj }, msg);
   }
 
   /** @internal */
-  deliver(source: SourceKey, sequence: bigint, timestamp: number, events: EngineKvEvent[]): void {
+  deliver(rank: number, burst: PackedBurst): void {
     try {
-      this.sink.batch({ source, sequence, timestamp, events });
+      this.sink.events(burst.view());
     } catch (err) {
-      this.warn({ dpRank: source.dpRank, sequence: String(sequence), err: String(err) }, 'KV-event sink rejected a batch');
+      this.warn({ dpRank: rank, err: String(err) }, 'KV-event sink rejected a batch');
     }
   }
 
@@ -156,6 +155,9 @@ class RankSubscription {
   private readonly socket: Subscriber;
   private readonly stream: RankStream;
   private readonly seen = new Map<number, SourceKey>();
+  /** Decoded messages not yet handed to the sink (flushed once the current burst is handled). */
+  private readonly burst: PackedBurst;
+  private flushQueued = false;
   private loop: Promise<void> = Promise.resolve();
   private events: Promise<void> = Promise.resolve();
   private redial: NodeJS.Timeout | undefined;
@@ -169,6 +171,7 @@ class RankSubscription {
     this.source = { workerId: config.workerId, dpRank: rank };
     this.endpoint = rankEndpoint(config.endpoint, rank, config.dpStartRank);
     this.replayEndpoint = config.replayEndpoint && rankEndpoint(config.replayEndpoint, rank, config.dpStartRank);
+    this.burst = new PackedBurst(owner.decoder, config.workerId);
     this.stream = new RankStream(
       {
         deliver: (seq, payload) => this.deliver(seq, payload),
@@ -281,57 +284,84 @@ class RankSubscription {
     this.redial = undefined;
   }
 
+  /**
+   * Per wake-up, everything the socket already holds (receive() reads at once while it is
+   * readable), up to INGEST_MESSAGES_PER_TURN messages, decoded into one burst: one hand-off to the
+   * sink per wake-up. A full burst yields to the event loop before the next one.
+   */
   private async receiveLoop(): Promise<void> {
-    let handled = 0;
-    while (!this.socket.closed) {
-      // receive() resolves at once while a backlog lasts, so the loop must yield by itself.
-      if (++handled % INGEST_MESSAGES_PER_TURN === 0) await nextTurn();
-      let frames: Buffer[];
+    const { socket } = this;
+    while (!socket.closed) {
+      let handled = 0;
       try {
-        frames = await this.socket.receive();
+        do {
+          this.handle(await socket.receive());
+          handled += 1;
+        } while (handled < INGEST_MESSAGES_PER_TURN && socket.readable);
       } catch (err) {
-        if (this.socket.closed || this.owner.isClosed) return;
+        this.flush();
+        if (socket.closed || this.owner.isClosed) return;
         this.owner.warn({ dpRank: this.rank, err: String(err) }, 'KV-event receive failed');
         continue;
       }
-      let msg;
-      try {
-        msg = parseLiveMessage(frames);
-      } catch (err) {
-        this.malformed(err as Error, 'live');
-        continue;
-      }
-      this.stream.live(msg.sequence, msg.payload);
+      this.flush();
+      if (handled === INGEST_MESSAGES_PER_TURN) await nextTurn();
     }
   }
 
-  private deliver(sequence: bigint, payload: Buffer): void {
-    let batch;
+  private handle(frames: Buffer[]): void {
+    let msg;
     try {
-      batch = decodeBatchPayload(payload);
+      msg = parseLiveMessage(frames);
     } catch (err) {
+      this.malformed(err as Error, 'live');
+      return;
+    }
+    this.stream.live(msg.sequence, msg.payload);
+  }
+
+  /** Decodes one batch into the burst; the sink gets the burst once the messages at hand are handled. */
+  private deliver(sequence: bigint, payload: Buffer): void {
+    let r;
+    try {
+      r = this.burst.add(sequence, payload, this.rank);
+    } catch (err) {
+      const e = err as Error & { code?: string; rank?: number };
+      if (e.code === 'RankOutOfRange') {
+        // A rank the worker does not have would become a source (state, stats, lineage) forever.
+        this.owner.counter(this.source).rejectedRanks += 1;
+        this.owner.warn({ dpRank: this.rank, sequence: String(sequence), batchRank: e.rank }, 'KV-event batch names a dp rank outside the worker; dropped');
+        return;
+      }
       this.owner.counter(this.source).lastSequence = sequence;
-      this.malformed(err as Error, 'payload', sequence);
+      this.malformed(e, 'payload', sequence);
       return;
     }
     // The batch's own rank names the source (relay-config.md); engines that leave it unset are this rank.
-    const source = batch.dpRank === null || batch.dpRank === this.rank ? this.source : { workerId: this.source.workerId, dpRank: batch.dpRank };
-    if (!this.owner.hasRank(source.dpRank)) {
-      // A rank the worker does not have would become a source (state, stats, lineage) forever.
-      this.owner.counter(this.source).rejectedRanks += 1;
-      this.owner.warn({ dpRank: this.rank, sequence: String(sequence), batchRank: source.dpRank }, 'KV-event batch names a dp rank outside the worker; dropped');
-      return;
-    }
+    const source = r.dpRank === this.rank ? this.source : { workerId: this.source.workerId, dpRank: r.dpRank };
     this.seen.set(source.dpRank, source);
     const stats = this.owner.counter(source);
     stats.lastSequence = sequence;
-    stats.events += batch.events.length;
-    stats.ignored += batch.ignored;
-    for (const e of batch.events) if (e.kind !== 'cleared') stats.blocks += e.blockHashes.length;
-    this.owner.deliver(source, sequence, batch.timestamp, batch.events);
+    stats.events += r.events;
+    stats.ignored += r.ignored;
+    stats.blocks += r.blocks;
+    if (!this.flushQueued) {
+      // Replies and held-back messages arrive outside the receive loop: flush after their turn.
+      this.flushQueued = true;
+      queueMicrotask(() => this.flush());
+    }
+  }
+
+  private flush(): void {
+    this.flushQueued = false;
+    if (this.burst.isEmpty) return;
+    if (!this.owner.isClosed) this.owner.deliver(this.rank, this.burst);
+    this.burst.clear();
   }
 
   private reset(reason: ResetReason): void {
+    // What was decoded before the reset reaches the sink before it (order per source).
+    this.flush();
     this.seen.set(this.rank, this.source);
     for (const source of this.seen.values()) this.owner.reset(source, reason);
     this.seen.clear();

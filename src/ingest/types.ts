@@ -1,6 +1,6 @@
 // The seam between engine KV-event ingest and the producer. Ingest turns engine ZMQ streams (vLLM /
-// SGLang wire format) into ordered, filtered batches per source; the producer implements IngestSink
-// and owns everything that depends on the deployment (block size, hash format, canonical hashing).
+// SGLang wire format) into ordered, filtered, hashed packed batches per source, with the pool's
+// block size and hash format from the deployment; the producer implements IngestSink and applies them.
 
 /** One KV-event source: a worker's data-parallel rank (engine-inputs.md §1.1; pool actor §4.2). */
 export interface SourceKey {
@@ -9,37 +9,27 @@ export interface SourceKey {
 }
 
 /**
- * A decoded engine event. Only primary-tier (GPU / no medium) events of the main attention group
- * reach the sink; everything else is dropped by ingest and counted as `ignored`.
+ * One burst of a worker's engine messages (the messages a socket had queued at one wake-up), decoded,
+ * filtered and hashed by the native decoder into the pool's packed apply batch (packed_batch.h
+ * layout: every event names its workerId and dpRank), in arrival order. The arrays are valid only
+ * during the sink call: a sink copies what it keeps.
  */
-export type EngineKvEvent =
-  | {
-      kind: 'stored';
-      /** Engine block hashes (external ids, u64), one per block, in chain order. */
-      blockHashes: bigint[];
-      /** Engine hash of the block before blockHashes[0]; null at the start of a sequence. */
-      parentBlockHash: bigint | null;
-      /** Concatenated tokens of all blocks (normally blockHashes.length × blockSize; may be short). */
-      tokenIds: Uint32Array;
-      /** The engine's block size for this event; the producer drops blocks whose size differs. */
-      blockSize: number;
-      /** LoRA adapter name (salts canonical hashes); null for the base model. */
-      loraName: string | null;
-      /** Per block: the MM hashes found in extra_keys (engine order), or null; absent when no block has MM. */
-      mmHashes?: (bigint[] | null)[];
-    }
-  | { kind: 'removed'; blockHashes: bigint[] }
-  | { kind: 'cleared' };
-
-export interface EngineEventBatch {
-  source: SourceKey;
-  /** The engine's batch sequence (strictly increasing per source between resets). */
-  sequence: bigint;
-  /** Engine wall-clock timestamp in seconds (float). */
-  timestamp: number;
-  /** May be empty when every event of the batch was ignored. */
-  events: EngineKvEvent[];
+export interface PackedEngineEvents {
+  workerId: bigint;
+  meta: Uint32Array;
+  words: BigUint64Array;
+  /** Engine messages in the burst (some may add no event: every event ignored, dropped or none). */
+  messages: number;
+  /** Per message: its sequence. */
+  sequences: BigUint64Array;
+  /** Per message, MESSAGE_INFO_STRIDE entries: its dp rank, then where its events end in meta. */
+  messageInfo: Uint32Array;
+  /** Stores dropped because their block size is not the pool's (counted by the pool). */
+  droppedBlockSize: number;
 }
+
+/** Entries per message in PackedEngineEvents.messageInfo: [dpRank, metaEnd]. */
+export const MESSAGE_INFO_STRIDE = 2;
 
 /** overflow: messages held back behind a replay outgrew their bounds and were dropped. */
 export type ResetReason = 'gap' | 'restart' | 'disconnect' | 'overflow';
@@ -47,11 +37,11 @@ export type ResetReason = 'gap' | 'restart' | 'disconnect' | 'overflow';
 /** Implemented by the producer. Calls are synchronous and in order per source. */
 export interface IngestSink {
   /**
-   * One engine batch, in order per source. After a replay the sink has seen every batch the engine
-   * published since the last reset (a sequence may be skipped only when the engine's batch could not
-   * be decoded, which is counted as malformed).
+   * A burst of engine batches, in order per source. After a replay the sink has seen every batch the
+   * engine published since the last reset (a sequence may be skipped only when the engine's batch
+   * could not be decoded, which is counted as malformed).
    */
-  batch(b: EngineEventBatch): void;
+  events(b: PackedEngineEvents): void;
   /**
    * The source's history is lost (uncovered gap, engine restart, lost connection): drop every block
    * of that source (like AllBlocksCleared); later batches rebuild it from live events.
@@ -101,6 +91,10 @@ export interface KvEventEndpointConfig {
   workerId: bigint;
   dpSize: number;
   dpStartRank: number;
+  /** The pool's block size: stores of another size are dropped and counted. */
+  kvBlockSize: number;
+  /** The pool hashes in Eagle format (each block's window includes the next block's first token). */
+  eagle: boolean;
   /** Rank r uses this endpoint's port + (r − dpStartRank), as vLLM does. */
   endpoint: string;
   /** The engine's replay ROUTER (port offset per rank likewise); absent = no replay. */

@@ -83,7 +83,31 @@ export interface PoolFilterStateOptions {
 
 // The packed encoding is defined once, natively (native/packed_batch.h).
 const LAYOUT = addon.packedBatchLayout;
-const META_STRIDE = LAYOUT.metaStride;
+/** u32 entries of one event in a packed batch's meta. */
+export const META_STRIDE = LAYOUT.metaStride;
+
+/** Words the packed event whose meta entry starts at meta[at] occupies (packed_batch.h PackedEventWords). */
+export function packedEventWords(meta: Uint32Array, at: number): number {
+  const count = meta[at + LAYOUT.meta.blockCount];
+  if (meta[at + LAYOUT.meta.kind] === LAYOUT.kind.stored) return 1 + (meta[at + LAYOUT.meta.flags] & LAYOUT.flag.parent ? 1 : 0) + 2 * count;
+  return 1 + count;
+}
+
+/** The kind of the packed event whose meta entry starts at meta[at]. */
+export function packedKind(meta: Uint32Array, at: number): PoolEvent['kind'] {
+  const kind = meta[at + LAYOUT.meta.kind];
+  return kind === LAYOUT.kind.stored ? 'stored' : kind === LAYOUT.kind.removed ? 'removed' : 'cleared';
+}
+
+/** Engine ids (blocks) the packed event at meta[at] carries. */
+export function packedBlockCount(meta: Uint32Array, at: number): number {
+  return meta[at + LAYOUT.meta.blockCount];
+}
+
+/** The (workerId, dpRank) of the packed event at meta[at] whose words start at words[wordsAt]. */
+export function packedSource(meta: Uint32Array, at: number, words: BigUint64Array, wordsAt: number): { workerId: bigint; dpRank: number } {
+  return { workerId: words[wordsAt], dpRank: meta[at + LAYOUT.meta.dpRank] };
+}
 
 function checkU64(v: bigint, what: string): void {
   if (typeof v !== 'bigint') throw new TypeError(`${what} must be a bigint`);
@@ -168,6 +192,21 @@ export class PoolEventBatch {
     return this;
   }
 
+  /**
+   * Appends events already packed (e.g. by the native engine decoder). Checked only by length here;
+   * the pool validates the encoding when it applies the batch.
+   */
+  append(meta: Uint32Array, words: BigUint64Array): this {
+    if (meta.length % META_STRIDE !== 0) throw new RangeError('packed meta length is not a multiple of the stride');
+    this.ensureMeta(meta.length);
+    this.meta.set(meta, this.metaLen);
+    this.metaLen += meta.length;
+    this.ensureWords(words.length);
+    this.words.set(words, this.wordsLen);
+    this.wordsLen += words.length;
+    return this;
+  }
+
   /** Views of the encoded events (valid until the next add/reset). */
   packed(): { meta: Uint32Array; words: BigUint64Array } {
     return { meta: this.meta.subarray(0, this.metaLen), words: this.words.subarray(0, this.wordsLen) };
@@ -176,11 +215,7 @@ export class PoolEventBatch {
   private header(kind: number, workerId: bigint, dpRank: number, flags: number, start: number, count: number): void {
     checkU64(workerId, 'workerId');
     checkU32(dpRank, 'dpRank');
-    if (this.metaLen + META_STRIDE > this.meta.length) {
-      const grown = new Uint32Array(this.meta.length * 2);
-      grown.set(this.meta.subarray(0, this.metaLen));
-      this.meta = grown;
-    }
+    this.ensureMeta(META_STRIDE);
     const m = this.meta;
     const i = this.metaLen;
     const at = LAYOUT.meta;
@@ -192,6 +227,15 @@ export class PoolEventBatch {
     this.metaLen += META_STRIDE;
     this.ensureWords(1);
     this.words[this.wordsLen++] = workerId;
+  }
+
+  private ensureMeta(extra: number): void {
+    if (this.metaLen + extra <= this.meta.length) return;
+    let size = this.meta.length * 2;
+    while (size < this.metaLen + extra) size *= 2;
+    const grown = new Uint32Array(size);
+    grown.set(this.meta.subarray(0, this.metaLen));
+    this.meta = grown;
   }
 
   private ensureWords(extra: number): void {
@@ -270,6 +314,11 @@ export class PoolFilterState {
   /** Applies events already encoded by a PoolEventBatch (or an equivalent encoder); RangeError if malformed. */
   applyPacked(meta: Uint32Array, words: BigUint64Array): PoolBatchResult {
     return toResult(this.native.applyBatch(meta, words));
+  }
+
+  /** applyPacked on a worker thread: until it settles, no other call here and the arrays must not change. */
+  async applyPackedAsync(meta: Uint32Array, words: BigUint64Array): Promise<PoolBatchResult> {
+    return toResult(await this.native.applyBatchAsync(meta, words));
   }
 
   store(

@@ -1,6 +1,6 @@
 // One producer generation of one pool (hashing-ckf-cbi1.md §4.6-§4.7; wire-contract.md §8.3).
 //
-// Engine batches for the pool's sources are converted to pool-state events and applied to the
+// Packed engine events of the pool's sources (decoded and hashed by ingest) are applied to the
 // native pool state, serialized through one command chain (so a snapshot barrier never interleaves
 // with an apply). After each applied slice the publication window is checked: reaching
 // `publicationThreshold` pending events publishes a delta at once; the first pending event of a
@@ -13,7 +13,7 @@
 // (wire-contract.md §8.2): a batch that does not fit is dropped and its source reset, as on a gap
 // (later batches rebuild it from live events), and counted — the actor never grows with its backlog.
 import type { Logger } from '../log';
-import type { EngineEventBatch, SourceKey } from '../ingest/types';
+import { MESSAGE_INFO_STRIDE, type PackedEngineEvents, type SourceKey } from '../ingest/types';
 import type { DeltaFrame, PoolFeed, PoolImage, PoolListener } from '../publication/source';
 import type { ProducerIdentity } from '../wire/types';
 import {
@@ -27,40 +27,69 @@ import {
 } from '../config/defaults';
 import { ThrottledLogger } from '../ingest/throttle';
 import { MAX_U64 } from '../config/limits';
-import { encodeDelta, PoolFilterState, type PoolBatchResult, type PoolEvent } from '../native';
-import { SaltCache, toPoolEvent, type Conversion, type PoolSemantics } from './events';
+import {
+  encodeDelta,
+  META_STRIDE,
+  packedBlockCount,
+  packedKind,
+  packedEventWords,
+  packedSource,
+  PoolEventBatch,
+  PoolFilterState,
+  type PoolBatchResult,
+} from '../native';
 import type { PoolMetrics } from '../metrics/registry';
 
 /** Above this many blocks a slice is applied off the event loop. */
 const ASYNC_APPLY_BLOCKS = 4096;
 
-/**
- * Whether a slice runs on a worker thread: big slices, and any clear, whose cost is the size of the
- * cleared source (unknown here, up to millions of blocks) rather than of the event.
- */
-function offLoop(slice: readonly PoolEvent[]): boolean {
+/** Event boundaries of a packed batch: events [from, to) occupy words [wordsFrom, wordsTo). */
+interface Slice {
+  from: number;
+  to: number;
+  wordsFrom: number;
+  wordsTo: number;
+  /** Engine ids the slice's stores and removals carry. */
+  blocks: number;
+  /**
+   * Whether it runs on a worker thread: big slices, and any clear, whose cost is the size of the
+   * cleared source (unknown here, up to millions of blocks) rather than of the event.
+   */
+  offLoop: boolean;
+}
+
+function slice(meta: Uint32Array, from: number, to: number, wordsFrom: number): Slice {
+  let words = wordsFrom;
   let blocks = 0;
-  for (const e of slice) {
-    if (e.kind === 'cleared') return true;
-    blocks += e.blockHashes.length;
+  let clear = false;
+  for (let at = from * META_STRIDE; at < to * META_STRIDE; at += META_STRIDE) {
+    words += packedEventWords(meta, at);
+    blocks += packedBlockCount(meta, at);
+    clear ||= packedKind(meta, at) === 'cleared';
   }
-  return blocks > ASYNC_APPLY_BLOCKS;
+  return { from, to, wordsFrom, wordsTo: words, blocks, offLoop: clear || blocks > ASYNC_APPLY_BLOCKS };
 }
 
 /** Events of the batches accepted since the last queued command, and what they hold of the mailbox. */
 interface Inbox {
-  events: PoolEvent[];
+  events: PoolEventBatch;
   batches: number;
   blocks: number;
 }
 
 const sourceKey = (s: SourceKey): string => `${s.workerId}:${s.dpRank}`;
 
+/** The sources a burst's messages name (nearly always the one rank of its socket). */
+function burstSources(b: PackedEngineEvents): SourceKey[] {
+  const ranks = new Set<number>();
+  for (let i = 0; i < b.messages; i++) ranks.add(b.messageInfo[i * MESSAGE_INFO_STRIDE]);
+  return [...ranks].map((dpRank) => ({ workerId: b.workerId, dpRank }));
+}
+
 export interface PoolActorOptions {
   key: string;
   producer: ProducerIdentity;
   dcId: bigint;
-  semantics: PoolSemantics;
   publicationThreshold: number;
   publicationDelayMs: number;
   /** Tracked-block bound of the pool state (limits.maxTrackedBlocksPerPool); default: the native maximum. */
@@ -78,7 +107,6 @@ export class PoolActor implements PoolFeed {
   readonly dcId: bigint;
   private readonly state: PoolFilterState;
   private readonly format: { seed: bigint; bucketCount: number };
-  private readonly salts = new SaltCache();
   /** A misbehaving source can be rejected thousands of times a second; each must not be a log line. */
   private readonly warnings: ThrottledLogger;
   private listener: PoolListener | undefined;
@@ -90,6 +118,8 @@ export class PoolActor implements PoolFeed {
    * publication slice rather than one per message. Queuing any other command closes it (order).
    */
   private inbox: Inbox | undefined;
+  /** An applied inbox's buffers, kept for the next one (they have grown to the usual burst). */
+  private spare: PoolEventBatch | undefined;
   /** Batches and blocks accepted and not yet applied (the mailbox bound). */
   private queuedBatches = 0;
   private queuedBlocks = 0;
@@ -133,34 +163,25 @@ export class PoolActor implements PoolFeed {
     return this.ended !== undefined;
   }
 
-  /** Engine batch of one of this pool's sources (synchronous hand-off; applied in order). */
-  batch(b: EngineEventBatch): void {
+  /** Packed engine events of this pool's sources (synchronous hand-off, copied; applied in order). */
+  events(b: PackedEngineEvents): void {
     if (this.ended) return;
-    const events: PoolEvent[] = [];
-    for (const ev of b.events) {
-      let c: Conversion;
-      try {
-        c = toPoolEvent(b.source, ev, this.options.semantics, this.salts);
-      } catch (err) {
-        this.counters.eventErrors += 1;
-        this.warn(b.source, ev.kind, `event not convertible: ${(err as Error).message}`);
-        continue;
-      }
-      if ('event' in c) events.push(c.event);
-      else if (c.dropped === 'block_size') this.counters.eventsDroppedBlockSize += 1;
-    }
-    if (events.length === 0) return;
+    this.counters.eventsDroppedBlockSize += b.droppedBlockSize;
+    if (b.meta.length === 0) return;
     let blocks = 0;
-    for (const e of events) if (e.kind !== 'cleared') blocks += e.blockHashes.length;
+    for (let at = 0; at < b.meta.length; at += META_STRIDE) blocks += packedBlockCount(b.meta, at);
+    const sources = burstSources(b);
     // An empty mailbox takes any batch, so one larger than the permits is not refused forever.
     if (this.queuedBatches > 0 && (this.queuedBatches >= ACTOR_MAILBOX_CAPACITY || this.queuedBlocks + blocks > PENDING_BLOCK_PERMITS)) {
       this.counters.mailboxOverflows += 1;
-      this.warn(b.source, 'batch', `mailbox full (${this.queuedBatches} batches, ${this.queuedBlocks} blocks): batch dropped, source reset`);
-      this.reset(b.source);
+      for (const source of sources) {
+        this.warn(source, 'batch', `mailbox full (${this.queuedBatches} batches, ${this.queuedBlocks} blocks): batch dropped, source reset`);
+        this.reset(source);
+      }
       return;
     }
-    this.resetQueued.delete(sourceKey(b.source));
-    this.admit(events, blocks);
+    for (const source of sources) this.resetQueued.delete(sourceKey(source));
+    this.admit(b.messages, blocks).append(b.meta, b.words);
   }
 
   /** The source's history is lost: drop all of its blocks (like AllBlocksCleared), in order with its batches. */
@@ -170,19 +191,20 @@ export class PoolActor implements PoolFeed {
     // Taken whatever the mailbox holds: at most one per source, since duplicates are skipped.
     if (this.resetQueued.has(key)) return;
     this.resetQueued.add(key);
-    this.admit([{ kind: 'cleared', workerId: source.workerId, dpRank: source.dpRank }], 0);
+    this.admit(1, 0).addCleared(source.workerId, source.dpRank);
   }
 
-  private admit(events: PoolEvent[], blocks: number): void {
-    this.queuedBatches += 1;
+  /** Accounts `batches` and `blocks` to the mailbox; the open inbox, or a new one whose apply is queued now. */
+  private admit(batches: number, blocks: number): PoolEventBatch {
+    this.queuedBatches += batches;
     this.queuedBlocks += blocks;
     if (this.inbox) {
-      for (const e of events) this.inbox.events.push(e);
-      this.inbox.batches += 1;
+      this.inbox.batches += batches;
       this.inbox.blocks += blocks;
-      return;
+      return this.inbox.events;
     }
-    const inbox: Inbox = { events, batches: 1, blocks };
+    const inbox: Inbox = { events: this.spare ?? new PoolEventBatch(), batches, blocks };
+    this.spare = undefined;
     this.enqueue(async () => {
       if (this.inbox === inbox) this.inbox = undefined;
       try {
@@ -191,8 +213,11 @@ export class PoolActor implements PoolFeed {
         this.queuedBatches -= inbox.batches;
         this.queuedBlocks -= inbox.blocks;
       }
+      inbox.events.reset();
+      this.spare = inbox.events;
     });
     this.inbox = inbox;
+    return inbox.events;
   }
 
   attach(listener: PoolListener): Promise<PoolImage> {
@@ -251,17 +276,21 @@ export class PoolActor implements PoolFeed {
     this.chain = this.chain.then(command).catch((err: Error) => this.fence(`pool actor command failed: ${err.message}`));
   }
 
-  private async apply(events: PoolEvent[]): Promise<void> {
+  private async apply(batch: PoolEventBatch): Promise<void> {
     // Slices never take the window past the threshold, so each delta covers at most
     // publicationThreshold events, as when the reference checks after every command.
-    let i = 0;
-    while (i < events.length && !this.ended) {
+    const { meta, words } = batch.packed();
+    const count = meta.length / META_STRIDE;
+    let next = slice(meta, 0, 0, 0);
+    while (next.to < count && !this.ended) {
       const room = Math.max(1, this.sliceThreshold() - this.state.pendingEvents);
-      const slice = events.slice(i, i + room);
-      i += slice.length;
-      for (const e of slice) if (e.kind !== 'cleared') this.pendingBlocks += e.blockHashes.length;
-      const result = offLoop(slice) ? await this.state.applyAsync(slice) : this.state.apply(slice);
-      this.account(slice, result);
+      const s = slice(meta, next.to, Math.min(count, next.to + room), next.wordsTo);
+      next = s;
+      this.pendingBlocks += s.blocks;
+      const m = meta.subarray(s.from * META_STRIDE, s.to * META_STRIDE);
+      const w = words.subarray(s.wordsFrom, s.wordsTo);
+      const result = s.offLoop ? await this.state.applyPackedAsync(m, w) : this.state.applyPacked(m, w);
+      this.account(m, w, result);
       if (result.outcomes.includes('IndexerInvariantViolation')) {
         this.fence('IndexerInvariantViolation');
         return;
@@ -271,18 +300,22 @@ export class PoolActor implements PoolFeed {
     }
   }
 
-  private account(events: readonly PoolEvent[], result: PoolBatchResult): void {
-    this.counters.eventsApplied += events.length;
+  private account(meta: Uint32Array, words: BigUint64Array, result: PoolBatchResult): void {
+    this.counters.eventsApplied += result.outcomes.length;
     this.counters.eventErrors += result.errorCount;
     this.counters.capacityFailures += result.capacityFailures;
     this.counters.unknownRemovals += result.unknownRemovals;
     this.counters.trackedBlocks = this.state.stats().lineageEntries;
+    if (result.errorCount === 0) return;
+    let wordsAt = 0;
     result.outcomes.forEach((error, i) => {
+      const at = i * META_STRIDE;
+      const eventWords = wordsAt;
+      wordsAt += packedEventWords(meta, at);
       if (error === null) return;
       if (error === 'ParentBlockNotFound') this.counters.parentNotFound += 1;
       if (error === 'TrackedBlockLimit') this.counters.storesRejectedAtLimit += 1;
-      const ev = events[i];
-      this.warn({ workerId: ev.workerId, dpRank: ev.dpRank }, ev.kind, error);
+      this.warn(packedSource(meta, at, words, eventWords), packedKind(meta, at), error);
     });
   }
 

@@ -9,7 +9,7 @@
 import type { RelayConfig } from '../config/schema';
 import { DEFAULT_CKF_SEED } from '../config/defaults';
 import { LayoutGenerationCounter } from '../identity';
-import type { EngineEventBatch, IngestSink, ResetReason, SourceKey } from '../ingest/types';
+import type { IngestSink, PackedEngineEvents, ResetReason, SourceKey } from '../ingest/types';
 import { buildPoolLoad, buildServingLoad, MetricsScraper, type LoadPool } from '../load';
 import type { Logger } from '../log';
 import type { ProducerMetrics } from '../metrics/registry';
@@ -81,7 +81,7 @@ export class Producer implements RelaySource {
     this.health = new HealthMonitor(this.timing.healthProbeMs);
     this.scraper = new MetricsScraper(this.timing.loadWindowMs);
     this.liveness = (id, staticLive) => this.health.liveness(id, staticLive);
-    const sink: IngestSink = { batch: (b) => this.batch(b), reset: (s, r) => this.reset(s, r) };
+    const sink: IngestSink = { events: (b) => this.events(b), reset: (s, r) => this.reset(s, r) };
     this.sources = new KvSources(sink, this.logger);
     this.health.onChange(() => this.publishReadiness());
   }
@@ -143,8 +143,8 @@ export class Producer implements RelaySource {
 
   // ---- ingest sink ----
 
-  batch(b: EngineEventBatch): void {
-    this.actorOf(b.source)?.batch(b);
+  events(b: PackedEngineEvents): void {
+    this.actorOfWorker(b.workerId)?.events(b);
   }
 
   reset(source: SourceKey, reason: ResetReason): void {
@@ -245,7 +245,6 @@ export class Producer implements RelaySource {
       key: spec.key,
       producer,
       dcId: spec.poolId.dcId,
-      semantics: { kvBlockSize: spec.querySemantics.kvBlockSize, eagle: spec.endpoint.model.hashFormat === 'eagle' },
       publicationThreshold: this.timing.publicationThreshold,
       publicationDelayMs: this.timing.publicationDelayMs,
       maxTrackedBlocks: this.options.config.limits.maxTrackedBlocksPerPool,
@@ -294,7 +293,11 @@ export class Producer implements RelaySource {
   }
 
   private actorOf(source: SourceKey): PoolActor | undefined {
-    const key = this.routes.get(source.workerId);
+    return this.actorOfWorker(source.workerId);
+  }
+
+  private actorOfWorker(workerId: bigint): PoolActor | undefined {
+    const key = this.routes.get(workerId);
     return key === undefined ? undefined : this.pools.get(key)?.actor;
   }
 

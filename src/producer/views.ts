@@ -23,7 +23,10 @@ export function kvSourceConfigs(specs: Iterable<PoolSpec>): KvEventEndpointConfi
   const out: KvEventEndpointConfig[] = [];
   for (const spec of specs) {
     for (const w of spec.endpoint.workers) {
-      if (w.kvEvents) out.push({ workerId: w.id, dpSize: w.dpSize, dpStartRank: w.dpStartRank, ...w.kvEvents });
+      if (!w.kvEvents) continue;
+      // The pool's hashing semantics travel with the source: ingest decodes and hashes for the pool.
+      const { kvBlockSize } = spec.querySemantics;
+      out.push({ workerId: w.id, dpSize: w.dpSize, dpStartRank: w.dpStartRank, kvBlockSize, eagle: spec.endpoint.model.hashFormat === 'eagle', ...w.kvEvents });
     }
   }
   return out;

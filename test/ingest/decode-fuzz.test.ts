@@ -1,16 +1,15 @@
-// Decoding never fails with anything but DecodeError, whatever an engine sends.
+// The production decoder, whatever an engine sends: it accepts, or rejects the whole payload with one
+// coded error and writes nothing; it never crashes or throws anything else.
 import fc from 'fast-check';
 import { pack } from 'msgpackr';
-import { decodeBatchPayload } from '../../src/ingest/decode';
-import { DecodeError } from '../../src/ingest/errors';
+import { EngineBatchDecoder } from '../../src/native';
+import { OPTIONS, rejectsWithoutWriting } from '../native/engine-decoder.helpers';
+
+const decoder = new EngineBatchDecoder(OPTIONS);
 
 function decodesOrRejects(payload: Uint8Array): void {
-  try {
-    const out = decodeBatchPayload(payload);
-    expect(Array.isArray(out.events)).toBe(true);
-  } catch (err) {
-    expect(err).toBeInstanceOf(DecodeError);
-  }
+  const e = rejectsWithoutWriting(decoder, payload);
+  if (e) expect(['MalformedKvBatch', 'RankOutOfRange']).toContain(e.code);
 }
 
 const scalar = fc.oneof(

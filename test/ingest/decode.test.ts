@@ -1,9 +1,48 @@
+// Engine payloads through the production decoder (native EngineBatchDecoder), fixtures built here
+// (spec bytes, msgpackr) with the outcome each must have: the packed events the pool gets (engine
+// ids, canonical hashes of the tokens), the counters, or a MalformedKvBatch rejection.
 import { pack } from 'msgpackr';
-import { decodeBatchPayload } from '../../src/ingest/decode';
 import { DecodeError } from '../../src/ingest/errors';
 import { END_SEQ, encodeSequence, parseLiveMessage, parseReplayReply } from '../../src/ingest/frames';
-import { engineHashToU64 } from '../../src/ingest/hash';
+import { EngineBatchDecoder, type EngineDecoderOptions } from '../../src/native';
 import { encodeBatch } from '../../src/sim/encode';
+import { nativeDecode, rejectsWithoutWriting } from '../native/engine-decoder.helpers';
+import { tokensHashes, unpackEvents, type UnpackedEvent } from '../support/packed';
+
+const W = 7n;
+const decoders = new Map<string, EngineBatchDecoder>();
+
+/** The decoder of a worker with ranks 0..7 and a pool of block size `kvBlockSize`. */
+function decoderFor(kvBlockSize: number, eagle = false): EngineBatchDecoder {
+  const opts: EngineDecoderOptions = { workerId: W, kvBlockSize, eagle, dpStartRank: 0, dpSize: 8 };
+  const key = `${kvBlockSize}/${eagle}`;
+  if (!decoders.has(key)) decoders.set(key, new EngineBatchDecoder(opts));
+  return decoders.get(key)!;
+}
+
+/** What the pool gets from one payload: the summary and the events (workerId checked, rank kept). */
+function decode(payload: Uint8Array, kvBlockSize = 4, eagle = false, fallbackRank = 0) {
+  const d = nativeDecode(decoderFor(kvBlockSize, eagle), payload, fallbackRank);
+  const { events } = unpackEvents(Uint32Array.from(d.meta), BigUint64Array.from(d.words));
+  return {
+    ...d.summary,
+    events: events.map(({ workerId, dpRank, ...e }): UnpackedEvent => {
+      expect([workerId, dpRank]).toEqual([W, d.summary.dpRank]);
+      return e;
+    }),
+  };
+}
+
+/** msgpack bytes with the one fixstr "RAW" replaced by the given raw bytes (any, even invalid). */
+function withRaw(packed: Uint8Array, rawHex: string): Buffer {
+  const buf = Buffer.from(packed);
+  const at = buf.indexOf(Buffer.from('a3524157', 'hex'));
+  return Buffer.concat([buf.subarray(0, at), bytes(rawHex), buf.subarray(at + 4)]);
+}
+
+function expectMalformed(payload: Uint8Array, kvBlockSize = 4): void {
+  expect(rejectsWithoutWriting(decoderFor(kvBlockSize), payload)?.code).toBe('MalformedKvBatch');
+}
 
 /** Hex bytes and quoted strings (their UTF-8 bytes, no header), as engine-inputs.md §1.6 writes them. */
 function bytes(...parts: string[]): Buffer {
@@ -43,14 +82,8 @@ const CLEARED_MAP = bytes('93', TS, '91 81 a4 74 79 70 65 b0 41 6c 6c 42 6c 6f 6
 const REMOVED_ARRAY = bytes('93', TS, '91 93 ac', '"BlockRemoved"', '91', HASH_CF, 'a3', '"GPU"', '00');
 const CLEARED_ARRAY = bytes('93', TS, '91 91 b0', '"AllBlocksCleared"', '00');
 
-const STORED = {
-  kind: 'stored',
-  blockHashes: [HASH],
-  parentBlockHash: null,
-  tokenIds: Uint32Array.from([1, 2, 3, 4]),
-  blockSize: 4,
-  loraName: null,
-};
+const STORED: UnpackedEvent = { kind: 'stored', blockHashes: [HASH], parentHash: null, tokensHashes: tokensHashes([1, 2, 3, 4], 4) };
+const SUMMARY = { timestamp: 1700000000.5, dpRank: 0, ignored: 0, droppedBlockSize: 0, droppedNoCompleteBlock: 0 };
 
 describe('spec example bytes (engine-inputs.md §1.6)', () => {
   it('have the documented sizes', () => {
@@ -62,21 +95,21 @@ describe('spec example bytes (engine-inputs.md §1.6)', () => {
     ['late array events', LATE_ARRAY],
     ['map events (vLLM PR #42892)', MAP_EVENTS],
   ])('%s decode to the same BlockStored', (_name, payload) => {
-    expect(decodeBatchPayload(payload)).toEqual({ timestamp: 1700000000.5, dpRank: 0, events: [STORED], ignored: 0 });
+    expect(decode(payload)).toEqual({ ...SUMMARY, events: [STORED], blocks: 1 });
   });
 
   it.each([
     ['map', REMOVED_MAP],
     ['array', REMOVED_ARRAY],
   ])('BlockRemoved (%s)', (_name, payload) => {
-    expect(decodeBatchPayload(payload).events).toEqual([{ kind: 'removed', blockHashes: [HASH] }]);
+    expect(decode(payload)).toEqual({ ...SUMMARY, events: [{ kind: 'removed', blockHashes: [HASH] }], blocks: 1 });
   });
 
   it.each([
     ['map', CLEARED_MAP],
     ['array', CLEARED_ARRAY],
   ])('AllBlocksCleared (%s)', (_name, payload) => {
-    expect(decodeBatchPayload(payload).events).toEqual([{ kind: 'cleared' }]);
+    expect(decode(payload)).toEqual({ ...SUMMARY, events: [{ kind: 'cleared' }], blocks: 0 });
   });
 
   it('the simulated engine encodes exactly these bytes', () => {
@@ -111,19 +144,23 @@ describe('block hash encodings', () => {
     ['int64 max negative', bytes('d3 80 00 00 00 00 00 00 00'), 1n << 63n],
   ])('%s', (_name, hashBytes, expected) => {
     const payload = bytes('93 00 91 93 ac', '"BlockRemoved"', '91', hashBytes.toString('hex'), 'c0 00');
-    expect(decodeBatchPayload(payload).events).toEqual([{ kind: 'removed', blockHashes: [expected] }]);
+    expect(decode(payload).events).toEqual([{ kind: 'removed', blockHashes: [expected] }]);
   });
 
-  it('rejects floats, strings and empty bytes', () => {
-    expect(() => engineHashToU64(1.5, 'h')).toThrow(DecodeError);
-    expect(() => engineHashToU64('12', 'h')).toThrow(DecodeError);
-    expect(() => engineHashToU64(new Uint8Array(0), 'h')).toThrow(DecodeError);
+  it.each([
+    ['a float', 'cb 3f f8 00 00 00 00 00 00'],
+    ['a string', 'a2 31 32'],
+    ['empty bytes', 'c4 00'],
+    ['nil', 'c0'],
+    ['above u64', 'cb 43 f0 00 00 00 00 00 00'],
+  ])('rejects %s', (_name, hashHex) => {
+    expectMalformed(bytes('93 00 91 93 ac', '"BlockRemoved"', '91', hashHex, 'c0 00'));
   });
 
   it('the simulated engine\'s hash modes all decode to the same u64', () => {
     const events = [{ type: 'BlockStored' as const, blockHashes: [HASH, 7n], parentBlockHash: 0xfedcba9876543210n, tokenIds: [1, 2, 3, 4, 5, 6], blockSize: 3 }];
-    const decoded = (['uint', 'int', 'bytes'] as const).map((hashes) => decodeBatchPayload(encodeBatch(1, events, 0, { events: 'map', hashes })).events);
-    expect(decoded[0]).toEqual([{ ...STORED, blockHashes: [HASH, 7n], parentBlockHash: 0xfedcba9876543210n, tokenIds: Uint32Array.from([1, 2, 3, 4, 5, 6]), blockSize: 3 }]);
+    const decoded = (['uint', 'int', 'bytes'] as const).map((hashes) => decode(encodeBatch(1, events, 0, { events: 'map', hashes }), 3).events);
+    expect(decoded[0]).toEqual([{ kind: 'stored', blockHashes: [HASH, 7n], parentHash: 0xfedcba9876543210n, tokensHashes: tokensHashes([1, 2, 3, 4, 5, 6], 3) }]);
     expect(decoded[1]).toEqual(decoded[0]);
     expect(decoded[2]).toEqual(decoded[0]);
   });
@@ -133,7 +170,8 @@ describe('event contents and filtering', () => {
   const stored = (fields: Record<string, unknown>) => ({
     type: 'BlockStored', block_hashes: [1], parent_block_hash: null, token_ids: [9, 9], block_size: 2, lora_id: null, medium: 'GPU', lora_name: null, ...fields,
   });
-  const batchOf = (...events: unknown[]) => decodeBatchPayload(pack([1.5, events, 0]));
+  const batchOf = (...events: unknown[]) => decode(pack([1.5, events, 0]), 2);
+  const base = (tokens: number[]) => tokensHashes(tokens, 2);
 
   it.each([
     ['medium CPU', { medium: 'CPU' }, false],
@@ -153,8 +191,8 @@ describe('event contents and filtering', () => {
     ['kind sink_full_attention', { kv_cache_spec_kind: 'sink_full_attention' }, true],
   ])('BlockStored with %s counts: %s', (_name, fields, counts) => {
     const out = batchOf(stored(fields));
-    expect(out.events.length).toBe(counts ? 1 : 0);
-    expect(out.ignored).toBe(counts ? 0 : 1);
+    expect(out.events).toEqual(counts ? [{ kind: 'stored', blockHashes: [1n], parentHash: null, tokensHashes: base([9, 9]) }] : []);
+    expect([out.events.length, out.ignored, out.blocks]).toEqual(counts ? [1, 0, 1] : [0, 1, 0]);
   });
 
   it('filters BlockRemoved by tier and group, never AllBlocksCleared', () => {
@@ -174,20 +212,32 @@ describe('event contents and filtering', () => {
     expect(out.events).toHaveLength(1);
   });
 
-  it('keeps the LoRA name; an empty name is the base model', () => {
-    expect(batchOf(stored({ lora_name: 'adapter-a' })).events[0]).toMatchObject({ loraName: 'adapter-a' });
-    expect(batchOf(stored({ lora_name: '' })).events[0]).toMatchObject({ loraName: null });
-    expect(batchOf(['BlockStored', [1], 5, [1, 2], 2, null, 'GPU', 'tenant-lora']).events[0]).toMatchObject({ loraName: 'tenant-lora', parentBlockHash: 5n });
+  it('the LoRA name salts the canonical hashes; an empty name is the base model', () => {
+    const salted = tokensHashes([9, 9], 2, 'adapter-a');
+    expect(salted).not.toEqual(base([9, 9]));
+    expect(batchOf(stored({ lora_name: 'adapter-a' })).events[0]).toMatchObject({ tokensHashes: salted });
+    expect(batchOf(stored({ lora_name: '' })).events[0]).toMatchObject({ tokensHashes: base([9, 9]) });
+    expect(batchOf(['BlockStored', [1], 5, [1, 2], 2, null, 'GPU', 'tenant-lora']).events[0]).toEqual({
+      kind: 'stored', blockHashes: [1n], parentHash: 5n, tokensHashes: tokensHashes([1, 2], 2, 'tenant-lora'),
+    });
   });
 
   it('SGLang positional events: salt metadata where vLLM has lora_name', () => {
     const out = batchOf(['BlockStored', [1, 2], null, [1, 2, 3, 4], 2, null, 'GPU', { cache_salt: 'abc' }]);
-    expect(out.events).toEqual([{ kind: 'stored', blockHashes: [1n, 2n], parentBlockHash: null, tokenIds: Uint32Array.from([1, 2, 3, 4]), blockSize: 2, loraName: null }]);
+    expect(out.events).toEqual([{ kind: 'stored', blockHashes: [1n, 2n], parentHash: null, tokensHashes: base([1, 2, 3, 4]) }]);
   });
 
   it('SGLang map events: salt metadata under "metadata", medium present', () => {
-    const out = decodeBatchPayload(pack([1.5, [{ type: 'BlockStored', block_hashes: [-3], parent_block_hash: 4, token_ids: [1, 2], block_size: 2, lora_id: null, medium: 'GPU', metadata: { cache_salt: 'salt' } }], 1]));
-    expect(out).toMatchObject({ dpRank: 1, events: [{ kind: 'stored', blockHashes: [0xffff_ffff_ffff_fffdn], parentBlockHash: 4n, loraName: null }] });
+    const out = decode(pack([1.5, [{ type: 'BlockStored', block_hashes: [-3], parent_block_hash: 4, token_ids: [1, 2], block_size: 2, lora_id: null, medium: 'GPU', metadata: { cache_salt: 'salt' } }], 1]), 2);
+    expect(out).toMatchObject({ dpRank: 1, events: [{ kind: 'stored', blockHashes: [0xffff_ffff_ffff_fffdn], parentHash: 4n, tokensHashes: base([1, 2]) }] });
+  });
+
+  it('a store of another block size is dropped and counted; too few tokens keep the complete blocks', () => {
+    expect(decode(pack([1, [stored({})], 0]), 4)).toMatchObject({ events: [], droppedBlockSize: 1, blocks: 1 });
+    expect(batchOf(stored({ block_hashes: [1, 2, 3], token_ids: [1, 2, 3, 4, 5] })).events).toEqual([
+      { kind: 'stored', blockHashes: [1n, 2n], parentHash: null, tokensHashes: base([1, 2, 3, 4]) },
+    ]);
+    expect(batchOf(stored({ block_hashes: [1], token_ids: [1] }))).toMatchObject({ events: [], droppedNoCompleteBlock: 1 });
   });
 
   it('ignores unknown map fields and extra trailing array elements', () => {
@@ -204,17 +254,20 @@ describe('event contents and filtering', () => {
       token_ids: [1, 2, 3, 4, 5, 6],
       extra_keys: [[[id, 0], 'adapter-a'], null, [{ type: 'mm', modality: 'image', hash: 'ffffffffffffffff' + '0'.repeat(48), block_offset: 0 }, id]],
     }));
-    expect(out.events[0]).toMatchObject({ mmHashes: [[0x0123456789abcdefn], null, [0xffffffffffffffffn, 0x0123456789abcdefn]] });
-    expect(batchOf(stored({ extra_keys: [['adapter-a']] })).events[0]).not.toHaveProperty('mmHashes');
+    const mm = [[0x0123456789abcdefn], null, [0xffffffffffffffffn, 0x0123456789abcdefn]];
+    expect(out.events[0]).toMatchObject({ tokensHashes: tokensHashes([1, 2, 3, 4, 5, 6], 2, null, false, mm) });
+    expect(tokensHashes([1, 2, 3, 4, 5, 6], 2, null, false, mm)).not.toEqual(base([1, 2, 3, 4, 5, 6]));
+    expect(batchOf(stored({ extra_keys: [['adapter-a']] })).events[0]).toMatchObject({ tokensHashes: base([9, 9]) });
   });
 
-  it('Eagle bigram token pairs become the firsts plus the last second', () => {
-    const out = batchOf(stored({ block_hashes: [11, 12], token_ids: [[10, 11], [11, 12], [12, 13], [13, 14]], block_size: 2 }));
-    expect(out.events[0]).toMatchObject({ tokenIds: Uint32Array.from([10, 11, 12, 13, 14]), blockSize: 2 });
+  it('Eagle bigram token pairs become the firsts plus the last second (windows of block size + 1)', () => {
+    const eagle = tokensHashes([10, 11, 12, 13, 14], 2, null, true);
+    const out = decode(pack([1, [stored({ block_hashes: [11, 12], token_ids: [[10, 11], [11, 12], [12, 13], [13, 14]], block_size: 2 })], 0]), 2, true);
+    expect(out.events).toEqual([{ kind: 'stored', blockHashes: [11n, 12n], parentHash: null, tokensHashes: eagle }]);
     const sim = encodeBatch(1, [{ type: 'BlockStored', blockHashes: [11n, 12n], tokenIds: [10, 11, 12, 13, 14], bigramTokens: true, blockSize: 2 }], 0, { events: 'map' });
-    expect(decodeBatchPayload(sim).events[0]).toMatchObject({ tokenIds: Uint32Array.from([10, 11, 12, 13, 14]) });
-    expect(() => batchOf(stored({ token_ids: [[1, 2], [3]] }))).toThrow(DecodeError);
-    expect(() => batchOf(stored({ token_ids: [[1, 2], 3] }))).toThrow(DecodeError);
+    expect(decode(sim, 2, true).events[0]).toMatchObject({ tokensHashes: eagle });
+    expectMalformed(pack([1, [stored({ token_ids: [[1, 2], [3]] })], 0]), 2);
+    expectMalformed(pack([1, [stored({ token_ids: [[1, 2], 3] })], 0]), 2);
   });
 
   it('a store that repeats a hash or its parent references itself and is dropped', () => {
@@ -231,18 +284,25 @@ describe('event contents and filtering', () => {
       block_mm_infos: [null, { mm_objects: [{ mm_hash: 9533257059414191570n, offsets: [[0, 2]] }, { mm_hash: 5, offsets: [] }] }],
       extra_keys: [['0123456789abcdef'.repeat(4)], null],
     }));
-    expect(out.events[0]).toMatchObject({ mmHashes: [null, [9533257059414191570n, 5n]] });
+    expect(out.events[0]).toMatchObject({ tokensHashes: tokensHashes([1, 2, 3, 4], 2, null, false, [null, [9533257059414191570n, 5n]]) });
   });
 
   it('accepts a map envelope and SGLang attn_dp_rank', () => {
-    expect(decodeBatchPayload(pack({ ts: 2, events: [['AllBlocksCleared']], data_parallel_rank: 3 }))).toMatchObject({ timestamp: 2, dpRank: 3 });
-    expect(decodeBatchPayload(pack({ ts: 2, events: [], attn_dp_rank: 5 }))).toMatchObject({ dpRank: 5 });
-    expect(decodeBatchPayload(pack([2, []]))).toMatchObject({ dpRank: null });
-    expect(decodeBatchPayload(pack([2, [], null]))).toMatchObject({ dpRank: null });
+    expect(decode(pack({ ts: 2, events: [['AllBlocksCleared']], data_parallel_rank: 3 }))).toMatchObject({ timestamp: 2, dpRank: 3, events: [{ kind: 'cleared' }] });
+    expect(decode(pack({ ts: 2, events: [], attn_dp_rank: 5 }))).toMatchObject({ dpRank: 5 });
+    expect(decode(pack({ ts: 2, events: [], dp_rank: 6 }))).toMatchObject({ dpRank: 6 });
+    // No rank in the batch: the rank of the socket it came on.
+    expect(decode(pack([2, []]), 4, false, 2)).toMatchObject({ dpRank: 2 });
+    expect(decode(pack([2, [], null]), 4, false, 2)).toMatchObject({ dpRank: 2 });
+  });
+
+  it('a rank outside the worker\'s ranks rejects the batch (RankOutOfRange), nothing written', () => {
+    const e = rejectsWithoutWriting(decoderFor(4), pack({ ts: 2, events: [['AllBlocksCleared']], attn_dp_rank: 8 }));
+    expect(e).toMatchObject({ code: 'RankOutOfRange', rank: 8 });
   });
 });
 
-describe('malformed payloads throw DecodeError', () => {
+describe('malformed payloads are rejected whole (MalformedKvBatch), nothing written', () => {
   const ok = ['BlockStored', [1], null, [1, 2], 2, null, 'GPU', null];
   it.each([
     ['reserved byte 0xc1', bytes('c1')],
@@ -265,8 +325,12 @@ describe('malformed payloads throw DecodeError', () => {
     ['block_size missing', pack([1, [['BlockStored', [1], null, [1, 2]]], 0])],
     ['lora_name a number', pack([1, [[...ok.slice(0, 7), 5]], 0])],
     ['medium a number', pack([1, [['BlockRemoved', [1], 3]], 0])],
+    ['a bad event after a good one', pack([1, [ok, ['BlockRemoved', 'x']], 0])],
+    ['array longer than the payload', bytes('93 01 dd 7f ff ff ff 00')],
+    ['nested 100 000 deep', Buffer.concat([bytes('93 01 91 94 ac'), Buffer.from('BlockRemoved'), bytes('90 c0'), Buffer.alloc(100_000, 0x91), bytes('00 00')])],
+    ['non-UTF-8 lora_name', withRaw(pack([1, [[...ok.slice(0, 7), 'RAW']], 0]), 'a2 c3 28')],
   ])('%s', (_name, payload) => {
-    expect(() => decodeBatchPayload(payload)).toThrow(DecodeError);
+    expectMalformed(payload);
   });
 });
 

@@ -5,11 +5,11 @@ import { KvEventSubscriber, type IngestSink } from '../../src/ingest';
 const SOURCES = 1_030;
 
 test(`${SOURCES} bound KV-event subscribers start and close`, async () => {
-  const sink: IngestSink = { batch: () => undefined, reset: () => undefined };
+  const sink: IngestSink = { events: () => undefined, reset: () => undefined };
   const subscribers: KvEventSubscriber[] = [];
   try {
     for (let i = 0; i < SOURCES; i++) {
-      const s = new KvEventSubscriber({ workerId: BigInt(i + 1), dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', topic: '', mode: 'bind' }, sink);
+      const s = new KvEventSubscriber({ workerId: BigInt(i + 1), dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', topic: '', mode: 'bind', kvBlockSize: 16, eagle: false }, sink);
       subscribers.push(s);
       await s.start();
     }

@@ -6,12 +6,12 @@ import { encodeSequence } from '../../src/ingest/frames';
 import { KvEventSubscriber } from '../../src/ingest/subscriber';
 import { SimulatedEngine } from '../../src/sim/engine';
 import { encodeBatch, type SimEvent } from '../../src/sim/encode';
-import { attachSubscriber, connectHarness, WORKER, type Harness } from '../support/ingest-harness';
+import { attachSubscriber, BLOCK_SIZE, connectHarness, WORKER, type Harness } from '../support/ingest-harness';
 import { RecordingSink } from '../support/recording-sink';
 import { waitFor } from '../support/waitFor';
 
 const CLEAR: SimEvent[] = [{ type: 'AllBlocksCleared' }];
-const store = (hash: bigint): SimEvent[] => [{ type: 'BlockStored', blockHashes: [hash], parentBlockHash: null, tokenIds: [1, 2], blockSize: 2 }];
+const store = (hash: bigint): SimEvent[] => [{ type: 'BlockStored', blockHashes: [hash], parentBlockHash: null, tokenIds: [1, 2, 3, 4], blockSize: 4 }];
 const portOf = (endpoint: string): number => Number(endpoint.split(':').pop());
 
 let h: Harness | undefined;
@@ -139,7 +139,7 @@ describe('data-parallel ranks', () => {
     await probe.stop();
     const sink = new RecordingSink();
     const sub = new KvEventSubscriber(
-      { workerId: WORKER, dpSize: 2, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', replayEndpoint: `tcp://127.0.0.1:${replayPort}`, topic: '', mode: 'bind' },
+      { workerId: WORKER, dpSize: 2, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', replayEndpoint: `tcp://127.0.0.1:${replayPort}`, topic: '', mode: 'bind', kvBlockSize: BLOCK_SIZE, eagle: false },
       sink,
       { logger: { warn: () => undefined } },
     );
@@ -163,7 +163,7 @@ describe('bind mode with a restarted engine', () => {
     const sink = new RecordingSink();
     const sub = new KvEventSubscriber(
       // The replay endpoint is nobody's: the second replay request is what this test observes.
-      { workerId: WORKER, dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', replayEndpoint: 'tcp://127.0.0.1:1', topic: '', mode: 'bind' },
+      { workerId: WORKER, dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', replayEndpoint: 'tcp://127.0.0.1:1', topic: '', mode: 'bind', kvBlockSize: BLOCK_SIZE, eagle: false },
       sink,
       { logger: { warn: () => undefined }, replayIdleTimeoutMs: 200 },
     );
@@ -188,7 +188,7 @@ describe('bind mode with a restarted engine', () => {
 describe('connections', () => {
   it('TCP probes and non-ZMTP peers on a bound socket neither reset nor count as engines', async () => {
     const sink = new RecordingSink();
-    const sub = new KvEventSubscriber({ workerId: WORKER, dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', topic: '', mode: 'bind' }, sink, {
+    const sub = new KvEventSubscriber({ workerId: WORKER, dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', topic: '', mode: 'bind', kvBlockSize: BLOCK_SIZE, eagle: false }, sink, {
       logger: { warn: () => undefined },
     });
     await sub.start();
@@ -232,7 +232,7 @@ describe('close()', () => {
     const subs = ['connect', 'bind'].map(
       (mode) =>
         new KvEventSubscriber(
-          { workerId: 1n, dpSize: 3, dpStartRank: 0, endpoint: mode === 'bind' ? 'tcp://127.0.0.1:0' : 'tcp://127.0.0.1:9', topic: '', mode: mode as 'connect' | 'bind' },
+          { workerId: 1n, dpSize: 3, dpStartRank: 0, endpoint: mode === 'bind' ? 'tcp://127.0.0.1:0' : 'tcp://127.0.0.1:9', topic: '', mode: mode as 'connect' | 'bind', kvBlockSize: BLOCK_SIZE, eagle: false },
           new RecordingSink(),
         ),
     );
@@ -245,12 +245,12 @@ describe('close()', () => {
 
 describe('start()', () => {
   it('fails on a bind port in use and releases the sockets it opened', async () => {
-    const first = new KvEventSubscriber({ workerId: 1n, dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', topic: '', mode: 'bind' }, new RecordingSink());
+    const first = new KvEventSubscriber({ workerId: 1n, dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', topic: '', mode: 'bind', kvBlockSize: BLOCK_SIZE, eagle: false }, new RecordingSink());
     await first.start();
     const port = portOf(first.endpoints()[0]);
     // Rank 0 of the second one binds port − 1 (free or not, it is released again), rank 1 collides.
     const second = new KvEventSubscriber(
-      { workerId: 2n, dpSize: 2, dpStartRank: 0, endpoint: `tcp://127.0.0.1:${port - 1}`, topic: '', mode: 'bind' },
+      { workerId: 2n, dpSize: 2, dpStartRank: 0, endpoint: `tcp://127.0.0.1:${port - 1}`, topic: '', mode: 'bind', kvBlockSize: BLOCK_SIZE, eagle: false },
       new RecordingSink(),
     );
     await expect(second.start()).rejects.toThrow(/in use/i);

@@ -1,8 +1,8 @@
 // Ordering, replay and resets over real ZMQ sockets on loopback, against the simulated engine.
-import type { EngineKvEvent } from '../../src/ingest/types';
 import type { SimEvent } from '../../src/sim/encode';
 import { SimulatedEngine } from '../../src/sim/engine';
 import { attachSubscriber, connectHarness, WORKER, type Harness } from '../support/ingest-harness';
+import { tokensHashes, type UnpackedEvent } from '../support/packed';
 import { waitFor } from '../support/waitFor';
 
 const H1 = 0xab54a98ceb1f0ad2n; // ≥ 2^63: uint64 on the wire, negative as int64
@@ -20,9 +20,10 @@ const SCRIPT: SimEvent[][] = [
   [{ type: 'AllBlocksCleared' }],
 ];
 
-const EXPECTED: EngineKvEvent[][] = [
-  [{ kind: 'stored', blockHashes: [H1, H2], parentBlockHash: null, tokenIds: Uint32Array.from([1, 2, 3, 4, 5, 6, 7, 8]), blockSize: 4, loraName: null }],
-  [{ kind: 'stored', blockHashes: [H3], parentBlockHash: H2, tokenIds: Uint32Array.from([9, 10, 11, 12]), blockSize: 4, loraName: 'adapter-a' }],
+/** What the pool gets: engine ids, and the canonical hashes of the tokens (salted by the LoRA name). */
+const EXPECTED: UnpackedEvent[][] = [
+  [{ kind: 'stored', blockHashes: [H1, H2], parentHash: null, tokensHashes: tokensHashes([1, 2, 3, 4, 5, 6, 7, 8], 4) }],
+  [{ kind: 'stored', blockHashes: [H3], parentHash: H2, tokensHashes: tokensHashes([9, 10, 11, 12], 4, 'adapter-a') }],
   [{ kind: 'removed', blockHashes: [H3] }],
   [{ kind: 'cleared' }],
 ];

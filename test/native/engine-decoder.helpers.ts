@@ -1,11 +1,10 @@
-// Shared by the engine-decoder tests: running the native decoder into fresh arrays, the current JS
-// path (decode.ts + events.ts + PoolEventBatch) as the reference, and msgpack fixtures built with
+// Shared by the engine-decoder tests: running the native decoder into fresh arrays, the former JS
+// path (engine-decoder.reference.ts + PoolEventBatch) as the oracle for random payloads, and msgpack fixtures built with
 // msgpackr (independent of the native code under test).
 import fc from 'fast-check';
 import { Packr } from 'msgpackr';
-import { decodeBatchPayload } from '../../src/ingest/decode';
 import { EngineBatchDecoder, needsRoom, PoolEventBatch, type EngineDecodeResult, type EngineDecoderOptions } from '../../src/native';
-import { SaltCache, toPoolEvent } from '../../src/producer/events';
+import { decodeBatchPayload, SaltCache, toPoolEvent } from './engine-decoder.reference';
 
 export const compactPackr = new Packr({ useRecords: false, variableMapSize: true });
 export const plainPackr = new Packr({ useRecords: false }); // maps with 16-bit headers
@@ -35,7 +34,7 @@ export function nativeDecode(decoder: EngineBatchDecoder, payload: Uint8Array, f
   }
 }
 
-/** The current JS path: decodeBatchPayload, toPoolEvent per event, PoolEventBatch. Throws DecodeError. */
+/** The former JS path (test oracle): decodeBatchPayload, toPoolEvent per event, PoolEventBatch. Throws DecodeError. */
 export function jsDecode(payload: Uint8Array, opts: EngineDecoderOptions, fallbackRank = 0): Decoded {
   const batch = decodeBatchPayload(payload);
   const dpRank = batch.dpRank ?? fallbackRank;

@@ -2,7 +2,9 @@
 import { CBI1, decodeFrame, filterContains, saltSeed, sequenceHashes, type DecodedDelta } from '../../src/native';
 import { PoolActor } from '../../src/producer/pool-actor';
 import type { DeltaFrame, PoolListener } from '../../src/publication/source';
-import type { EngineEventBatch, EngineKvEvent } from '../../src/ingest/types';
+import type { PackedEngineEvents } from '../../src/ingest/types';
+import type { SimEvent } from '../../src/sim/encode';
+import { packEngineBatch } from '../support/packed';
 import type { ProducerIdentity } from '../../src/wire/types';
 import { silentLogger } from '../../src/log';
 import { waitFor } from '../support/waitFor';
@@ -26,12 +28,11 @@ afterEach(async () => {
 });
 
 /** An actor over a pool of BUCKETS buckets unless `bucketCount` asks for a bigger filter. */
-function actor(threshold: number, delayMs: number, eagle = false, bucketCount = BUCKETS): PoolActor {
+function actor(threshold: number, delayMs: number, bucketCount = BUCKETS): PoolActor {
   const a = new PoolActor({
     key: 'pool',
     producer: { ...producer, ckfFormat: { ...producer.ckfFormat!, bucketCount: BigInt(bucketCount) } },
     dcId: DC,
-    semantics: { kvBlockSize: BS, eagle },
     publicationThreshold: threshold,
     publicationDelayMs: delayMs,
     logger: silentLogger,
@@ -60,14 +61,13 @@ class Recorder implements PoolListener {
 
 const tokens = (n: number, from = 0): Uint32Array => Uint32Array.from({ length: n }, (_, i) => from + i);
 
-function stored(blockIds: bigint[], toks: Uint32Array, parent: bigint | null = null, loraName: string | null = null, blockSize = BS): EngineKvEvent {
-  return { kind: 'stored', blockHashes: blockIds, parentBlockHash: parent, tokenIds: toks, blockSize, loraName };
+function stored(blockIds: bigint[], toks: Uint32Array, parent: bigint | null = null, loraName: string | null = null, blockSize = BS): SimEvent {
+  return { type: 'BlockStored', blockHashes: blockIds, parentBlockHash: parent, tokenIds: toks, blockSize, loraName };
 }
 
-let seq = 0n;
-function batch(events: EngineKvEvent[], workerId = 7n, dpRank = 0): EngineEventBatch {
-  seq += 1n;
-  return { source: { workerId, dpRank }, sequence: seq, timestamp: 0, events };
+/** The events as ingest hands them over: msgpack as vLLM sends it, decoded for a pool of block size BS. */
+function batch(events: SimEvent[], workerId = 7n, dpRank = 0, eagle = false): PackedEngineEvents {
+  return packEngineBatch(workerId, events, { kvBlockSize: BS, eagle, dpRank });
 }
 
 function canonical(toks: Uint32Array, loraName: string | null = null, eagle = false): bigint[] {
@@ -91,7 +91,7 @@ test('attach on an empty pool gives an all-zero image at sequence 0', async () =
 test('stored blocks become canonical hashes in the image; deltas continue it exactly', async () => {
   const a = actor(1, 1);
   const t1 = tokens(8);
-  a.batch(batch([stored([101n, 102n], t1)]));
+  a.events(batch([stored([101n, 102n], t1)]));
   const rec = new Recorder();
   const img = await a.attach(rec);
   // No listener before attach: the first change was dropped and the sequence did not advance.
@@ -100,7 +100,7 @@ test('stored blocks become canonical hashes in the image; deltas continue it exa
 
   // A child block chained on 102 (parent lookup in this source's lineage).
   const t2 = tokens(12);
-  a.batch(batch([stored([103n], t2.subarray(8), 102n)]));
+  a.events(batch([stored([103n], t2.subarray(8), 102n)]));
   await waitFor(() => rec.deltas.length === 1, '1 delta', 2000, 2);
   const [d] = rec.deltas;
   expect(d.baseSequence).toBe(0n);
@@ -114,7 +114,7 @@ test('stored blocks become canonical hashes in the image; deltas continue it exa
   for (const h of canonical(t2)) expect(filterContains(words, h, SEED)).toBe(true);
 
   // Removing everything returns the filter to empty, published as deltas 2 (and on).
-  a.batch(batch([{ kind: 'removed', blockHashes: [103n, 102n, 101n] }]));
+  a.events(batch([{ type: 'BlockRemoved', blockHashes: [103n, 102n, 101n] }]));
   await waitFor(() => rec.deltas.length === 2, '2 deltas', 2000, 2);
   expect(rec.deltas[1].baseSequence).toBe(1n);
   expect(rec.deltas[1].sequence).toBe(2n);
@@ -124,16 +124,16 @@ test('stored blocks become canonical hashes in the image; deltas continue it exa
 test('a LoRA name salts the canonical hashes', async () => {
   const a = actor(1, 1);
   const t = tokens(4, 500);
-  a.batch(batch([stored([1n], t, null, 'tenant-a-lora')]));
+  a.events(batch([stored([1n], t, null, 'tenant-a-lora')]));
   const img = await a.attach(new Recorder());
   expect(filterContains(img.words, canonical(t, 'tenant-a-lora')[0], SEED)).toBe(true);
   expect(filterContains(img.words, canonical(t)[0], SEED)).toBe(false);
 });
 
 test('Eagle pools hash windows of kvBlockSize + 1 tokens', async () => {
-  const a = actor(1, 1, true);
+  const a = actor(1, 1);
   const t = tokens(9, 70);
-  a.batch(batch([stored([1n, 2n], t)]));
+  a.events(batch([stored([1n, 2n], t)], 7n, 0, true));
   const img = await a.attach(new Recorder());
   const eagle = canonical(t, null, true);
   expect(eagle).toHaveLength(2);
@@ -142,7 +142,7 @@ test('Eagle pools hash windows of kvBlockSize + 1 tokens', async () => {
 
 test('a stored event with another block size is counted and dropped', async () => {
   const a = actor(1, 1);
-  a.batch(batch([stored([1n], tokens(8), null, null, 8)]));
+  a.events(batch([stored([1n], tokens(8), null, null, 8)]));
   const img = await a.attach(new Recorder());
   expect(img.words.every((w) => w === 0n)).toBe(true);
   expect(a.metrics().eventsDroppedBlockSize).toBe(1);
@@ -153,13 +153,13 @@ test('threshold publishes at once; below it the delay timer flushes', async () =
   const a = actor(3, 30);
   const rec = new Recorder();
   await a.attach(rec);
-  a.batch(batch([stored([1n], tokens(4, 0)), stored([2n], tokens(4, 10))]));
+  a.events(batch([stored([1n], tokens(4, 0)), stored([2n], tokens(4, 10))]));
   await a.idle();
   expect(rec.deltas).toHaveLength(0); // 2 < threshold 3, timer armed
-  a.batch(batch([stored([3n], tokens(4, 20))]));
+  a.events(batch([stored([3n], tokens(4, 20))]));
   await a.idle();
   expect(rec.deltas).toHaveLength(1); // threshold reached: published without waiting
-  a.batch(batch([stored([4n], tokens(4, 30))]));
+  a.events(batch([stored([4n], tokens(4, 30))]));
   await a.idle();
   expect(rec.deltas).toHaveLength(1);
   await waitFor(() => rec.deltas.length === 2, '2 deltas', 2000, 2); // the delay timer flushed the single pending event
@@ -170,7 +170,7 @@ test('a large batch is cut into deltas of at most `threshold` events', async () 
   const a = actor(4, 10_000);
   const rec = new Recorder();
   await a.attach(rec);
-  a.batch(batch(Array.from({ length: 10 }, (_, i) => stored([BigInt(100 + i)], tokens(4, 1000 + 4 * i)))));
+  a.events(batch(Array.from({ length: 10 }, (_, i) => stored([BigInt(100 + i)], tokens(4, 1000 + 4 * i)))));
   await a.idle();
   expect(rec.deltas).toHaveLength(2); // 4 + 4 published, 2 pending behind the 10 s timer
   const img = await a.attach(new Recorder()); // barrier: the pending tail goes to the old listener
@@ -180,10 +180,10 @@ test('a large batch is cut into deltas of at most `threshold` events', async () 
 });
 
 test('a batch above the async threshold is applied off the event loop with the same result', async () => {
-  const a = actor(16, 1, false, 8192);
+  const a = actor(16, 1, 8192);
   const n = 5000;
   const t = tokens(n * BS, 100_000);
-  a.batch(batch([stored(Array.from({ length: n }, (_, i) => BigInt(i + 1)), t)]));
+  a.events(batch([stored(Array.from({ length: n }, (_, i) => BigInt(i + 1)), t)]));
   const img = await a.attach(new Recorder());
   const hashes = canonical(t);
   expect(hashes).toHaveLength(n);
@@ -193,9 +193,9 @@ test('a batch above the async threshold is applied off the event loop with the s
 });
 
 test('a reset runs off the event loop: its cost is the size of the cleared source', async () => {
-  const a = actor(16, 1, false, 65536);
+  const a = actor(16, 1, 65536);
   const n = 100_000;
-  a.batch(batch([stored(Array.from({ length: n }, (_, i) => BigInt(i + 1)), tokens(n * BS, 1_000_000))]));
+  a.events(batch([stored(Array.from({ length: n }, (_, i) => BigInt(i + 1)), tokens(n * BS, 1_000_000))]));
   await a.idle();
   // An apply on the loop thread would give the loop no turn until the clear of 100k blocks is done.
   const { stall } = await withStallMonitor(async () => {
@@ -211,8 +211,8 @@ test('reset(source) clears only that source', async () => {
   const a = actor(1, 1);
   const t7 = tokens(4, 0);
   const t8 = tokens(4, 40);
-  a.batch(batch([stored([1n], t7)], 7n));
-  a.batch(batch([stored([1n], t8)], 8n));
+  a.events(batch([stored([1n], t7)], 7n));
+  a.events(batch([stored([1n], t8)], 8n));
   a.reset({ workerId: 7n, dpRank: 0 });
   const img = await a.attach(new Recorder());
   expect(filterContains(img.words, canonical(t7)[0], SEED)).toBe(false);
@@ -224,7 +224,7 @@ test('batches of one turn are applied together, cut at the threshold like one by
   const rec = new Recorder();
   await a.attach(rec);
   const toks = Array.from({ length: 7 }, (_, i) => tokens(4, 2000 + 4 * i));
-  toks.forEach((t, i) => a.batch(batch([stored([BigInt(200 + i)], t)])));
+  toks.forEach((t, i) => a.events(batch([stored([BigInt(200 + i)], t)])));
   await a.idle();
   expect(rec.deltas.map((d) => d.sequence)).toEqual([1n, 2n]); // 3 + 3 published, 1 pending
   const img = await a.attach(new Recorder());
@@ -236,26 +236,26 @@ test('a reset between batches of one turn keeps its place in the order', async (
   const a = actor(16, 10_000);
   const before = tokens(4, 3000);
   const after = tokens(4, 3100);
-  a.batch(batch([stored([1n], before)], 7n));
+  a.events(batch([stored([1n], before)], 7n));
   a.reset({ workerId: 7n, dpRank: 0 });
-  a.batch(batch([stored([2n], after)], 7n));
+  a.events(batch([stored([2n], after)], 7n));
   const img = await a.attach(new Recorder());
   expect(filterContains(img.words, canonical(before)[0], SEED)).toBe(false);
   expect(filterContains(img.words, canonical(after)[0], SEED)).toBe(true);
 });
 
 test('a full mailbox (batches) drops the batch and resets its source; the source rebuilds afterwards', async () => {
-  const a = actor(16, 10_000, false, 8192);
+  const a = actor(16, 10_000, 8192);
   // One turn: nothing is applied before the loop yields, so the mailbox fills.
   const kept = Array.from({ length: ACTOR_MAILBOX_CAPACITY }, (_, i) => tokens(4, 10_000 + 4 * i));
-  kept.forEach((t, i) => a.batch(batch([stored([BigInt(1 + i)], t)], 7n)));
+  kept.forEach((t, i) => a.events(batch([stored([BigInt(1 + i)], t)], 7n)));
   const other = tokens(4, 9000);
-  a.batch(batch([stored([1n], other)], 8n)); // over capacity: worker 8 is reset
-  a.batch(batch([stored([2n], tokens(4, 9100))], 8n)); // still full: dropped, no second reset needed
+  a.events(batch([stored([1n], other)], 8n)); // over capacity: worker 8 is reset
+  a.events(batch([stored([2n], tokens(4, 9100))], 8n)); // still full: dropped, no second reset needed
   expect(a.metrics().mailboxOverflows).toBe(2);
   await a.idle();
   const later = tokens(4, 9200);
-  a.batch(batch([stored([3n], later)], 8n)); // room again: rebuilt from live events
+  a.events(batch([stored([3n], later)], 8n)); // room again: rebuilt from live events
   const img = await a.attach(new Recorder());
   for (const t of kept) expect(filterContains(img.words, canonical(t)[0], SEED)).toBe(true);
   expect(filterContains(img.words, canonical(other)[0], SEED)).toBe(false);
@@ -264,12 +264,12 @@ test('a full mailbox (batches) drops the batch and resets its source; the source
 });
 
 test('a full mailbox (blocks) resets the source whose batch does not fit, after what it had queued', async () => {
-  const a = actor(16, 10_000, false, 65536);
+  const a = actor(16, 10_000, 65536);
   const n = PENDING_BLOCK_PERMITS - 10;
   const big = tokens(n * BS, 1_000_000);
-  a.batch(batch([stored(Array.from({ length: n }, (_, i) => BigInt(i + 1)), big)], 7n));
+  a.events(batch([stored(Array.from({ length: n }, (_, i) => BigInt(i + 1)), big)], 7n));
   const small = tokens(4 * 20, 50);
-  a.batch(batch([stored(Array.from({ length: 20 }, (_, i) => BigInt(100_000 + i)), small)], 7n)); // 20 > 10 left
+  a.events(batch([stored(Array.from({ length: 20 }, (_, i) => BigInt(100_000 + i)), small)], 7n)); // 20 > 10 left
   expect(a.metrics().mailboxOverflows).toBe(1);
   const img = await a.attach(new Recorder());
   // The reset follows the admitted batch, so the whole source is gone.
@@ -279,7 +279,7 @@ test('a full mailbox (blocks) resets the source whose batch does not fit, after 
 test('an unknown parent rejects the event (counted), other events still apply', async () => {
   const a = actor(1, 1);
   const t = tokens(4, 900);
-  a.batch(batch([stored([5n], tokens(4, 800), 999n), stored([6n], t)]));
+  a.events(batch([stored([5n], tokens(4, 800), 999n), stored([6n], t)]));
   const img = await a.attach(new Recorder());
   expect(filterContains(img.words, canonical(t)[0], SEED)).toBe(true);
   expect(a.metrics().parentNotFound).toBe(1);
@@ -291,7 +291,6 @@ test('at the tracked-block limit new stores are rejected (counted) and removals 
     key: 'pool',
     producer,
     dcId: DC,
-    semantics: { kvBlockSize: BS, eagle: false },
     publicationThreshold: 1,
     publicationDelayMs: 1,
     maxTrackedBlocks: 2,
@@ -300,13 +299,13 @@ test('at the tracked-block limit new stores are rejected (counted) and removals 
   actors.push(a);
   const first = tokens(8, 4000);
   const rejected = tokens(4, 4100);
-  a.batch(batch([stored([1n, 2n], first)], 7n));
-  a.batch(batch([stored([3n], rejected)], 8n));
+  a.events(batch([stored([1n, 2n], first)], 7n));
+  a.events(batch([stored([3n], rejected)], 8n));
   let img = await a.attach(new Recorder());
   expect(filterContains(img.words, canonical(rejected)[0], SEED)).toBe(false);
   expect(a.metrics()).toMatchObject({ trackedBlocks: 2, storesRejectedAtLimit: 1, eventErrors: 1 });
-  a.batch(batch([{ kind: 'removed', blockHashes: [2n] }], 7n));
-  a.batch(batch([stored([3n], rejected)], 8n));
+  a.events(batch([{ type: 'BlockRemoved', blockHashes: [2n] }], 7n));
+  a.events(batch([stored([3n], rejected)], 8n));
   await a.idle();
   img = await a.attach(new Recorder());
   expect(filterContains(img.words, canonical(rejected)[0], SEED)).toBe(true);
@@ -317,10 +316,10 @@ test('detach drops deltas again without advancing; retire tells the listener', a
   const a = actor(1, 1);
   const rec = new Recorder();
   await a.attach(rec);
-  a.batch(batch([stored([1n], tokens(4))]));
+  a.events(batch([stored([1n], tokens(4))]));
   await waitFor(() => rec.deltas.length === 1, '1 delta', 2000, 2);
   a.detach(rec);
-  a.batch(batch([stored([2n], tokens(4, 4))]));
+  a.events(batch([stored([2n], tokens(4, 4))]));
   await a.idle();
   await new Promise((r) => setTimeout(r, 20));
   await a.idle();
@@ -346,11 +345,11 @@ test('pacing: a stretched slice publishes stretch x threshold events per delta, 
   const events = (from: number, n: number) => Array.from({ length: n }, (_, i) => stored([BigInt(from + i)], tokens(4, 4 * (from + i))));
   a.pace(8);
   expect(a.metrics().publicationSliceMs).toBe(10_000); // a configured delay above the cap is kept, never shortened
-  a.batch(batch(events(0, 70)));
+  a.events(batch(events(0, 70)));
   await a.idle();
   expect(rec.deltas).toHaveLength(2); // 32 + 32 events; 6 pending
   a.pace(1);
-  a.batch(batch(events(70, 6)));
+  a.events(batch(events(70, 6)));
   await a.idle();
   // The 6 pending plus 1 pass the restored threshold at once (7 events), then 4, and 1 stays pending.
   expect(rec.deltas).toHaveLength(4);

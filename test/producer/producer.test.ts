@@ -12,6 +12,7 @@ import { DataStatus, KvQueryHashFormat, ServingReadinessState, WorkerRole } from
 import type { KvPoolDescriptor } from '../../src/wire/types';
 import { poolKey } from '../../src/producer/pool-identity';
 import { waitFor, waitForValue } from '../support/waitFor';
+import { packEngineBatch } from '../support/packed';
 
 const relay = { drtInstanceId: 5n, relayIncarnation: 77n };
 const producers: Producer[] = [];
@@ -98,9 +99,9 @@ test('engine batches reach the pool: an attached image holds the canonical hashe
   const d = only(p.catalog());
   const feed = p.pool(d.producer!.poolId!)!;
   const toks = Uint32Array.from([1, 2, 3, 4, 5, 6, 7, 8]);
-  p.batch({ source: { workerId: 7n, dpRank: 0 }, sequence: 1n, timestamp: 0, events: [{ kind: 'stored', blockHashes: [11n, 12n], parentBlockHash: null, tokenIds: toks, blockSize: 4, loraName: null }] });
+  p.events(packEngineBatch(7n, [{ type: 'BlockStored', blockHashes: [11n, 12n], parentBlockHash: null, tokenIds: toks, blockSize: 4 }], { kvBlockSize: 4 }));
   // A source of no pool is ignored.
-  p.batch({ source: { workerId: 99n, dpRank: 0 }, sequence: 1n, timestamp: 0, events: [{ kind: 'cleared' }] });
+  p.events(packEngineBatch(99n, [{ type: 'AllBlocksCleared' }], { kvBlockSize: 4 }));
   const img = await feed.attach(new Recorder());
   for (const h of sequenceHashes(toks, 4, false, saltSeed(null, null))) expect(filterContains(img.words, h, 0x5deece66d1b54a33n)).toBe(true);
   // Losing the source's history clears its blocks.
@@ -155,8 +156,10 @@ test('a fenced generation is replaced by a new layout generation of the same poo
   const first = only(p.catalog());
   const rec = new Recorder();
   await p.pool(first.producer!.poolId!)!.attach(rec);
-  // A value the native state refuses fails the actor's command: the generation fences itself.
-  p.batch({ source: { workerId: 7n, dpRank: 0 }, sequence: 1n, timestamp: 0, events: [{ kind: 'removed', blockHashes: [-1n] }] });
+  // A packed batch the native state refuses (an unknown event kind) fails the actor's command: the
+  // generation fences itself.
+  const bad = packEngineBatch(7n, [{ type: 'AllBlocksCleared' }], { kvBlockSize: 4 });
+  p.events({ ...bad, meta: Uint32Array.from(bad.meta, (v, i) => (i === 0 ? 99 : v)) });
   const replaced = await waitForValue(() => {
     const d = p.catalog().snapshot.pools[0];
     return d && d.producer!.layoutGeneration !== first.producer!.layoutGeneration ? d : undefined;

@@ -4,6 +4,8 @@ import { SimulatedEngine, type SimulatedEngineOptions } from '../../src/sim/engi
 import { RecordingSink } from './recording-sink';
 
 export const WORKER = 7n;
+/** The pool block size the harness's subscriber decodes for. */
+export const BLOCK_SIZE = 4;
 
 export interface Harness {
   engine: SimulatedEngine;
@@ -39,6 +41,8 @@ export async function attachSubscriber(
       replayEndpoint: engine.replayEndpoint,
       topic: engine.topic,
       mode: 'connect',
+      kvBlockSize: BLOCK_SIZE,
+      eagle: false,
       ...config,
     },
     sink,

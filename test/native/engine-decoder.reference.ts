@@ -1,11 +1,58 @@
-// vLLM / SGLang KV-event payload decoding (engine-inputs.md §1.4–§1.6, §2.1, §3.3): the batch as a
-// positional array or a map, events as tagged arrays (legacy) or tagged maps (vLLM PR #42892).
-// Only primary-tier events of the main attention group survive; the rest are counted as ignored.
+// The JavaScript decoder the native EngineBatchDecoder replaced in production (#8 item 1): msgpackr
+// decode into objects, the same filters, then tokens hashed per event and packed by PoolEventBatch.
+// Kept only here, as the tests' independent oracle for random and mutated payloads (production has
+// one decoder, the native one); the fixture tests state their expected outcomes directly.
 import { Unpackr } from 'msgpackr';
-import { MAX_U32 } from '../config/limits';
-import { DecodeError } from './errors';
-import { engineHashToU64 } from './hash';
-import type { EngineKvEvent } from './types';
+import { MAX_U32, MAX_U64 } from '../../src/config/limits';
+import { DecodeError } from '../../src/ingest/errors';
+import type { SourceKey } from '../../src/ingest/types';
+import { blockHashes, saltSeed, type PoolEvent } from '../../src/native';
+
+/**
+ * A decoded engine event. Only primary-tier (GPU / no medium) events of the main attention group
+ * reach the sink; everything else is dropped by ingest and counted as `ignored`.
+ */
+export type EngineKvEvent =
+  | {
+      kind: 'stored';
+      /** Engine block hashes (external ids, u64), one per block, in chain order. */
+      blockHashes: bigint[];
+      /** Engine hash of the block before blockHashes[0]; null at the start of a sequence. */
+      parentBlockHash: bigint | null;
+      /** Concatenated tokens of all blocks (normally blockHashes.length × blockSize; may be short). */
+      tokenIds: Uint32Array;
+      /** The engine's block size for this event; the producer drops blocks whose size differs. */
+      blockSize: number;
+      /** LoRA adapter name (salts canonical hashes); null for the base model. */
+      loraName: string | null;
+      /** Per block: the MM hashes found in extra_keys (engine order), or null; absent when no block has MM. */
+      mmHashes?: (bigint[] | null)[];
+    }
+  | { kind: 'removed'; blockHashes: bigint[] }
+  | { kind: 'cleared' };
+
+/**
+ * Folds an engine hash to u64: integers by two's complement (an i64 and its u64 are the same
+ * hash), bytes to their big-endian value mod 2^64, i.e. the last 8 bytes — what vLLM's int mode
+ * publishes for the same digest.
+ */
+export function engineHashToU64(value: unknown, field: string): bigint {
+  if (typeof value === 'bigint') {
+    if (value < -(1n << 63n) || value > MAX_U64) throw new DecodeError(`${field}: out of 64-bit range`);
+    return value & MAX_U64;
+  }
+  if (typeof value === 'number') {
+    if (!Number.isSafeInteger(value)) throw new DecodeError(`${field}: not an integer`);
+    return BigInt(value) & MAX_U64;
+  }
+  if (value instanceof Uint8Array) {
+    if (value.length === 0) throw new DecodeError(`${field}: empty bytes`);
+    let out = 0n;
+    for (const byte of value.subarray(Math.max(0, value.length - 8))) out = (out << 8n) | BigInt(byte);
+    return out;
+  }
+  throw new DecodeError(`${field}: expected an integer or bytes`);
+}
 
 export interface DecodedBatch {
   timestamp: number;
@@ -233,4 +280,54 @@ function isMap(value: unknown): value is Fields {
 
 function field(obj: Fields, key: string): unknown {
   return Object.prototype.hasOwnProperty.call(obj, key) ? obj[key] : undefined;
+}
+
+export interface PoolSemantics {
+  kvBlockSize: number;
+  eagle: boolean;
+}
+
+export type Conversion = { event: PoolEvent } | { dropped: 'block_size' | 'no_complete_block' };
+
+export function toPoolEvent(source: SourceKey, ev: EngineKvEvent, semantics: PoolSemantics, seeds: SaltCache): Conversion {
+  switch (ev.kind) {
+    case 'removed':
+      return { event: { kind: 'removed', workerId: source.workerId, dpRank: source.dpRank, blockHashes: ev.blockHashes } };
+    case 'cleared':
+      return { event: { kind: 'cleared', workerId: source.workerId, dpRank: source.dpRank } };
+    case 'stored': {
+      if (ev.blockSize !== semantics.kvBlockSize) return { dropped: 'block_size' };
+      const native = blockHashes(ev.tokenIds, semantics.kvBlockSize, semantics.eagle, seeds.seed(ev.loraName), ev.mmHashes);
+      // The addon allocates in the main realm; under a vm realm (jest) the wrapper's instanceof
+      // check fails, so such an array is re-wrapped (never in a plain process).
+      const hashes = native instanceof BigUint64Array ? native : BigUint64Array.from(native);
+      // Too few tokens for some blocks: the event stops at the first incomplete block, like Dynamo.
+      const count = Math.min(hashes.length, ev.blockHashes.length);
+      if (count === 0) return { dropped: 'no_complete_block' };
+      return {
+        event: {
+          kind: 'stored',
+          workerId: source.workerId,
+          dpRank: source.dpRank,
+          parentHash: ev.parentBlockHash,
+          blockHashes: ev.blockHashes.length === count ? ev.blockHashes : ev.blockHashes.slice(0, count),
+          tokensHashes: hashes.length === count ? hashes : hashes.subarray(0, count),
+        },
+      };
+    }
+  }
+}
+
+/** Block-hash seeds per LoRA name (no cache namespace on engine events). */
+export class SaltCache {
+  private readonly seeds = new Map<string, bigint>();
+
+  seed(loraName: string | null): bigint {
+    const key = loraName ?? '';
+    const known = this.seeds.get(key);
+    if (known !== undefined) return known;
+    const seed = saltSeed(null, loraName);
+    this.seeds.set(key, seed);
+    return seed;
+  }
 }
