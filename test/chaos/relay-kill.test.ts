@@ -103,6 +103,9 @@ test('kill -9 under load: consumers converge to the new incarnation within 2 s, 
   expect(model.rejected).toBe(0);
   const fresh = consumer(relay.address, 'chaos-fresh');
   await waitFor(() => installedProducer(fresh) === newProducer, 'a fresh consumer snapshot', SLOW_MS);
+  // The hub may serve a recent shared snapshot and the deltas since (few when ingest coalesces
+  // bursts): the fresh replica is compared once those have been applied.
+  await waitFor(() => fresh.replica(poolKey)!.sequence === consumers[0].replica(poolKey)!.sequence, 'the fresh consumer to catch up', SLOW_MS);
   const image = fresh.replica(poolKey)!;
   for (const c of consumers) {
     const replica = c.replica(poolKey)!;
