@@ -79,6 +79,11 @@ export interface Timing {
   healthProbeMs: number;
   /** A connection without an open stream for this long is closed (GOAWAY); clients reconnect on demand. */
   connectionIdleMs: number;
+  /**
+   * A connection that has not sent the 24-byte HTTP/2 client preface (or, with TLS, at least that much
+   * of its handshake) this long after accept is closed: grpc-js's idle timer starts only with a session.
+   */
+  connectionPrefaceMs: number;
 }
 
 export interface Queues {
@@ -126,6 +131,7 @@ export const DEFAULT_TIMING: Readonly<Timing> = Object.freeze({
   publicationDelayMs: 1,
   healthProbeMs: 1_000,
   connectionIdleMs: 300_000,
+  connectionPrefaceMs: 10_000,
 });
 
 export const DEFAULT_QUEUES: Readonly<Queues> = Object.freeze({

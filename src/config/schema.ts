@@ -210,6 +210,7 @@ export const relayConfigSchema = z
         publicationDelayMs: timerMs.default(DEFAULT_TIMING.publicationDelayMs),
         healthProbeMs: timerMs.default(DEFAULT_TIMING.healthProbeMs),
         connectionIdleMs: timerMs.default(DEFAULT_TIMING.connectionIdleMs),
+        connectionPrefaceMs: timerMs.default(DEFAULT_TIMING.connectionPrefaceMs),
       })
       .prefault({}),
     queues: z

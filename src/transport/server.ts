@@ -94,7 +94,10 @@ export async function startRelayServer(config: RelayServerConfig): Promise<Relay
   const injector = server.createConnectionInjector(security.credentials);
   let listener: Listener;
   try {
-    listener = await listen(config.bind, (socket) => injector.injectConnection(socket), options.limits.maxConnections);
+    listener = await listen(config.bind, (socket) => injector.injectConnection(socket), {
+      maxConnections: options.limits.maxConnections,
+      prefaceMs: options.timing.connectionPrefaceMs,
+    });
   } catch (err) {
     publication.close();
     server.forceShutdown();

@@ -1,6 +1,7 @@
 // Transport bounds on what a peer may send or hold: a small request size, a cap on connections,
 // a cap on concurrent HTTP/2 streams per connection, and idle connections closed.
 import * as http2 from 'http2';
+import * as net from 'net';
 import { status } from '@grpc/grpc-js';
 import { MAX_CONCURRENT_STREAMS_PER_CONNECTION, MAX_REQUEST_BYTES } from '../../src/config/limits';
 import { encodeMessage } from '../../src/wire/codec';
@@ -88,4 +89,19 @@ test('a streamless connection is closed after connectionIdleMs; one with a strea
   await idleClosed;
   await waitFor(() => relay.server.connections === 1, 'the idle connection to be gone');
   expect(busy.closed).toBe(false);
+});
+
+test('a TCP connection that never sends the HTTP/2 preface is closed after connectionPrefaceMs; a gRPC one is kept', async () => {
+  relay = await startTestRelay({ timing: { connectionPrefaceMs: 300 } });
+  const busy = session();
+  await rawCall(busy, 'WatchKvPoolCatalog', 'WatchKvPoolCatalogRequest', subscriber(), 'KvPoolCatalogUpdate').headers;
+  const [host, port] = [relay.server.address.split(':')[0], Number(relay.server.address.split(':')[1])];
+  // Accepted after the gRPC connection, so its deadline passes last: once it is gone, both have passed.
+  const silent = net.connect(port, host);
+  const halfPreface = net.connect(port, host, () => halfPreface.write('PRI * HTTP/2.0\r\n'));
+  const closed = (s: net.Socket) => new Promise<void>((resolve) => s.resume().once('close', () => resolve()));
+  await Promise.all([closed(silent), closed(halfPreface)]);
+  await waitFor(() => relay.server.connections === 1, 'the silent connections to be gone');
+  expect(busy.closed).toBe(false);
+  await rawCall(busy, 'WatchKvPoolCatalog', 'WatchKvPoolCatalogRequest', subscriber(), 'KvPoolCatalogUpdate').headers;
 });
