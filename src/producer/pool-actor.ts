@@ -35,6 +35,7 @@ import {
   packedEventWords,
   packedSource,
   PoolEventBatch,
+  nativeLimits,
   PoolFilterState,
   type PoolBatchResult,
 } from '../native';
@@ -67,7 +68,9 @@ function slice(meta: Uint32Array, from: number, to: number, wordsFrom: number): 
     blocks += packedBlockCount(meta, at);
     clear ||= packedKind(meta, at) === 'cleared';
   }
-  return { from, to, wordsFrom, wordsTo: words, blocks, offLoop: clear || blocks > ASYNC_APPLY_BLOCKS };
+  // Many block-less events can pass the synchronous call's word bound with few blocks.
+  const offLoop = clear || blocks > ASYNC_APPLY_BLOCKS || words - wordsFrom > nativeLimits.maxSyncBatchWords;
+  return { from, to, wordsFrom, wordsTo: words, blocks, offLoop };
 }
 
 /** Events of the batches accepted since the last queued command, and what they hold of the mailbox. */

@@ -368,3 +368,17 @@ test('pacing: a stretched delay is capped at PACING_MAX_SLICE_MS and reported as
   a.pace(1024);
   expect(a.metrics().publicationSliceMs).toBe(PACING_MAX_SLICE_MS);
 });
+
+test('a slice of many block-less events above the native synchronous word bound is applied off the loop, not refused', async () => {
+  const a = actor(1_000_000, 1);
+  const rec = new Recorder();
+  await a.attach(rec);
+  const t = tokens(8);
+  a.events(batch([stored([1n, 2n], t), ...Array.from({ length: 70_000 }, () => ({ type: 'BlockRemoved' as const, blockHashes: [] })), { type: 'BlockRemoved', blockHashes: [2n] }]));
+  await waitFor(() => rec.deltas.length > 0, 'the delta');
+  expect(rec.fencedReasons).toEqual([]);
+  const replica = applyDeltas(new BigUint64Array(BUCKETS), rec.decoded());
+  const [h1, h2] = canonical(t);
+  expect(filterContains(replica, h1, SEED)).toBe(true);
+  expect(filterContains(replica, h2, SEED)).toBe(false);
+});
