@@ -93,7 +93,10 @@ export const workerSchema = z.strictObject({
       replayEndpoint: z.string().regex(/^(tcp|ipc|inproc):\/\/.+/, 'must be a ZMQ endpoint (tcp://HOST:PORT)').optional(),
       topic: z.string().default(''),
       mode: z.enum(['connect', 'bind']).default('connect'),
+      /** bind mode: the peer IP addresses allowed to publish (anyone who reaches the port when absent). */
+      allowedPeers: z.array(z.string().refine((a) => net.isIP(a) !== 0, 'must be an IP address')).min(1, 'must list at least one address').optional(),
     })
+    .refine((k) => k.allowedPeers === undefined || k.mode === 'bind', { message: 'allowedPeers applies to mode bind', path: ['allowedPeers'] })
     .optional(),
   metrics: z.strictObject({ url: z.url({ protocol: /^https?$/ }), format: z.enum(['vllm']).default('vllm') }).optional(),
 });

@@ -1,6 +1,7 @@
 // One worker's KV-event subscription: a SUB socket per data-parallel rank (dialing the engine's PUB
 // or bound for engines that dial in), per-rank ordering and replay (stream.ts), native decoding into
 // one packed batch per burst (burst.ts), and delivery to the producer's sink.
+import { isIP } from 'net';
 import { setImmediate as nextTurn } from 'timers/promises';
 import { context, Subscriber } from 'zeromq';
 import {
@@ -24,6 +25,7 @@ import { parseLiveMessage } from './frames';
 import { requestReplay } from './replay';
 import { RankStream, type ReplayHandle } from './stream';
 import { ThrottledLogger } from './throttle';
+import { allowPeers } from './zap';
 import type { IngestLogger, IngestSink, KvEventEndpointConfig, ResetReason, SourceKey, SourceStats } from './types';
 
 // libzmq allows 1023 sockets per context by default: one relay with a thousand KV sources (one SUB
@@ -51,6 +53,8 @@ export class KvEventSubscriber {
   /** One decoder for every rank (calls are synchronous; it keeps scratch buffers). */
   readonly decoder: EngineBatchDecoder;
   private closed = false;
+  /** The ZAP domain of a bound socket with a peer allow-list. */
+  private zap: Awaited<ReturnType<typeof allowPeers>> | undefined;
 
   constructor(
     readonly config: KvEventEndpointConfig,
@@ -66,6 +70,7 @@ export class KvEventSubscriber {
   /** Opens every rank's socket (binds complete before this resolves; connects proceed in the background). */
   async start(): Promise<void> {
     const { config } = this;
+    if (config.mode === 'bind' && config.allowedPeers) this.zap = await allowPeers(config.allowedPeers);
     for (let rank = config.dpStartRank; rank < config.dpStartRank + config.dpSize; rank++) {
       this.counter({ workerId: config.workerId, dpRank: rank });
       const sub = new RankSubscription(this, rank);
@@ -94,6 +99,13 @@ export class KvEventSubscriber {
   async close(): Promise<void> {
     this.closed = true;
     await Promise.all(this.ranks.map((r) => r.close()));
+    this.zap?.release();
+    this.zap = undefined;
+  }
+
+  /** @internal */
+  get zapDomain(): string | null {
+    return this.zap?.domain ?? null;
   }
 
   get isClosed(): boolean {
@@ -105,7 +117,7 @@ export class KvEventSubscriber {
     const key = `${source.workerId}:${source.dpRank}`;
     let s = this.counters.get(key);
     if (!s) {
-      s = { source, events: 0, blocks: 0, malformed: 0, rejectedRanks: 0, overflows: 0, outOfOrder: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, connections: 0, lastSequence: null };
+      s = { source, events: 0, blocks: 0, malformed: 0, rejectedRanks: 0, overflows: 0, outOfOrder: 0, refusedPeers: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, connections: 0, lastSequence: null };
       this.counters.set(key, s);
     }
     return s;
@@ -167,7 +179,13 @@ class RankSubscription {
     private readonly rank: number,
   ) {
     const { config } = owner;
-    this.socket = new Subscriber({ linger: 0, receiveHighWaterMark: INGEST_RECEIVE_HWM, maxMessageSize: owner.maxMessageBytes });
+    this.socket = new Subscriber({
+      linger: 0,
+      receiveHighWaterMark: INGEST_RECEIVE_HWM,
+      maxMessageSize: owner.maxMessageBytes,
+      // With a domain, every accepted connection is judged by the ZAP handler (zap.ts) before its handshake.
+      ...(owner.zapDomain === null ? {} : { zapDomain: owner.zapDomain }),
+    });
     this.source = { workerId: config.workerId, dpRank: rank };
     this.endpoint = rankEndpoint(config.endpoint, rank, config.dpStartRank);
     this.replayEndpoint = config.replayEndpoint && rankEndpoint(config.replayEndpoint, rank, config.dpStartRank);
@@ -245,6 +263,9 @@ class RankSubscription {
         unconfirmed = Math.max(0, unconfirmed - 1);
         stats.connections += 1;
         this.stream.connected();
+      } else if (event.type === 'handshake:error:auth') {
+        stats.refusedPeers += 1;
+        this.owner.warn({ dpRank: this.rank, peer: event.address }, 'KV-event publisher refused: not in allowedPeers');
       } else if (event.type === 'disconnect') {
         this.armRedial();
         if (unconfirmed > 0) {
@@ -399,4 +420,10 @@ function validateConfig(c: KvEventEndpointConfig): void {
   if (c.mode !== 'connect' && c.mode !== 'bind') throw new RangeError(`mode must be connect or bind, not ${String(c.mode)}`);
   rankEndpoint(c.endpoint, c.dpStartRank, c.dpStartRank);
   if (c.replayEndpoint !== undefined) rankEndpoint(c.replayEndpoint, c.dpStartRank, c.dpStartRank);
+  if (c.allowedPeers !== undefined) {
+    if (c.mode !== 'bind') throw new RangeError('allowedPeers applies to bind mode (in connect mode the relay chooses its peer)');
+    if (!Array.isArray(c.allowedPeers) || c.allowedPeers.some((a) => typeof a !== 'string' || isIP(a) === 0)) {
+      throw new TypeError('allowedPeers must be a list of IP addresses');
+    }
+  }
 }

@@ -63,6 +63,8 @@ export interface IngestCounters {
   overflows: number;
   /** Live messages below the stream's sequence that no restart confirmed (dropped). */
   outOfOrder: number;
+  /** Connections refused by the bind-mode peer allow-list. */
+  refusedPeers: number;
   /** Sequence gaps detected. */
   gaps: number;
   /** Replay requests sent. */
@@ -103,4 +105,9 @@ export interface KvEventEndpointConfig {
   topic: string;
   /** connect: dial the engine's PUB; bind: bind a SUB that engines dial into. */
   mode: 'connect' | 'bind';
+  /**
+   * bind mode: the only peer IP addresses allowed to publish (checked by ZAP before the handshake);
+   * absent = anyone who reaches the port.
+   */
+  allowedPeers?: string[];
 }

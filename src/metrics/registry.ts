@@ -123,6 +123,7 @@ export function createRelayMetrics(providers: MetricsProviders): Registry {
   counter('kv_dc_relay_ingest_rejected_ranks_total', 'Engine messages dropped for a dp rank outside the worker', source, ingest('rejectedRanks'));
   counter('kv_dc_relay_ingest_overflows_total', 'Times messages held back behind a replay outgrew their bounds (the source was reset)', source, ingest('overflows'));
   counter('kv_dc_relay_ingest_out_of_order_total', 'Live engine messages below the stream sequence that no restart confirmed (dropped)', source, ingest('outOfOrder'));
+  counter('kv_dc_relay_ingest_refused_peers_total', 'Connections to a bound KV-event socket refused by its allowedPeers', source, ingest('refusedPeers'));
   counter('kv_dc_relay_ingest_gaps_total', 'Engine sequence gaps detected', source, ingest('gaps'));
   counter('kv_dc_relay_ingest_replays_total', 'Replay requests sent to engines', source, ingest('replays'));
   counter('kv_dc_relay_ingest_resets_total', 'Source resets (history lost)', source, ingest('resets'));

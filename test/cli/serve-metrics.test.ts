@@ -11,7 +11,7 @@ const producer: ProducerMetrics = {
   fencedGenerationsTotal: 1,
   topology: { ready: 1, unavailable: 2, unknown: 0 },
   degradedLoadCoveragePoolCount: 1,
-  ingest: [{ source: { workerId: 18446744073709551615n, dpRank: 3 }, events: 5, blocks: 9, malformed: 1, rejectedRanks: 6, overflows: 7, outOfOrder: 8, gaps: 2, replays: 3, resets: 1, ignored: 4, connections: 1, lastSequence: 10n }],
+  ingest: [{ source: { workerId: 18446744073709551615n, dpRank: 3 }, events: 5, blocks: 9, malformed: 1, rejectedRanks: 6, overflows: 7, outOfOrder: 8, refusedPeers: 9, gaps: 2, replays: 3, resets: 1, ignored: 4, connections: 1, lastSequence: 10n }],
   pools: [{ pool: 'abc:def/0011', eventsApplied: 5, eventsDroppedBlockSize: 1, eventErrors: 0, deltasPublished: 4, deltasDropped: 1, capacityFailures: 0, parentNotFound: 0, unknownRemovals: 2, mailboxOverflows: 3, publicationSliceMs: 64, storesRejectedAtLimit: 11, trackedBlocks: 12 }],
 };
 
@@ -42,6 +42,7 @@ test('/metrics exposes reference names, ingest counters per source and producer 
     'kv_dc_relay_subscriber_limit_rejected_total{stream="pool",scope="per_pool"} 3',
     'kv_dc_relay_ingest_events_total{worker="18446744073709551615",dp_rank="3"} 5',
     'kv_dc_relay_ingest_gaps_total{worker="18446744073709551615",dp_rank="3"} 2',
+    'kv_dc_relay_ingest_refused_peers_total{worker="18446744073709551615",dp_rank="3"} 9',
     'kv_dc_relay_ingest_out_of_order_total{worker="18446744073709551615",dp_rank="3"} 8',
     'kv_dc_relay_ingest_overflows_total{worker="18446744073709551615",dp_rank="3"} 7',
     'kv_dc_relay_ingest_rejected_ranks_total{worker="18446744073709551615",dp_rank="3"} 6',

@@ -69,6 +69,12 @@ describe('config defaults', () => {
     expect(cfg.endpoints[0].workers[0].kvEvents).toEqual({ endpoint: 'tcp://h:1', topic: '', mode: 'connect' });
   });
 
+  test('kvEvents allowedPeers in bind mode', () => {
+    const kvEvents = { endpoint: 'tcp://0.0.0.0:5557', mode: 'bind', allowedPeers: ['10.0.0.7', '::1'] };
+    const cfg = parseConfigText(JSON.stringify({ dcId: 'dc-a', endpoints: [{ ...endpoint, workers: [{ id: 7, kvEvents }] }] }), 'x.json');
+    expect(cfg.endpoints[0].workers[0].kvEvents).toEqual({ ...kvEvents, topic: '' });
+  });
+
   test('flags beat the file', () => {
     const file = write('flags.yaml', 'dcId: dc-a\nbind: 127.0.0.1:7000\n');
     const cfg = loadConfigFile(file, { bind: '127.0.0.1:0', dcId: 'dc-b' });
@@ -122,6 +128,8 @@ describe('config errors are one line: FILE: field.path: problem', () => {
     ['dpSize above 4096', ep({ workers: [{ id: 1, dpSize: 4097 }] }), 'relay.json: endpoints.0.workers.0.dpSize: Too big'],
     ['bad kvEvents endpoint', ep({ workers: [{ id: 1, kvEvents: { endpoint: '127.0.0.1:5557' } }] }), 'relay.json: endpoints.0.workers.0.kvEvents.endpoint: must be a ZMQ endpoint'],
     ['bad kvEvents mode', ep({ workers: [{ id: 1, kvEvents: { endpoint: 'tcp://h:1', mode: 'listen' } }] }), 'relay.json: endpoints.0.workers.0.kvEvents.mode: Invalid option'],
+    ['allowedPeers in connect mode', ep({ workers: [{ id: 1, kvEvents: { endpoint: 'tcp://h:1', allowedPeers: ['10.0.0.7'] } }] }), 'relay.json: endpoints.0.workers.0.kvEvents.allowedPeers: allowedPeers applies to mode bind'],
+    ['allowedPeers not an IP', ep({ workers: [{ id: 1, kvEvents: { endpoint: 'tcp://*:1', mode: 'bind', allowedPeers: ['engine-7'] } }] }), 'relay.json: endpoints.0.workers.0.kvEvents.allowedPeers.0: must be an IP address'],
     ['bad health url', ep({ workers: [{ id: 1, health: { url: 'ftp://x/health' } }] }), 'relay.json: endpoints.0.workers.0.health.url:'],
     ['bad metrics format', ep({ workers: [{ id: 1, metrics: { url: 'http://h/metrics', format: 'sglang' } }] }), 'relay.json: endpoints.0.workers.0.metrics.format: Invalid input'],
     ['adapter on unknown worker', ep({ adapters: [{ name: 'l', servedModel: 'm', workers: [9] }] }), 'relay.json: endpoints.0.adapters.0.workers.0: unknown worker id 9'],

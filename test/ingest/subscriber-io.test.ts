@@ -158,6 +158,49 @@ describe('data-parallel ranks', () => {
   });
 });
 
+describe('bind mode peer allow-list', () => {
+  async function bound(allowedPeers: string[]): Promise<Harness> {
+    const sink = new RecordingSink();
+    const warnings: Harness['warnings'] = [];
+    const sub = new KvEventSubscriber(
+      { workerId: WORKER, dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', topic: '', mode: 'bind', allowedPeers, kvBlockSize: BLOCK_SIZE, eagle: false },
+      sink,
+      { logger: { warn: (obj, msg) => warnings.push({ obj, msg }) } },
+    );
+    await sub.start();
+    const engine = await new SimulatedEngine({ http: false, replay: false, mode: 'connect', connectTo: sub.endpoints() }).start();
+    return { engine, sub, sink, warnings, close: async () => { await sub.close(); await engine.stop(); } };
+  }
+
+  it('a publisher whose address is not listed never gets a message ingested', async () => {
+    h = await bound(['10.255.255.1']);
+    await waitFor(() => h!.sub.stats()[0].refusedPeers >= 1, 'the engine refused', 20_000);
+    // Absence needs a window: 20 batches over ~0.5 s (an admitted peer's first one arrives in ms).
+    let sent = 0;
+    await waitFor(async () => {
+      await h!.engine.publish(store(BigInt(sent)));
+      return ++sent === 20 || h!.sink.batches.length > 0;
+    }, '20 batches published', 20_000, 25);
+    expect(h.sink.batches).toEqual([]);
+    expect(h.sub.stats()[0]).toMatchObject({ connections: 0, events: 0, resets: 0 });
+    expect(h.warnings[0]).toMatchObject({ msg: 'KV-event publisher refused: not in allowedPeers' });
+  });
+
+  it('a listed publisher is ingested as without a list', async () => {
+    h = await bound(['10.255.255.1', '127.0.0.1']);
+    await h.engine.waitForSubscribers();
+    await h.engine.publish(store(1n));
+    await waitFor(() => h!.sink.batches.length === 1, 'the batch of the listed publisher');
+    expect(h.sub.stats()[0]).toMatchObject({ connections: 1, refusedPeers: 0 });
+  });
+
+  it('is refused in connect mode and must be IP addresses', () => {
+    const base = { workerId: WORKER, dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:5557', topic: '', kvBlockSize: BLOCK_SIZE, eagle: false };
+    expect(() => new KvEventSubscriber({ ...base, mode: 'connect', allowedPeers: ['127.0.0.1'] }, new RecordingSink())).toThrow(/bind mode/);
+    expect(() => new KvEventSubscriber({ ...base, mode: 'bind', allowedPeers: ['engine-1'] }, new RecordingSink())).toThrow(/IP addresses/);
+  });
+});
+
 describe('bind mode with a restarted engine', () => {
   it('an old connection that drops after the new one came up resets, then replays the new engine', async () => {
     const sink = new RecordingSink();
