@@ -110,8 +110,10 @@ test('engine faults under load end in the specified reset/replay and the replica
   await load.stop();
 
   const poolKey = await waitFor(() => client!.catalog()?.pools.length === 1, 'the catalog', SLOW_MS).then(() => client!.catalog()!.pools[0].poolKey);
-  await waitFor(() => imageMismatch(client!.replica(poolKey), model.hashes()) === undefined, 'the replica to equal the model', SLOW_MS, 20).catch((err: Error) => {
-    throw new Error(`${err.message}: ${imageMismatch(client!.replica(poolKey), model.hashes())}`);
+  await waitFor(() => imageMismatch(client!.replica(poolKey), model.hashes()) === undefined, 'the replica to equal the model', SLOW_MS, 20).catch(async (err: Error) => {
+    const counters = (await relay!.metricsText()).split('\n').filter((l) => /overflow|resets|gaps|out_of_order|rejected|event_errors|parent_not_found/.test(l) && !l.startsWith('#') && !l.endsWith(' 0'));
+    const bySource = ['1/0', '2/0', '3/0', '4/0', '5/0', '5/1'].map((src) => `${src}: ${imageMismatch(client!.replica(poolKey), model.sourceHashes(src))}`);
+    throw new Error(`${err.message}: ${imageMismatch(client!.replica(poolKey), model.hashes())} (model rejected ${model.rejected})\n${bySource.join('\n')}\n${counters.join('\n')}`);
   });
   expect(model.hashes().length).toBeGreaterThan(50);
 

@@ -40,6 +40,11 @@ export class PoolModel {
     if (lineage) for (const ext of [...lineage.keys()]) this.remove(lineage, ext);
   }
 
+  /** The canonical hashes `source` holds in the model. */
+  sourceHashes(source: string): bigint[] {
+    return [...(this.lineage.get(source)?.values() ?? [])];
+  }
+
   hashes(): bigint[] {
     return [...this.owners.keys()];
   }

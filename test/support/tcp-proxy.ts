@@ -1,15 +1,16 @@
 // A loopback TCP proxy a test can break: stands in for a network fault between one process and a
 // server (a relay shard and etcd, a relay and an engine's publisher) while everything else still
 // reaches the server. Faults: partition (drop every connection, refuse new ones), reset (drop the
-// current connections with a TCP RST, accept new ones), blackhole (connections stay open, bytes are
-// discarded both ways) and delay (every chunk is forwarded after a fixed delay, in order).
+// current connections with a TCP RST, accept new ones), blackhole (connections stay open and nothing
+// passes either way; as with lost packets, TCP delivers the held bytes once restored — a stream never
+// loses bytes in its middle) and delay (every chunk is forwarded after a fixed delay, in order).
 import * as net from 'net';
 
 export class TcpProxy {
   private readonly server = net.createServer((client) => this.accept(client));
   private readonly sockets = new Set<net.Socket>();
   private cut = false;
-  private dropping = false;
+  private holding = false;
   private delayMs = 0;
   port = 0;
   /** Connections accepted since start. */
@@ -47,9 +48,10 @@ export class TcpProxy {
     this.sockets.clear();
   }
 
-  /** Keeps the connections open but discards what they carry until restore(). */
+  /** Keeps the connections open but lets nothing through until restore(). */
   blackhole(): void {
-    this.dropping = true;
+    this.holding = true;
+    for (const s of this.sockets) s.pause();
   }
 
   /** Forwards every later chunk `ms` after it arrived (0 = at once). */
@@ -60,7 +62,8 @@ export class TcpProxy {
   /** Ends partition and blackhole (not the delay). */
   restore(): void {
     this.cut = false;
-    this.dropping = false;
+    this.holding = false;
+    for (const s of this.sockets) s.resume();
   }
 
   async close(): Promise<void> {
@@ -91,8 +94,8 @@ export class TcpProxy {
   /** Chunks keep their order: a delayed chunk is queued behind earlier ones. */
   private forward(from: net.Socket, to: net.Socket): void {
     let tail = Promise.resolve();
+    if (this.holding) from.pause();
     from.on('data', (chunk: Buffer) => {
-      if (this.dropping) return;
       const ms = this.delayMs;
       if (ms === 0) {
         tail = tail.then(() => void (to.destroyed || to.write(chunk)));
