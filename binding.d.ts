@@ -208,6 +208,8 @@ export interface PoolBatchSummary {
   errors: Uint8Array;
   capacityFailures: number;
   unknownRemovals: number;
+  /** Lineage entries over all sources after the batch (PoolStats.lineageEntries). */
+  trackedBlocks: number;
 }
 export interface PoolStats {
   bucketCount: number;

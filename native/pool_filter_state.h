@@ -96,6 +96,8 @@ class PoolFilterState {
 
   const ckf::Filter& filter() const { return filter_; }
   const Counters& counters() const { return counters_; }
+  // Lineage entries over all sources (the tracked blocks maxTrackedBlocks bounds).
+  uint64_t trackedBlocks() const { return lineageEntries_; }
   Stats GetStats() const;
   // Bytes the state holds for its tables: filter words, owner and lineage tables, the window's bitmap.
   size_t MemoryBytes() const;

@@ -55,9 +55,10 @@ class ApplyBatchWorker : public PoolWorker {
     state_->ApplyBatch(batch_.meta.data(), batch_.meta.size(), batch_.words.data(), errors_);
     capacity_ = state_->counters().capacityFailures - before.capacityFailures;
     unknown_ = state_->counters().unknownRemovals - before.unknownRemovals;
+    trackedBlocks_ = state_->trackedBlocks();
   }
   Napi::Value Result() override {
-    return PoolFilterStateWrap::Summary(Env(), errorsRef_.Value(), capacity_, unknown_);
+    return PoolFilterStateWrap::Summary(Env(), errorsRef_.Value(), capacity_, unknown_, trackedBlocks_);
   }
 
  private:
@@ -68,6 +69,7 @@ class ApplyBatchWorker : public PoolWorker {
   PoolFilterState* state_;
   uint64_t capacity_ = 0;
   uint64_t unknown_ = 0;
+  uint64_t trackedBlocks_ = 0;
 };
 
 // The destination array is allocated (lazily zeroed) on the main thread; only the copy runs on the

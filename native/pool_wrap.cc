@@ -47,11 +47,13 @@ PoolFilterState& PoolFilterStateWrap::Ready(Napi::Env env) {
   return *state_;
 }
 
-Napi::Object PoolFilterStateWrap::Summary(Napi::Env env, Napi::Uint8Array errors, uint64_t capacity, uint64_t unknown) {
+Napi::Object PoolFilterStateWrap::Summary(Napi::Env env, Napi::Uint8Array errors, uint64_t capacity, uint64_t unknown,
+                                          uint64_t trackedBlocks) {
   Napi::Object out = Napi::Object::New(env);
   out.Set("errors", errors);
   out.Set("capacityFailures", Napi::Number::New(env, static_cast<double>(capacity)));
   out.Set("unknownRemovals", Napi::Number::New(env, static_cast<double>(unknown)));
+  out.Set("trackedBlocks", Napi::Number::New(env, static_cast<double>(trackedBlocks)));
   return out;
 }
 
@@ -63,7 +65,7 @@ Napi::Value PoolFilterStateWrap::ApplyBatch(const Napi::CallbackInfo& info) {
   const pool::Counters before = s.counters();
   s.ApplyBatch(batch_.meta.data(), batch_.meta.size(), batch_.words.data(), errors.Data());
   return Summary(env, errors, s.counters().capacityFailures - before.capacityFailures,
-                 s.counters().unknownRemovals - before.unknownRemovals);
+                 s.counters().unknownRemovals - before.unknownRemovals, s.trackedBlocks());
 }
 
 namespace {

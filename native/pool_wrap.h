@@ -22,7 +22,8 @@ class PoolFilterStateWrap : public Napi::ObjectWrap<PoolFilterStateWrap> {
   void SetBusy(bool busy) { busy_ = busy; }
   pool::PoolFilterState* state() { return state_.get(); }
   // The result of an apply: { errors, capacityFailures, unknownRemovals }.
-  static Napi::Object Summary(Napi::Env env, Napi::Uint8Array errors, uint64_t capacity, uint64_t unknown);
+  static Napi::Object Summary(Napi::Env env, Napi::Uint8Array errors, uint64_t capacity, uint64_t unknown,
+                              uint64_t trackedBlocks);
 
  private:
   Napi::Value ApplyBatch(const Napi::CallbackInfo& info);

@@ -64,6 +64,8 @@ export interface PoolBatchResult {
   capacityFailures: number;
   /** Removals of ids this source never stored (idempotent no-ops) in this batch. */
   unknownRemovals: number;
+  /** Tracked blocks (lineage entries, all sources) after the batch: stats().lineageEntries without building stats. */
+  trackedBlocks: number;
 }
 
 export interface BucketImages {
@@ -270,7 +272,13 @@ function toResult(summary: Binding.PoolBatchSummary): PoolBatchResult {
     outcomes[i] = code === 0 ? null : (errorNames[code] as PoolErrorCode);
     if (code !== 0) errorCount++;
   }
-  return { outcomes, errorCount, capacityFailures: summary.capacityFailures, unknownRemovals: summary.unknownRemovals };
+  return {
+    outcomes,
+    errorCount,
+    capacityFailures: summary.capacityFailures,
+    unknownRemovals: summary.unknownRemovals,
+    trackedBlocks: summary.trackedBlocks,
+  };
 }
 
 function encode(events: readonly PoolEvent[] | PoolEventBatch, into: PoolEventBatch): PoolEventBatch {

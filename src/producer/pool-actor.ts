@@ -308,7 +308,7 @@ export class PoolActor implements PoolFeed {
     this.counters.eventErrors += result.errorCount;
     this.counters.capacityFailures += result.capacityFailures;
     this.counters.unknownRemovals += result.unknownRemovals;
-    this.counters.trackedBlocks = this.state.stats().lineageEntries;
+    this.counters.trackedBlocks = result.trackedBlocks;
     if (result.errorCount === 0) return;
     let wordsAt = 0;
     result.outcomes.forEach((error, i) => {

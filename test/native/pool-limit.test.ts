@@ -36,8 +36,21 @@ describe('tracked-block limit', () => {
       .addStored(1n, 1, null, null, [3n, 4n], [13n, 14n])
       .addRemoved(1n, 0, [2n])
       .addStored(1n, 1, null, null, [3n, 4n], [13n, 14n]);
-    expect(pool.apply(batch).outcomes).toEqual([null, 'TrackedBlockLimit', null, null]);
+    const result = pool.apply(batch);
+    expect(result.outcomes).toEqual([null, 'TrackedBlockLimit', null, null]);
     expect(pool.stats()).toMatchObject({ lineageEntries: 3, trackedBlockLimitRejections: 1 });
+    // The apply reports the tracked blocks it left (the pool actor's gauge), as stats() does.
+    expect(result.trackedBlocks).toBe(3);
+  });
+
+  test('sync and async applies report the tracked blocks after the batch', async () => {
+    const pool = new PoolFilterState({ bucketCount: 1024, seed: SEED });
+    const stores = new PoolEventBatch().addStored(1n, 0, null, null, [1n, 2n, 3n], [11n, 12n, 13n]);
+    const { meta, words } = stores.packed();
+    expect(pool.applyPacked(meta, words).trackedBlocks).toBe(3);
+    const more = new PoolEventBatch().addStored(2n, 0, null, null, [5n, 6n], [15n, 16n]).addRemoved(1n, 0, [3n]);
+    expect((await pool.applyAsync(more)).trackedBlocks).toBe(4);
+    expect(pool.stats().lineageEntries).toBe(4);
   });
 
   test('without the option a pool takes the largest limit; bad limits are refused', () => {
