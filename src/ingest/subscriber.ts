@@ -170,6 +170,11 @@ class RankSubscription {
   /** Decoded messages not yet handed to the sink (flushed once the current burst is handled). */
   private readonly burst: PackedBurst;
   private flushQueued = false;
+  /**
+   * The receive loop is filling the burst (from its first message to its flush): it flushes then, so
+   * no microtask flush is queued, which would run at the loop's next await and cut a 1-message burst.
+   */
+  private receiving = false;
   private loop: Promise<void> = Promise.resolve();
   private events: Promise<void> = Promise.resolve();
   private redial: NodeJS.Timeout | undefined;
@@ -316,15 +321,19 @@ class RankSubscription {
       let handled = 0;
       try {
         do {
-          this.handle(await socket.receive());
+          const frames = await socket.receive();
+          this.receiving = true;
+          this.handle(frames);
           handled += 1;
         } while (handled < INGEST_MESSAGES_PER_TURN && socket.readable);
       } catch (err) {
+        this.receiving = false;
         this.flush();
         if (socket.closed || this.owner.isClosed) return;
         this.owner.warn({ dpRank: this.rank, err: String(err) }, 'KV-event receive failed');
         continue;
       }
+      this.receiving = false;
       this.flush();
       if (handled === INGEST_MESSAGES_PER_TURN) await nextTurn();
     }
@@ -366,7 +375,7 @@ class RankSubscription {
     stats.events += r.events;
     stats.ignored += r.ignored;
     stats.blocks += r.blocks;
-    if (!this.flushQueued) {
+    if (!this.flushQueued && !this.receiving) {
       // Replies and held-back messages arrive outside the receive loop: flush after their turn.
       this.flushQueued = true;
       queueMicrotask(() => this.flush());

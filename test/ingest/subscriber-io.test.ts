@@ -259,6 +259,20 @@ describe('connections', () => {
   });
 });
 
+describe('bursts', () => {
+  it('messages the socket holds at a wake-up reach the sink in one hand-off, not one per message', async () => {
+    h = await connectHarness({ replay: false });
+    await h.engine.waitForSubscribers();
+    const messages = 64;
+    // Sends complete without a macrotask turn, so the subscriber wakes to many queued messages.
+    for (let i = 0; i < messages; i++) await h.engine.publish(store(BigInt(i + 1)));
+    await waitFor(() => h!.sink.batches.length === messages, 'every message');
+    expect(h.sink.sequences()).toEqual(Array.from({ length: messages }, (_, i) => BigInt(i)));
+    // A microtask flush queued by the first message used to cut every burst to that one message.
+    expect(h.sink.bursts).toBeLessThan(messages);
+  });
+});
+
 describe('close()', () => {
   it('is prompt with a replay in flight and stops delivery', async () => {
     h = await connectHarness({ replay: false }, { replayEndpoint: 'tcp://127.0.0.1:1' }, { replayIdleTimeoutMs: 60_000 });
