@@ -23,6 +23,8 @@ const BLOCKS_PER_EVENT = 32;
 const MESSAGES = 256;
 const WARMUP_MS = 1_000;
 const MEASURE_MS = Number(process.env.INGEST_SCALE_MS ?? 3_000);
+/** Extra node flags for the relay process, space-separated (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p` to profile it). */
+const RELAY_NODE_ARGS = (process.env.INGEST_SCALE_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 const SEND_HWM = 10_000;
 
 /** A source's messages: stores of fresh chains, 20 % of the events removals of an earlier store. */
@@ -128,7 +130,7 @@ async function throughRelay(pubs: Publisher[], payloads: Buffer[][]): Promise<{ 
       ],
     }),
   );
-  const child = spawn(process.execPath, [path.join(__dirname, '..', 'src', 'cli', 'main.js'), 'serve', '--config', configFile], {
+  const child = spawn(process.execPath, [...RELAY_NODE_ARGS, path.join(__dirname, '..', 'src', 'cli', 'main.js'), 'serve', '--config', configFile], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const firehose = new Firehose(pubs, payloads);
