@@ -19,6 +19,11 @@ export const PACING_MAX_SLICE_MS = 1_000;
  * frame bound instead of turning into a re-snapshot.
  */
 export const PACING_MAX_SLICE_BLOCKS = Math.floor(MAX_DELTA_IMAGES / 4);
+/**
+ * A subscriber that has taken nothing for this long stopped reading: it no longer asks for longer
+ * slices, so it fills its queue and lags at the configured pace (a 1 s pause is still paced for).
+ */
+export const PACING_STALLED_MS = 2_000;
 
 // --- Internal constants (wire-contract.md §8.2; not configurable) ---
 /** Deltas a hub remembers so a new subscriber can share a recent snapshot encoding. */

@@ -2,6 +2,7 @@
 // transport at a time, each within the progress timeout), then the queued and live deltas, then
 // heartbeats on an idle interval. The subscriber's queue is bounded in frames and bytes; a
 // subscriber that falls behind ends with SUBSCRIBER_LAGGED and nobody else notices.
+import { PACING_STALLED_MS } from '../config/defaults';
 import { RelayErrorReason } from '../wire/enums';
 import { RelayError } from '../wire/errors';
 import type { ProducerIdentity, RelayIdentity } from '../wire/types';
@@ -30,6 +31,10 @@ export class PoolSubscriber implements HubSubscriber {
   private lastDataAt = 0;
   /** A heartbeat handed to the transport and not taken yet (heartbeats are not in the queue bounds). */
   private heartbeatPending = false;
+  /** For pacing: when the client last took a frame (or had nothing left), and the transport's counts then. */
+  private lastProgressAt = performance.now();
+  private framesAtCheck = 0;
+  private sentSinceCheck = 0;
 
   constructor(
     private readonly stream: OpenStream,
@@ -57,7 +62,16 @@ export class PoolSubscriber implements HubSubscriber {
     this.stream.end(error);
   }
 
+  /** How full the queue is (0..1) for pacing; 0 once the client has taken nothing for PACING_STALLED_MS. */
   occupancy(): number {
+    const now = performance.now();
+    if (this.live) {
+      const frames = this.stream.frames;
+      if (frames === 0 || frames < this.framesAtCheck + this.sentSinceCheck) this.lastProgressAt = now;
+      this.framesAtCheck = frames;
+      this.sentSinceCheck = 0;
+    }
+    if (now - this.lastProgressAt > PACING_STALLED_MS) return 0;
     const [frames, bytes] = this.live ? [this.stream.frames, this.stream.bytes] : [this.queued.length, this.queuedBytes];
     return Math.max(frames / this.options.queueCapacity, bytes / this.options.queueBytes);
   }
@@ -94,6 +108,7 @@ export class PoolSubscriber implements HubSubscriber {
       });
       this.stream.send(chunk.bytes, undefined, () => {
         clearTimeout(timer);
+        this.lastProgressAt = performance.now();
         resolve('taken');
       });
     });
@@ -102,6 +117,7 @@ export class PoolSubscriber implements HubSubscriber {
   private sendData(frame: SharedFrame): void {
     this.lastSequence = frame.sequence;
     this.stream.send(frame.bytes, frame.accountedBytes);
+    this.sentSinceCheck += 1;
     this.lastDataAt = performance.now();
   }
 
