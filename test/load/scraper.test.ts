@@ -2,6 +2,7 @@ import * as http from 'http';
 import type { AddressInfo } from 'net';
 import { MetricsScraper, buildPoolLoad } from '../../src/load';
 import { pool, producer, worker } from './fixtures';
+import { waitFor } from '../support/waitFor';
 
 /** A real vLLM-like /metrics endpoint whose body and status the test switches. */
 class MetricsServer {
@@ -150,7 +151,10 @@ describe('MetricsScraper against real HTTP servers', () => {
 
     a.body = vllm({ 0: 0.5 });
     const seen = a.requests;
-    await a.requestCount(seen + 2); // the round after the body switch has completed
-    expect(buildPoolLoad([pool(1, [worker(9n, { dpSize: 2 })])], s.usage())[0]).toMatchObject({ kvUsedBlocks: 0n, kvObservedRanks: 1 });
+    await a.requestCount(seen + 2);
+    // A request received is not yet a response parsed: wait for the round after the body switch.
+    const after = () => buildPoolLoad([pool(1, [worker(9n, { dpSize: 2 })])], s.usage())[0];
+    await waitFor(() => after().kvObservedRanks === 1, 'one observed rank after the body switch');
+    expect(after()).toMatchObject({ kvUsedBlocks: 0n, kvObservedRanks: 1 });
   });
 });
