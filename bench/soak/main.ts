@@ -120,7 +120,14 @@ async function main(): Promise<void> {
     `(last-half slope ${rssSlope.toFixed(2)} MiB/min, limit ${o.maxRssSlope}), heap ${(last.heapUsedBytes / MIB).toFixed(1)} MiB ` +
     `(slope ${heapSlope.toFixed(2)} MiB/min, limit ${o.maxHeapSlope}), loop delay p99 median ${p99s[Math.floor(p99s.length / 2)].toFixed(1)} ms, worst ${p99s[p99s.length - 1].toFixed(1)} ms`);
   if (samples.length < 10) throw new Error('too few samples');
-  if (rssSlope > o.maxRssSlope || heapSlope > o.maxHeapSlope) {
+  // A slope alone is noise on a plateau (one RSS dip mid-half made 11 MiB/min of a flat minute): growth
+  // also needs the last half's peak above the first half's by what the limit allows over that half.
+  const firstHalf = samples.slice(0, samples.length - half.length);
+  const halfMinutes = (half[half.length - 1].tMs - half[0].tMs) / 60_000;
+  const peakRise = (value: (s: SoakSample) => number): number => Math.max(...half.map(value)) - Math.max(...firstHalf.map(value));
+  const rssGrew = rssSlope > o.maxRssSlope && peakRise((s) => s.rssBytes / MIB) > o.maxRssSlope * halfMinutes;
+  const heapGrew = heapSlope > o.maxHeapSlope && peakRise((s) => s.heapUsedBytes / MIB) > o.maxHeapSlope * halfMinutes;
+  if (rssGrew || heapGrew) {
     console.error('soak: FAILED: memory grew over the last half of the run');
     process.exitCode = 1;
   }
