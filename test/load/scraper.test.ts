@@ -146,7 +146,11 @@ describe('MetricsScraper against real HTTP servers', () => {
     s.setTargets([{ workerId: 9n, url: a.url, dpStartRank: 0, dpSize: 2 }]);
     s.start();
     await a.requestCount(3);
-    const [entry] = buildPoolLoad([pool(1, [worker(9n, { dpSize: 2, totalKvBlocks: 1000 })])], s.usage());
+    // Usage older than its window is dropped, so read it right after a parsed round (a loaded box can
+    // fall a window behind between the request and this line).
+    const load = () => buildPoolLoad([pool(1, [worker(9n, { dpSize: 2, totalKvBlocks: 1000 })])], s.usage())[0];
+    await waitFor(() => load().kvObservedRanks === 2, 'both ranks observed');
+    const entry = load();
     expect(entry).toEqual({ producer: producer(1), kvUsedBlocks: 750n, totalKvBlocks: 2000n, kvObservedRanks: 2, kvExpectedRanks: 2 });
 
     a.body = vllm({ 0: 0.5 });
