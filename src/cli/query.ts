@@ -4,7 +4,7 @@
 // matched prefix depth with its readiness and load.
 import { readFile } from 'fs/promises';
 import { parseArgs } from 'util';
-import { QUERY_WAIT_MS } from '../config/defaults';
+import { QUERY_SETTLE_MS, QUERY_WAIT_MS } from '../config/defaults';
 import { MAX_U32 } from '../config/limits';
 import { ShardedRelayClient, type QueryRequest, type QueryResult } from '../client';
 import { EtcdShardAddresses } from '../discovery/shard-addresses';
@@ -42,7 +42,7 @@ export interface QueryOptions extends QueryRequest {
 
 /**
  * Resolves once the answer is complete (catalog, readiness, load and every resolved pool's replica)
- * or the wait runs out; a model the catalog cannot resolve is answered as soon as the catalog arrives.
+ * and has had QUERY_SETTLE_MS to take the deltas queued behind a snapshot, or when the wait runs out.
  */
 export async function queryRelay(options: QueryOptions): Promise<QueryResult> {
   const { address } = options;
@@ -59,19 +59,25 @@ export async function queryRelay(options: QueryOptions): Promise<QueryResult> {
   const request: QueryRequest = { model: options.model, tokens: options.tokens, lora: options.lora };
   try {
     return await new Promise<QueryResult>((resolve) => {
-      const attempt = (final: boolean) => {
-        const result = client.query(request);
-        const complete =
-          result.kind === 'ok'
-            ? client.readiness() !== undefined && client.load() !== undefined && result.pools.every((p) => p.matchedBlocks !== null)
-            : result.kind !== 'noCatalog';
-        if (complete || final) {
-          clearTimeout(timer);
-          resolve(result);
-        }
+      let settle: NodeJS.Timeout | undefined;
+      const complete = (result: QueryResult): boolean =>
+        result.kind === 'ok'
+          ? client.readiness() !== undefined && client.load() !== undefined && result.pools.every((p) => p.matchedBlocks !== null)
+          : result.kind !== 'noCatalog';
+      const finish = (result: QueryResult) => {
+        clearTimeout(timer);
+        clearTimeout(settle);
+        resolve(result);
       };
-      const timer = setTimeout(() => attempt(true), options.timeoutMs ?? QUERY_WAIT_MS);
-      client.on('changed', () => attempt(false));
+      const settled = () => {
+        settle = undefined;
+        const result = client.query(request);
+        if (complete(result)) finish(result);
+      };
+      const timer = setTimeout(() => finish(client.query(request)), options.timeoutMs ?? QUERY_WAIT_MS);
+      client.on('changed', () => {
+        if (settle === undefined && complete(client.query(request))) settle = setTimeout(settled, QUERY_SETTLE_MS);
+      });
       client.start();
     });
   } finally {

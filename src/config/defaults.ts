@@ -216,6 +216,12 @@ export const WATCH_REFRESH_MS = 500;
 export const WATCH_RECENT_ERRORS = 5;
 /** How long `query` waits for the catalog and the resolved pools' replicas. */
 export const QUERY_WAIT_MS = 10_000;
+/**
+ * How long `query` keeps reading after its answer is complete. A new subscriber may get a shared
+ * snapshot followed by the deltas published since; they arrive right behind it, and an answer taken
+ * at the snapshot would miss them.
+ */
+export const QUERY_SETTLE_MS = 100;
 
 // --- Engine KV-event ingest (engine-inputs.md §1.1–§1.2) ---
 /** A replay that stays silent this long is abandoned (vLLM's gRPC bridge uses 5 s). */

@@ -9,7 +9,8 @@ import { DEFAULT_CKF_SEED } from '../../src/config/defaults';
 import { ckfPrepare, saltSeed, sequenceHashes } from '../../src/native/hashing';
 import type { RelayServer } from '../../src/transport/server';
 import { TestSource, testProducer } from '../support/test-source';
-import { startRelay } from '../client/helpers';
+import { startRelay, testClient } from '../client/helpers';
+import { waitFor } from '../support/waitFor';
 
 function capture(): { out: PassThrough; text: () => string } {
   const out = new PassThrough();
@@ -29,18 +30,22 @@ describe('kv-dc-relay query', () => {
   const tokens = Array.from({ length: 64 * 4 + 3 }, (_, i) => 7 * i + 1);
   let server: RelayServer;
   let dir: string;
+  let feed: ReturnType<TestSource['attachPool']>;
+  const hashes = sequenceHashes(Uint32Array.from(tokens), 64, false, saltSeed(null, null));
+  /** Marks block `i` of `tokens` as cached (each block's a-bucket has slot 3 free). */
+  const store = (i: number): void => {
+    const p = ckfPrepare(hashes[i], 256, DEFAULT_CKF_SEED);
+    feed.publish([[p.bucketA, feed.words[p.bucketA] | (BigInt(p.fingerprint) << 48n)]]);
+  };
 
   beforeAll(async () => {
     const source = new TestSource();
     // testDescriptor: model llama (alias chat), block size 64, standard hashing.
-    const feed = source.attachPool(testProducer({ pool: 1, bucketCount: 256 }));
-    const hashes = sequenceHashes(Uint32Array.from(tokens), 64, false, saltSeed(null, null));
+    feed = source.attachPool(testProducer({ pool: 1, bucketCount: 256 }));
     // Blocks 0 and 1 only (before any subscriber, so they arrive in the snapshot at sequence 0): the
     // matched prefix is 2 blocks = 128 tokens. Their a-buckets differ, so slot 3 is free in each.
-    for (let i = 0; i < 2; i++) {
-      const p = ckfPrepare(hashes[i], 256, DEFAULT_CKF_SEED);
-      feed.publish([[p.bucketA, feed.words[p.bucketA] | (BigInt(p.fingerprint) << 48n)]]);
-    }
+    store(0);
+    store(1);
     server = await startRelay(source);
     dir = await mkdtemp(path.join(tmpdir(), 'kv-query-'));
   });
@@ -84,6 +89,24 @@ describe('kv-dc-relay query', () => {
     const { code, stderr } = await run(argv);
     expect(code).toBe(2);
     expect(stderr).toContain('usage:');
+  });
+
+  // Runs last: it moves the pool past sequence 0.
+  it('answers with the deltas published after the shared snapshot it was given', async () => {
+    // A subscriber that stays makes the hub keep its sequence-0 snapshot and the delta after it; the
+    // query is given that snapshot and the delta right behind it, and must answer after both.
+    const holder = testClient(server.address, { subscriberId: 'holder' });
+    try {
+      holder.start();
+      await waitFor(() => holder.replica(holder.catalog()?.pools[0]?.poolKey ?? '') !== undefined, 'the holder replica');
+      store(2);
+      await waitFor(() => holder.replica(holder.catalog()!.pools[0].poolKey)!.sequence === 1n, 'the delta');
+      const { code, stdout } = await run([server.address, '--model', 'chat', '--tokens', tokens.join(','), '--json']);
+      expect(code).toBe(0);
+      expect(JSON.parse(stdout).pools[0]).toMatchObject({ matchedBlocks: 3, replicaSequence: '1' });
+    } finally {
+      holder.close();
+    }
   });
 
   it('parses comma, whitespace and JSON token lists and rejects non-u32 ids', () => {
