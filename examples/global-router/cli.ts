@@ -4,12 +4,14 @@
 // line. A request line is JSON: {"tokens":[…], "model"?: "...", "lora"?: "..."}.
 import { createInterface } from 'readline';
 import { parseArgs } from 'util';
+import { CLIENT_TLS_FLAGS, CLIENT_TLS_USAGE, clientTlsFromFlags, type ClientTlsOptions } from 'kv-dc-relay/client';
 import { DEFAULT_READY_WAIT_MS, GlobalRouter, POLICY_NAMES, policyByName, type Decision, type DcTarget, type PolicyName, type RouteRequest } from './router';
 import { waitReady } from './router/ready';
 
 export const USAGE =
   'usage: global-router --dc NAME=HOST:PORT [--dc NAME=HOST:PORT …] --model NAME [--policy kv-aware|load-only|random|round-robin]\n' +
-  '                     [--prefix-weight W] [--load-weight W] [--wait-ms N] [--subscriber-id ID]   (requests: JSON lines on stdin)';
+  `                     [--prefix-weight W] [--load-weight W] [--wait-ms N] [--subscriber-id ID] ${CLIENT_TLS_USAGE}\n` +
+  '                     (requests: JSON lines on stdin; the TLS flags apply to every DC\'s relay)';
 
 class UsageError extends Error {}
 
@@ -23,6 +25,7 @@ interface CliOptions {
   loadWeight?: number;
   waitMs: number;
   subscriberId: string;
+  tls?: ClientTlsOptions;
 }
 
 export function parseCli(argv: string[]): CliOptions {
@@ -37,6 +40,7 @@ export function parseCli(argv: string[]): CliOptions {
       'load-weight': { type: 'string' },
       'wait-ms': { type: 'string' },
       'subscriber-id': { type: 'string' },
+      ...CLIENT_TLS_FLAGS,
     },
   });
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
@@ -44,6 +48,12 @@ export function parseCli(argv: string[]): CliOptions {
   if (!values.model) throw new UsageError('--model is required');
   const policy = values.policy ?? 'kv-aware';
   if (!(POLICY_NAMES as readonly string[]).includes(policy)) throw new UsageError(`unknown policy ${policy} (one of ${POLICY_NAMES.join(', ')})`);
+  let tls: ClientTlsOptions | undefined;
+  try {
+    tls = clientTlsFromFlags(values);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
   return {
     dcs: values.dc.map(parseDc),
     model: values.model,
@@ -52,6 +62,7 @@ export function parseCli(argv: string[]): CliOptions {
     loadWeight: optionalNumber('--load-weight', values['load-weight']),
     waitMs: optionalNumber('--wait-ms', values['wait-ms']) ?? DEFAULT_READY_WAIT_MS,
     subscriberId: values['subscriber-id'] ?? 'global-router',
+    ...(tls ? { tls } : {}),
   };
 }
 
@@ -116,6 +127,7 @@ export async function main(argv: string[], io: { stdin: NodeJS.ReadableStream; s
   const router = new GlobalRouter({
     dcs: options.dcs,
     subscriberId: options.subscriberId,
+    ...(options.tls ? { client: { tls: options.tls } } : {}),
     policy: policyByName(options.policy, { prefixWeight: options.prefixWeight, loadWeight: options.loadWeight }),
   });
   router.on('replicaInvalidated', (dc, e) => io.stderr.write(`global-router: ${dc}: replica of ${e.poolKey} invalidated (${e.reason})\n`));

@@ -1,12 +1,13 @@
 // The global-router CLI against a loopback relay: one decision per JSON request line, usage errors
-// with exit 2.
+// with exit 2; with --tls-* flags, against a relay that requires client certificates (mTLS).
 import { PassThrough, Readable } from 'stream';
 import { main, parseRequestLine } from '../../examples/global-router/cli';
 import { saltSeed, sequenceHashes } from '../../src/native/hashing';
 import { ServingReadinessState } from '../../src/wire/enums';
-import type { RelayServer } from '../../src/transport/server';
+import { startRelayServer, type RelayServer } from '../../src/transport/server';
+import { CertificateFactory } from '../support/certificates';
 import { topologyEntry } from '../client/fixtures';
-import { startRelay } from '../client/helpers';
+import { SERVER_RELAY, startRelay } from '../client/helpers';
 import { insert } from '../client/query-fixture';
 import { TestSource, testProducer } from '../support/test-source';
 
@@ -48,6 +49,44 @@ describe('global-router CLI', () => {
     ]);
     expect(second).toEqual({ dc: null, chosen: null, candidates: [], skipped: [{ dc: 'east', reason: 'unknownModel' }, { dc: 'west', reason: 'unknownModel' }] });
     expect(run.err()).toContain('a request line must be JSON');
+  });
+
+  describe('over TLS', () => {
+    const certs = new CertificateFactory();
+    const ca = certs.ca('ca');
+    const relayCert = certs.server('relay', ca);
+    const router = certs.client('router', ca);
+    afterAll(() => certs.remove());
+
+    it('routes through a relay that requires a client certificate', async () => {
+      const tokens = Array.from({ length: 64 * 2 }, (_, i) => 7000 + i);
+      const source = new TestSource();
+      const feed = source.attachPool(testProducer({ pool: 1, bucketCount: 1024 }));
+      feed.publish(insert(feed.words, sequenceHashes(Uint32Array.from(tokens), 64, false, saltSeed(null, null))));
+      source.setReadiness([topologyEntry('llama', ServingReadinessState.READY, 'dynamo')]);
+      const tls = { cert: relayCert.cert, key: relayCert.key, ca: ca.cert, requireClientCert: true };
+      const server = await startRelayServer({ source, bind: '127.0.0.1:0', relay: SERVER_RELAY, tls });
+      servers.push(server);
+      const dc = ['--dc', `east=${server.address}`, '--model', 'llama', '--tls-servername', 'relay.test'];
+
+      const run = io([JSON.stringify({ tokens })]);
+      expect(await main([...dc, '--wait-ms', '30000', '--tls-ca', ca.cert, '--tls-cert', router.cert, '--tls-key', router.key], run.streams)).toBe(0);
+      expect(JSON.parse(run.out())).toMatchObject({ dc: 'east', chosen: { matchedTokens: 128, promptTokens: 128 } });
+      expect(run.err()).not.toContain('routing without a complete view');
+
+      // Without its certificate the handshake is refused: no view of the DC, nothing routed there.
+      const bare = io([JSON.stringify({ tokens })]);
+      expect(await main([...dc, '--wait-ms', '1000', '--tls-ca', ca.cert], bare.streams)).toBe(0);
+      expect(JSON.parse(bare.out())).toMatchObject({ dc: null, chosen: null });
+      expect(bare.err()).toContain('routing without a complete view of east');
+    }, 60_000);
+
+    it('a certificate flag naming an unreadable file is a usage error', async () => {
+      const run = io([]);
+      expect(await main(['--dc', 'x=127.0.0.1:1', '--model', 'm', '--tls-ca', `${certs.dir}/missing.pem`], run.streams)).toBe(2);
+      expect(run.err()).toContain(`--tls-ca ${certs.dir}/missing.pem: cannot read: ENOENT`);
+      expect(run.err()).toContain('[--tls-cert FILE --tls-key FILE]');
+    });
   });
 
   it.each([
