@@ -2,6 +2,8 @@
 // relay-config.md (this project's config file) and wire-contract.md §8 (reference knobs and
 // internal constants). Validation bounds live in limits.ts, envelope constants in wire/constants.ts.
 // The service takes `ServiceOptions` with every default applied.
+import { availableParallelism } from 'os';
+import { MAX_INGEST_THREADS } from './limits';
 
 // --- CBI1 bound the hub enforces (hashing-ckf-cbi1.md §3.1): a bigger publication is re-snapshotted ---
 export const MAX_DELTA_IMAGES = 349_525;
@@ -70,6 +72,11 @@ export interface Limits {
    * would add blocks is rejected whole and counted; removals make room again.
    */
   maxTrackedBlocksPerPool: number;
+  /**
+   * Threads that receive, decode and hash engine KV events (each engine worker's sockets live on one
+   * of them); 0 = on the main thread. The pool state stays on the main thread (single writer).
+   */
+  ingestThreads: number;
 }
 
 export interface Timing {
@@ -124,6 +131,9 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
   // 64 Mi blocks, the slots of the largest filter (2^24 buckets x 4): about 3 GiB of producer state
   // at ~46 B per block (BENCHMARKS.md, pool-memory).
   maxTrackedBlocksPerPool: 67_108_864,
+  // One per core: on 2 cores the main thread (pool apply, gRPC) and one ingest thread (ZMQ I/O,
+  // decode, hashing) split the work of the firehose.
+  ingestThreads: Math.min(availableParallelism(), MAX_INGEST_THREADS),
 });
 
 export const DEFAULT_TIMING: Readonly<Timing> = Object.freeze({
@@ -256,3 +266,18 @@ export const INGEST_MAX_ZMQ_SOCKETS = 65_536;
 /** Warnings about malformed engine input: at most this many per window per subscriber. */
 export const INGEST_LOG_MAX_PER_WINDOW = 10;
 export const INGEST_LOG_WINDOW_MS = 10_000;
+/**
+ * Decoded bursts an ingest thread may have handed to the main thread and not yet seen taken, and
+ * their bytes. A burst beyond either is dropped and its sources reset ('overflow'), as on a full pool
+ * mailbox: a main thread that falls behind must not grow the hand-off without bound.
+ */
+export const INGEST_HANDOFF_MAX_BURSTS = 4_096;
+export const INGEST_HANDOFF_MAX_BYTES = 64 * 1024 * 1024;
+/** An ingest thread reports its sources' counters this often (and after each hand-off's turn). */
+export const INGEST_THREAD_STATS_MS = 250;
+/** A dead ingest thread is started again after this (its sources reset meanwhile; bounds a crash loop). */
+export const INGEST_THREAD_RESTART_MS = 200;
+/** An ending ingest thread waits this long for its subscribers to close... */
+export const INGEST_THREAD_CLOSE_TIMEOUT_MS = 2_000;
+/** ...and this long more for their sockets' last receives to settle before it exits. */
+export const INGEST_THREAD_EXIT_SETTLE_MS = 20;

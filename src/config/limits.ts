@@ -7,6 +7,8 @@ export const MAX_U32 = 0xffff_ffff;
 export const MAX_U64 = 0xffff_ffff_ffff_ffffn;
 /** limits.maxTrackedBlocksPerPool bound: the native owner count's range (native pool_filter_state.h kMaxTrackedBlocks). */
 export const MAX_TRACKED_BLOCKS_PER_POOL = 2 ** 31 - 1;
+/** limits.ingestThreads bound (each thread holds its own V8 heap, zeromq context and decoder). */
+export const MAX_INGEST_THREADS = 256;
 /** ExplicitIdentityMap bounds (identity-topology-load.md §1.2). */
 export const IDENTITY_MAP_MAX_ENTRIES = 32;
 export const IDENTITY_KEY_MAX_BYTES = 128;

@@ -18,6 +18,7 @@ import {
   MAX_ETCD_LEASE_TTL_S,
   MIN_ETCD_LEASE_TTL_S,
   MAX_EXPECTED_UNIQUE_BLOCKS,
+  MAX_INGEST_THREADS,
   MAX_U32,
   MAX_TIMER_DURATION_MS,
   MAX_TRACKED_BLOCKS_PER_POOL,
@@ -200,6 +201,7 @@ export const relayConfigSchema = z
         maxServingLoadSubscribers: count(1).default(DEFAULT_LIMITS.maxServingLoadSubscribers),
         maxConnections: count(1).default(DEFAULT_LIMITS.maxConnections),
         maxTrackedBlocksPerPool: count(1, MAX_TRACKED_BLOCKS_PER_POOL).default(DEFAULT_LIMITS.maxTrackedBlocksPerPool),
+        ingestThreads: count(0, MAX_INGEST_THREADS).default(DEFAULT_LIMITS.ingestThreads),
       })
       .prefault({}),
     timing: z

@@ -40,6 +40,8 @@ export interface SubscriberOptions {
   maxBufferedBytes?: number;
   /** Largest message a publisher or replay may send (default INGEST_MAX_MESSAGE_BYTES). */
   maxMessageBytes?: number;
+  /** @internal Each rank's endpoint instead of the config's (a restarted ingest thread rebinds the ports it had). */
+  rankEndpoints?: string[];
 }
 
 const stderrLogger: IngestLogger = {
@@ -192,7 +194,7 @@ class RankSubscription {
       ...(owner.zapDomain === null ? {} : { zapDomain: owner.zapDomain }),
     });
     this.source = { workerId: config.workerId, dpRank: rank };
-    this.endpoint = rankEndpoint(config.endpoint, rank, config.dpStartRank);
+    this.endpoint = owner.options.rankEndpoints?.[rank - config.dpStartRank] ?? rankEndpoint(config.endpoint, rank, config.dpStartRank);
     this.replayEndpoint = config.replayEndpoint && rankEndpoint(config.replayEndpoint, rank, config.dpStartRank);
     this.burst = new PackedBurst(owner.decoder, config.workerId);
     this.stream = new RankStream(

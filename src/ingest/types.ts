@@ -31,8 +31,11 @@ export interface PackedEngineEvents {
 /** Entries per message in PackedEngineEvents.messageInfo: [dpRank, metaEnd]. */
 export const MESSAGE_INFO_STRIDE = 2;
 
-/** overflow: messages held back behind a replay outgrew their bounds and were dropped. */
-export type ResetReason = 'gap' | 'restart' | 'disconnect' | 'overflow';
+/**
+ * overflow: messages held back behind a replay, or decoded bursts waiting for the main thread,
+ * outgrew their bounds and were dropped. thread: the ingest thread that owned the source died.
+ */
+export type ResetReason = 'gap' | 'restart' | 'disconnect' | 'overflow' | 'thread';
 
 /** Implemented by the producer. Calls are synchronous and in order per source. */
 export interface IngestSink {
@@ -81,6 +84,17 @@ export interface SourceStats extends IngestCounters {
   connections: number;
   /** Last sequence delivered (or skipped as malformed), null before the first one. */
   lastSequence: bigint | null;
+}
+
+/** One worker's running subscription, on the main thread (KvEventSubscriber) or on an ingest thread. */
+export interface KvEventSubscription {
+  readonly config: KvEventEndpointConfig;
+  /** Opens every rank's socket (binds complete before this resolves). */
+  start(): Promise<void>;
+  close(): Promise<void>;
+  /** The SUB endpoint of each rank (bound addresses in bind mode). */
+  endpoints(): string[];
+  stats(): SourceStats[];
 }
 
 /** pino-compatible subset. */

@@ -33,6 +33,8 @@ export interface ProducerMetrics {
   topology: { ready: number; unavailable: number; unknown: number };
   degradedLoadCoveragePoolCount: number;
   ingest: SourceStats[];
+  /** Ingest threads that died and were restarted (their sources reset). */
+  ingestThreadRestarts: number;
   pools: PoolMetrics[];
 }
 
@@ -129,6 +131,9 @@ export function createRelayMetrics(providers: MetricsProviders): Registry {
   counter('kv_dc_relay_ingest_resets_total', 'Source resets (history lost)', source, ingest('resets'));
   counter('kv_dc_relay_ingest_ignored_total', 'Events ignored (tier, attention group, unknown type)', source, ingest('ignored'));
   gauge('kv_dc_relay_ingest_connections', 'Live ZMQ connections to the engine publisher of a source', source, ingest('connections'));
+  counter('kv_dc_relay_ingest_thread_restarts_total', 'Ingest threads that died and were started again (every source they owned was reset)', [], (set) =>
+    set({}, providers.producer().ingestThreadRestarts),
+  );
 
   const pool = (field: keyof Omit<PoolMetrics, 'pool'>): Sampler => (set) => {
     for (const p of providers.producer().pools) set({ pool: p.pool }, p[field]);

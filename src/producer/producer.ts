@@ -9,6 +9,7 @@
 import type { RelayConfig } from '../config/schema';
 import { DEFAULT_CKF_SEED } from '../config/defaults';
 import { LayoutGenerationCounter } from '../identity';
+import { sourcesOf } from '../ingest/sources';
 import type { IngestSink, PackedEngineEvents, ResetReason, SourceKey } from '../ingest/types';
 import { buildPoolLoad, buildServingLoad, MetricsScraper, type LoadPool } from '../load';
 import type { Logger } from '../log';
@@ -32,7 +33,7 @@ import { diffDeployments } from './diff';
 import { PoolActor } from './pool-actor';
 import { poolKey } from './pool-identity';
 import { KvSources } from './sources';
-import { descriptor, droppedSources, kvSourceConfigs, loadPool, sourcesOf, topologyInputs, type Liveness } from './views';
+import { descriptor, droppedSources, kvSourceConfigs, loadPool, topologyInputs, type Liveness } from './views';
 
 export interface ProducerOptions {
   config: RelayConfig;
@@ -82,7 +83,7 @@ export class Producer implements RelaySource {
     this.scraper = new MetricsScraper(this.timing.loadWindowMs);
     this.liveness = (id, staticLive) => this.health.liveness(id, staticLive);
     const sink: IngestSink = { events: (b) => this.events(b), reset: (s, r) => this.reset(s, r) };
-    this.sources = new KvSources(sink, this.logger);
+    this.sources = new KvSources(sink, this.logger, options.config.limits.ingestThreads);
     this.health.onChange(() => this.publishReadiness());
   }
 
@@ -154,6 +155,11 @@ export class Producer implements RelaySource {
 
   // ---- lifecycle and diagnostics ----
 
+  /** @internal The KV-event subscriptions (tests reach the ingest threads through them). */
+  get kvSources(): KvSources {
+    return this.sources;
+  }
+
   /** KV-event subscribers' endpoints of a worker (bind mode shows chosen ports). */
   ingestEndpoints(workerId: bigint): string[] {
     return this.sources.endpoints(workerId);
@@ -172,6 +178,7 @@ export class Producer implements RelaySource {
       topology,
       degradedLoadCoveragePoolCount: this.poolLoad().pools.filter((p) => p.kvObservedRanks < p.kvExpectedRanks).length,
       ingest: this.sources.stats(),
+      ingestThreadRestarts: this.sources.threadRestarts,
       pools: [...this.pools.values()].map((p) => p.actor.metrics()),
     };
   }

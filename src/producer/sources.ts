@@ -1,23 +1,30 @@
 // The running KV-event subscriptions, one per worker with `kvEvents`, reconciled against the wanted
 // set after every deployment change. A subscription whose config changed is replaced; its new
 // subscriber replays from the start, so the caller first drops what the old one delivered.
+// Subscriptions run on the ingest threads (limits.ingestThreads), a worker always on the same one,
+// or on the main thread with 0 threads: the same subscriber code either way.
 import { KvEventSubscriber } from '../ingest';
-import type { IngestSink, KvEventEndpointConfig, SourceStats } from '../ingest/types';
+import { IngestThreads } from '../ingest/threads/threads';
+import type { IngestSink, KvEventEndpointConfig, KvEventSubscription, SourceStats } from '../ingest/types';
 import type { Logger } from '../log';
 
 interface Live {
   signature: string;
-  subscriber: KvEventSubscriber;
+  subscriber: KvEventSubscription;
 }
 
 export class KvSources {
   private readonly live = new Map<bigint, Live>();
+  private readonly threads: IngestThreads | undefined;
   private closed = false;
 
   constructor(
     private readonly sink: IngestSink,
     private readonly logger: Logger,
-  ) {}
+    ingestThreads: number,
+  ) {
+    this.threads = ingestThreads > 0 ? new IngestThreads({ threads: ingestThreads, logger }) : undefined;
+  }
 
   /**
    * Stops subscriptions no longer wanted or changed, then starts the missing ones. `replaced` hears
@@ -36,7 +43,7 @@ export class KvSources {
     await Promise.all(stopping);
     for (const [id, config] of byWorker) {
       if (this.live.has(id) || this.closed) continue;
-      const subscriber = new KvEventSubscriber(config, this.sink, { logger: this.logger });
+      const subscriber = this.threads ? this.threads.subscribe(config, this.sink) : new KvEventSubscriber(config, this.sink, { logger: this.logger });
       this.live.set(id, { signature: signature(config), subscriber });
       try {
         await subscriber.start();
@@ -67,9 +74,20 @@ export class KvSources {
     return [...this.live.values()].flatMap((l) => l.subscriber.stats());
   }
 
+  /** Ingest threads that died and were restarted. */
+  get threadRestarts(): number {
+    return this.threads?.restarts ?? 0;
+  }
+
+  /** @internal The ingest threads (tests end one to see a death handled). */
+  get ingestThreads(): IngestThreads | undefined {
+    return this.threads;
+  }
+
   async close(): Promise<void> {
     this.closed = true;
     await this.stop([...this.live.keys()]);
+    await this.threads?.close();
   }
 }
 

@@ -1,5 +1,6 @@
 // Pure mappings from the deployment model onto what the other layers take: catalog descriptors,
 // KV-source configs, topology inputs and load inputs.
+import { sourcesOf } from '../ingest/sources';
 import type { KvEventEndpointConfig, SourceKey } from '../ingest/types';
 import type { LoadPool } from '../load';
 import type { TopologyEndpointInput } from '../topology';
@@ -35,10 +36,6 @@ export function kvSourceConfigs(specs: Iterable<PoolSpec>): KvEventEndpointConfi
 /** Every (worker, rank) source of a pool's workers with kvEvents. */
 export function poolSources(spec: PoolSpec): SourceKey[] {
   return kvSourceConfigs([spec]).flatMap((c) => sourcesOf(c));
-}
-
-export function sourcesOf(config: KvEventEndpointConfig): SourceKey[] {
-  return Array.from({ length: config.dpSize }, (_, i) => ({ workerId: config.workerId, dpRank: config.dpStartRank + i }));
 }
 
 /** (worker, rank) sources a metadata update takes away from a pool. */

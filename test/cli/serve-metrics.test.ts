@@ -12,6 +12,7 @@ const producer: ProducerMetrics = {
   topology: { ready: 1, unavailable: 2, unknown: 0 },
   degradedLoadCoveragePoolCount: 1,
   ingest: [{ source: { workerId: 18446744073709551615n, dpRank: 3 }, events: 5, blocks: 9, malformed: 1, rejectedRanks: 6, overflows: 7, outOfOrder: 8, refusedPeers: 9, gaps: 2, replays: 3, resets: 1, ignored: 4, connections: 1, lastSequence: 10n }],
+  ingestThreadRestarts: 13,
   pools: [{ pool: 'abc:def/0011', eventsApplied: 5, eventsDroppedBlockSize: 1, eventErrors: 0, deltasPublished: 4, deltasDropped: 1, capacityFailures: 0, parentNotFound: 0, unknownRemovals: 2, mailboxOverflows: 3, publicationSliceMs: 64, storesRejectedAtLimit: 11, trackedBlocks: 12 }],
 };
 
@@ -47,6 +48,7 @@ test('/metrics exposes reference names, ingest counters per source and producer 
     'kv_dc_relay_ingest_overflows_total{worker="18446744073709551615",dp_rank="3"} 7',
     'kv_dc_relay_ingest_rejected_ranks_total{worker="18446744073709551615",dp_rank="3"} 6',
     'kv_dc_relay_ingest_connections{worker="18446744073709551615",dp_rank="3"} 1',
+    'kv_dc_relay_ingest_thread_restarts_total 13',
     'kv_dc_relay_pool_unknown_removals_total{pool="abc:def/0011"} 2',
     'kv_dc_relay_pool_mailbox_overflows_total{pool="abc:def/0011"} 3',
     'kv_dc_relay_pool_publication_slice_ms{pool="abc:def/0011"} 64',

@@ -9,7 +9,7 @@ import * as path from 'path';
 import { addonOrigin } from '../../src/native';
 import { ROOT } from '../support/cli-process';
 
-const HOOK = path.join(ROOT, 'test', 'support', 'ts-hook.js');
+const HOOK = path.join(ROOT, 'scripts', 'ts-hook.js');
 const BUILD_DIR = process.env.KV_DC_RELAY_BUILD_DIR ?? 'build';
 const BUILT = path.join(ROOT, BUILD_DIR, 'Release', 'kv_dc_relay.node');
 

@@ -192,9 +192,11 @@ test('readiness follows static liveness and real health probes', async () => {
   const llama = p.readiness().entries.find((e) => e.canonicalModelId === 'llama')!;
   expect(llama.members[0].poolId).toEqual(p.catalog().snapshot.pools.find((d) => d.registrations[0].canonicalModelId === 'llama')!.producer!.poolId);
   expect(llama.presentRoles).toEqual([WorkerRole.AGGREGATED]);
+  // The READY update may come before the listener (the probe can answer while start() runs).
+  const before = updates.length;
   healthy = 503;
   await waitFor(() => stateOf('mistral') === ServingReadinessState.UNAVAILABLE, 'mistral UNAVAILABLE', 3000, 10);
-  expect(updates.length).toBeGreaterThanOrEqual(2);
+  expect(updates.length).toBeGreaterThan(before);
   expect(updates[updates.length - 1].revision).toBe(p.readiness().revision);
 });
 

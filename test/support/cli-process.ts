@@ -3,7 +3,7 @@ import { spawn, type ChildProcess, type StdioOptions } from 'child_process';
 import * as path from 'path';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
-const HOOK = path.join(__dirname, 'ts-hook.js');
+const HOOK = path.join(ROOT, 'scripts', 'ts-hook.js');
 const MAIN = path.join(ROOT, 'src', 'cli', 'main.ts');
 
 /** Starts `kv-dc-relay ...args` in the repository root. */

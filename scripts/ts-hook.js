@@ -1,6 +1,7 @@
-// Lets `node -r test/support/ts-hook.js src/cli/main.ts …` run the TypeScript sources as a real
+// Lets `node -r scripts/ts-hook.js src/cli/main.ts …` run the TypeScript sources as a real
 // process in tests (transpile only; tsc checks types). Output is cached by path and mtime so
-// repeated spawns start fast.
+// repeated spawns start fast. Ingest threads started from the sources load them through it too
+// (src/ingest/threads/spawn.ts); a built package runs dist/ and never loads it.
 const crypto = require('crypto');
 const fs = require('fs');
 const os = require('os');

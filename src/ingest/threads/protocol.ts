@@ -1,0 +1,39 @@
+// Messages between the main thread and an ingest thread. Subscriptions are named by an id the main
+// thread chooses; every message about one subscription travels on the thread's one port, so the
+// order in which the thread produced them (batches, resets, counters) is the order they are handled.
+import type { SubscriberOptions } from '../subscriber';
+import type { KvEventEndpointConfig, ResetReason, SourceKey, SourceStats } from '../types';
+import type { HandedOffBurst } from './handoff';
+
+/** What the thread is started with (workerData). */
+export interface ThreadData {
+  /** The shared in-flight counter of its hand-off (HandoffCounter). */
+  handoff: SharedArrayBuffer;
+  maxBursts: number;
+  maxBytes: number;
+  statsIntervalMs: number;
+  /** How long the thread waits for its subscribers to close before it ends anyway. */
+  closeTimeoutMs: number;
+}
+
+/** The subscriber options that cross threads (the logger stays on the main thread). */
+export type ThreadSubscriberOptions = Omit<SubscriberOptions, 'logger'>;
+
+export type ToThread =
+  | { type: 'open'; id: number; config: KvEventEndpointConfig; options: ThreadSubscriberOptions }
+  | { type: 'close'; id: number }
+  /** Close whatever is open and end the thread. */
+  | { type: 'exit' }
+  /** @internal Test hook: the thread throws an uncaught error (a bug's death, handled like one). */
+  | { type: 'crash' };
+
+export type FromThread =
+  | { type: 'opened'; id: number; endpoints: string[] }
+  | { type: 'failed'; id: number; message: string }
+  | { type: 'closed'; id: number }
+  | { type: 'events'; id: number; burst: HandedOffBurst }
+  | { type: 'reset'; id: number; source: SourceKey; reason: ResetReason }
+  | { type: 'stats'; id: number; stats: SourceStats[] }
+  | { type: 'warn'; obj: object; msg: string }
+  /** An uncaught error: the thread closes its subscribers and ends (exit code 1). */
+  | { type: 'fatal'; message: string };

@@ -1,0 +1,187 @@
+// The main thread's side of a subscription that runs on an ingest thread: to the producer it is a
+// KvEventSubscription like an in-process KvEventSubscriber. Batches and resets reach the sink in the
+// order the thread produced them; counters are the thread's latest report plus what earlier
+// incarnations of the thread had counted (a counter never goes backwards over a thread restart).
+import { sourcesOf } from '../sources';
+import type { IngestCounters, IngestLogger, IngestSink, KvEventEndpointConfig, KvEventSubscription, SourceKey, SourceStats } from '../types';
+import { unpackBurst, type HandedOffBurst } from './handoff';
+import type { FromThread, ThreadSubscriberOptions, ToThread } from './protocol';
+
+/** What a subscription needs of its thread (threads.ts). */
+export interface SubscriptionHost {
+  attach(subscription: ThreadSubscription): void;
+  release(subscription: ThreadSubscription): Promise<void>;
+  /** Forgets a subscription whose first open failed (the thread holds nothing of it). */
+  detach(subscription: ThreadSubscription): void;
+  /** Asks the thread to open the subscription again after `delayMs`. */
+  reopenLater(subscription: ThreadSubscription, delayMs: number): void;
+  readonly logger: IngestLogger & { error(obj: object, msg: string): void };
+  readonly restartDelayMs: number;
+}
+
+const COUNTERS = Object.keys({
+  events: true,
+  blocks: true,
+  malformed: true,
+  rejectedRanks: true,
+  overflows: true,
+  outOfOrder: true,
+  refusedPeers: true,
+  gaps: true,
+  replays: true,
+  resets: true,
+  ignored: true,
+} satisfies Record<keyof IngestCounters, true>) as (keyof IngestCounters)[];
+
+let nextId = 1;
+
+export class ThreadSubscription implements KvEventSubscription {
+  readonly id = nextId++;
+  private bound: string[] = [];
+  private latest: SourceStats[] = [];
+  /** Counters of the thread incarnations that died, per source key. */
+  private readonly carried = new Map<string, SourceStats>();
+  private opening: { resolve(): void; reject(err: Error): void } | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly host: SubscriptionHost,
+    readonly config: KvEventEndpointConfig,
+    private readonly sink: IngestSink,
+    private readonly options: ThreadSubscriberOptions,
+  ) {}
+
+  start(): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.opening = { resolve, reject };
+      this.host.attach(this);
+    });
+  }
+
+  close(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.closed = true;
+    // A start still waiting (its thread died before answering) ends with the subscription.
+    this.opening?.resolve();
+    this.opening = undefined;
+    return this.host.release(this);
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
+  endpoints(): string[] {
+    return [...this.bound];
+  }
+
+  stats(): SourceStats[] {
+    if (this.carried.size === 0) return this.latest;
+    const merged = new Map<string, SourceStats>();
+    for (const s of this.carried.values()) merged.set(key(s.source), { ...s, source: { ...s.source }, connections: 0 });
+    for (const s of this.latest) {
+      const before = merged.get(key(s.source));
+      if (!before) {
+        merged.set(key(s.source), s);
+        continue;
+      }
+      for (const c of COUNTERS) before[c] += s[c];
+      before.connections = s.connections;
+      before.lastSequence = s.lastSequence;
+    }
+    return [...merged.values()].sort((a, b) => a.source.dpRank - b.source.dpRank);
+  }
+
+  /** The thread's open request; a reopened bound socket keeps the ports it had (engines dial them). */
+  openMessage(): ToThread {
+    const rankEndpoints = this.config.mode === 'bind' && this.bound.length > 0 ? this.bound : undefined;
+    return { type: 'open', id: this.id, config: this.config, options: { ...this.options, ...(rankEndpoints ? { rankEndpoints } : {}) } };
+  }
+
+  /** A message of the thread about this subscription. */
+  received(m: Exclude<FromThread, { type: 'warn' }>): void {
+    switch (m.type) {
+      case 'events':
+        return this.events(m.burst);
+      case 'reset':
+        return this.reset(m.source, m.reason);
+      case 'stats':
+        this.latest = m.stats;
+        return;
+      case 'opened':
+        this.bound = m.endpoints;
+        this.opening?.resolve();
+        this.opening = undefined;
+        return;
+      case 'failed':
+        return this.failed(m.message);
+      case 'closed':
+        return;
+    }
+  }
+
+  /**
+   * The thread died: what it counted is kept, and every source is reset, since batches it had
+   * received may never have reached the sink. The restarted thread opens the subscription again,
+   * which resubscribes and replays.
+   */
+  threadDied(): void {
+    for (const s of this.latest) {
+      const before = this.carried.get(key(s.source));
+      if (!before) {
+        this.carried.set(key(s.source), { ...s, connections: 0 });
+        continue;
+      }
+      for (const c of COUNTERS) before[c] += s[c];
+      before.lastSequence = s.lastSequence;
+    }
+    this.latest = [];
+    if (this.closed) return;
+    for (const source of sourcesOf(this.config)) {
+      const carried = this.carried.get(key(source)) ?? this.carried.set(key(source), emptyStats(source)).get(key(source))!;
+      carried.resets += 1;
+      this.reset(source, 'thread');
+    }
+  }
+
+  private events(burst: HandedOffBurst): void {
+    if (this.closed) return;
+    try {
+      this.sink.events(unpackBurst(burst));
+    } catch (err) {
+      this.host.logger.warn({ workerId: String(this.config.workerId), err: String(err) }, 'KV-event sink rejected a batch');
+    }
+  }
+
+  private reset(source: SourceKey, reason: Parameters<IngestSink['reset']>[1]): void {
+    if (this.closed) return;
+    try {
+      this.sink.reset(source, reason);
+    } catch (err) {
+      this.host.logger.warn({ workerId: String(source.workerId), dpRank: source.dpRank, reason, err: String(err) }, 'KV-event sink failed to reset a source');
+    }
+  }
+
+  private failed(message: string): void {
+    if (this.opening) {
+      // The first start: the caller hears it (as from an in-process subscriber's start()).
+      this.host.detach(this);
+      this.opening.reject(new Error(message));
+      this.opening = undefined;
+      return;
+    }
+    // Reopened after a thread restart (e.g. a bound port not yet released): try again, loudly.
+    this.host.logger.error({ workerId: String(this.config.workerId), err: message }, 'KV-event subscription failed to reopen on its restarted ingest thread; retrying');
+    this.host.reopenLater(this, this.host.restartDelayMs);
+  }
+}
+
+function key(source: SourceKey): string {
+  return `${source.workerId}:${source.dpRank}`;
+}
+
+function emptyStats(source: SourceKey): SourceStats {
+  const s = { source, connections: 0, lastSequence: null } as SourceStats;
+  for (const c of COUNTERS) s[c] = 0;
+  return s;
+}

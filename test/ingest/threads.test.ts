@@ -1,0 +1,218 @@
+// Ingest threads (limits.ingestThreads): engine workers' subscriptions run on worker threads over
+// real ZMQ sockets, their decoded bursts handed to the main thread as transferred buffers. Order
+// per rank across bursts and threads, a thread's death (reset, counted, restarted, replayed), the
+// bounded hand-off, and the pure parts (burst packing, the shard hash).
+import type { SimEvent } from '../../src/sim/encode';
+import { SimulatedEngine } from '../../src/sim/engine';
+import { burstBytes, HandoffCounter, packBurst, unpackBurst } from '../../src/ingest/threads/handoff';
+import { threadOf } from '../../src/ingest/threads/shard';
+import { IngestThreads, type IngestThreadsOptions } from '../../src/ingest/threads/threads';
+import type { KvEventEndpointConfig, KvEventSubscription, PackedEngineEvents } from '../../src/ingest/types';
+import { BLOCK_SIZE } from '../support/ingest-harness';
+import { RecordingSink } from '../support/recording-sink';
+import { waitFor } from '../support/waitFor';
+
+const DEADLINE_MS = 30_000;
+
+function config(workerId: bigint, engine: SimulatedEngine): KvEventEndpointConfig {
+  return {
+    workerId,
+    dpSize: engine.dpSize,
+    dpStartRank: engine.dpStartRank,
+    endpoint: engine.pubEndpoint,
+    replayEndpoint: engine.replayEndpoint,
+    topic: '',
+    mode: 'connect',
+    kvBlockSize: BLOCK_SIZE,
+    eagle: false,
+  };
+}
+
+/** A store of one block per message, each a child of the one before (the pool would refuse a hole). */
+function store(n: number): SimEvent[] {
+  const hash = BigInt(n + 1);
+  return [{ type: 'BlockStored', blockHashes: [hash], parentBlockHash: n === 0 ? null : hash - 1n, tokenIds: [n, n + 1, n + 2, n + 3], blockSize: BLOCK_SIZE }];
+}
+
+interface Run {
+  threads: IngestThreads;
+  engines: SimulatedEngine[];
+  subs: KvEventSubscription[];
+  errors: { obj: object; msg: string }[];
+}
+let run: Run | undefined;
+afterEach(async () => {
+  if (!run) return;
+  await run.threads.close();
+  await Promise.all(run.engines.map((e) => e.stop()));
+  run = undefined;
+});
+
+async function start(workerIds: bigint[], sink: RecordingSink, options: Partial<IngestThreadsOptions> = {}, engine: Partial<ConstructorParameters<typeof SimulatedEngine>[0]> = {}): Promise<Run> {
+  const errors: Run['errors'] = [];
+  const logger = { warn: () => undefined, error: (obj: object, msg: string) => errors.push({ obj, msg }) };
+  const threads = new IngestThreads({ threads: 2, logger, ...options });
+  const engines = await Promise.all(workerIds.map(() => new SimulatedEngine({ http: false, ...engine }).start()));
+  run = { threads, engines, subs: [], errors };
+  for (const [i, id] of workerIds.entries()) {
+    const sub = threads.subscribe(config(id, engines[i]), sink);
+    run.subs.push(sub);
+    await sub.start();
+  }
+  await Promise.all(engines.map((e) => e.waitForSubscribers()));
+  return run;
+}
+
+test('the shard hash is stable, in range, and spreads sequential and even worker ids', () => {
+  for (const threads of [1, 2, 3, 8]) {
+    const seen = new Set<number>();
+    for (let id = 0n; id < 64n; id++) {
+      const t = threadOf(id * 2n, threads);
+      expect(t).toBe(threadOf(id * 2n, threads));
+      expect(t >= 0 && t < threads).toBe(true);
+      seen.add(t);
+    }
+    expect(seen.size).toBe(threads);
+  }
+  expect(threadOf(0xffff_ffff_ffff_ffffn, 7)).toBeLessThan(7);
+});
+
+test('a burst packs into one transferable buffer and unpacks to the same arrays', () => {
+  const b: PackedEngineEvents = {
+    workerId: 0xffff_ffff_ffff_fffen,
+    meta: Uint32Array.from([1, 2, 3, 4, 5, 6, 7]),
+    words: BigUint64Array.from([1n, 0xffff_ffff_ffff_ffffn, 3n]),
+    messages: 2,
+    sequences: BigUint64Array.from([10n, 11n]),
+    messageInfo: Uint32Array.from([0, 4, 1, 7]),
+    droppedBlockSize: 3,
+  };
+  const packed = packBurst(b);
+  expect(packed.buffer.byteLength).toBe(burstBytes(b));
+  const back = unpackBurst(structuredClone(packed, { transfer: [packed.buffer] }));
+  expect(back).toEqual(b);
+  expect(packed.buffer.byteLength).toBe(0); // moved, not copied
+});
+
+test('the hand-off counter bounds bursts and bytes in flight, and always takes one burst', () => {
+  const c = new HandoffCounter();
+  expect(c.tryAdd(1_000, 2, 100)).toBe(true); // larger than the byte bound, but nothing in flight
+  expect(c.tryAdd(1, 2, 100)).toBe(false);
+  c.taken(1_000);
+  expect(c.tryAdd(60, 2, 100)).toBe(true);
+  expect(c.tryAdd(40, 2, 100)).toBe(true);
+  expect(c.tryAdd(0, 2, 100)).toBe(false); // 2 bursts
+  c.taken(40);
+  expect(c.tryAdd(41, 2, 100)).toBe(false); // 101 bytes
+  expect(c.tryAdd(40, 2, 100)).toBe(true);
+});
+
+test('several workers over two threads: every rank in order across bursts, counters from the threads', async () => {
+  const sink = new RecordingSink();
+  const ids = [7n, 8n, 9n, 10n];
+  const r = await start(ids, sink, {}, { dpSize: 2 });
+  // Both threads are used, and each worker's ranks live on its one thread.
+  expect(new Set(ids.map((id) => threadOf(id, 2))).size).toBe(2);
+  const perRank = 40;
+  for (let n = 0; n < perRank; n++) {
+    await Promise.all(r.engines.flatMap((e) => [e.publish(store(n), { rank: 0 }), e.publish(store(n), { rank: 1 })]));
+  }
+  await waitFor(() => sink.batches.length === ids.length * 2 * perRank, 'every batch', DEADLINE_MS);
+  const expected = Array.from({ length: perRank }, (_, n) => BigInt(n));
+  for (const id of ids) {
+    for (const dpRank of [0, 1]) {
+      const mine = sink.batches.filter((b) => b.source.workerId === id && b.source.dpRank === dpRank);
+      expect(mine.map((b) => b.sequence)).toEqual(expected);
+      expect(mine.map((b) => b.events[0].kind === 'stored' && b.events[0].blockHashes[0])).toEqual(expected.map((n) => n + 1n));
+    }
+  }
+  expect(sink.resets).toEqual([]);
+  // Fewer hand-offs than messages: bursts still batch on a thread.
+  expect(sink.bursts).toBeLessThanOrEqual(sink.batches.length);
+  await waitFor(() => r.subs.every((s) => s.stats().every((st) => st.events === perRank && st.lastSequence === BigInt(perRank - 1))), 'the threads\' counters', DEADLINE_MS);
+  expect(r.subs[0].stats().map((s) => s.source)).toEqual([{ workerId: 7n, dpRank: 0 }, { workerId: 7n, dpRank: 1 }]);
+  expect(r.threads.restarts).toBe(0);
+});
+
+test('a thread that dies of an uncaught error: its sources reset and counted, the thread restarted, the engines replay into the sink', async () => {
+  const sink = new RecordingSink();
+  const ids = [7n, 8n, 9n, 10n];
+  const r = await start(ids, sink, { restartDelayMs: 50 });
+  for (let n = 0; n < 3; n++) await Promise.all(r.engines.map((e) => e.publish(store(n))));
+  await waitFor(() => sink.batches.length === 3 * ids.length, 'the first batches', DEADLINE_MS);
+  await waitFor(() => r.subs.every((s) => s.stats()[0]?.events === 3), 'the first counters', DEADLINE_MS);
+
+  const victim = 7n;
+  const onIt = ids.filter((id) => threadOf(id, 2) === threadOf(victim, 2));
+  r.threads.crash(victim);
+  await waitFor(() => sink.resets.length === onIt.length, 'the dead thread\'s resets', DEADLINE_MS);
+  expect(sink.resets.map((x) => x.reason)).toEqual(onIt.map(() => 'thread'));
+  expect(new Set(sink.resets.map((x) => x.source.workerId))).toEqual(new Set(onIt));
+  expect(r.threads.restarts).toBe(1);
+  expect(r.errors.map((e) => e.msg)).toEqual(['ingest thread failed', 'ingest thread died: its sources are reset and it is started again']);
+  expect(String((r.errors[0].obj as { err: string }).err)).toMatch(/crash requested/);
+
+  // The restarted thread resubscribes; each engine's replay from 0 refills its reset source, and
+  // later live batches follow in order.
+  const engineOf = (id: bigint): SimulatedEngine => r.engines[ids.indexOf(id)];
+  await Promise.all(onIt.map((id) => engineOf(id).waitForSubscribers(2)));
+  await Promise.all(r.engines.map((e) => e.publish(store(3))));
+  await waitFor(() => onIt.every((id) => sink.batches.filter((b) => b.source.workerId === id).length === 3 + 4), 'the replayed and new batches', DEADLINE_MS);
+  for (const id of onIt) {
+    const after = sink.calls.slice(sink.calls.findIndex((c) => c.kind === 'reset' && c.source.workerId === id) + 1);
+    const seqs = after.flatMap((c) => (c.kind === 'batch' && c.batch.source.workerId === id ? [c.batch.sequence] : []));
+    expect(seqs).toEqual([0n, 1n, 2n, 3n]);
+  }
+  for (const id of ids.filter((x) => !onIt.includes(x))) {
+    expect(sink.batches.filter((b) => b.source.workerId === id).map((b) => b.sequence)).toEqual([0n, 1n, 2n, 3n]);
+  }
+  // Counters never go backwards: the dead thread's counts are kept, its reset counted.
+  for (const id of onIt) {
+    const sub = r.subs[ids.indexOf(id)];
+    await waitFor(() => sub.stats()[0].events === 3 + 4, 'the counters across the restart', DEADLINE_MS);
+    expect(sub.stats()[0]).toMatchObject({ resets: 1, replays: 2, connections: 1, lastSequence: 3n });
+  }
+});
+
+test('a main thread that stops taking bursts: beyond the hand-off bound bursts are dropped and their source reset (overflow), then ingest goes on', async () => {
+  const sink = new RecordingSink();
+  const r = await start([7n], sink, { maxBursts: 1 });
+  const engine = r.engines[0];
+  await engine.publish(store(0));
+  await waitFor(() => sink.batches.length === 1, 'the first batch', DEADLINE_MS);
+  // 64 messages (at least 4 bursts of 16) leave the engine, then the main thread blocks: the
+  // ingest thread receives and decodes them meanwhile, but may hand only one burst over.
+  const sends: Promise<bigint>[] = [];
+  for (let n = 1; n <= 64; n++) sends.push(engine.publish(store(n)));
+  await Promise.all(sends);
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 3_000);
+  await waitFor(() => sink.resets.length > 0, 'the overflow reset', DEADLINE_MS);
+  expect(sink.resets[0]).toEqual({ source: { workerId: 7n, dpRank: 0 }, reason: 'overflow' });
+  await engine.publish(store(65));
+  await waitFor(() => sink.batches.some((b) => b.sequence === 65n), 'the batch after the overflow', DEADLINE_MS);
+  await waitFor(() => r.subs[0].stats()[0].overflows > 0, 'the overflow counter', DEADLINE_MS);
+  const stats = r.subs[0].stats()[0];
+  expect(stats.resets).toBe(stats.overflows);
+  expect(sink.batches.length).toBeLessThan(66);
+});
+
+test('a bound subscription keeps its ports across a thread restart', async () => {
+  const sink = new RecordingSink();
+  const errors: object[] = [];
+  const threads = new IngestThreads({ threads: 1, logger: { warn: () => undefined, error: (obj) => errors.push(obj) }, restartDelayMs: 50 });
+  run = { threads, engines: [], subs: [], errors: [] };
+  const sub = threads.subscribe({ workerId: 3n, dpSize: 2, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', topic: '', mode: 'bind', kvBlockSize: BLOCK_SIZE, eagle: false }, sink);
+  await sub.start();
+  const bound = sub.endpoints();
+  expect(bound).toHaveLength(2);
+  expect(bound.every((e) => /:\d+$/.test(e) && !e.endsWith(':0'))).toBe(true);
+  const engine = await new SimulatedEngine({ http: false, mode: 'connect', connectTo: bound, dpSize: 2, replay: false }).start();
+  run.engines.push(engine);
+  await engine.waitForSubscribers();
+  threads.crash(3n);
+  await waitFor(() => threads.restarts === 1 && sub.stats().length === 2 && sub.stats().every((s) => s.connections === 1), 'the restarted thread\'s connections', DEADLINE_MS);
+  expect(sub.endpoints()).toEqual(bound);
+  await engine.publish(store(0), { rank: 1 });
+  await waitFor(() => sink.batches.length === 1, 'a batch on the rebound port', DEADLINE_MS);
+  expect(sink.batches[0].source).toEqual({ workerId: 3n, dpRank: 1 });
+});
