@@ -4,6 +4,7 @@ import { Counter, Gauge, Registry } from 'prom-client';
 import type { SourceStats } from '../ingest/types';
 import type { PublicationStats, StreamKind } from '../publication/stats';
 import type { TlsStats } from '../security/listener-security';
+import type { EventLoopDelay } from './event-loop';
 
 /** Per pool generation counters of the producer. */
 export interface PoolMetrics {
@@ -56,6 +57,8 @@ export interface MetricsProviders {
   transport?(): PublicationStats;
   /** With `tls`: the listener's certificate and refusals. */
   tls?(): TlsStats;
+  /** The event-loop delay since the previous scrape (src/metrics/event-loop.ts). */
+  eventLoop?(): EventLoopDelay | undefined;
 }
 
 type Sampler = (set: (labels: Record<string, string>, value: number) => void) => void;
@@ -104,6 +107,16 @@ export function createRelayMetrics(providers: MetricsProviders): Registry {
   counter('kv_dc_relay_terminal_publication_failures_total', 'Generations fenced after a terminal publication failure', [], (set) =>
     set({}, providers.producer().fencedGenerationsTotal),
   );
+  const eventLoop = providers.eventLoop;
+  if (eventLoop) {
+    gauge('kv_dc_relay_event_loop_delay_seconds', 'Event-loop delay since the previous scrape (p50, p99, max)', ['quantile'], (set) => {
+      const d = eventLoop();
+      if (!d) return;
+      set({ quantile: '0.5' }, d.p50Ms / 1000);
+      set({ quantile: '0.99' }, d.p99Ms / 1000);
+      set({ quantile: '1' }, d.maxMs / 1000);
+    });
+  }
   gauge('kv_dc_relay_catalog_pool_count', 'Pools in the catalog', [], (set) => set({}, providers.producer().catalogPoolCount));
   gauge('kv_dc_relay_serving_topology_count', 'Topology entries by state', ['state'], (set) => {
     const t = providers.producer().topology;

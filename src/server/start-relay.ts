@@ -8,6 +8,7 @@ import { watchConfigFile, type ConfigWatcher } from '../config/watch';
 import { EtcdDeployment } from '../discovery/etcd-deployment';
 import { newRelayIdentity } from '../identity';
 import type { Logger } from '../log';
+import { EventLoopDelayMonitor } from '../metrics/event-loop';
 import { createRelayMetrics } from '../metrics/registry';
 import { startMetricsServer, type MetricsServer } from '../metrics/server';
 import { addonOrigin } from '../native';
@@ -88,16 +89,20 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
 
   let shuttingDown = false;
   let metrics: MetricsServer | undefined;
+  let eventLoop: EventLoopDelayMonitor | undefined;
   if (config.metricsBind) {
+    const loop = (eventLoop = new EventLoopDelayMonitor());
     const registry = createRelayMetrics({
       producer: () => producer.metrics(),
       transport: () => server.stats(),
+      eventLoop: () => loop.take(),
       ...(server.secure ? { tls: () => server.tlsStats()! } : {}),
       ...(discovery ? { discovery: () => discovery.metrics() } : {}),
     });
     try {
       metrics = await startMetricsServer(config.metricsBind, registry, () => server.serving && !shuttingDown);
     } catch (err) {
+      loop.close();
       await Promise.all([server.shutdown(), producer.close(), discovery?.close()]);
       throw err;
     }
@@ -127,6 +132,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
       await discovery?.close();
       await producer.close();
       await metrics?.close();
+      eventLoop?.close();
       logger.info({}, 'stopped');
     })();
     return stopped;
