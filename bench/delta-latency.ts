@@ -1,0 +1,280 @@
+// Event→delta latency at half the relay's ingest rate (#8: p99 <= 5 ms). A `kv-dc-relay serve`
+// process dials 1 and 8 ZMQ publishers sending realistic vLLM batches (16 events × 32 blocks, bs 16,
+// 20 % removals). First its max rate is measured as in ingest-scale (a firehose, no subscriber);
+// then a fresh relay process gets fresh messages paced at half that rate while a gRPC subscriber
+// of the pool times each message from its send to the first delta whose bucket images show the
+// message's marker block. Baseline, same run, same publishers and pace: the two bare hops the relay
+// sits in (zeromq.js SUB → grpc-js stream in a process of its own, one frame of the relay's mean
+// delta size per message), timed the same way.
+import { spawn, type ChildProcess } from 'child_process';
+import * as grpc from '@grpc/grpc-js';
+import * as path from 'path';
+import type { Publisher } from 'zeromq';
+import { bucketContains, ckfPrepare, decodeFrame, snapshotChunkCount, type DecodedDelta } from '../src/native';
+import { encodeSequence } from '../src/ingest/frames';
+import { DEFAULT_TIMING } from '../src/config/defaults';
+import { RELAY_CONTRACT_MARKER } from '../src/wire/constants';
+import { decodeMessage } from '../src/wire/codec';
+import { FilterUpdateKind } from '../src/wire/enums';
+import { makeClient, serviceDefinition, type KvEventRelayClient } from '../src/wire/service';
+import type { FilterUpdate } from '../src/wire/types';
+import { testProducer } from '../test/support/test-source';
+import type { BenchResult } from './support/result';
+import { BARE_HOP_ID_BYTES } from './support/bare-hop';
+import { publishers, relayConfig, relayIngestRate, TOPIC } from './support/firehose';
+import { catalogProducers, startRelayProcess, waitForLine } from './support/relay-process';
+import { round } from './support/timing';
+import { BLOCKS_PER_MESSAGE, vllmBatches, type VllmBatches } from './support/vllm-batches';
+
+const SOURCES = [1, 8];
+const MAX_RATE_WINDOW = { warmupMs: 1_000, measureMs: 2_000 };
+/** The paced run: messages before this are not timed (the relay's first turns, JIT). */
+const PACED_WARMUP_MS = 1_000;
+const PACED_MEASURE_MS = Number(process.env.DELTA_LATENCY_MS ?? 2_000);
+const PACE_TICK_MS = 1;
+/** Messages sent round-robin by the firehose of the max-rate measure, per source. */
+const FIREHOSE_MESSAGES = 256;
+/** Once sending stops, every timed message must arrive within this (else the run fails). */
+const DRAIN_MS = 10_000;
+const PROBE_MS = 50;
+
+interface Latencies {
+  p50Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  timed: number;
+}
+
+function percentiles(samples: number[]): Latencies {
+  const sorted = Float64Array.from(samples).sort();
+  const at = (p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))];
+  return { p50Ms: at(0.5), p99Ms: at(0.99), maxMs: sorted[sorted.length - 1], timed: sorted.length };
+}
+
+/**
+ * Sends the sources' messages 1.. round-robin at `ratePerSecond` over all publishers (message 0 of
+ * each source is its probe, sent until `arrived` says so, before timing starts). Resolves with the
+ * send→arrival time of each message sent after the warm-up, once all of them arrived.
+ */
+class PacedRun {
+  private readonly sentAt: Float64Array[];
+  private readonly arrivedAt: Float64Array[];
+  private timedPending = 0;
+  private sending = false;
+  private drained: () => void = () => undefined;
+
+  constructor(
+    private readonly pubs: Publisher[],
+    private readonly sources: VllmBatches[],
+    private readonly ratePerSecond: number,
+  ) {
+    this.sentAt = sources.map((s) => new Float64Array(s.payloads.length));
+    this.arrivedAt = sources.map((s) => new Float64Array(s.payloads.length));
+  }
+
+  /** A receiver saw message `index` of `source` (the first sight after its send counts). */
+  arrived(source: number, index: number): void {
+    // Not sent yet: a fingerprint collision in a bucket, not this message.
+    if (this.sentAt[source][index] === 0 || this.arrivedAt[source][index] > 0) return;
+    this.arrivedAt[source][index] = performance.now();
+    if (this.sentAt[source][index] < 0 && --this.timedPending === 0 && !this.sending) this.drained();
+  }
+
+  async run(): Promise<Latencies> {
+    await this.probe();
+    const n = this.pubs.length;
+    const total = this.sources[0].payloads.length - 1;
+    const messages = Math.min(total * n, Math.floor((this.ratePerSecond * (PACED_WARMUP_MS + PACED_MEASURE_MS)) / 1000));
+    const start = performance.now();
+    let next = 0;
+    this.sending = true;
+    await new Promise<void>((resolve) => {
+      const timer = setInterval(() => {
+        const due = Math.min(messages, Math.floor(((performance.now() - start) * this.ratePerSecond) / 1000) + 1);
+        for (; next < due; next++) {
+          const source = next % n;
+          const index = 1 + Math.floor(next / n);
+          const now = performance.now();
+          // A negative stamp marks a timed message (sent after the warm-up).
+          const timed = now - start >= PACED_WARMUP_MS;
+          this.sentAt[source][index] = timed ? -now : now;
+          if (timed) this.timedPending++;
+          void this.pubs[source].send([TOPIC, encodeSequence(BigInt(index)), this.sources[source].payloads[index]]);
+        }
+        if (next === messages) {
+          clearInterval(timer);
+          resolve();
+        }
+      }, PACE_TICK_MS);
+    });
+    this.sending = false;
+    if (this.timedPending > 0) {
+      await new Promise<void>((resolve, reject) => {
+        const timeout = setTimeout(() => reject(new Error(`${this.timedPending} timed messages never arrived`)), DRAIN_MS);
+        this.drained = () => {
+          clearTimeout(timeout);
+          resolve();
+        };
+      });
+    }
+    const samples: number[] = [];
+    this.sentAt.forEach((sent, s) => sent.forEach((t, i) => t < 0 && samples.push(this.arrivedAt[s][i] + t)));
+    return percentiles(samples);
+  }
+
+  /** Each source's message 0, repeated until it arrived: the receiver's SUB is connected. */
+  private async probe(): Promise<void> {
+    const waiting = (): number[] => this.pubs.flatMap((_, s) => (this.arrivedAt[s][0] > 0 ? [] : [s]));
+    for (let left = waiting(); left.length > 0; left = waiting()) {
+      for (const s of left) {
+        this.sentAt[s][0] = performance.now();
+        void this.pubs[s].send([TOPIC, encodeSequence(0n), this.sources[s].payloads[0]]);
+      }
+      await new Promise((r) => setTimeout(r, PROBE_MS));
+    }
+  }
+}
+
+/** Finds messages' markers in delta images: pending markers by candidate bucket. */
+class MarkerMatcher {
+  /** bucket → [source, index, fingerprint]* */
+  private readonly pending = new Map<number, number[]>();
+
+  constructor(
+    private readonly format: { seed: bigint; bucketCount: number },
+    sources: VllmBatches[],
+    private readonly found: (source: number, index: number) => void,
+  ) {
+    sources.forEach((s, source) =>
+      s.markers.forEach((marker, index) => {
+        const p = ckfPrepare(marker, format.bucketCount, format.seed);
+        for (const bucket of p.bucketA === p.bucketB ? [p.bucketA] : [p.bucketA, p.bucketB]) {
+          const list = this.pending.get(bucket);
+          if (list) list.push(source, index, p.fingerprint);
+          else this.pending.set(bucket, [source, index, p.fingerprint]);
+        }
+      }),
+    );
+  }
+
+  absorb(delta: DecodedDelta): void {
+    for (let k = 0; k < delta.buckets.length; k++) {
+      const list = this.pending.get(delta.buckets[k]);
+      if (!list) continue;
+      const word = delta.values[k];
+      for (let j = 0; j < list.length; j += 3) if (bucketContains(word, list[j + 2])) this.found(list[j], list[j + 1]);
+    }
+  }
+}
+
+/** Paced messages through a relay process to one SubscribeKvPool stream; also the mean delta payload size. */
+async function throughRelay(pubs: Publisher[], sources: VllmBatches[], ratePerSecond: number): Promise<{ latency: Latencies; meanDeltaBytes: number }> {
+  const relay = await startRelayProcess(relayConfig([{ model: 'bench', endpoints: pubs.map((p) => p.lastEndpoint!) }]));
+  const client = makeClient(relay.address, { channelOptions: { 'grpc.max_receive_message_length': 8 << 20 } });
+  try {
+    const producer = (await catalogProducers(relay.address, 1)).get('bench')!;
+    const format = { seed: producer.ckfFormat!.seed, bucketCount: Number(producer.ckfFormat!.bucketCount) };
+    const run = new PacedRun(pubs, sources, ratePerSecond);
+    const matcher = new MarkerMatcher(format, sources, (s, i) => run.arrived(s, i));
+    const call = client.subscribeKvPool({ subscriberId: 'bench-delta-latency', contractMarker: RELAY_CONTRACT_MARKER, expectedProducer: producer });
+    const chunks = snapshotChunkCount(format);
+    let received = 0;
+    let deltas = 0;
+    let deltaBytes = 0;
+    let failed: (err: Error) => void = () => undefined;
+    const broken = new Promise<never>((_, reject) => (failed = reject));
+    const snapshotDone = new Promise<void>((resolve) => {
+      call.on('data', (update: FilterUpdate) => {
+        if (update.kind === FilterUpdateKind.SNAPSHOT_CHUNK && ++received === chunks) resolve();
+        if (update.kind !== FilterUpdateKind.DELTA) return;
+        deltas++;
+        deltaBytes += update.payload.length;
+        matcher.absorb(decodeFrame(format, update.payload) as DecodedDelta);
+      });
+    });
+    call.on('error', (err) => failed(err));
+    await Promise.race([snapshotDone, broken]);
+    const latency = await Promise.race([run.run(), broken]);
+    call.on('error', () => undefined); // our own cancel
+    call.cancel();
+    return { latency, meanDeltaBytes: deltaBytes / deltas };
+  } finally {
+    client.close();
+    await relay.stop();
+  }
+}
+
+/** The same paced messages through the bare hops (bench/support/bare-hop.ts). */
+async function throughBareHops(pubs: Publisher[], sources: VllmBatches[], ratePerSecond: number, frameBytes: number): Promise<Latencies> {
+  const child: ChildProcess = spawn(process.execPath, [path.join(__dirname, 'support', 'bare-hop.js'), String(Math.round(frameBytes)), ...pubs.map((p) => p.lastEndpoint!)], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const definition: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
+  for (const [name, method] of Object.entries(serviceDefinition)) definition[name] = { ...method, responseDeserialize: (bytes: Buffer) => bytes };
+  let client: grpc.Client | undefined;
+  try {
+    const address = await waitForLine(child, (l) => (l.startsWith('{"address"') ? (JSON.parse(l) as { address: string }).address : undefined));
+    client = new (grpc.makeGenericClientConstructor(definition, 'BareHop'))(address, grpc.credentials.createInsecure());
+    const run = new PacedRun(pubs, sources, ratePerSecond);
+    const call = (client as unknown as KvEventRelayClient).subscribeKvPool({
+      subscriberId: 'bench-bare-hop',
+      contractMarker: RELAY_CONTRACT_MARKER,
+      expectedProducer: testProducer(),
+    }) as unknown as grpc.ClientReadableStream<Buffer>;
+    call.on('data', (bytes: Buffer) => {
+      const update = decodeMessage('FilterUpdate', bytes);
+      if (update.payload.length < BARE_HOP_ID_BYTES) return;
+      const payload = Buffer.from(update.payload.buffer, update.payload.byteOffset, update.payload.length);
+      run.arrived(payload.readUInt32BE(0), Number(payload.readBigUInt64BE(4)));
+    });
+    call.on('error', () => undefined); // our own cancel
+    const latency = await run.run();
+    call.cancel();
+    return latency;
+  } finally {
+    client?.close();
+    child.kill('SIGTERM');
+    await exited;
+  }
+}
+
+export async function run(): Promise<BenchResult[]> {
+  const results: BenchResult[] = [];
+  for (const n of SOURCES) {
+    const pubs = await publishers(n);
+    try {
+      const firehose = Array.from({ length: n }, (_, s) => vllmBatches(0x5eed + s, FIREHOSE_MESSAGES).payloads);
+      const max = await relayIngestRate(pubs, firehose, MAX_RATE_WINDOW);
+      const ratePerSecond = max.blocksPerSecond / 2 / BLOCKS_PER_MESSAGE;
+      // Fresh chains for every paced message (+ one probe per source), so each marker is new to the pool.
+      const perSource = 1 + Math.ceil((ratePerSecond * (PACED_WARMUP_MS + PACED_MEASURE_MS)) / 1000 / n);
+      const sources = Array.from({ length: n }, (_, s) => vllmBatches(0xde17a + s, perSource));
+      const relay = await throughRelay(pubs, sources, ratePerSecond);
+      const bare = await throughBareHops(pubs, sources, ratePerSecond, relay.meanDeltaBytes);
+      const note =
+        `half of the max ${round(max.blocksPerSecond / 1e6, 2)} M blocks/s measured in this run (${round(ratePerSecond, 0)} messages/s of 16 events × 32 blocks, bs 16, 20 % removals); ` +
+        `relay p50 ${round(relay.latency.p50Ms)} ms, max ${round(relay.latency.maxMs)} ms over ${relay.latency.timed} messages; bare p50 ${round(bare.p50Ms)} ms, ` +
+        `frames of the relay's mean delta size ${Math.round(relay.meanDeltaBytes)} B; default publication (threshold ${DEFAULT_TIMING.publicationThreshold}, ` +
+        `delay ${DEFAULT_TIMING.publicationDelayMs} ms, adaptive slice); goal p99 <= 5 ms`;
+      results.push({
+        name: `event→delta p99 at half the max ingest rate, ${n} source(s), relay process → gRPC subscriber`,
+        value: round(relay.latency.p99Ms),
+        unit: 'ms',
+        baseline: { name: 'bare zeromq.js SUB → grpc-js stream hop, same messages and pace', value: round(bare.p99Ms) },
+        ratio: round(relay.latency.p99Ms / bare.p99Ms),
+        note,
+      });
+      results.push({
+        name: `event→delta p50 at half the max ingest rate, ${n} source(s), relay process → gRPC subscriber`,
+        value: round(relay.latency.p50Ms),
+        unit: 'ms',
+        baseline: { name: 'bare zeromq.js SUB → grpc-js stream hop', value: round(bare.p50Ms) },
+        ratio: round(relay.latency.p50Ms / bare.p50Ms),
+      });
+    } finally {
+      for (const p of pubs) p.close();
+    }
+  }
+  return results;
+}

@@ -1,0 +1,95 @@
+// A relay as `kv-dc-relay serve` in a process of its own, as operators run it: the benches drive it
+// from outside over ZMQ and gRPC and read its /metrics and its CPU time.
+import { spawn, type ChildProcess } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
+import { RELAY_CONTRACT_MARKER } from '../../src/wire/constants';
+import { makeClient } from '../../src/wire/service';
+import type { KvPoolCatalogUpdate, KvPoolDescriptor, ProducerIdentity } from '../../src/wire/types';
+import { processCpuMs } from './process';
+
+export interface RelayProcess {
+  /** gRPC listener, HOST:PORT. */
+  address: string;
+  /** /metrics listener, HOST:PORT (the config given must set `metricsBind`). */
+  metricsAddress: string;
+  /** CPU time (user + system) the process used so far; undefined without /proc. */
+  cpuMs(): number | undefined;
+  stop(): Promise<void>;
+}
+
+/** Resolves with the first stderr line `match` maps to a value; rejects if the process exits first. */
+export function waitForLine(child: ChildProcess, match: (line: string) => string | undefined): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buffered = '';
+    child.stderr!.on('data', (b: Buffer) => {
+      buffered += b.toString();
+      for (const line of buffered.split('\n')) {
+        const found = match(line);
+        if (found !== undefined) return resolve(found);
+      }
+    });
+    child.once('exit', (code) => reject(new Error(`exited ${code}: ${buffered}`)));
+  });
+}
+
+const logged = (msg: string) => (line: string): string | undefined =>
+  line.includes(`"msg":"${msg}"`) ? (JSON.parse(line) as { address: string }).address : undefined;
+
+/** Starts `serve` on `config` (written to a temporary file); `nodeArgs` go to node (e.g. --cpu-prof). */
+export async function startRelayProcess(config: object, nodeArgs: string[] = []): Promise<RelayProcess> {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvrelay-bench-'));
+  const configFile = path.join(dir, 'relay.json');
+  fs.writeFileSync(configFile, JSON.stringify(config));
+  const child = spawn(process.execPath, [...nodeArgs, path.join(__dirname, '..', '..', 'src', 'cli', 'main.js'), 'serve', '--config', configFile], {
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  const stop = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+    await exited;
+    fs.rmSync(dir, { recursive: true, force: true });
+  };
+  try {
+    const [address, metricsAddress] = await Promise.all([waitForLine(child, logged('listening')), waitForLine(child, logged('metrics listening'))]);
+    child.stderr!.removeAllListeners('data');
+    child.stderr!.resume();
+    return { address, metricsAddress, cpuMs: () => processCpuMs(child.pid), stop };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** The Prometheus text of a relay's /metrics. */
+export async function scrape(metricsAddress: string): Promise<string> {
+  return (await fetch(`http://${metricsAddress}/metrics`)).text();
+}
+
+/** The sum of a metric's series (every label set) in Prometheus text; 0 when absent. */
+export function metricSum(text: string, name: string, labels = ''): number {
+  let total = 0;
+  for (const m of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*${labels}[^}]*\\})? (\\S+)$`, 'gm'))) total += Number(m[1]);
+  return total;
+}
+
+/** The producer of each catalog pool by its model name, once the catalog lists `count` pools. */
+export async function catalogProducers(address: string, count: number): Promise<Map<string, ProducerIdentity>> {
+  const client = makeClient(address);
+  const catalog = client.watchKvPoolCatalog({ subscriberId: 'bench/catalog', contractMarker: RELAY_CONTRACT_MARKER });
+  try {
+    const pools = await new Promise<KvPoolDescriptor[]>((resolve, reject) => {
+      catalog.on('data', (update: KvPoolCatalogUpdate) => {
+        const listed = update.snapshot?.pools ?? [];
+        if (listed.length >= count) resolve(listed);
+      });
+      catalog.once('error', reject);
+    });
+    return new Map(pools.map((p) => [p.registrations[0].canonicalModelId, p.producer!]));
+  } finally {
+    catalog.on('error', () => undefined); // our own cancel
+    catalog.cancel();
+    client.close();
+  }
+}
