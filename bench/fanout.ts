@@ -6,7 +6,6 @@ import * as grpc from '@grpc/grpc-js';
 import { performance } from 'perf_hooks';
 import { encodeDelta } from '../src/native';
 import { filterUpdateMessage } from '../src/publication/frames';
-import { listen } from '../src/transport/listener';
 import { startRelayServer } from '../src/transport/server';
 import { RELAY_CONTRACT_MARKER } from '../src/wire/constants';
 import { decodeMessage } from '../src/wire/codec';
@@ -14,6 +13,7 @@ import { FilterUpdateKind } from '../src/wire/enums';
 import { serviceDefinition, type KvEventRelayClient } from '../src/wire/service';
 import type { ProducerIdentity, RelayIdentity } from '../src/wire/types';
 import { TestSource, testProducer } from '../test/support/test-source';
+import { rawClients, startBareServer } from './support/bare-grpc';
 import type { BenchResult } from './support/result';
 import { median, round } from './support/timing';
 
@@ -134,25 +134,13 @@ async function throughBareServer(n: number, producer: ProducerIdentity): Promise
   const calls = new Set<grpc.ServerWritableStream<unknown, unknown>>();
   let opened: () => void = () => undefined;
   const allOpen = new Promise<void>((resolve) => (opened = resolve));
-  const server = new grpc.Server({ 'grpc.max_send_message_length': 8 << 20 });
-  const unimplemented: grpc.handleServerStreamingCall<unknown, unknown> = (call) => call.end();
-  server.addService(serviceDefinition, {
-    getRelayInfo: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, Buffer.alloc(0)),
-    watchKvPoolCatalog: unimplemented,
-    subscribeServingReadiness: unimplemented,
-    subscribeKvPoolLoad: unimplemented,
-    subscribeServingLoad: unimplemented,
-    subscribeKvPool: (call: grpc.ServerWritableStream<unknown, unknown>) => {
-      calls.add(call);
-      call.on('cancelled', () => calls.delete(call));
-      call.write(Buffer.alloc(0)); // stands in for the snapshot
-      if (calls.size === n) opened();
-    },
+  const server = await startBareServer((call) => {
+    calls.add(call);
+    call.on('cancelled', () => calls.delete(call));
+    call.write(Buffer.alloc(0)); // stands in for the snapshot
+    if (calls.size === n) opened();
   });
-  // Same TCP settings as the relay (Nagle off), so only the publication layer differs.
-  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
-  const listener = await listen('127.0.0.1:0', (socket) => injector.injectConnection(socket));
-  const raw = rawClients(listener.address, n);
+  const raw = rawClients(server.address, n);
   const streams = subscribeAll(raw, 'bare', producer);
   await allOpen;
   for (const s of streams) s.on('error', () => undefined); // cancelled at the end
@@ -169,19 +157,8 @@ async function throughBareServer(n: number, producer: ProducerIdentity): Promise
   const result = await measure(streams, publisher, 1n);
   for (const s of streams) s.cancel();
   for (const c of raw) c.close();
-  await listener.close(0);
-  server.forceShutdown();
+  await server.close();
   return result;
-}
-
-/** Clients whose stream messages are the raw bytes (both sides decode the same way in measure()). */
-function rawClients(address: string, n: number): grpc.Client[] {
-  const definition: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
-  for (const [name, method] of Object.entries(serviceDefinition)) {
-    definition[name] = { ...method, responseDeserialize: (bytes: Buffer) => bytes };
-  }
-  const Client = grpc.makeGenericClientConstructor(definition, 'KvEventRelayBench');
-  return Array.from({ length: n }, () => new Client(address, grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 }));
 }
 
 /** One SubscribeKvPool call per client, reading the response bytes as they arrive. */

@@ -7,10 +7,9 @@ import * as grpc from '@grpc/grpc-js';
 import { Subscriber } from 'zeromq';
 import { INGEST_RECEIVE_HWM } from '../../src/config/defaults';
 import { filterUpdateMessage } from '../../src/publication/frames';
-import { listen } from '../../src/transport/listener';
 import { FilterUpdateKind } from '../../src/wire/enums';
-import { serviceDefinition } from '../../src/wire/service';
 import { testProducer } from '../../test/support/test-source';
+import { startBareServer } from './bare-grpc';
 
 const RELAY = { drtInstanceId: 1n, relayIncarnation: 2n };
 export const BARE_HOP_ID_BYTES = 12;
@@ -18,22 +17,10 @@ export const BARE_HOP_ID_BYTES = 12;
 async function main(frameBytes: number, endpoints: string[]): Promise<void> {
   const producer = testProducer();
   const calls = new Set<grpc.ServerWritableStream<unknown, unknown>>();
-  const server = new grpc.Server({ 'grpc.max_send_message_length': 8 << 20 });
-  const unimplemented: grpc.handleServerStreamingCall<unknown, unknown> = (call) => call.end();
-  server.addService(serviceDefinition, {
-    getRelayInfo: (_call: unknown, cb: grpc.sendUnaryData<unknown>) => cb(null, Buffer.alloc(0)),
-    watchKvPoolCatalog: unimplemented,
-    subscribeServingReadiness: unimplemented,
-    subscribeKvPoolLoad: unimplemented,
-    subscribeServingLoad: unimplemented,
-    subscribeKvPool: (call: grpc.ServerWritableStream<unknown, unknown>) => {
-      calls.add(call);
-      call.on('cancelled', () => calls.delete(call));
-    },
+  const server = await startBareServer((call) => {
+    calls.add(call);
+    call.on('cancelled', () => calls.delete(call));
   });
-  // Same TCP settings as the relay (Nagle off), so only the relay's own work differs.
-  const injector = server.createConnectionInjector(grpc.ServerCredentials.createInsecure());
-  const listener = await listen('127.0.0.1:0', (socket) => injector.injectConnection(socket));
   endpoints.forEach((endpoint, source) => {
     const sub = new Subscriber({ linger: 0, receiveHighWaterMark: INGEST_RECEIVE_HWM });
     sub.subscribe('');
@@ -49,7 +36,7 @@ async function main(frameBytes: number, endpoints: string[]): Promise<void> {
       }
     })();
   });
-  process.stderr.write(`${JSON.stringify({ address: listener.address })}\n`);
+  process.stderr.write(`${JSON.stringify({ address: server.address })}\n`);
 }
 
 if (require.main === module) {
