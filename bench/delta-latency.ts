@@ -22,7 +22,7 @@ import { testProducer } from '../test/support/test-source';
 import type { BenchResult } from './support/result';
 import { rawClients } from './support/bare-grpc';
 import { BARE_HOP_ID_BYTES } from './support/bare-hop';
-import { publishers, relayConfig, relayIngestRate, TOPIC } from './support/firehose';
+import { FIREHOSE_MESSAGES, publishers, relayConfig, relayIngestRate, TOPIC } from './support/firehose';
 import { catalogProducers, startRelayProcess, waitForLine } from './support/relay-process';
 import { round } from './support/timing';
 import { BLOCKS_PER_MESSAGE, vllmBatches, type VllmBatches } from './support/vllm-batches';
@@ -33,8 +33,6 @@ const MAX_RATE_WINDOW = { warmupMs: 1_000, measureMs: 2_000 };
 const PACED_WARMUP_MS = 1_000;
 const PACED_MEASURE_MS = Number(process.env.DELTA_LATENCY_MS ?? 2_000);
 const PACE_TICK_MS = 1;
-/** Messages sent round-robin by the firehose of the max-rate measure, per source. */
-const FIREHOSE_MESSAGES = 256;
 /** Once sending stops, every timed message must arrive within this (else the run fails). */
 const DRAIN_MS = 10_000;
 const PROBE_MS = 50;

@@ -7,13 +7,11 @@
 import { spawn } from 'child_process';
 import type { Publisher } from 'zeromq';
 import type { BenchResult } from './support/result';
-import { Firehose, publishers, relayIngestRate } from './support/firehose';
+import { Firehose, FIREHOSE_MESSAGES, publishers, relayIngestRate } from './support/firehose';
 import { waitForLine } from './support/relay-process';
 import { BLOCK_SIZE, BLOCKS_PER_EVENT, BLOCKS_PER_MESSAGE, EVENTS_PER_MESSAGE, vllmBatches } from './support/vllm-batches';
 
 const SOURCES = [1, 8];
-/** Distinct messages per source, sent round-robin (hashes repeat; the relay's lineage absorbs it). */
-const MESSAGES = 256;
 const WARMUP_MS = 1_000;
 const MEASURE_MS = Number(process.env.INGEST_SCALE_MS ?? 3_000);
 /** Extra node flags for the relay process, space-separated (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p` to profile it). */
@@ -59,7 +57,7 @@ async function bareSubscriber(pubs: Publisher[], payloads: Buffer[][], blocksPer
 export async function run(): Promise<BenchResult[]> {
   const results: BenchResult[] = [];
   for (const n of SOURCES) {
-    const payloads = Array.from({ length: n }, (_, s) => vllmBatches(0x5eed + s, MESSAGES).payloads);
+    const payloads = Array.from({ length: n }, (_, s) => vllmBatches(0x5eed + s, FIREHOSE_MESSAGES).payloads);
     const pubs = await publishers(n);
     try {
       const bare = await bareSubscriber(pubs, payloads, BLOCKS_PER_MESSAGE);

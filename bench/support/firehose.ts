@@ -6,6 +6,8 @@ import { BLOCK_SIZE } from './vllm-batches';
 import { metricSum, scrape, startRelayProcess } from './relay-process';
 
 const SEND_HWM = 10_000;
+/** Distinct messages per source a firehose sends round-robin (hashes repeat; the relay's lineage absorbs it). */
+export const FIREHOSE_MESSAGES = 256;
 export const TOPIC = Buffer.from('kv');
 
 export async function publishers(n: number): Promise<Publisher[]> {
