@@ -261,6 +261,8 @@ export class PoolFilterState {
   pendingEvents(): number;
   hasPendingPublication(): boolean;
   drain(): { buckets: Uint32Array; values: BigUint64Array } | null;
+  /** Ends the window like drain() without building arrays: the number of changed buckets. */
+  discard(): number;
   stats(): PoolStats;
   /** RangeError above nativeLimits.maxSyncFilterWords buckets. */
   words(): BigUint64Array;

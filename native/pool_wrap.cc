@@ -25,6 +25,7 @@ Napi::Function PoolFilterStateWrap::Define(Napi::Env env) {
                          InstanceMethod<&W::PendingEvents>("pendingEvents"),
                          InstanceMethod<&W::HasPendingPublication>("hasPendingPublication"),
                          InstanceMethod<&W::Drain>("drain"),
+                         InstanceMethod<&W::Discard>("discard"),
                          InstanceMethod<&W::Stats>("stats"),
                          InstanceMethod<&W::Words>("words"),
                          InstanceMethod<&W::CopyWordsAsync>("copyWordsAsync"),
@@ -144,6 +145,11 @@ Napi::Value PoolFilterStateWrap::HasPendingPublication(const Napi::CallbackInfo&
 
 Napi::Value PoolFilterStateWrap::Drain(const Napi::CallbackInfo& info) {
   return pooljs::DrainToJs(info.Env(), &Ready(info.Env()), &drainBuckets_, &drainValues_);
+}
+
+Napi::Value PoolFilterStateWrap::Discard(const Napi::CallbackInfo& info) {
+  Ready(info.Env()).Drain(&drainBuckets_, &drainValues_);
+  return Napi::Number::New(info.Env(), static_cast<double>(drainBuckets_.size()));
 }
 
 Napi::Value PoolFilterStateWrap::Stats(const Napi::CallbackInfo& info) {

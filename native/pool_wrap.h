@@ -37,6 +37,8 @@ class PoolFilterStateWrap : public Napi::ObjectWrap<PoolFilterStateWrap> {
   Napi::Value PendingEvents(const Napi::CallbackInfo& info);
   Napi::Value HasPendingPublication(const Napi::CallbackInfo& info);
   Napi::Value Drain(const Napi::CallbackInfo& info);
+  // Ends the window like Drain but builds no JavaScript arrays: the count of changed buckets.
+  Napi::Value Discard(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
   Napi::Value Words(const Napi::CallbackInfo& info);
   Napi::Value CopyWordsAsync(const Napi::CallbackInfo& info);  // pool_workers.cc

@@ -385,6 +385,14 @@ export class PoolFilterState {
     return this.native.drain();
   }
 
+  /**
+   * Ends the publication window like drain() without building its images (nobody to publish to):
+   * the number of buckets drain() would have returned, 0 for null.
+   */
+  discard(): number {
+    return this.native.discard();
+  }
+
   stats(): PoolStats {
     return this.native.stats();
   }

@@ -343,14 +343,15 @@ export class PoolActor implements PoolFeed {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
-    const batch = this.state.drain();
     this.pendingBlocks = 0;
-    if (!batch || this.ended) return;
     const listener = this.listener;
     if (!listener) {
-      this.counters.deltasDropped += 1;
+      // Nobody to publish to: end the window without building its images.
+      if (this.state.discard() > 0 && !this.ended) this.counters.deltasDropped += 1;
       return;
     }
+    const batch = this.state.drain();
+    if (!batch || this.ended) return;
     if (this.lastSequence === MAX_U64) {
       this.fence('SequenceExhausted');
       return;

@@ -142,6 +142,32 @@ describe('publication window', () => {
     expect(pool.hasPendingPublication()).toBe(false);
   });
 
+  test('discard ends the window like drain, counting the changed buckets without returning them', () => {
+    const twin = (): PoolFilterState => {
+      const pool = new PoolFilterState({ bucketCount: 1024 });
+      pool.store(1n, 0, null, null, [1n, 2n, 3n], [7n, 8n, 9n]);
+      pool.store(1n, 0, 3n, null, [4n], [10n]);
+      return pool;
+    };
+    const drained = twin();
+    const discarded = twin();
+    const images = drained.drain();
+    expect(images).not.toBeNull();
+    expect(discarded.discard()).toBe(images!.buckets.length);
+    expect(discarded.pendingEvents).toBe(0);
+    expect(discarded.hasPendingPublication()).toBe(false);
+    expect(discarded.drain()).toBeNull();
+    expect(discarded.discard()).toBe(0);
+    // The next window starts from the discarded one's end: both pools publish the same images.
+    for (const pool of [drained, discarded]) pool.remove(1n, 0, [4n, 2n]);
+    expect(discarded.drain()).toEqual(drained.drain());
+    // A window whose writes cancel out: pending events but nothing to publish.
+    discarded.store(1n, 0, null, null, [50n], [500n]);
+    discarded.remove(1n, 0, [50n]);
+    expect(discarded.discard()).toBe(0);
+    expect(discarded.pendingEvents).toBe(0);
+  });
+
   test('property: storing and removing fresh blocks inside one window publishes nothing', () => {
     fc.assert(
       fc.property(
