@@ -62,7 +62,10 @@ export interface IngestCounters {
   malformed: number;
   /** Messages dropped because their batch named a dp rank outside the worker's ranks. */
   rejectedRanks: number;
-  /** Times the held-back messages outgrew their bounds and were dropped (each resets the source). */
+  /**
+   * Times the held-back messages outgrew their bounds and were dropped, or the pool's mailbox was
+   * full and dropped a batch (added by the producer): each resets the source.
+   */
   overflows: number;
   /** Live messages below the stream's sequence that no restart confirmed (dropped). */
   outOfOrder: number;
@@ -72,7 +75,7 @@ export interface IngestCounters {
   gaps: number;
   /** Replay requests sent. */
   replays: number;
-  /** sink.reset calls. */
+  /** sink.reset calls, and the pool mailbox's overflows (each resets the source). */
   resets: number;
   /** Events dropped by the tier / attention-group filter, and unknown event types. */
   ignored: number;

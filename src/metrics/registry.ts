@@ -136,7 +136,7 @@ export function createRelayMetrics(providers: MetricsProviders): Registry {
   counter('kv_dc_relay_ingest_blocks_total', 'Blocks in delivered stored/removed events', source, ingest('blocks'));
   counter('kv_dc_relay_ingest_malformed_total', 'Engine messages that could not be decoded', source, ingest('malformed'));
   counter('kv_dc_relay_ingest_rejected_ranks_total', 'Engine messages dropped for a dp rank outside the worker', source, ingest('rejectedRanks'));
-  counter('kv_dc_relay_ingest_overflows_total', 'Times messages held back behind a replay outgrew their bounds (the source was reset)', source, ingest('overflows'));
+  counter('kv_dc_relay_ingest_overflows_total', 'Times messages held back behind a replay, or batches on a full pool mailbox, outgrew their bounds (the source was reset)', source, ingest('overflows'));
   counter('kv_dc_relay_ingest_out_of_order_total', 'Live engine messages below the stream sequence that no restart confirmed (dropped)', source, ingest('outOfOrder'));
   counter('kv_dc_relay_ingest_refused_peers_total', 'Connections to a bound KV-event socket refused by its allowedPeers', source, ingest('refusedPeers'));
   counter('kv_dc_relay_ingest_gaps_total', 'Engine sequence gaps detected', source, ingest('gaps'));

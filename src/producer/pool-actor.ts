@@ -103,6 +103,8 @@ export interface PoolActorOptions {
    * or a command that failed unexpectedly); the producer replaces it with a new generation.
    */
   onFenced?(reason: string): void;
+  /** A batch of `source` was dropped on a full mailbox and the source reset (ingest's stats count it). */
+  onOverflow?(source: SourceKey): void;
 }
 
 export class PoolActor implements PoolFeed {
@@ -180,6 +182,7 @@ export class PoolActor implements PoolFeed {
       for (const source of sources) {
         this.warn(source, 'batch', `mailbox full (${this.queuedBatches} batches, ${this.queuedBlocks} blocks): batch dropped, source reset`);
         this.reset(source);
+        this.options.onOverflow?.(source);
       }
       return;
     }

@@ -13,6 +13,8 @@ import type { KvPoolDescriptor } from '../../src/wire/types';
 import { poolKey } from '../../src/producer/pool-identity';
 import { waitFor, waitForValue } from '../support/waitFor';
 import { packEngineBatch } from '../support/packed';
+import { ACTOR_MAILBOX_CAPACITY } from '../../src/config/defaults';
+import type { SourceStats } from '../../src/ingest/types';
 
 const relay = { drtInstanceId: 5n, relayIncarnation: 77n };
 const producers: Producer[] = [];
@@ -108,6 +110,23 @@ test('engine batches reach the pool: an attached image holds the canonical hashe
   p.reset({ workerId: 7n, dpRank: 0 }, 'restart');
   const after = await feed.attach(new Recorder());
   expect(after.words.every((w) => w === 0n)).toBe(true);
+});
+
+test('a batch dropped on a full pool mailbox shows in its source\'s ingest stats as an overflow and a reset', async () => {
+  const p = await start(config([endpoint()]));
+  const source = (): SourceStats | undefined => p.metrics().ingest.find((s) => s.source.workerId === 7n && s.source.dpRank === 0);
+  // The subscription may run on an ingest thread: its stats arrive once it started.
+  expect(await waitForValue(source, 'the source\'s ingest stats', 15_000)).toMatchObject({ overflows: 0, resets: 0 });
+  const toks = Uint32Array.from([1, 2, 3, 4]);
+  // One turn: nothing is applied before the loop yields, so the pool's mailbox fills.
+  for (let i = 0; i <= ACTOR_MAILBOX_CAPACITY + 1; i++) {
+    p.events(packEngineBatch(7n, [{ type: 'BlockStored', blockHashes: [BigInt(i + 1)], parentBlockHash: null, tokenIds: toks, blockSize: 4 }], { kvBlockSize: 4, sequence: BigInt(i) }));
+  }
+  const pool = p.metrics().pools[0];
+  expect(pool.mailboxOverflows).toBe(2);
+  expect(source()).toMatchObject({ overflows: 2, resets: 2 });
+  // Another worker's source is untouched.
+  expect(p.metrics().ingest.filter((s) => s.source.workerId !== 7n).every((s) => s.overflows === 0)).toBe(true);
 });
 
 test('hot apply: metadata in place, identity change replaces, re-materialization gets a new generation', async () => {
