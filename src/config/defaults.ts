@@ -22,10 +22,19 @@ export const PACING_MAX_SLICE_MS = 1_000;
  */
 export const PACING_MAX_SLICE_BLOCKS = Math.floor(MAX_DELTA_IMAGES / 4);
 /**
- * A subscriber that has taken nothing for this long stopped reading: it no longer asks for longer
- * slices, so it fills its queue and lags at the configured pace (a 1 s pause is still paced for).
+ * A live subscriber asks for longer slices for at most this long after its queue last stood below
+ * PACING_STRETCH_OCCUPANCY: a pause (a 1 s snapshot install, a GC) is paced for; a reader that
+ * stopped, or that reads but never catches up, then lags at the configured pace alone.
  */
-export const PACING_STALLED_MS = 2_000;
+export const PACING_PAUSE_BUDGET_MS = 2_000;
+/**
+ * A subscriber still taking its snapshot asks for longer slices only while the chunk in flight has
+ * been pending less than PACING_SNAPSHOT_LATENCY_MS plus its size at PACING_SNAPSHOT_MIN_BYTES_PER_S
+ * (a 4 MiB chunk: 0.6 s). Slower than that it is no consumer pacing can save: deltas queue behind its
+ * snapshot at the configured pace, as in the reference.
+ */
+export const PACING_SNAPSHOT_LATENCY_MS = 100;
+export const PACING_SNAPSHOT_MIN_BYTES_PER_S = 8 * 1024 * 1024;
 
 // --- Internal constants (wire-contract.md §8.2; not configurable) ---
 /** Deltas a hub remembers so a new subscriber can share a recent snapshot encoding. */

@@ -2,12 +2,13 @@
 // transport at a time, each within the progress timeout), then the queued and live deltas, then
 // heartbeats on an idle interval. The subscriber's queue is bounded in frames and bytes; a
 // subscriber that falls behind ends with SUBSCRIBER_LAGGED and nobody else notices.
-import { PACING_STALLED_MS } from '../config/defaults';
+import { PACING_PAUSE_BUDGET_MS, PACING_STRETCH_OCCUPANCY } from '../config/defaults';
 import { RelayErrorReason } from '../wire/enums';
 import { RelayError } from '../wire/errors';
 import type { ProducerIdentity, RelayIdentity } from '../wire/types';
 import { heartbeatMessage, type SharedFrame } from './frames';
 import type { HubSnapshot, HubSubscriber } from './hub';
+import { snapshotChunkAllowanceMs } from './pacing';
 import type { OpenStream } from './sink';
 import type { PublicationCounters } from './stats';
 
@@ -31,10 +32,10 @@ export class PoolSubscriber implements HubSubscriber {
   private lastDataAt = 0;
   /** A heartbeat handed to the transport and not taken yet (heartbeats are not in the queue bounds). */
   private heartbeatPending = false;
-  /** For pacing: when the client last took a frame (or had nothing left), and the transport's counts then. */
-  private lastProgressAt = performance.now();
-  private framesAtCheck = 0;
-  private sentSinceCheck = 0;
+  /** For pacing (live): when its queue last stood below the stretch occupancy, or it went live. */
+  private lowAt = 0;
+  /** For pacing (bootstrap): until when the snapshot chunk in flight is still paced for. */
+  private chunkPacedUntil = 0;
 
   constructor(
     private readonly stream: OpenStream,
@@ -62,17 +63,20 @@ export class PoolSubscriber implements HubSubscriber {
     this.stream.end(error);
   }
 
-  /** How full the queue is (0..1) for pacing; 0 once the client has taken nothing for PACING_STALLED_MS. */
+  /**
+   * How full the queue is (0..1) for pacing, while pacing can still save this subscriber
+   * (publication/pacing.ts): live, within the pause budget since its queue last stood low; taking
+   * its snapshot, while the chunk in flight is within its allowance. 0 otherwise.
+   */
   occupancy(): number {
     const now = performance.now();
-    if (this.live) {
-      const frames = this.stream.frames;
-      if (frames === 0 || frames < this.framesAtCheck + this.sentSinceCheck) this.lastProgressAt = now;
-      this.framesAtCheck = frames;
-      this.sentSinceCheck = 0;
-    }
-    if (now - this.lastProgressAt > PACING_STALLED_MS) return 0;
-    const [frames, bytes] = this.live ? [this.stream.frames, this.stream.bytes] : [this.queued.length, this.queuedBytes];
+    if (!this.live) return now <= this.chunkPacedUntil ? this.fill(this.queued.length, this.queuedBytes) : 0;
+    const fill = this.fill(this.stream.frames, this.stream.bytes);
+    if (fill < PACING_STRETCH_OCCUPANCY) this.lowAt = now;
+    return now - this.lowAt <= PACING_PAUSE_BUDGET_MS ? fill : 0;
+  }
+
+  private fill(frames: number, bytes: number): number {
     return Math.max(frames / this.options.queueCapacity, bytes / this.options.queueBytes);
   }
 
@@ -91,6 +95,7 @@ export class PoolSubscriber implements HubSubscriber {
     }
     this.lastSequence = snapshot.sequence;
     this.live = true;
+    this.lowAt = performance.now();
     const queued = this.queued.splice(0);
     this.queuedBytes = 0;
     for (const frame of queued) this.sendData(frame);
@@ -102,13 +107,13 @@ export class PoolSubscriber implements HubSubscriber {
     return new Promise((resolve) => {
       if (this.stream.closed) return resolve('closed');
       const timer = setTimeout(() => resolve('timeout'), this.options.progressTimeoutMs);
+      this.chunkPacedUntil = performance.now() + snapshotChunkAllowanceMs(chunk.accountedBytes);
       this.stream.defer(() => {
         clearTimeout(timer);
         resolve('closed');
       });
       this.stream.send(chunk.bytes, undefined, () => {
         clearTimeout(timer);
-        this.lastProgressAt = performance.now();
         resolve('taken');
       });
     });
@@ -117,7 +122,6 @@ export class PoolSubscriber implements HubSubscriber {
   private sendData(frame: SharedFrame): void {
     this.lastSequence = frame.sequence;
     this.stream.send(frame.bytes, frame.accountedBytes);
-    this.sentSinceCheck += 1;
     this.lastDataAt = performance.now();
   }
 
