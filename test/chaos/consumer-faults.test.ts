@@ -1,11 +1,11 @@
 // Consumer faults against a relay process: 64 pool subscribers of which 32 never read, 8 read
 // slowly and 24 keep up, plus clients that disconnect in the middle of their snapshot. The fast
-// subscribers' delta latency p99 is measured against runs without the others (just before and
-// after, with a floor for the loopback's noise; see the pacing note below), the slow ones end with
-// RESOURCE_EXHAUSTED / SUBSCRIBER_LAGGED, the relay's RSS stays bounded, and once everyone has
-// disconnected the subscriber and hub gauges are back to zero.
+// subscribers' delta latency p99 with the others present is held to issue #9's 1.2x of the runs
+// without them (measured interleaved: baseline, faulty, baseline, faulty, baseline, so background
+// load on the shared box hits both alike; with a small absolute floor for the loopback's noise), the
+// slow ones end with RESOURCE_EXHAUSTED / SUBSCRIBER_LAGGED, the relay's RSS stays bounded, and once
+// everyone has disconnected the subscriber and hub gauges are back to zero.
 import type * as http2 from 'http2';
-import { PACING_MAX_SLICE_MS } from '../../src/config/defaults';
 import { FilterUpdateKind } from '../../src/wire/enums';
 import { makeClient } from '../../src/wire/service';
 import type { FilterUpdate, KvPoolCatalogUpdate, ProducerIdentity } from '../../src/wire/types';
@@ -22,11 +22,13 @@ const SLOW = 8;
 const MID_SNAPSHOT_DROPS = 16;
 const PROBE_MS = 50;
 const PROBES = 60;
+/** Rounds with the faulty subscribers, each between two rounds without them. */
+const FAULTY_ROUNDS = 2;
 const BLOCKS_PER_PROBE = 200;
 const SLOW_READ_BYTES = 1024;
 const SLOW_READ_MS = 50;
-/** Below this a p99 difference on the shared box is scheduling noise (latency counts from the last probe). */
-const P99_FLOOR_MS = 2 * PROBE_MS;
+/** The absolute floor of the bound: below this a p99 difference on the shared 2-core box is noise. */
+const P99_FLOOR_MS = 5;
 const ADMISSION_SETTLE_MS = 500;
 const RSS_BOUND_BYTES = 512 * 1024 * 1024;
 const LAGGED = 'RELAY_ERROR_REASON_SUBSCRIBER_LAGGED';
@@ -102,9 +104,32 @@ function raw(address: string, id: string, producer: ProducerIdentity): RawCall<'
   return rawCall(session, 'SubscribeKvPool', 'SubscribeKvPoolRequest', { ...subscriber(id), expectedProducer: producer }, 'FilterUpdate');
 }
 
-// Never-readers stop counting for pacing after PACING_STALLED_MS (before that they kept the slices
-// stretched and were never lagged out: the test timed out).
-test('never-reading and slow subscribers lag out alone; fast ones keep their latency; nothing leaks', async () => {
+interface Faulty {
+  never: RawCall<'FilterUpdate'>[];
+  slow: RawCall<'FilterUpdate'>[];
+  stopReading: () => void;
+}
+
+/** The others arrive: never-readers, slow readers, and clients that drop their snapshot half-read. */
+async function joinFaulty(address: string, producer: ProducerIdentity, round: number): Promise<Faulty> {
+  const never = Array.from({ length: NEVER_READ }, (_, i) => raw(address, `never-${round}-${i}`, producer));
+  const slow = Array.from({ length: SLOW }, (_, i) => raw(address, `slow-${round}-${i}`, producer));
+  const slowReads = setInterval(() => slow.forEach((s) => s.stream.read(SLOW_READ_BYTES)), SLOW_READ_MS);
+  const stopReading = (): void => clearInterval(slowReads);
+  closers.push(stopReading);
+  await Promise.all([...never, ...slow].map((s) => s.headers));
+  const drops = Array.from({ length: MID_SNAPSHOT_DROPS }, (_, i) => raw(address, `drop-${round}-${i}`, producer));
+  await Promise.all(drops.map((d) => d.headers));
+  drops.forEach((d) => d.stream.close(0x8)); // RST_STREAM CANCEL with the snapshot still being written
+  // The admission burst (56 handshakes and snapshots) is a one-off cost, not the slow ones' doing.
+  await new Promise((resolve) => setTimeout(resolve, ADMISSION_SETTLE_MS));
+  return { never, slow, stopReading };
+}
+
+// Pacing lets a subscriber stretch the pool's slice only while pacing can save it (a live pause
+// within the pause budget, a snapshot chunk moving at a plausible rate): these never-readers and
+// slow readers stall in their snapshot, so the pool keeps its configured slice and they lag alone.
+test('never-reading and slow subscribers lag out alone; fast ones keep their latency within 1.2x; nothing leaks', async () => {
   engine = await new SimulatedEngine({ modelName: 'llama' }).start();
   relay = await new RelayProcess(relayConfig([endpointConfig([workerConfig(1, engine)])], {
     expectedUniqueBlocks: 65_536,
@@ -120,63 +145,58 @@ test('never-reading and slow subscribers lag out alone; fast ones keep their lat
 
   const fast = new FastSubscribers(relay.address, producer);
   await fast.ready();
-  const before = await measure(fast);
-
-  // The others arrive: never-readers, slow readers, and clients that drop their snapshot half-read.
-  const never = Array.from({ length: NEVER_READ }, (_, i) => raw(relay!.address, `never-${i}`, producer!));
-  const slow = Array.from({ length: SLOW }, (_, i) => raw(relay!.address, `slow-${i}`, producer!));
-  const slowReads = setInterval(() => slow.forEach((s) => s.stream.read(SLOW_READ_BYTES)), SLOW_READ_MS);
-  closers.push(() => clearInterval(slowReads));
-  await Promise.all([...never, ...slow].map((s) => s.headers));
-  const drops = Array.from({ length: MID_SNAPSHOT_DROPS }, (_, i) => raw(relay!.address, `drop-${i}`, producer!));
-  await Promise.all(drops.map((d) => d.headers));
-  drops.forEach((d) => d.stream.close(0x8)); // RST_STREAM CANCEL with the snapshot still being written
-  // The admission burst (56 handshakes and snapshots) is a one-off cost, not the slow ones' doing.
-  await new Promise((resolve) => setTimeout(resolve, ADMISSION_SETTLE_MS));
-  const laggedBefore = metricSum(await relay.metricsText(), 'kv_dc_relay_subscriber_lagged_total', 'stream="pool"');
-  expect(laggedBefore).toBeLessThan(NEVER_READ + SLOW); // they are still there while the fast ones are measured
+  const rounds: string[] = [];
+  const baseline = await measure(fast);
+  rounds.push(`base ${p99(baseline)}`);
+  const during: number[] = [];
   let rss = relay.rssBytes();
-  const during = await measure(fast, () => (rss = Math.max(rss, relay!.rssBytes())));
-  clearInterval(slowReads);
+  let lagged = 0;
+  for (let round = 0; round < FAULTY_ROUNDS; round += 1) {
+    const faulty = await joinFaulty(relay.address, producer, round);
+    const laggedBefore = metricSum(await relay.metricsText(), 'kv_dc_relay_subscriber_lagged_total', 'stream="pool"') - lagged;
+    expect(laggedBefore).toBeLessThan(NEVER_READ + SLOW); // they are still there while the fast ones are measured
+    const samples = await measure(fast, () => (rss = Math.max(rss, relay!.rssBytes())));
+    during.push(...samples);
+    faulty.stopReading();
+    expect(samples.length).toBeGreaterThanOrEqual(FAST * PROBES * 0.9);
+    expect(fast.readers.every((r) => r.ended === undefined)).toBe(true);
 
-  const after = await measure(fast);
-  const baseline = Math.max(p99(before), p99(after), P99_FLOOR_MS);
-  console.log(`consumer faults: fast delta p99 ${p99(before)} ms before, ${p99(during)} ms with ${NEVER_READ} never-reading + ${SLOW} slow + ${MID_SNAPSHOT_DROPS} dropped, ${p99(after)} ms after; relay RSS max ${(rss / 2 ** 20).toFixed(0)} MiB; ${laggedBefore} already lagged out when measured`);
-  // Under pressure the hub lengthens its publication slice (fewer, larger deltas), so count subscribers, not deltas.
-  expect(during.length).toBeGreaterThanOrEqual(FAST);
-  // The issue's goal is 1.2x baseline. Adaptive pacing stretches the publication slice of every
-  // subscriber of the pool while the slow ones' queues fill (up to PACING_MAX_SLICE_MS), which on
-  // this box gives 1.2-4x; what the design bounds — and this asserts — is that added delay.
-  if (p99(during) > 1.2 * baseline) console.log(`consumer faults: fast p99 above 1.2x baseline (${p99(during)} > ${1.2 * baseline} ms): pacing stretch`);
-  expect(p99(during)).toBeLessThanOrEqual(1.2 * baseline + PACING_MAX_SLICE_MS);
-  expect(rss).toBeLessThan(RSS_BOUND_BYTES);
-  expect(fast.readers.every((r) => r.ended === undefined)).toBe(true);
-
-  // Every never-reader is cut off for lag once its bounded queue fills (deltas keep coming until
-  // then: pacing makes them rarer). A slow reader may be lagged out too, or, since pacing gives a
-  // merely slow reader fewer, larger deltas, still be served; nothing else ends it.
-  for (const s of never) s.resume();
-  const neverEnds = Promise.all(never.map((s) => s.end()));
-  let done = false;
-  void neverEnds.then(() => (done = true));
-  const lagDeadline = Date.now() + 60_000;
-  while (!done && Date.now() < lagDeadline) {
-    await engine.publish(probeEvents(probe++));
-    await new Promise((resolve) => setTimeout(resolve, PROBE_MS));
+    // Every never-reader is cut off for lag once its bounded queue fills (deltas keep coming until
+    // then). A slow reader is lagged out too, or still in its snapshot; nothing else ends it.
+    for (const s of faulty.never) s.resume();
+    const neverEnds = Promise.all(faulty.never.map((s) => s.end()));
+    let done = false;
+    void neverEnds.then(() => (done = true));
+    const lagDeadline = Date.now() + 60_000;
+    while (!done && Date.now() < lagDeadline) {
+      await engine.publish(probeEvents(probe++));
+      await new Promise((resolve) => setTimeout(resolve, PROBE_MS));
+    }
+    const ends = await neverEnds;
+    expect(ends.map((e) => [e.code, e.reason])).toEqual(ends.map(() => [STATUS_RESOURCE_EXHAUSTED, LAGGED]));
+    const laggedNow = metricSum(await relay.metricsText(), 'kv_dc_relay_subscriber_lagged_total', 'stream="pool"');
+    expect(laggedNow - lagged).toBeGreaterThanOrEqual(NEVER_READ);
+    expect(laggedNow - lagged).toBeLessThanOrEqual(NEVER_READ + SLOW);
+    rounds.push(`faulty ${p99(samples)} (${laggedBefore} lagged when measured, ${laggedNow - lagged - NEVER_READ} of ${SLOW} slow lagged)`);
+    lagged = laggedNow;
+    // The round's clients leave before the next baseline: it runs without them.
+    for (const s of sessions.splice(0)) s.destroy();
+    await waitFor(async () => metricSum(await relay!.metricsText(), 'kv_dc_relay_subscribers', 'stream="pool"') === FAST, 'only the fast subscribers left', 20_000, 100);
+    const after = await measure(fast);
+    baseline.push(...after);
+    rounds.push(`base ${p99(after)}`);
   }
-  const ends = await neverEnds;
-  expect(ends.map((e) => [e.code, e.reason])).toEqual(ends.map(() => [STATUS_RESOURCE_EXHAUSTED, LAGGED]));
-  const lagged = metricSum(await relay.metricsText(), 'kv_dc_relay_subscriber_lagged_total', 'stream="pool"');
-  expect(lagged).toBeGreaterThanOrEqual(NEVER_READ);
-  expect(lagged).toBeLessThanOrEqual(NEVER_READ + SLOW);
-  console.log(`consumer faults: ${lagged - NEVER_READ} of ${SLOW} slow readers lagged out too`);
+
+  const bound = Math.max(1.2 * p99(baseline), p99(baseline) + P99_FLOOR_MS);
+  console.log(`consumer faults: fast delta p99 ${p99(during)} ms with ${NEVER_READ} never-reading + ${SLOW} slow + ${MID_SNAPSHOT_DROPS} dropped vs ${p99(baseline)} ms without (bound ${bound.toFixed(1)} ms); rounds: ${rounds.join(', ')}; relay RSS max ${(rss / 2 ** 20).toFixed(0)} MiB`);
+  expect(p99(during)).toBeLessThanOrEqual(bound);
+  expect(rss).toBeLessThan(RSS_BOUND_BYTES);
 
   // Everyone leaves: no subscriber, and no hub left holding a mirror for nobody.
   for (const r of fast.readers) r.cancel();
-  for (const s of sessions.splice(0)) s.destroy();
   await waitFor(async () => {
     const text = await relay!.metricsText();
     return metricSum(text, 'kv_dc_relay_subscribers') === 0 &&
       metricSum(text, 'kv_dc_relay_requested_publication_hub_count') === metricSum(text, 'kv_dc_relay_idle_publication_hub_count');
   }, 'the subscriber gauges back to zero', 20_000, 100);
-}, 180_000);
+}, 240_000);
