@@ -255,15 +255,32 @@ export const INGEST_REPLAY_MAX_BUFFERED = 100_000;
 /** The same bound in payload bytes, per rank (a reset when the backlog behind a replay outgrows it). */
 export const INGEST_REPLAY_MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
 /**
- * Largest engine message (all frames) the SUB and replay DEALER accept; libzmq drops the connection of
- * a peer that sends more, before buffering it. A vLLM batch is tens of KiB (a 128 k-token prefill is
- * under 1 MiB), so this leaves room and still bounds what one message can make the relay allocate.
+ * Largest engine message frame the SUB and replay DEALER accept; libzmq drops the connection of a
+ * peer that sends more, before buffering it. A vLLM batch is tens of KiB (one engine step; a 128
+ * k-token prefill in one step is under 1 MiB), so this leaves room and still bounds what one message
+ * can make the relay allocate.
  */
-export const INGEST_MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+export const INGEST_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
+/**
+ * What one engine connection may have queued in the relay's SUB socket before the receive loop reads
+ * it. libzmq bounds that queue in messages (INGEST_RECEIVE_HWM, derived from this); when it is full it
+ * stops reading the connection, so the backlog waits in the engine's PUB queue (vLLM: 100 000
+ * messages) and what overflows there shows up as a gap (replay, or a reset).
+ */
+export const INGEST_RECEIVE_QUEUE_BYTES = 128 * 1024 * 1024;
 /** A dialed engine connection lost without a reconnect scheduled (a protocol error) is dialed again after this. */
 export const INGEST_REDIAL_MS = 1_000;
-/** SUB receive high-water mark, matching vLLM's PUB default (overflow shows up as a gap). */
-export const INGEST_RECEIVE_HWM = 100_000;
+/**
+ * SUB receive high-water mark: INGEST_RECEIVE_QUEUE_BYTES of the largest messages (32). Twice the
+ * messages a rank handles per turn, so the next burst is queued while one is handled.
+ */
+export const INGEST_RECEIVE_HWM = INGEST_RECEIVE_QUEUE_BYTES / INGEST_MAX_MESSAGE_BYTES;
+/**
+ * Replay DEALER receive high-water mark: the engine's ROUTER sends its whole replay buffer at once and
+ * silently drops what its own queue cannot hold, so this holds a full one (vLLM: 10 000 batches). A
+ * replay is asked of the engine the relay dials, only after a gap, and read as fast as it comes.
+ */
+export const INGEST_REPLAY_RECEIVE_HWM = 100_000;
 /**
  * Engine messages one rank handles before yielding to the event loop: a backlog would otherwise be
  * drained in one turn, with no transport write completing meanwhile, and its burst of deltas would

@@ -3,7 +3,7 @@
 // so a late reply to an abandoned request can never be mistaken for the next one's.
 import { setImmediate as nextTurn } from 'timers/promises';
 import { Dealer } from 'zeromq';
-import { INGEST_MESSAGES_PER_TURN, INGEST_RECEIVE_HWM } from '../config/defaults';
+import { INGEST_MESSAGES_PER_TURN, INGEST_REPLAY_RECEIVE_HWM } from '../config/defaults';
 import { parseReplayReply, replayRequest } from './frames';
 import type { ReplayHandle } from './stream';
 
@@ -23,13 +23,11 @@ export interface ReplayLimits {
 
 export function requestReplay(endpoint: string, topic: string, from: bigint, limits: ReplayLimits, cb: ReplayCallbacks): ReplayHandle {
   const { idleTimeoutMs, maxMessageBytes } = limits;
-  // The engine's ROUTER sends its whole buffer at once and silently drops what does not fit the
-  // pipe, so the receive queue must hold a full replay buffer (vLLM: 10 000 batches).
   const dealer = new Dealer({
     linger: 0,
     receiveTimeout: idleTimeoutMs,
     sendTimeout: idleTimeoutMs,
-    receiveHighWaterMark: INGEST_RECEIVE_HWM,
+    receiveHighWaterMark: INGEST_REPLAY_RECEIVE_HWM,
     maxMessageSize: maxMessageBytes,
   });
   let done = false;
