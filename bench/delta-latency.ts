@@ -1,11 +1,11 @@
 // Event→delta latency at half the relay's ingest rate (#8: p99 <= 5 ms). A `kv-dc-relay serve`
 // process dials 1 and 8 ZMQ publishers sending realistic vLLM batches (16 events × 32 blocks, bs 16,
-// 20 % removals). First its max rate is measured as in ingest-scale (a firehose, no subscriber);
-// then a fresh relay process gets fresh messages paced at half that rate while a gRPC subscriber
+// 20 % removals). First its max rate is measured as in ingest-scale (a firehose, no subscriber;
+// the blocks its pool applied); then a fresh relay process gets fresh messages paced at half that rate while a gRPC subscriber
 // of the pool times each message from its send to the first delta whose bucket images show the
 // message's marker block. Baseline, same run, same publishers and pace: the two bare hops the relay
-// sits in (zeromq.js SUB → grpc-js stream in a process of its own, one frame of the relay's mean
-// delta size per message), timed the same way.
+// sits in (zeromq.js SUB → grpc-js stream in a process of its own, one frame per message carrying
+// the relay's delta bytes per message), timed the same way.
 import { spawn, type ChildProcess } from 'child_process';
 import * as grpc from '@grpc/grpc-js';
 import * as path from 'path';
@@ -23,7 +23,7 @@ import type { BenchResult } from './support/result';
 import { rawClients } from './support/bare-grpc';
 import { BARE_HOP_ID_BYTES } from './support/bare-hop';
 import { FIREHOSE_MESSAGES, publishers, relayConfig, relayIngestRate, TOPIC } from './support/firehose';
-import { catalogProducers, startRelayProcess, waitForLine } from './support/relay-process';
+import { catalogProducers, metricSum, scrape, startRelayProcess, waitForLine } from './support/relay-process';
 import { round } from './support/timing';
 import { BLOCKS_PER_MESSAGE, vllmBatches, type VllmBatches } from './support/vllm-batches';
 
@@ -58,7 +58,11 @@ function percentiles(samples: number[]): Latencies {
 class PacedRun {
   private readonly sentAt: Float64Array[];
   private readonly arrivedAt: Float64Array[];
+  /** Per publisher, its last send. */
+  private readonly queues: Promise<unknown>[];
   private timedPending = 0;
+  /** Sends so far, probes included. */
+  messagesSent = 0;
   private sending = false;
   private drained: () => void = () => undefined;
 
@@ -69,6 +73,7 @@ class PacedRun {
   ) {
     this.sentAt = sources.map((s) => new Float64Array(s.payloads.length));
     this.arrivedAt = sources.map((s) => new Float64Array(s.payloads.length));
+    this.queues = pubs.map(() => Promise.resolve());
   }
 
   /** A receiver saw message `index` of `source` (the first sight after its send counts). */
@@ -93,12 +98,9 @@ class PacedRun {
         for (; next < due; next++) {
           const source = next % n;
           const index = 1 + Math.floor(next / n);
-          const now = performance.now();
-          // A negative stamp marks a timed message (sent after the warm-up).
-          const timed = now - start >= PACED_WARMUP_MS;
-          this.sentAt[source][index] = timed ? -now : now;
+          const timed = performance.now() - start >= PACED_WARMUP_MS;
           if (timed) this.timedPending++;
-          void this.pubs[source].send([TOPIC, encodeSequence(BigInt(index)), this.sources[source].payloads[index]]);
+          this.send(source, index, timed);
         }
         if (next === messages) {
           clearInterval(timer);
@@ -107,6 +109,7 @@ class PacedRun {
       }, PACE_TICK_MS);
     });
     this.sending = false;
+    await Promise.all(this.queues);
     if (this.timedPending > 0) {
       await new Promise<void>((resolve, reject) => {
         const timeout = setTimeout(() => reject(new Error(`${this.timedPending} timed messages never arrived`)), DRAIN_MS);
@@ -121,14 +124,25 @@ class PacedRun {
     return percentiles(samples);
   }
 
+  /**
+   * Sends when the socket's previous send completed (zeromq.js takes one at a time); the stamp is
+   * taken then, so only the way through the receiver is timed. A negative stamp marks a timed
+   * message (sent after the warm-up).
+   */
+  private send(source: number, index: number, timed: boolean): void {
+    this.queues[source] = this.queues[source].then(() => {
+      const now = performance.now();
+      this.sentAt[source][index] = timed ? -now : now;
+      this.messagesSent++;
+      return this.pubs[source].send([TOPIC, encodeSequence(BigInt(index)), this.sources[source].payloads[index]]);
+    });
+  }
+
   /** Each source's message 0, repeated until it arrived: the receiver's SUB is connected. */
   private async probe(): Promise<void> {
     const waiting = (): number[] => this.pubs.flatMap((_, s) => (this.arrivedAt[s][0] > 0 ? [] : [s]));
     for (let left = waiting(); left.length > 0; left = waiting()) {
-      for (const s of left) {
-        this.sentAt[s][0] = performance.now();
-        void this.pubs[s].send([TOPIC, encodeSequence(0n), this.sources[s].payloads[0]]);
-      }
+      for (const s of left) this.send(s, 0, false);
       await new Promise((r) => setTimeout(r, PROBE_MS));
     }
   }
@@ -166,8 +180,8 @@ class MarkerMatcher {
   }
 }
 
-/** Paced messages through a relay process to one SubscribeKvPool stream; also the mean delta payload size. */
-async function throughRelay(pubs: Publisher[], sources: VllmBatches[], ratePerSecond: number): Promise<{ latency: Latencies; meanDeltaBytes: number }> {
+/** Paced messages through a relay process to one SubscribeKvPool stream; also its delta bytes per message. */
+async function throughRelay(pubs: Publisher[], sources: VllmBatches[], ratePerSecond: number): Promise<{ latency: Latencies; deltaBytesPerMessage: number }> {
   const relay = await startRelayProcess(relayConfig([{ model: 'bench', endpoints: pubs.map((p) => p.lastEndpoint!) }]));
   const client = makeClient(relay.address, { channelOptions: { 'grpc.max_receive_message_length': 8 << 20 } });
   try {
@@ -178,25 +192,27 @@ async function throughRelay(pubs: Publisher[], sources: VllmBatches[], ratePerSe
     const call = client.subscribeKvPool({ subscriberId: 'bench-delta-latency', contractMarker: RELAY_CONTRACT_MARKER, expectedProducer: producer });
     const chunks = snapshotChunkCount(format);
     let received = 0;
-    let deltas = 0;
-    let deltaBytes = 0;
+        let deltaBytes = 0;
     let failed: (err: Error) => void = () => undefined;
     const broken = new Promise<never>((_, reject) => (failed = reject));
     const snapshotDone = new Promise<void>((resolve) => {
       call.on('data', (update: FilterUpdate) => {
         if (update.kind === FilterUpdateKind.SNAPSHOT_CHUNK && ++received === chunks) resolve();
         if (update.kind !== FilterUpdateKind.DELTA) return;
-        deltas++;
         deltaBytes += update.payload.length;
         matcher.absorb(decodeFrame(format, update.payload) as DecodedDelta);
       });
     });
     call.on('error', (err) => failed(err));
     await Promise.race([snapshotDone, broken]);
-    const latency = await Promise.race([run.run(), broken]);
+    const latency = await Promise.race([run.run(), broken]).catch(async (err: Error) => {
+      const text = await scrape(relay.metricsAddress).catch(() => '');
+      const counters = ['ingest_gaps', 'ingest_resets', 'ingest_overflows', 'pool_mailbox_overflows'].map((c) => `${c} ${metricSum(text, `kv_dc_relay_${c}_total`)}`);
+      throw new Error(`${err.message}; relay: ${counters.join(', ')}\n${relay.lastLog()}`);
+    });
     call.on('error', () => undefined); // our own cancel
     call.cancel();
-    return { latency, meanDeltaBytes: deltaBytes / deltas };
+    return { latency, deltaBytesPerMessage: deltaBytes / run.messagesSent };
   } finally {
     client.close();
     await relay.stop();
@@ -243,16 +259,17 @@ export async function run(): Promise<BenchResult[]> {
     try {
       const firehose = Array.from({ length: n }, (_, s) => vllmBatches(0x5eed + s, FIREHOSE_MESSAGES).payloads);
       const max = await relayIngestRate(pubs, firehose, MAX_RATE_WINDOW);
-      const ratePerSecond = max.blocksPerSecond / 2 / BLOCKS_PER_MESSAGE;
+      // What the pool applied, not what ingest took: batches dropped on a full mailbox are no rate.
+      const ratePerSecond = max.appliedBlocksPerSecond / 2 / BLOCKS_PER_MESSAGE;
       // Fresh chains for every paced message (+ one probe per source), so each marker is new to the pool.
       const perSource = 1 + Math.ceil((ratePerSecond * (PACED_WARMUP_MS + PACED_MEASURE_MS)) / 1000 / n);
       const sources = Array.from({ length: n }, (_, s) => vllmBatches(0xde17a + s, perSource));
       const relay = await throughRelay(pubs, sources, ratePerSecond);
-      const bare = await throughBareHops(pubs, sources, ratePerSecond, relay.meanDeltaBytes);
+      const bare = await throughBareHops(pubs, sources, ratePerSecond, relay.deltaBytesPerMessage);
       const note =
-        `half of the max ${round(max.blocksPerSecond / 1e6, 2)} M blocks/s measured in this run (${round(ratePerSecond, 0)} messages/s of 16 events × 32 blocks, bs 16, 20 % removals); ` +
+        `half of the max ${round(max.appliedBlocksPerSecond / 1e6, 2)} M blocks/s the pool applied in this run (${round(ratePerSecond, 0)} messages/s of 16 events × 32 blocks, bs 16, 20 % removals); ` +
         `relay p50 ${round(relay.latency.p50Ms)} ms, max ${round(relay.latency.maxMs)} ms over ${relay.latency.timed} messages; bare p50 ${round(bare.p50Ms)} ms, ` +
-        `frames of the relay's mean delta size ${Math.round(relay.meanDeltaBytes)} B; default publication (threshold ${DEFAULT_TIMING.publicationThreshold}, ` +
+        `one frame per message of the relay's delta bytes per message (${Math.round(relay.deltaBytesPerMessage)} B); default publication (threshold ${DEFAULT_TIMING.publicationThreshold}, ` +
         `delay ${DEFAULT_TIMING.publicationDelayMs} ms, adaptive slice); goal p99 <= 5 ms`;
       for (const q of ['p99', 'p50'] as const) {
         const key = `${q}Ms` as const;

@@ -14,8 +14,6 @@ import { BLOCK_SIZE, BLOCKS_PER_EVENT, BLOCKS_PER_MESSAGE, EVENTS_PER_MESSAGE, v
 const SOURCES = [1, 8];
 const WARMUP_MS = 1_000;
 const MEASURE_MS = Number(process.env.INGEST_SCALE_MS ?? 3_000);
-/** Extra node flags for the relay process, space-separated (e.g. `--cpu-prof --cpu-prof-dir=/tmp/p` to profile it). */
-const RELAY_NODE_ARGS = (process.env.INGEST_SCALE_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 
 /** Bare zeromq.js SUBs (one per publisher) in a child process: messages/s received, as blocks/s. */
 async function bareSubscriber(pubs: Publisher[], payloads: Buffer[][], blocksPerMessage: number): Promise<number> {
@@ -61,7 +59,7 @@ export async function run(): Promise<BenchResult[]> {
     const pubs = await publishers(n);
     try {
       const bare = await bareSubscriber(pubs, payloads, BLOCKS_PER_MESSAGE);
-      const relay = await relayIngestRate(pubs, payloads, { warmupMs: WARMUP_MS, measureMs: MEASURE_MS }, RELAY_NODE_ARGS);
+      const relay = await relayIngestRate(pubs, payloads, { warmupMs: WARMUP_MS, measureMs: MEASURE_MS });
       const kib = (payloads[0].reduce((a, p) => a + p.length, 0) / payloads[0].length / 1024).toFixed(1);
       results.push({
         name: `blocks/s ingested by one relay process, ${n} source(s), vLLM map batches ${EVENTS_PER_MESSAGE} events × ${BLOCKS_PER_EVENT} blocks`,
@@ -69,7 +67,7 @@ export async function run(): Promise<BenchResult[]> {
         unit: 'blocks/s',
         baseline: { name: 'bare zeromq.js SUB process, same frames', value: bare },
         ratio: relay.blocksPerSecond / bare,
-        note: `bs ${BLOCK_SIZE}, 20 % removals, ${kib} KiB/message; goal >= 2 M blocks/s; relay CPU ${relay.cpuMsPerMBlocks?.toFixed(0) ?? '?'} ms per M blocks; ${relay.gaps} gaps (PUB drops) in the window; ${MEASURE_MS / 1000} s window after ${WARMUP_MS / 1000} s warm-up`,
+        note: `bs ${BLOCK_SIZE}, 20 % removals, ${kib} KiB/message; goal >= 2 M blocks/s; relay CPU ${relay.cpuMsPerMBlocks?.toFixed(0) ?? '?'} ms per M blocks; pool applied ${(relay.appliedBlocksPerSecond / 1e6).toFixed(2)} M blocks/s (${relay.mailboxOverflows} batches dropped on a full pool mailbox); ${relay.gaps} gaps (PUB drops) in the window; ${MEASURE_MS / 1000} s window after ${WARMUP_MS / 1000} s warm-up`,
       });
     } finally {
       for (const p of pubs) p.close();

@@ -2,7 +2,7 @@
 // take them, and the ingest rate of a relay process it feeds (#8's ingest-scale measure).
 import { Publisher } from 'zeromq';
 import { encodeSequence } from '../../src/ingest/frames';
-import { BLOCK_SIZE } from './vllm-batches';
+import { BLOCK_SIZE, BLOCKS_PER_EVENT } from './vllm-batches';
 import { metricSum, scrape, startRelayProcess } from './relay-process';
 
 const SEND_HWM = 10_000;
@@ -71,19 +71,33 @@ export function relayConfig(pools: PoolSpec[], extra: object = {}): object {
 }
 
 export interface IngestRate {
+  /** Blocks the relay's ingest took (kv_dc_relay_ingest_blocks_total). */
   blocksPerSecond: number;
+  /**
+   * Blocks its pool applied: events applied × 32 blocks (every event of these batches has 32). Below
+   * blocksPerSecond when batches were dropped on a full pool mailbox (their sources reset).
+   */
+  appliedBlocksPerSecond: number;
+  mailboxOverflows: number;
   /** Sequence gaps the relay saw: messages PUB dropped because the relay did not take them in time. */
   gaps: number;
   cpuMsPerMBlocks: number | undefined;
 }
 
 /** Blocks/s a relay process ingests from the publishers sending `payloads` as fast as they can. */
-export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], window: { warmupMs: number; measureMs: number }, nodeArgs: string[] = []): Promise<IngestRate> {
-  const relay = await startRelayProcess(relayConfig([{ model: 'bench', endpoints: pubs.map((p) => p.lastEndpoint!) }]), nodeArgs);
+export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], window: { warmupMs: number; measureMs: number }): Promise<IngestRate> {
+  const relay = await startRelayProcess(relayConfig([{ model: 'bench', endpoints: pubs.map((p) => p.lastEndpoint!) }]));
   const firehose = new Firehose(pubs, payloads);
-  const totals = async (): Promise<{ blocks: number; gaps: number }> => {
-    const text = await scrape(relay.metricsAddress);
-    return { blocks: metricSum(text, 'kv_dc_relay_ingest_blocks_total'), gaps: metricSum(text, 'kv_dc_relay_ingest_gaps_total') };
+  const totals = async (): Promise<{ blocks: number; gaps: number; applied: number; overflows: number }> => {
+    const text = await scrape(relay.metricsAddress).catch((err: Error) => {
+      throw new Error(`scraping the relay failed (${err.message})\n${relay.lastLog()}`);
+    });
+    return {
+      blocks: metricSum(text, 'kv_dc_relay_ingest_blocks_total'),
+      gaps: metricSum(text, 'kv_dc_relay_ingest_gaps_total'),
+      applied: metricSum(text, 'kv_dc_relay_pool_events_applied_total') * BLOCKS_PER_EVENT,
+      overflows: metricSum(text, 'kv_dc_relay_pool_mailbox_overflows_total'),
+    };
   };
   try {
     firehose.start();
@@ -98,6 +112,8 @@ export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], w
     const blocks = after.blocks - before.blocks;
     return {
       blocksPerSecond: blocks / seconds,
+      appliedBlocksPerSecond: (after.applied - before.applied) / seconds,
+      mailboxOverflows: after.overflows - before.overflows,
       gaps: after.gaps - before.gaps,
       cpuMsPerMBlocks: cpu0 === undefined || cpu1 === undefined || blocks === 0 ? undefined : ((cpu1 - cpu0) / blocks) * 1e6,
     };

@@ -2,12 +2,19 @@
 // from outside over ZMQ and gRPC and read its /metrics and its CPU time.
 import { spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
+import * as http from 'http';
 import * as os from 'os';
 import * as path from 'path';
 import { RELAY_CONTRACT_MARKER } from '../../src/wire/constants';
 import { makeClient } from '../../src/wire/service';
 import type { KvPoolCatalogUpdate, KvPoolDescriptor, ProducerIdentity } from '../../src/wire/types';
 import { processCpuMs } from './process';
+
+/**
+ * Extra node flags for every relay process a bench starts, space-separated (e.g. `--cpu-prof
+ * --cpu-prof-dir=/tmp/p` to profile it; how #8's burst fix was found).
+ */
+const RELAY_NODE_ARGS = (process.env.BENCH_RELAY_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 
 export interface RelayProcess {
   /** gRPC listener, HOST:PORT. */
@@ -16,8 +23,12 @@ export interface RelayProcess {
   metricsAddress: string;
   /** CPU time (user + system) the process used so far; undefined without /proc. */
   cpuMs(): number | undefined;
+  /** Its last stderr lines (JSON logs), for a bench's error message. */
+  lastLog(): string;
   stop(): Promise<void>;
 }
+
+const KEPT_LOG_LINES = 20;
 
 /** Resolves with the first stderr line `match` maps to a value; rejects if the process exits first. */
 export function waitForLine(child: ChildProcess, match: (line: string) => string | undefined): Promise<string> {
@@ -37,12 +48,12 @@ export function waitForLine(child: ChildProcess, match: (line: string) => string
 const logged = (msg: string) => (line: string): string | undefined =>
   line.includes(`"msg":"${msg}"`) ? (JSON.parse(line) as { address: string }).address : undefined;
 
-/** Starts `serve` on `config` (written to a temporary file); `nodeArgs` go to node (e.g. --cpu-prof). */
-export async function startRelayProcess(config: object, nodeArgs: string[] = []): Promise<RelayProcess> {
+/** Starts `serve` on `config` (written to a temporary file). */
+export async function startRelayProcess(config: object): Promise<RelayProcess> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvrelay-bench-'));
   const configFile = path.join(dir, 'relay.json');
   fs.writeFileSync(configFile, JSON.stringify(config));
-  const child = spawn(process.execPath, [...nodeArgs, path.join(__dirname, '..', '..', 'src', 'cli', 'main.js'), 'serve', '--config', configFile], {
+  const child = spawn(process.execPath, [...RELAY_NODE_ARGS, path.join(__dirname, '..', '..', 'src', 'cli', 'main.js'), 'serve', '--config', configFile], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
@@ -54,17 +65,32 @@ export async function startRelayProcess(config: object, nodeArgs: string[] = [])
   try {
     const [address, metricsAddress] = await Promise.all([waitForLine(child, logged('listening')), waitForLine(child, logged('metrics listening'))]);
     child.stderr!.removeAllListeners('data');
-    child.stderr!.resume();
-    return { address, metricsAddress, cpuMs: () => processCpuMs(child.pid), stop };
+    let kept: string[] = [];
+    child.stderr!.on('data', (b: Buffer) => (kept = [...kept, ...b.toString().split('\n').filter((l) => l !== '')].slice(-KEPT_LOG_LINES)));
+    const exitNote = (): string => (child.exitCode !== null || child.signalCode !== null ? `relay exited (${child.exitCode ?? child.signalCode})\n` : '');
+    return { address, metricsAddress, cpuMs: () => processCpuMs(child.pid), lastLog: () => exitNote() + kept.join('\n'), stop };
   } catch (err) {
     await stop();
     throw err;
   }
 }
 
-/** The Prometheus text of a relay's /metrics. */
-export async function scrape(metricsAddress: string): Promise<string> {
-  return (await fetch(`http://${metricsAddress}/metrics`)).text();
+/**
+ * The Prometheus text of a relay's /metrics, on a connection of its own: a kept-alive one can be
+ * closed by the server's idle timeout just as it is reused (ECONNRESET), all the likelier when a
+ * loaded relay runs its timers late.
+ */
+export function scrape(metricsAddress: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const req = http.get(`http://${metricsAddress}/metrics`, { agent: false }, (res) => {
+      let text = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (text += chunk));
+      res.on('end', () => resolve(text));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+  });
 }
 
 /** The sum of a metric's series (every label set) in Prometheus text; 0 when absent. */
