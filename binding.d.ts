@@ -97,7 +97,7 @@ export function encodeSnapshotChunk(
   words: BigUint64Array,
   chunkIndex: number,
 ): Buffer;
-/** Reads `words` on a worker thread: src/native/cbi1.ts passes an array nobody else can write (taken or copied). */
+/** Reads `words` on a worker thread (src/native/cbi1.ts copies a SharedArrayBuffer first). */
 export function encodeSnapshotAsync(format: FilterFormatInput, dcId: bigint, epoch: bigint, words: BigUint64Array): Promise<Uint8Array[]>;
 export function decodeFrame(expected: FilterFormatInput, bytes: Uint8Array): DecodedFrame;
 

@@ -112,11 +112,10 @@ export function encodeSnapshotChunk(
 }
 
 /**
- * Every chunk of a snapshot of `words` as they are at the call, encoded on a worker thread. The
- * words are taken from the caller (see takeWords): a BigUint64Array that spans its whole ArrayBuffer
- * is handed over without a copy and is detached (length 0) on return, even if the call rejects;
- * a shared or partial view is copied, up to nativeLimits.maxSyncFilterWords words. Argument and
- * codec errors reject the promise.
+ * Every chunk of a snapshot, encoded on a worker thread. A BigUint64Array over a SharedArrayBuffer is
+ * copied at the call (other threads may write it meanwhile), up to nativeLimits.maxSyncFilterWords
+ * words (RangeError above); any other `words` is read in place and must not be written or transferred
+ * until the promise settles. Argument and codec errors reject the promise.
  */
 export async function encodeSnapshotAsync(
   format: FilterFormatInput,
@@ -124,27 +123,20 @@ export async function encodeSnapshotAsync(
   epoch: bigint,
   words: BigUint64Array,
 ): Promise<Buffer[]> {
-  return asBuffers(await addon.encodeSnapshotAsync(format, dcId, epoch, takeWords(words)));
+  return asBuffers(await addon.encodeSnapshotAsync(format, dcId, epoch, unshared(words)));
 }
 
-// The worker thread must not read memory the caller can still write (#9), and a copy of a 2^24-bucket
-// table (128 MiB) would hold the event loop for tens of milliseconds; a transfer moves the buffer in
-// O(1). The producer's images (copyWordsAsync) are whole buffers, so they are never copied.
-function takeWords(words: BigUint64Array): BigUint64Array {
-  // Not a BigUint64Array, or an empty (maybe detached) one: nothing to take; the addon checks it.
-  if (!types.isBigUint64Array(words) || words.length === 0) return words;
-  const buffer = words.buffer;
-  if (!types.isSharedArrayBuffer(buffer) && words.byteOffset === 0 && words.byteLength === buffer.byteLength) {
-    try {
-      return structuredClone(words, { transfer: [buffer as ArrayBuffer] });
-    } catch {
-      // A buffer that cannot be transferred (e.g. WebAssembly memory) is copied like a view.
-    }
-  }
+// Why unshared arrays are not taken from the caller too (#9): a copy of a 2^24-bucket table (128 MiB)
+// holds the loop for tens of milliseconds, and a transfer (structuredClone) makes V8 account the
+// buffer as fresh external memory and collect inside the encode (bench/snapshot loop busy 5-10x,
+// measured A/B). Owning the producer's image without either needs a native image handle.
+function unshared(words: BigUint64Array): BigUint64Array {
+  // Not a BigUint64Array: the addon rejects it with the usual TypeError.
+  if (!types.isBigUint64Array(words) || !types.isSharedArrayBuffer(words.buffer)) return words;
   if (words.length > nativeLimits.maxSyncFilterWords) {
     throw new RangeError(
-      `encodeSnapshotAsync copies at most ${nativeLimits.maxSyncFilterWords} words of a shared or partial view on the calling thread; ` +
-        'pass a BigUint64Array that spans its whole ArrayBuffer to hand it over without a copy',
+      `encodeSnapshotAsync copies at most ${nativeLimits.maxSyncFilterWords} words of a SharedArrayBuffer on the calling thread; ` +
+        'pass a BigUint64Array over an ArrayBuffer',
     );
   }
   return words.slice();

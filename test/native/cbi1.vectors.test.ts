@@ -93,11 +93,12 @@ describe('compact_snapshots[]', () => {
     const words = ruleWords(s.name, format.bucketCount);
     const dcId = BigInt(s.dc_id);
     const epoch = BigInt(s.epoch);
-    // The synchronous encoder produces the same bytes (encoded first: the async encode takes `words`).
-    const sync = format.bucketCount <= 1 << 20 ? encodeSnapshotChunks(format, dcId, epoch, words) : undefined;
     const chunks = await encodeSnapshotAsync(format, dcId, epoch, words);
     expect(chunks).toHaveLength(s.chunk_count);
-    if (sync) expect(sync.every((c, i) => c.equals(chunks[i]))).toBe(true);
+    if (format.bucketCount <= 1 << 20) {
+      // The synchronous encoder produces the same bytes.
+      expect(encodeSnapshotChunks(format, dcId, epoch, words).every((c, i) => c.equals(chunks[i]))).toBe(true);
+    }
     s.chunks.forEach((expected: Json, i: number) => {
       const frame = chunks[i];
       expect(frame.length).toBe(expected.frame_len);
