@@ -30,20 +30,9 @@ Filter::Filter(uint32_t bucketCount, uint64_t seed)
   writes_.reserve(kDefaultMaxKicks + 2);
 }
 
-bool Filter::PutIntoEmpty(uint32_t bucket, uint16_t fp) {
-  const uint64_t word = words_[bucket];
-  const int slot = FirstSlot(word, 0);
-  if (slot < 0) return false;
-  Store(bucket, WithSlot(word, static_cast<unsigned>(slot), fp));
-  return true;
-}
-
-bool Filter::Insert(const Prepared& p, uint32_t maxKicks, uint32_t* kicks) {
-  writes_.clear();
-  *kicks = 0;
+bool Filter::Relocate(const Prepared& p, uint32_t maxKicks, uint32_t* kicks) {
   const uint32_t a = static_cast<uint32_t>(p.a);
   const uint32_t b = static_cast<uint32_t>(p.b);
-  if (PutIntoEmpty(a, p.fp) || PutIntoEmpty(b, p.fp)) return true;
   uint16_t fp = p.fp;
   uint32_t bucket = (NextRandom() & 1) == 0 ? a : b;
   for (uint32_t i = 0; i < maxKicks; ++i) {
@@ -58,19 +47,6 @@ bool Filter::Insert(const Prepared& p, uint32_t maxKicks, uint32_t* kicks) {
   }
   for (auto it = writes_.rbegin(); it != writes_.rend(); ++it) words_[it->bucket] = it->before;
   writes_.clear();
-  return false;
-}
-
-bool Filter::Remove(const Prepared& p, Write* write) {
-  for (uint64_t bucket : {p.a, p.b}) {
-    const uint64_t word = words_[bucket];
-    const int slot = FirstSlot(word, p.fp);
-    if (slot >= 0) {
-      *write = Write{static_cast<uint32_t>(bucket), word};
-      words_[bucket] = WithSlot(word, static_cast<unsigned>(slot), 0);
-      return true;
-    }
-  }
   return false;
 }
 

@@ -2,6 +2,7 @@
 // SplitMix64 relocation with rollback, removal. Pure C++, no N-API.
 #pragma once
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "block_hash.h"
@@ -105,9 +106,27 @@ class Filter {
   Prepared Prepare(uint64_t hash) const { return addressing_.Prepare(hash); }
   // Inserts with up to maxKicks relocations. true: writes() lists every physical write in order.
   // false (CapacityExhausted): every write was rolled back, writes() is empty, the rng stays advanced.
-  bool Insert(const Prepared& p, uint32_t maxKicks, uint32_t* kicks);
+  // Inline up to the relocation: most inserts find an empty slot in a or b, and the calls were ~40 %
+  // of an insert's instructions (callgrind, raw canonical ops).
+  bool Insert(const Prepared& p, uint32_t maxKicks, uint32_t* kicks) {
+    writes_.clear();
+    *kicks = 0;
+    if (PutIntoEmpty(static_cast<uint32_t>(p.a), p.fp) || PutIntoEmpty(static_cast<uint32_t>(p.b), p.fp)) return true;
+    return Relocate(p, maxKicks, kicks);
+  }
   // Clears the first slot equal to fp in bucket a, else b. false: not found (invariant violation).
-  bool Remove(const Prepared& p, Write* write);
+  bool Remove(const Prepared& p, Write* write) {
+    for (uint64_t bucket : {p.a, p.b}) {
+      const uint64_t word = words_[bucket];
+      const int slot = FirstSlot(word, p.fp);
+      if (slot >= 0) {
+        *write = Write{static_cast<uint32_t>(bucket), word};
+        words_[bucket] = WithSlot(word, static_cast<unsigned>(slot), 0);
+        return true;
+      }
+    }
+    return false;
+  }
   bool Contains(uint64_t hash) const {
     const Prepared p = addressing_.Prepare(hash);
     return BucketContains(words_[p.a], p.fp) || BucketContains(words_[p.b], p.fp);
@@ -128,7 +147,15 @@ class Filter {
   uint64_t rngDraws() const { return rngDraws_; }
 
  private:
-  bool PutIntoEmpty(uint32_t bucket, uint16_t fp);
+  bool PutIntoEmpty(uint32_t bucket, uint16_t fp) {
+    const uint64_t word = words_[bucket];
+    const int slot = FirstSlot(word, 0);
+    if (slot < 0) return false;
+    Store(bucket, WithSlot(word, static_cast<unsigned>(slot), fp));
+    return true;
+  }
+  // Insert's cuckoo relocation, once both candidate buckets are full.
+  bool Relocate(const Prepared& p, uint32_t maxKicks, uint32_t* kicks);
   void Store(uint32_t bucket, uint64_t value) {
     writes_.push_back(Write{bucket, words_[bucket]});
     words_[bucket] = value;

@@ -44,15 +44,11 @@ void PoolFilterState::DropSourceIfEmpty(uint64_t workerId, uint32_t dpRank) {
   sources_.erase(it);
 }
 
-void PoolFilterState::MarkWrites() {
-  for (const ckf::Write& w : filter_.writes()) dirty_.Touch(w.bucket, w.before);
-}
-
 bool PoolFilterState::InsertPhysical(const ckf::Prepared& p, Ownership* own, uint32_t maxKicks, uint32_t* kicks) {
   if (!filter_.Insert(p, maxKicks, kicks)) return false;
   own->resident = 1;
   ++residentCount_;
-  MarkWrites();
+  for (const ckf::Write& w : filter_.writes()) dirty_.Touch(w.bucket, w.before);
   return true;
 }
 

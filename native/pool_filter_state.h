@@ -125,8 +125,8 @@ class PoolFilterState {
   // Releases one owner of the hash `own` belongs to (addressed by p); false on an invariant violation
   // (nothing changed). `write` receives the physical write when the outcome is kRemoved.
   bool ReleaseOwner(Ownership* own, const ckf::Prepared& p, RawOutcome* outcome, ckf::Write* write);
+  // Admits the hash physically and marks its writes in the publication window.
   bool InsertPhysical(const ckf::Prepared& p, Ownership* own, uint32_t maxKicks, uint32_t* kicks);
-  void MarkWrites();
 
   // --- plan/prefetch pipeline (pool_plan.cc)
   // Lineage lines first (PrefetchIds), then the plan, which resolves lineage entries and prefetches
