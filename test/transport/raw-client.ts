@@ -13,7 +13,10 @@ export interface RawEnd {
 }
 
 export class RawCall<Res extends WireMessageName> {
+  /** Bytes read and not decoded yet (a message split across chunks waits for its tail). */
   private chunks: Buffer[] = [];
+  /** Decoded once: tests poll messages() while megabytes stream in. */
+  private readonly decoded: Array<WireMessages[Res]> = [];
   private endPromise: Promise<RawEnd>;
   /** Resolves when response headers arrive (the server wrote its first message, read or not). */
   readonly headers: Promise<void>;
@@ -69,15 +72,15 @@ export class RawCall<Res extends WireMessageName> {
   /** The messages read so far (after resume). */
   messages(): Array<WireMessages[Res]> {
     const all = Buffer.concat(this.chunks);
-    const out: Array<WireMessages[Res]> = [];
     let at = 0;
     while (at + 5 <= all.length) {
       const len = all.readUInt32BE(at + 1);
       if (at + 5 + len > all.length) break;
-      out.push(decodeMessage(this.responseType, all.subarray(at + 5, at + 5 + len)));
+      this.decoded.push(decodeMessage(this.responseType, all.subarray(at + 5, at + 5 + len)));
       at += 5 + len;
     }
-    return out;
+    this.chunks = at < all.length ? [all.subarray(at)] : [];
+    return [...this.decoded];
   }
 }
 
