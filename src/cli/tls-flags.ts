@@ -1,5 +1,7 @@
-// The `--tls*` flags of the consumer commands (`query`, `watch`): any of them turns TLS on.
-import { readClientTlsFiles, type ClientTlsOptions } from '../security/client-tls';
+// The `--tls*` flags of the consumer commands (`query`, `watch`, the global router): any of them
+// turns TLS on. The files are checked now and then watched, so a long `watch` follows a rotation.
+import { CertificateFileError, readCertificateFiles } from '../security/certificate-files';
+import type { ClientTlsOptions } from '../security/client-tls';
 
 export const CLIENT_TLS_FLAGS = {
   tls: { type: 'boolean' },
@@ -24,5 +26,11 @@ export function clientTlsFromFlags(values: ClientTlsFlagValues): ClientTlsOption
   const { tls, 'tls-ca': ca, 'tls-cert': cert, 'tls-key': key, 'tls-servername': servername } = values;
   if (!tls && ca === undefined && cert === undefined && key === undefined && servername === undefined) return undefined;
   if ((cert === undefined) !== (key === undefined)) throw new Error('--tls-cert and --tls-key go together');
-  return readClientTlsFiles({ ca, cert, key, servername });
+  try {
+    readCertificateFiles({ ca, cert, key });
+  } catch (err) {
+    if (err instanceof CertificateFileError) throw new Error(`--tls-${err.field} ${err.file}: ${err.problem}`);
+    throw err;
+  }
+  return { caFile: ca, certFile: cert, keyFile: key, servername };
 }

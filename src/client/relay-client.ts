@@ -89,6 +89,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   private servingLoadValue: ServingLoadValue | undefined;
   private started = false;
   private closed = false;
+  private readonly closeChannel: () => void;
 
   constructor(
     readonly address: string,
@@ -105,7 +106,10 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     if (options.maxReplicaAgeMs !== undefined && !(options.maxReplicaAgeMs > 0)) throw new RangeError('maxReplicaAgeMs must be positive');
     this.maxReplicaAgeMs = options.maxReplicaAgeMs ?? DEFAULT_MAX_REPLICA_AGE_MS;
     const maxMessageBytes = options.maxMessageBytes ?? DEFAULT_QUEUES.maxMessageBytes;
-    const { credentials, channelOptions } = clientChannel(options.tls);
+    const { credentials, channelOptions, close } = clientChannel(options.tls, (err) =>
+      this.report({ plane: 'relay', reason: 'TlsFilesRefused', message: `${err.message}; the certificates in use are kept`, next: 'retry' }),
+    );
+    this.closeChannel = close;
     // The channel's own reconnect backoff (grpc-js: 1 s growing to 120 s) would otherwise decide when a
     // restarted Relay is dialled again, whatever this client's backoff says.
     this.client = makeClient(address, {
@@ -139,6 +143,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     this.stopPlanes();
     this.pools.clear('closed', 'the client was closed');
     this.client.close();
+    this.closeChannel();
   }
 
   /** The Relay instance of the current connection epoch (undefined until GetRelayInfo answered). */

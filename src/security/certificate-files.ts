@@ -1,6 +1,7 @@
-// The relay's certificate, key and CA files as a grpc-js certificate provider: read and checked at
-// start (a bad file is a clear error before anything listens), then polled, so a rotation is picked
-// up without a restart. Polling (not fs.watch) also follows symlink swaps such as Kubernetes secret
+// Certificate, key and CA files as a grpc-js certificate provider, for the relay's listener and for
+// a long-running client (RelayClient's `tls.certFile`...): read and checked at start (a bad file is a
+// clear error before anything connects or listens), then polled, so a rotation is picked up by the
+// next connection without a restart. Polling (not fs.watch) also follows symlink swaps such as Kubernetes secret
 // volumes. A changed set that does not form a valid pair (a rotation caught halfway, a truncated
 // file) is reported and the previous one stays in service until the files are consistent again.
 import { X509Certificate, createPrivateKey } from 'crypto';
@@ -9,18 +10,19 @@ import * as tls from 'tls';
 import type { experimental } from '@grpc/grpc-js';
 import { TLS_FILES_POLL_MS } from '../config/defaults';
 
+/** cert and key go together (a listener always has them; a client presents them for mTLS). */
 export interface CertificatePaths {
-  cert: string;
-  key: string;
+  cert?: string;
+  key?: string;
   ca?: string;
 }
 
 export interface CertificateMaterial {
-  cert: Buffer;
-  key: Buffer;
+  cert?: Buffer;
+  key?: Buffer;
   ca?: Buffer;
   /** The leaf certificate of `cert` (subject and validity for logs and metrics). */
-  leaf: X509Certificate;
+  leaf?: X509Certificate;
 }
 
 /** A file that cannot be read or does not hold what its field needs. */
@@ -35,26 +37,32 @@ export class CertificateFileError extends Error {
   }
 }
 
-/** Reads and checks the files now (CertificateFileError on the first problem). */
+/** Reads and checks the files now (CertificateFileError on the first problem; TypeError for a cert without a key). */
 export function readCertificateFiles(paths: CertificatePaths): CertificateMaterial {
-  const read = (field: keyof CertificatePaths): Buffer => {
+  if ((paths.cert === undefined) !== (paths.key === undefined)) throw new TypeError('a certificate file and its key file go together');
+  const read = (field: keyof CertificatePaths): Buffer | undefined => {
+    if (paths[field] === undefined) return undefined;
     try {
-      return fs.readFileSync(paths[field]!);
+      return fs.readFileSync(paths[field]);
     } catch (err) {
-      throw new CertificateFileError(field, paths[field]!, `cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
+      throw new CertificateFileError(field, paths[field], `cannot read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`);
     }
   };
-  return checkMaterial(paths, read('cert'), read('key'), paths.ca === undefined ? undefined : read('ca'));
+  return checkMaterial(paths, read('cert'), read('key'), read('ca'));
 }
 
-function checkMaterial(paths: CertificatePaths, cert: Buffer, key: Buffer, ca: Buffer | undefined): CertificateMaterial {
-  const leaf = parse('cert', () => new X509Certificate(cert), 'is not a PEM certificate');
-  const privateKey = parse('key', () => createPrivateKey(key), 'is not an unencrypted PEM private key');
-  if (!leaf.checkPrivateKey(privateKey)) throw new CertificateFileError('key', paths.key, `does not match the certificate in ${paths.cert}`);
+function checkMaterial(paths: CertificatePaths, cert: Buffer | undefined, key: Buffer | undefined, ca: Buffer | undefined): CertificateMaterial {
+  let leaf: X509Certificate | undefined;
+  if (cert !== undefined && key !== undefined) {
+    const parsed = parse('cert', () => new X509Certificate(cert), 'is not a PEM certificate');
+    const privateKey = parse('key', () => createPrivateKey(key), 'is not an unencrypted PEM private key');
+    if (!parsed.checkPrivateKey(privateKey)) throw new CertificateFileError('key', paths.key!, `does not match the certificate in ${paths.cert}`);
+    leaf = parsed;
+  }
   if (ca !== undefined) parse('ca', () => new X509Certificate(ca), 'is not a PEM certificate bundle');
-  // What the TLS server will do with them: catches what the checks above do not (a broken chain entry).
-  parse('cert', () => tls.createSecureContext({ cert, key, ...(ca ? { ca } : {}) }), 'is not usable with its key and CA');
-  return { cert, key, ...(ca ? { ca } : {}), leaf };
+  // What TLS will do with them: catches what the checks above do not (a broken chain entry).
+  parse(cert ? 'cert' : 'ca', () => tls.createSecureContext({ ...(cert ? { cert, key } : {}), ...(ca ? { ca } : {}) }), cert ? 'is not usable with its key and CA' : 'is not usable as a CA bundle');
+  return { ...(cert ? { cert, key } : {}), ...(ca ? { ca } : {}), ...(leaf ? { leaf } : {}) };
 
   function parse<T>(field: keyof CertificatePaths, fn: () => T, problem: string): T {
     try {
@@ -160,12 +168,15 @@ export class CertificateFiles implements experimental.CertificateProvider {
     return true;
   }
 
-  private caUpdate(): experimental.CaCertificateUpdate | null {
-    return this.material.ca ? { caCertificate: this.material.ca } : null;
+  // A listener without a CA file asks for no CA; a client without one trusts Node's bundled roots,
+  // as a TLS client does by default (grpc-js's channel needs a CA update to connect).
+  private caUpdate(): experimental.CaCertificateUpdate {
+    return { caCertificate: this.material.ca ?? publicRoots() };
   }
 
-  private identityUpdate(): experimental.IdentityCertificateUpdate {
-    return { certificate: this.material.cert, privateKey: this.material.key };
+  private identityUpdate(): experimental.IdentityCertificateUpdate | null {
+    const { cert, key } = this.material;
+    return cert && key ? { certificate: cert, privateKey: key } : null;
   }
 
   private updatePolling(): void {
@@ -178,6 +189,12 @@ export class CertificateFiles implements experimental.CertificateProvider {
       this.timer = undefined;
     }
   }
+}
+
+let roots: Buffer | undefined;
+function publicRoots(): Buffer {
+  roots ??= Buffer.from(tls.rootCertificates.join('\n'));
+  return roots;
 }
 
 /** Identity, size, content and status change times of each file (a symlink is followed to its target). */
@@ -196,5 +213,6 @@ function fileStamp(paths: CertificatePaths): string {
 }
 
 function sameMaterial(a: CertificateMaterial, b: CertificateMaterial): boolean {
-  return a.cert.equals(b.cert) && a.key.equals(b.key) && (a.ca === undefined ? b.ca === undefined : b.ca !== undefined && a.ca.equals(b.ca));
+  const same = (x: Buffer | undefined, y: Buffer | undefined): boolean => (x === undefined ? y === undefined : y !== undefined && x.equals(y));
+  return same(a.cert, b.cert) && same(a.key, b.key) && same(a.ca, b.ca);
 }

@@ -1,6 +1,7 @@
 // What the gRPC listener needs for config `tls`: server credentials fed by the watched certificate
 // files, and the per-call check of the client certificate's subject. Without `tls` the listener is
 // plaintext, as Dynamo's relay is (loopback, or behind a sidecar).
+import type { X509Certificate } from 'crypto';
 import * as grpc from '@grpc/grpc-js';
 import { INGEST_LOG_MAX_PER_WINDOW, INGEST_LOG_WINDOW_MS } from '../config/defaults';
 import type { TlsConfig } from '../config/schema';
@@ -59,7 +60,7 @@ export function listenerSecurity(tls: TlsConfig | undefined, logger: Logger = si
     stats: () => {
       const { reloads, refused } = files.counts();
       return {
-        certificateExpirySeconds: Math.floor(Date.parse(files.current().leaf.validTo) / 1000),
+        certificateExpirySeconds: Math.floor(Date.parse(listenerLeaf(files.current()).validTo) / 1000),
         certificateReloadsTotal: reloads,
         certificateRefusedTotal: refused,
         refusedCallsTotal: { ...refusedCallsTotal },
@@ -103,6 +104,12 @@ function subjectAllowList(patterns: readonly SubjectPattern[], logger: Logger, o
     });
 }
 
+/** A listener's set always has its certificate (tls.cert and tls.key are required). */
+function listenerLeaf(m: CertificateMaterial): X509Certificate {
+  return m.leaf!;
+}
+
 function certificateFields(m: CertificateMaterial): Record<string, string> {
-  return { subject: m.leaf.subject.replace(/\n/g, ', '), notAfter: m.leaf.validTo, fingerprint256: m.leaf.fingerprint256 };
+  const leaf = listenerLeaf(m);
+  return { subject: leaf.subject.replace(/\n/g, ', '), notAfter: leaf.validTo, fingerprint256: leaf.fingerprint256 };
 }
