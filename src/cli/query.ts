@@ -11,7 +11,7 @@ import { EtcdShardAddresses } from '../discovery/shard-addresses';
 import { buildNameIndex, resolveName } from '../client/name-index';
 import { queryPoolView } from '../client/views';
 import type { ClientTlsOptions } from '../security/client-tls';
-import { CLIENT_TLS_FLAGS, CLIENT_TLS_USAGE, clientTlsFromFlags } from './tls-flags';
+import { CLIENT_TLS_FLAGS, CLIENT_TLS_USAGE, clientTlsFromFlags } from '../client/tls-flags';
 
 export const QUERY_USAGE =
   'usage: kv-dc-relay query (HOST:PORT[,HOST:PORT...] | --etcd HOST:PORT[,...] --prefix PREFIX) --model NAME (--tokens 1,2,3 | --tokens-file FILE) [--lora NAME] [--json] [--timeout-ms N] [--subscriber-id ID] ' +

@@ -6,7 +6,7 @@ import { WATCH_RECENT_ERRORS, WATCH_REFRESH_MS } from '../config/defaults';
 import { RelayClient } from '../client';
 import { catalogView, errorView, loadView, readinessView, replicaView, servingLoadView } from '../client/views';
 import type { ClientTlsOptions } from '../security/client-tls';
-import { CLIENT_TLS_FLAGS, CLIENT_TLS_USAGE, clientTlsFromFlags } from './tls-flags';
+import { CLIENT_TLS_FLAGS, CLIENT_TLS_USAGE, clientTlsFromFlags } from '../client/tls-flags';
 
 export interface WatchOptions {
   address: string;

@@ -15,5 +15,5 @@ export type { BackoffOptions } from './backoff';
 export { findPrefixDepth, linearPrefixDepth } from './prefix-search';
 export { readClientTlsFiles, type ClientTlsFiles, type ClientTlsOptions } from '../security/client-tls';
 // For a consumer's own command line (the global router example): the same --tls* flags as `query`.
-export { CLIENT_TLS_FLAGS, CLIENT_TLS_USAGE, clientTlsFromFlags, type ClientTlsFlagValues } from '../cli/tls-flags';
+export { CLIENT_TLS_FLAGS, CLIENT_TLS_USAGE, clientTlsFromFlags, type ClientTlsFlagValues } from './tls-flags';
 export * from './views';

@@ -7,7 +7,7 @@ import * as grpc from '@grpc/grpc-js';
 import { RelayClient } from '../../src/client/relay-client';
 import { ShardedRelayClient } from '../../src/client/shards';
 import type { ClientErrorEvent } from '../../src/client/stream-events';
-import { clientTlsFromFlags } from '../../src/cli/tls-flags';
+import { clientTlsFromFlags } from '../../src/client/tls-flags';
 import { clientChannel } from '../../src/security/client-tls';
 import { startRelayServer, type RelayServer } from '../../src/transport/server';
 import { CertificateFactory, type CertFiles } from '../support/certificates';
