@@ -23,7 +23,7 @@ import type { BenchResult } from './support/result';
 import { rawClients } from './support/bare-grpc';
 import { BARE_HOP_ID_BYTES } from './support/bare-hop';
 import { FIREHOSE_MESSAGES, publishers, relayConfig, relayIngestRate, TOPIC } from './support/firehose';
-import { catalogProducers, metricSum, scrape, startRelayProcess, waitForLine } from './support/relay-process';
+import { catalogProducers, killWithThisProcess, metricSum, scrape, startRelayProcess, waitForLine } from './support/relay-process';
 import { round } from './support/timing';
 import { BLOCKS_PER_MESSAGE, vllmBatches, type VllmBatches } from './support/vllm-batches';
 
@@ -224,6 +224,7 @@ async function throughBareHops(pubs: Publisher[], sources: VllmBatches[], ratePe
   const child: ChildProcess = spawn(process.execPath, [path.join(__dirname, 'support', 'bare-hop.js'), String(Math.round(frameBytes)), ...pubs.map((p) => p.lastEndpoint!)], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+  killWithThisProcess(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let client: grpc.Client | undefined;
   try {

@@ -17,7 +17,7 @@ import type { KvEventRelayClient } from '../src/wire/service';
 import type { ProducerIdentity } from '../src/wire/types';
 import { rawClients } from './support/bare-grpc';
 import { publishers, relayConfig } from './support/firehose';
-import { catalogProducers, metricSum, scrape, startRelayProcess, waitForLine } from './support/relay-process';
+import { catalogProducers, killWithThisProcess, metricSum, scrape, startRelayProcess, waitForLine } from './support/relay-process';
 import type { BenchResult } from './support/result';
 import { round } from './support/timing';
 import { BLOCKS_PER_EVENT } from './support/vllm-batches';
@@ -123,6 +123,7 @@ async function mixedRun(): Promise<{ idle: Window; loaded: Window; ended: number
   const firehose = spawn(process.execPath, [path.join(__dirname, 'support', 'firehose-host.js'), String(BUSY_POOLS * SOURCES_PER_BUSY_POOL), String(0x5eed)], {
     stdio: ['pipe', 'ignore', 'pipe'],
   });
+  killWithThisProcess(firehose);
   const firehoseExited = new Promise<void>((resolve) => firehose.once('exit', () => resolve()));
   os.setPriority(firehose.pid!, LOWEST_PRIORITY);
   const silent = await publishers(IDLE_POOLS);

@@ -30,6 +30,19 @@ export interface RelayProcess {
 
 const KEPT_LOG_LINES = 20;
 
+/**
+ * Kills `child` if this process exits first, e.g. on an exception thrown past a bench's cleanup: no
+ * relay, firehose or bare hop is left running on the shared machine.
+ */
+export function killWithThisProcess(child: ChildProcess, cleanup: () => void = () => undefined): void {
+  const kill = (): void => {
+    child.kill('SIGKILL');
+    cleanup();
+  };
+  process.once('exit', kill);
+  child.once('exit', () => process.off('exit', kill));
+}
+
 /** Resolves with the first stderr line `match` maps to a value; rejects if the process exits first. */
 export function waitForLine(child: ChildProcess, match: (line: string) => string | undefined): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -56,6 +69,7 @@ export async function startRelayProcess(config: object): Promise<RelayProcess> {
   const child = spawn(process.execPath, [...RELAY_NODE_ARGS, path.join(__dirname, '..', '..', 'src', 'cli', 'main.js'), 'serve', '--config', configFile], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+  killWithThisProcess(child, () => fs.rmSync(dir, { recursive: true, force: true }));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const stop = async (): Promise<void> => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
