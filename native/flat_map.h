@@ -83,18 +83,26 @@ class U64Map {
     const Slot* slot = reinterpret_cast<const Slot*>(reinterpret_cast<const char*>(value) - offsetof(Slot, value));
     const size_t i = static_cast<size_t>(slot - slots_.data());
     // Backward shift: pull later entries of the probe run into the hole when their home allows it,
-    // i.e. when an entry sits at least `gap` (the steps from the hole to it) past its home. The gap is
-    // counted along rather than recomputed with a wrap test per entry: this scan is most of an erase
-    // at the top of the load band, where the run after a slot is ~15 entries long.
+    // i.e. when an entry sits at least as far past its home as past the hole. This scan is most of an
+    // erase at the top of the load band (the run after a slot is ~15 entries long there), so it runs
+    // without wrap tests until the scan itself wraps: with hole < j < capacity, j - home in unsigned
+    // arithmetic is the entry's displacement, or huge for an entry whose own probe wrapped (home > j),
+    // which may always move.
     size_t hole = i;
-    size_t gap = 1;
-    for (size_t j = Next(i); slots_[j].key() != 0; j = Next(j), ++gap) {
-      const size_t home = Home(slots_[j].key());
-      const size_t displacement = j >= home ? j - home : j + capacity_ - home;
-      if (displacement >= gap) {
+    size_t j = i + 1;
+    for (; j < capacity_ && slots_[j].key() != 0; ++j) {
+      if (j - Home(slots_[j].key()) >= j - hole) {
         slots_[hole] = slots_[j];
         hole = j;
-        gap = 0;
+      }
+    }
+    if (j == capacity_) {
+      for (j = 0; slots_[j].key() != 0; ++j) {
+        const size_t home = Home(slots_[j].key());
+        if (Distance(home, j) >= Distance(hole, j)) {
+          slots_[hole] = slots_[j];
+          hole = j;
+        }
       }
     }
     slots_[hole].SetKey(0);
@@ -154,6 +162,8 @@ class U64Map {
     return static_cast<size_t>((mixed * capacity_) >> 64);
   }
   size_t Next(size_t i) const { return i + 1 == capacity_ ? 0 : i + 1; }
+  // Probe steps from slot `from` forward to slot `to`.
+  size_t Distance(size_t from, size_t to) const { return to >= from ? to - from : to + capacity_ - from; }
 
   void Rehash(size_t capacity) {
     // One line of tail padding: Prefetch reads up to 64 bytes past the home slot.
