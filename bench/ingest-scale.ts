@@ -14,6 +14,8 @@ import { BLOCK_SIZE, BLOCKS_PER_EVENT, BLOCKS_PER_MESSAGE, EVENTS_PER_MESSAGE, v
 const SOURCES = [1, 8];
 const WARMUP_MS = 1_000;
 const MEASURE_MS = Number(process.env.INGEST_SCALE_MS ?? 3_000);
+/** The relay's limits.ingestThreads (0 = ingest on its main thread); unset = the relay's default (one per core). */
+const INGEST_THREADS = process.env.INGEST_SCALE_THREADS === undefined ? undefined : Number(process.env.INGEST_SCALE_THREADS);
 
 /** Bare zeromq.js SUBs (one per publisher) in a child process: messages/s received, as blocks/s. */
 async function bareSubscriber(pubs: Publisher[], payloads: Buffer[][], blocksPerMessage: number): Promise<number> {
@@ -59,7 +61,7 @@ export async function run(): Promise<BenchResult[]> {
     const pubs = await publishers(n);
     try {
       const bare = await bareSubscriber(pubs, payloads, BLOCKS_PER_MESSAGE);
-      const relay = await relayIngestRate(pubs, payloads, { warmupMs: WARMUP_MS, measureMs: MEASURE_MS });
+      const relay = await relayIngestRate(pubs, payloads, { warmupMs: WARMUP_MS, measureMs: MEASURE_MS }, INGEST_THREADS === undefined ? {} : { limits: { ingestThreads: INGEST_THREADS } });
       const kib = (payloads[0].reduce((a, p) => a + p.length, 0) / payloads[0].length / 1024).toFixed(1);
       results.push({
         name: `blocks/s ingested by one relay process, ${n} source(s), vLLM map batches ${EVENTS_PER_MESSAGE} events × ${BLOCKS_PER_EVENT} blocks`,
@@ -67,7 +69,7 @@ export async function run(): Promise<BenchResult[]> {
         unit: 'blocks/s',
         baseline: { name: 'bare zeromq.js SUB process, same frames', value: bare },
         ratio: relay.blocksPerSecond / bare,
-        note: `bs ${BLOCK_SIZE}, 20 % removals, ${kib} KiB/message; goal >= 2 M blocks/s; relay CPU ${relay.cpuMsPerMBlocks?.toFixed(0) ?? '?'} ms per M blocks; pool applied ${(relay.appliedBlocksPerSecond / 1e6).toFixed(2)} M blocks/s (${relay.mailboxOverflows} batches dropped on a full pool mailbox); ${relay.gaps} gaps (PUB drops) in the window; ${MEASURE_MS / 1000} s window after ${WARMUP_MS / 1000} s warm-up`,
+        note: `bs ${BLOCK_SIZE}, 20 % removals, ${kib} KiB/message; ingest threads ${INGEST_THREADS ?? 'default (one per core)'}; goal >= 2 M blocks/s; relay CPU ${relay.cpuMsPerMBlocks?.toFixed(0) ?? '?'} ms per M blocks; pool applied ${(relay.appliedBlocksPerSecond / 1e6).toFixed(2)} M blocks/s (${relay.mailboxOverflows} batches dropped on a full pool mailbox); ${relay.gaps} gaps (PUB drops) in the window; ${MEASURE_MS / 1000} s window after ${WARMUP_MS / 1000} s warm-up`,
       });
     } finally {
       for (const p of pubs) p.close();

@@ -1,11 +1,14 @@
 // ZMQ publishers standing in for engines, a firehose that sends their messages as fast as the sockets
 // take them, and the ingest rate of a relay process it feeds (#8's ingest-scale measure).
+import { setImmediate as nextTurn } from 'timers/promises';
 import { Publisher } from 'zeromq';
 import { encodeSequence } from '../../src/ingest/frames';
 import { BLOCK_SIZE, BLOCKS_PER_EVENT } from './vllm-batches';
 import { metricSum, scrape, startRelayProcess } from './relay-process';
 
 const SEND_HWM = 10_000;
+/** Sends between two yields of a firehose loop to the event loop. */
+const YIELD_EVERY = 64n;
 /** Distinct messages per source a firehose sends round-robin (hashes repeat; the relay's lineage absorbs it). */
 export const FIREHOSE_MESSAGES = 256;
 export const TOPIC = Buffer.from('kv');
@@ -40,7 +43,12 @@ export class Firehose {
   }
 
   private async loop(socket: Publisher, payloads: Buffer[]): Promise<void> {
-    for (let seq = 0n; this.running; seq++) await socket.send([TOPIC, encodeSequence(seq), payloads[Number(seq % BigInt(payloads.length))]]);
+    for (let seq = 0n; this.running; seq++) {
+      await socket.send([TOPIC, encodeSequence(seq), payloads[Number(seq % BigInt(payloads.length))]]);
+      // A send the socket takes at once resolves as a microtask: while a relay fast enough to keep
+      // the PUB queue short reads, the bench's timers and scrapes would not run (20 s windows seen).
+      if (seq % YIELD_EVERY === 0n) await nextTurn();
+    }
   }
 }
 
@@ -85,8 +93,14 @@ export interface IngestRate {
 }
 
 /** Blocks/s a relay process ingests from the publishers sending `payloads` as fast as they can. */
-export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], window: { warmupMs: number; measureMs: number }): Promise<IngestRate> {
-  const relay = await startRelayProcess(relayConfig([{ model: 'bench', endpoints: pubs.map((p) => p.lastEndpoint!) }]));
+export async function relayIngestRate(
+  pubs: Publisher[],
+  payloads: Buffer[][],
+  window: { warmupMs: number; measureMs: number },
+  /** Extra top-level config of the relay (e.g. `limits`). */
+  extra: object = {},
+): Promise<IngestRate> {
+  const relay = await startRelayProcess(relayConfig([{ model: 'bench', endpoints: pubs.map((p) => p.lastEndpoint!) }], extra));
   const firehose = new Firehose(pubs, payloads);
   const totals = async (): Promise<{ blocks: number; gaps: number; applied: number; overflows: number }> => {
     const text = await scrape(relay.metricsAddress).catch((err: Error) => {

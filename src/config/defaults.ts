@@ -299,11 +299,14 @@ export const INGEST_LOG_MAX_PER_WINDOW = 10;
 export const INGEST_LOG_WINDOW_MS = 10_000;
 /**
  * Decoded bursts an ingest thread may have handed to the main thread and not yet seen taken, and
- * their bytes. A burst beyond either is dropped and its sources reset ('overflow'), as on a full pool
- * mailbox: a main thread that falls behind must not grow the hand-off without bound.
+ * their bytes. The main thread handles what a port holds in one go, so this bounds that turn (a
+ * burst is at most INGEST_MESSAGES_PER_TURN messages). Beyond either the thread waits (its sockets
+ * queue in ZMQ, whose bound shows as a gap and a replay)...
  */
-export const INGEST_HANDOFF_MAX_BURSTS = 4_096;
-export const INGEST_HANDOFF_MAX_BYTES = 64 * 1024 * 1024;
+export const INGEST_HANDOFF_MAX_BURSTS = 32;
+export const INGEST_HANDOFF_MAX_BYTES = 4 * 1024 * 1024;
+/** ...for at most this long; then the burst is dropped and its sources reset ('overflow'), as on a full pool mailbox. */
+export const INGEST_HANDOFF_WAIT_MS = 1_000;
 /** An ingest thread reports its sources' counters this often (and after each hand-off's turn). */
 export const INGEST_THREAD_STATS_MS = 250;
 /** A dead ingest thread is started again after this (its sources reset meanwhile; bounds a crash loop). */

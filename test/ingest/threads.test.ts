@@ -94,17 +94,21 @@ test('a burst packs into one transferable buffer and unpacks to the same arrays'
   expect(packed.buffer.byteLength).toBe(0); // moved, not copied
 });
 
-test('the hand-off counter bounds bursts and bytes in flight, and always takes one burst', () => {
+test('the hand-off counter bounds bursts and bytes in flight, always takes one burst, and gives up after its wait', () => {
   const c = new HandoffCounter();
-  expect(c.tryAdd(1_000, 2, 100)).toBe(true); // larger than the byte bound, but nothing in flight
-  expect(c.tryAdd(1, 2, 100)).toBe(false);
+  const bounds = { maxBursts: 2, maxBytes: 100, waitMs: 0 };
+  expect(c.add(1_000, bounds)).toBe(true); // larger than the byte bound, but nothing in flight
+  expect(c.add(1, bounds)).toBe(false);
   c.taken(1_000);
-  expect(c.tryAdd(60, 2, 100)).toBe(true);
-  expect(c.tryAdd(40, 2, 100)).toBe(true);
-  expect(c.tryAdd(0, 2, 100)).toBe(false); // 2 bursts
+  expect(c.add(60, bounds)).toBe(true);
+  expect(c.add(40, bounds)).toBe(true);
+  expect(c.add(0, bounds)).toBe(false); // 2 bursts
   c.taken(40);
-  expect(c.tryAdd(41, 2, 100)).toBe(false); // 101 bytes
-  expect(c.tryAdd(40, 2, 100)).toBe(true);
+  expect(c.add(41, bounds)).toBe(false); // 101 bytes
+  const t0 = performance.now();
+  expect(c.add(41, { ...bounds, waitMs: 30 })).toBe(false); // nobody takes anything meanwhile
+  expect(performance.now() - t0).toBeGreaterThanOrEqual(25);
+  expect(c.add(40, bounds)).toBe(true);
 });
 
 test('several workers over two threads: every rank in order across bursts, counters from the threads', async () => {
@@ -174,18 +178,34 @@ test('a thread that dies of an uncaught error: its sources reset and counted, th
   }
 });
 
-test('a main thread that stops taking bursts: beyond the hand-off bound bursts are dropped and their source reset (overflow), then ingest goes on', async () => {
-  const sink = new RecordingSink();
-  const r = await start([7n], sink, { maxBursts: 1 });
-  const engine = r.engines[0];
-  await engine.publish(store(0));
-  await waitFor(() => sink.batches.length === 1, 'the first batch', DEADLINE_MS);
-  // 64 messages (at least 4 bursts of 16) leave the engine, then the main thread blocks: the
-  // ingest thread receives and decodes them meanwhile, but may hand only one burst over.
+/** 64 messages (at least 4 bursts of 16) leave the engine, then the main thread takes nothing for `ms`. */
+async function stallMainThread(engine: SimulatedEngine, ms: number): Promise<void> {
   const sends: Promise<bigint>[] = [];
   for (let n = 1; n <= 64; n++) sends.push(engine.publish(store(n)));
   await Promise.all(sends);
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 3_000);
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
+
+test('a main thread that is slow to take bursts holds the ingest thread back (back-pressure): nothing lost, order kept', async () => {
+  const sink = new RecordingSink();
+  const r = await start([7n], sink, { handoff: { maxBursts: 1, waitMs: 30_000 } });
+  const engine = r.engines[0];
+  await engine.publish(store(0));
+  await waitFor(() => sink.batches.length === 1, 'the first batch', DEADLINE_MS);
+  await stallMainThread(engine, 500);
+  await waitFor(() => sink.batches.length === 65, 'every batch', DEADLINE_MS);
+  expect(sink.sequences()).toEqual(Array.from({ length: 65 }, (_, n) => BigInt(n)));
+  expect(sink.resets).toEqual([]);
+});
+
+test('a main thread that takes nothing for longer than the hand-off wait: the burst is dropped and its source reset (overflow), then ingest goes on', async () => {
+  const sink = new RecordingSink();
+  const r = await start([7n], sink, { handoff: { maxBursts: 1, waitMs: 200 } });
+  const engine = r.engines[0];
+  await engine.publish(store(0));
+  await waitFor(() => sink.batches.length === 1, 'the first batch', DEADLINE_MS);
+  // The ingest thread receives and decodes them meanwhile, but may hand only one burst over.
+  await stallMainThread(engine, 3_000);
   await waitFor(() => sink.resets.length > 0, 'the overflow reset', DEADLINE_MS);
   expect(sink.resets[0]).toEqual({ source: { workerId: 7n, dpRank: 0 }, reason: 'overflow' });
   await engine.publish(store(65));

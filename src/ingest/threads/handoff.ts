@@ -1,7 +1,7 @@
 // The hand-off of a decoded burst from an ingest thread to the main thread: the burst's four arrays
 // copied into one ArrayBuffer that is transferred (moved, not cloned) with its postMessage, and the
-// shared count of bursts and bytes handed off and not yet taken, which bounds what a slow main
-// thread can leave queued.
+// shared count of bursts and bytes handed off and not yet taken, which bounds what the main thread
+// can find queued on a port (it handles a port's queue in one go: a long one would block its loop).
 import { MESSAGE_INFO_STRIDE, type PackedEngineEvents } from '../types';
 
 /** A burst as it travels between threads: `buffer` holds words, sequences, meta, then messageInfo. */
@@ -51,24 +51,45 @@ function layout(buffer: ArrayBuffer, words: number, meta: number, messages: numb
 
 const BURSTS = 0;
 const BYTES = 1;
+/** 1 while the thread waits for room: the main thread wakes it only then (a notify per burst costs). */
+const WAITING = 2;
+
+export interface HandoffBounds {
+  maxBursts: number;
+  maxBytes: number;
+  /** How long the thread waits for room before it drops the burst instead. */
+  waitMs: number;
+}
 
 /**
  * Bursts and bytes in flight from one thread: the thread adds what it posts, the main thread
- * subtracts what it took. Shared memory, so bounding the queue costs no message back.
+ * subtracts what it took and wakes the thread. Shared memory, so bounding the queue costs no
+ * message back.
  */
 export class HandoffCounter {
   private readonly counts: Int32Array;
 
-  constructor(readonly shared: SharedArrayBuffer = new SharedArrayBuffer(8)) {
+  constructor(readonly shared: SharedArrayBuffer = new SharedArrayBuffer(12)) {
     this.counts = new Int32Array(shared);
   }
 
-  /** Thread side: whether one more burst of `bytes` fits the bounds; if so it is counted. */
-  tryAdd(bytes: number, maxBursts: number, maxBytes: number): boolean {
-    const bursts = Atomics.load(this.counts, BURSTS);
-    const held = Atomics.load(this.counts, BYTES);
-    // An empty hand-off takes any burst, so one larger than the byte bound is not refused forever.
-    if (bursts > 0 && (bursts >= maxBursts || held + bytes > maxBytes)) return false;
+  /**
+   * Thread side: counts one more burst of `bytes` once it fits the bounds, blocking this thread
+   * meanwhile (back-pressure: its sockets queue in ZMQ, whose bound shows up as a gap and a replay).
+   * False when no room came within `waitMs`: the caller drops the burst.
+   */
+  add(bytes: number, bounds: HandoffBounds): boolean {
+    const deadline = performance.now() + bounds.waitMs;
+    for (;;) {
+      const bursts = Atomics.load(this.counts, BURSTS);
+      // An empty hand-off takes any burst, so one larger than the byte bound is not refused forever.
+      if (bursts <= 0 || (bursts < bounds.maxBursts && Atomics.load(this.counts, BYTES) + bytes <= bounds.maxBytes)) break;
+      const left = deadline - performance.now();
+      if (left <= 0) return false;
+      Atomics.store(this.counts, WAITING, 1);
+      Atomics.wait(this.counts, BURSTS, bursts, left);
+      Atomics.store(this.counts, WAITING, 0);
+    }
     Atomics.add(this.counts, BURSTS, 1);
     Atomics.add(this.counts, BYTES, bytes);
     return true;
@@ -78,11 +99,6 @@ export class HandoffCounter {
   taken(bytes: number): void {
     Atomics.sub(this.counts, BURSTS, 1);
     Atomics.sub(this.counts, BYTES, bytes);
-  }
-
-  /** A new thread starts from nothing in flight. */
-  clear(): void {
-    Atomics.store(this.counts, BURSTS, 0);
-    Atomics.store(this.counts, BYTES, 0);
+    if (Atomics.load(this.counts, WAITING) === 1) Atomics.notify(this.counts, BURSTS);
   }
 }

@@ -3,14 +3,13 @@
 // order in which the thread produced them (batches, resets, counters) is the order they are handled.
 import type { SubscriberOptions } from '../subscriber';
 import type { KvEventEndpointConfig, ResetReason, SourceKey, SourceStats } from '../types';
-import type { HandedOffBurst } from './handoff';
+import type { HandedOffBurst, HandoffBounds } from './handoff';
 
 /** What the thread is started with (workerData). */
 export interface ThreadData {
   /** The shared in-flight counter of its hand-off (HandoffCounter). */
   handoff: SharedArrayBuffer;
-  maxBursts: number;
-  maxBytes: number;
+  bounds: HandoffBounds;
   statsIntervalMs: number;
   /** How long the thread waits for its subscribers to close before it ends anyway. */
   closeTimeoutMs: number;

@@ -96,7 +96,7 @@ async function close(id: number): Promise<void> {
 function sinkOf(id: number): IngestSink {
   return {
     events(b) {
-      if (!handoff.tryAdd(burstBytes(b), data.maxBursts, data.maxBytes)) return overflow(id, b);
+      if (!handoff.add(burstBytes(b), data.bounds)) return overflow(id, b);
       const burst = packBurst(b);
       post({ type: 'events', id, burst }, [burst.buffer]);
       statsChanged(id);
@@ -108,7 +108,7 @@ function sinkOf(id: number): IngestSink {
   };
 }
 
-/** The main thread is behind by the hand-off's bounds: the burst goes and its sources are reset. */
+/** The main thread took nothing for the hand-off's wait: the burst goes and its sources are reset. */
 function overflow(id: number, b: PackedEngineEvents): void {
   const subscriber = subscribers.get(id);
   if (!subscriber) return;
@@ -117,7 +117,7 @@ function overflow(id: number, b: PackedEngineEvents): void {
   for (const dpRank of ranks) {
     const source: SourceKey = { workerId: b.workerId, dpRank };
     subscriber.counter(source).overflows += 1;
-    subscriber.warn({ dpRank, messages: b.messages }, 'ingest hand-off to the main thread full: burst dropped, source reset');
+    subscriber.warn({ dpRank, messages: b.messages, waitMs: data.bounds.waitMs }, 'ingest hand-off to the main thread full and not taken: burst dropped, source reset');
     subscriber.reset(source, 'overflow');
   }
 }

@@ -10,12 +10,13 @@ import type { Worker } from 'worker_threads';
 import {
   INGEST_HANDOFF_MAX_BURSTS,
   INGEST_HANDOFF_MAX_BYTES,
+  INGEST_HANDOFF_WAIT_MS,
   INGEST_THREAD_CLOSE_TIMEOUT_MS,
   INGEST_THREAD_RESTART_MS,
   INGEST_THREAD_STATS_MS,
 } from '../../config/defaults';
 import type { IngestSink, KvEventEndpointConfig, KvEventSubscription } from '../types';
-import { HandoffCounter } from './handoff';
+import { HandoffCounter, type HandoffBounds } from './handoff';
 import type { FromThread, ThreadSubscriberOptions, ToThread } from './protocol';
 import { threadOf } from './shard';
 import { spawnThread } from './spawn';
@@ -24,9 +25,8 @@ import { ThreadSubscription, type SubscriptionHost } from './subscription';
 export interface IngestThreadsOptions {
   threads: number;
   logger: SubscriptionHost['logger'];
-  /** Hand-off bounds per thread (default INGEST_HANDOFF_MAX_BURSTS / _BYTES). */
-  maxBursts?: number;
-  maxBytes?: number;
+  /** Hand-off bounds per thread (defaults INGEST_HANDOFF_MAX_BURSTS, _BYTES, _WAIT_MS). */
+  handoff?: Partial<HandoffBounds>;
   statsIntervalMs?: number;
   restartDelayMs?: number;
 }
@@ -127,8 +127,7 @@ class IngestThread implements SubscriptionHost {
     const handoff = new HandoffCounter();
     const worker = spawnThread({
       handoff: handoff.shared,
-      maxBursts: this.options.maxBursts ?? INGEST_HANDOFF_MAX_BURSTS,
-      maxBytes: this.options.maxBytes ?? INGEST_HANDOFF_MAX_BYTES,
+      bounds: { maxBursts: INGEST_HANDOFF_MAX_BURSTS, maxBytes: INGEST_HANDOFF_MAX_BYTES, waitMs: INGEST_HANDOFF_WAIT_MS, ...this.options.handoff },
       statsIntervalMs: this.options.statsIntervalMs ?? INGEST_THREAD_STATS_MS,
       closeTimeoutMs: INGEST_THREAD_CLOSE_TIMEOUT_MS,
     });
