@@ -3,6 +3,7 @@
 // started again, the engine's replay from 0 refills the replica, and the other thread's worker
 // never notices.
 import { threadOf } from '../../src/ingest/threads/shard';
+import { waitFor } from '../support/waitFor';
 import { BS, E2e, endpointConfig, expectedHashes, metricValue, relayConfig, tokenRange, workerConfig } from './harness';
 
 const THREADS = 2;
@@ -32,7 +33,9 @@ test('an ingest thread that dies: its worker is reset and counted, the thread re
   await run.awaitHeld(pool, [...a.hashes.slice(0, 2), ...b.hashes.slice(0, 2)], 'the blocks before the death');
 
   relay.producer.kvSources.ingestThreads!.crash(BigInt(VICTIM));
-  await victim.waitForSubscribers(2); // the restarted thread's SUB
+  // Published once the restarted thread's connection asked for its replay (a live message read
+  // before the subscriber saw its handshake would start the stream there, without a replay).
+  await waitFor(async () => metricValue(await run.metricsText(), 'kv_dc_relay_ingest_replays_total', `worker="${VICTIM}",dp_rank="0"`) === 2, 'the restarted thread\'s replay request', 30_000, 50);
   for (const [engine, c] of [[victim, a], [other, b]] as const) {
     await engine.publish([{ type: 'BlockStored', blockHashes: [3n, 4n], parentBlockHash: 2n, tokenIds: c.tokens.slice(2 * BS), blockSize: BS }]);
   }

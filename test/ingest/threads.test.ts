@@ -158,8 +158,9 @@ test('a thread that dies of an uncaught error: its sources reset and counted, th
 
   // The restarted thread resubscribes; each engine's replay from 0 refills its reset source, and
   // later live batches follow in order.
-  const engineOf = (id: bigint): SimulatedEngine => r.engines[ids.indexOf(id)];
-  await Promise.all(onIt.map((id) => engineOf(id).waitForSubscribers(2)));
+  // Published once the new connection asked for its replay: a live message the subscriber reads
+  // before its handshake event starts the stream there, without a replay (see the Status notes).
+  await waitFor(() => onIt.every((id) => r.subs[ids.indexOf(id)].stats()[0]?.replays === 2), 'the restarted thread\'s replay requests', DEADLINE_MS);
   await Promise.all(r.engines.map((e) => e.publish(store(3))));
   await waitFor(() => onIt.every((id) => sink.batches.filter((b) => b.source.workerId === id).length === 3 + 4), 'the replayed and new batches', DEADLINE_MS);
   for (const id of onIt) {
