@@ -298,13 +298,14 @@ export const INGEST_MAX_ZMQ_SOCKETS = 65_536;
 export const INGEST_LOG_MAX_PER_WINDOW = 10;
 export const INGEST_LOG_WINDOW_MS = 10_000;
 /**
- * Decoded bursts an ingest thread may have handed to the main thread and not yet seen taken, and
- * their bytes. The main thread handles what a port holds in one go, so this bounds that turn (a
- * burst is at most INGEST_MESSAGES_PER_TURN messages). Beyond either the thread waits (its sockets
- * queue in ZMQ, whose bound shows as a gap and a replay)...
+ * Decoded bursts an ingest thread may have handed to the main thread and not yet seen applied by
+ * their pool, and their bytes. The main thread handles what a port holds in one go, so this bounds
+ * that turn (a burst is at most INGEST_MESSAGES_PER_TURN messages), and 1 MiB (tens of thousands of blocks of
+ * vLLM batches) keeps a thread within its pool's mailbox (PENDING_BLOCK_PERMITS). Beyond either
+ * the thread waits (its sockets queue in ZMQ, whose bound shows as a gap and a replay)...
  */
 export const INGEST_HANDOFF_MAX_BURSTS = 32;
-export const INGEST_HANDOFF_MAX_BYTES = 4 * 1024 * 1024;
+export const INGEST_HANDOFF_MAX_BYTES = 1024 * 1024;
 /** ...for at most this long; then the burst is dropped and its sources reset ('overflow'), as on a full pool mailbox. */
 export const INGEST_HANDOFF_WAIT_MS = 1_000;
 /** An ingest thread reports its sources' counters this often (and after each hand-off's turn). */

@@ -43,8 +43,10 @@ export interface IngestSink {
    * A burst of engine batches, in order per source. After a replay the sink has seen every batch the
    * engine published since the last reset (a sequence may be skipped only when the engine's batch
    * could not be decoded, which is counted as malformed).
+   * May return a promise that settles once the batches were applied: an ingest thread holds the
+   * burst's hand-off slot until then, so ingest waits for the pool instead of overfilling it.
    */
-  events(b: PackedEngineEvents): void;
+  events(b: PackedEngineEvents): void | Promise<void>;
   /**
    * The source's history is lost (uncovered gap, engine restart, lost connection): drop every block
    * of that source (like AllBlocksCleared); later batches rebuild it from live events.

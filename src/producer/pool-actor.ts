@@ -78,6 +78,8 @@ interface Inbox {
   events: PoolEventBatch;
   batches: number;
   blocks: number;
+  /** Settles once the inbox was applied (or its apply failed). */
+  applied: Promise<void>;
 }
 
 const sourceKey = (s: SourceKey): string => `${s.workerId}:${s.dpRank}`;
@@ -168,8 +170,12 @@ export class PoolActor implements PoolFeed {
     return this.ended !== undefined;
   }
 
-  /** Packed engine events of this pool's sources (synchronous hand-off, copied; applied in order). */
-  events(b: PackedEngineEvents): void {
+  /**
+   * Packed engine events of this pool's sources (synchronous hand-off, copied; applied in order).
+   * Returns a promise that settles once they were applied, for a producer that waits for it before
+   * it sends more (ingest threads); undefined when they were not taken.
+   */
+  events(b: PackedEngineEvents): Promise<void> | undefined {
     if (this.ended) return;
     this.counters.eventsDroppedBlockSize += b.droppedBlockSize;
     if (b.meta.length === 0) return;
@@ -188,6 +194,7 @@ export class PoolActor implements PoolFeed {
     }
     for (const source of sources) this.resetQueued.delete(sourceKey(source));
     this.admit(b.messages, blocks).append(b.meta, b.words);
+    return this.inbox?.applied;
   }
 
   /** The source's history is lost: drop all of its blocks (like AllBlocksCleared), in order with its batches. */
@@ -209,7 +216,8 @@ export class PoolActor implements PoolFeed {
       this.inbox.blocks += blocks;
       return this.inbox.events;
     }
-    const inbox: Inbox = { events: this.spare ?? new PoolEventBatch(), batches, blocks };
+    let applied!: () => void;
+    const inbox: Inbox = { events: this.spare ?? new PoolEventBatch(), batches, blocks, applied: new Promise((resolve) => (applied = resolve)) };
     this.spare = undefined;
     this.enqueue(async () => {
       if (this.inbox === inbox) this.inbox = undefined;
@@ -218,6 +226,7 @@ export class PoolActor implements PoolFeed {
       } finally {
         this.queuedBatches -= inbox.batches;
         this.queuedBlocks -= inbox.blocks;
+        applied();
       }
       inbox.events.reset();
       this.spare = inbox.events;

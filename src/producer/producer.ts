@@ -146,8 +146,8 @@ export class Producer implements RelaySource {
 
   // ---- ingest sink ----
 
-  events(b: PackedEngineEvents): void {
-    this.actorOfWorker(b.workerId)?.events(b);
+  events(b: PackedEngineEvents): Promise<void> | undefined {
+    return this.actorOfWorker(b.workerId)?.events(b);
   }
 
   reset(source: SourceKey, reason: ResetReason): void {

@@ -217,6 +217,32 @@ test('a main thread that takes nothing for longer than the hand-off wait: the bu
   expect(sink.batches.length).toBeLessThan(66);
 });
 
+test('a burst holds its hand-off slot until the sink applied it: a pool that does not finish holds the thread back', async () => {
+  let apply!: () => void;
+  const applied = new Promise<void>((resolve) => (apply = resolve));
+  class SlowPool extends RecordingSink {
+    override events(b: PackedEngineEvents): Promise<void> | void {
+      super.events(b);
+      if (this.bursts === 1) return applied; // the first burst is not applied until the test says so
+    }
+  }
+  const sink = new SlowPool();
+  const r = await start([7n], sink, { handoff: { maxBursts: 1, waitMs: 300 } });
+  const engine = r.engines[0];
+  await engine.publish(store(0));
+  await waitFor(() => sink.batches.length === 1, 'the first batch', DEADLINE_MS);
+  // The main thread takes every burst at once, but the first one's slot stays taken until it is
+  // applied: the thread waits, then gives the next burst up (freed on receipt, it would just pass).
+  await engine.publish(store(1));
+  await waitFor(() => sink.resets.length === 1, 'the burst given up behind the unapplied one', DEADLINE_MS);
+  expect(sink.resets[0]).toEqual({ source: { workerId: 7n, dpRank: 0 }, reason: 'overflow' });
+  expect(sink.batches.map((b) => b.sequence)).toEqual([0n]);
+  apply();
+  await engine.publish(store(2));
+  await waitFor(() => sink.batches.length === 2, 'the batch after the pool caught up', DEADLINE_MS);
+  expect(sink.batches[1].sequence).toBe(2n);
+});
+
 test('a bound subscription keeps its ports across a thread restart', async () => {
   const sink = new RecordingSink();
   const errors: object[] = [];

@@ -98,11 +98,9 @@ export class ThreadSubscription implements KvEventSubscription {
     return { type: 'open', id: this.id, config: this.config, options: { ...this.options, ...(rankEndpoints ? { rankEndpoints } : {}) } };
   }
 
-  /** A message of the thread about this subscription. */
-  received(m: Exclude<FromThread, { type: 'warn' }>): void {
+  /** A message of the thread about this subscription (bursts go to take()). */
+  received(m: Exclude<FromThread, { type: 'warn' | 'fatal' | 'events' }>): void {
     switch (m.type) {
-      case 'events':
-        return this.events(m.burst);
       case 'reset':
         return this.reset(m.source, m.reason);
       case 'stats':
@@ -144,10 +142,11 @@ export class ThreadSubscription implements KvEventSubscription {
     }
   }
 
-  private events(burst: HandedOffBurst): void {
+  /** A burst for the sink; the promise the sink may return (its batches applied), if any. */
+  take(burst: HandedOffBurst): void | Promise<void> {
     if (this.closed) return;
     try {
-      this.sink.events(unpackBurst(burst));
+      return this.sink.events(unpackBurst(burst));
     } catch (err) {
       this.host.logger.warn({ workerId: String(this.config.workerId), err: String(err) }, 'KV-event sink rejected a batch');
     }

@@ -16,7 +16,7 @@ import {
   INGEST_THREAD_STATS_MS,
 } from '../../config/defaults';
 import type { IngestSink, KvEventEndpointConfig, KvEventSubscription } from '../types';
-import { HandoffCounter, type HandoffBounds } from './handoff';
+import { HandoffCounter, type HandedOffBurst, type HandoffBounds } from './handoff';
 import type { FromThread, ThreadSubscriberOptions, ToThread } from './protocol';
 import { threadOf } from './shard';
 import { spawnThread } from './spawn';
@@ -144,15 +144,24 @@ class IngestThread implements SubscriptionHost {
   private dispatch(m: FromThread, handoff: HandoffCounter): void {
     if (m.type === 'warn') return this.logger.warn(m.obj, m.msg);
     if (m.type === 'fatal') return this.logger.error({ thread: this.index, err: m.message }, 'ingest thread failed');
-    try {
-      this.subscriptions.get(m.id)?.received(m);
-    } finally {
-      if (m.type === 'events') handoff.taken(m.burst.buffer.byteLength);
-    }
+    if (m.type === 'events') return this.take(m.id, m.burst, handoff);
+    this.subscriptions.get(m.id)?.received(m);
     if (m.type === 'closed') {
       this.subscriptions.delete(m.id);
       this.releasing.get(m.id)?.();
       this.releasing.delete(m.id);
+    }
+  }
+
+  /** The burst's hand-off slot is free once the sink applied it (back-pressure through the pool). */
+  private take(id: number, burst: HandedOffBurst, handoff: HandoffCounter): void {
+    const bytes = burst.buffer.byteLength;
+    let applied: void | Promise<void> = undefined;
+    try {
+      applied = this.subscriptions.get(id)?.take(burst);
+    } finally {
+      if (applied) void applied.finally(() => handoff.taken(bytes));
+      else handoff.taken(bytes);
     }
   }
 
