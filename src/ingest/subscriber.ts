@@ -164,6 +164,7 @@ export class KvEventSubscriber {
 /** One rank: its socket, its ordering state and the sources its batches named since the last reset. */
 class RankSubscription {
   readonly source: SourceKey;
+  private readonly stats: SourceStats;
   endpoint: string;
   private readonly replayEndpoint: string | undefined;
   private readonly socket: Subscriber;
@@ -194,6 +195,7 @@ class RankSubscription {
       ...(owner.zapDomain === null ? {} : { zapDomain: owner.zapDomain }),
     });
     this.source = { workerId: config.workerId, dpRank: rank };
+    this.stats = owner.counter(this.source);
     this.endpoint = owner.options.rankEndpoints?.[rank - config.dpStartRank] ?? rankEndpoint(config.endpoint, rank, config.dpStartRank);
     this.replayEndpoint = config.replayEndpoint && rankEndpoint(config.replayEndpoint, rank, config.dpStartRank);
     this.burst = new PackedBurst(owner.decoder, config.workerId);
@@ -349,6 +351,9 @@ class RankSubscription {
       this.malformed(err as Error, 'live');
       return;
     }
+    // A connection's first message can be read before its handshake event (two sockets, two loops):
+    // it starts the connection all the same, or a busy engine's history would not be replayed.
+    if (this.stats.connections === 0) this.stream.connected();
     this.stream.live(msg.sequence, msg.payload);
   }
 
