@@ -299,13 +299,18 @@ export const INGEST_LOG_MAX_PER_WINDOW = 10;
 export const INGEST_LOG_WINDOW_MS = 10_000;
 /**
  * Decoded bursts an ingest thread may have handed to the main thread and not yet seen applied by
- * their pool, and their bytes. The main thread handles what a port holds in one go, so this bounds
- * that turn (a burst is at most INGEST_MESSAGES_PER_TURN messages), and 1 MiB (tens of thousands of blocks of
- * vLLM batches) keeps a thread within its pool's mailbox (PENDING_BLOCK_PERMITS). Beyond either
- * the thread waits (its sockets queue in ZMQ, whose bound shows as a gap and a replay)...
+ * their pool. The main thread handles what a port holds in one go, so this bounds that turn (a
+ * burst is at most INGEST_MESSAGES_PER_TURN messages)...
  */
 export const INGEST_HANDOFF_MAX_BURSTS = 32;
-export const INGEST_HANDOFF_MAX_BYTES = 1024 * 1024;
+/**
+ * ...and their bytes, over all ingest threads (each gets an even share): at about 16 bytes per block
+ * of vLLM batches, 512 KiB is some 34 k blocks, within one pool's mailbox (PENDING_BLOCK_PERMITS)
+ * even when every thread feeds the same pool; a fuller hand-off made the mailbox drop batches and
+ * reset their sources. Beyond either bound the thread waits (its sockets queue in ZMQ, whose bound
+ * shows as a gap and a replay)...
+ */
+export const INGEST_HANDOFF_MAX_BYTES = 512 * 1024;
 /** ...for at most this long; then the burst is dropped and its sources reset ('overflow'), as on a full pool mailbox. */
 export const INGEST_HANDOFF_WAIT_MS = 1_000;
 /** An ingest thread reports its sources' counters this often (and after each hand-off's turn). */

@@ -127,7 +127,12 @@ class IngestThread implements SubscriptionHost {
     const handoff = new HandoffCounter();
     const worker = spawnThread({
       handoff: handoff.shared,
-      bounds: { maxBursts: INGEST_HANDOFF_MAX_BURSTS, maxBytes: INGEST_HANDOFF_MAX_BYTES, waitMs: INGEST_HANDOFF_WAIT_MS, ...this.options.handoff },
+      bounds: {
+        maxBursts: INGEST_HANDOFF_MAX_BURSTS,
+        maxBytes: Math.floor(INGEST_HANDOFF_MAX_BYTES / this.options.threads),
+        waitMs: INGEST_HANDOFF_WAIT_MS,
+        ...this.options.handoff,
+      },
       statsIntervalMs: this.options.statsIntervalMs ?? INGEST_THREAD_STATS_MS,
       closeTimeoutMs: INGEST_THREAD_CLOSE_TIMEOUT_MS,
     });
