@@ -263,6 +263,25 @@ test('a full mailbox (batches) drops the batch and resets its source; the source
   expect(a.metrics().eventsApplied).toBe(ACTOR_MAILBOX_CAPACITY + 1 + 1); // + the reset's clear
 });
 
+test('events() returns a promise that settles once the batch is applied (ingest threads wait for it); a dropped batch returns none', async () => {
+  const a = actor(16, 10_000, 8192);
+  const first = tokens(4, 100);
+  const applied = a.events(batch([stored([1n], first)]));
+  expect(applied).toBeInstanceOf(Promise);
+  expect(a.metrics().eventsApplied).toBe(0); // taken, not yet applied
+  await applied;
+  expect(a.metrics().eventsApplied).toBe(1);
+  // Batches of one turn share an apply, and its promise.
+  const b1 = a.events(batch([stored([2n], tokens(4, 200))]));
+  const b2 = a.events(batch([stored([3n], tokens(4, 300))]));
+  expect(b2).toBe(b1);
+  await b2;
+  expect(a.metrics().eventsApplied).toBe(3);
+  for (let i = 0; i < ACTOR_MAILBOX_CAPACITY; i++) a.events(batch([stored([BigInt(10 + i)], tokens(4, 1000 + 4 * i))]));
+  expect(a.events(batch([stored([9n], tokens(4, 900))], 8n))).toBeUndefined(); // over capacity: dropped
+  await a.idle();
+});
+
 test('a full mailbox (blocks) resets the source whose batch does not fit, after what it had queued', async () => {
   const a = actor(16, 10_000, 65536);
   const n = PENDING_BLOCK_PERMITS - 10;
