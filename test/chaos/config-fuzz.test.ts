@@ -13,6 +13,7 @@ import { runCli } from '../support/cli-process';
 import { endpointConfig, relayConfig, workerConfig } from '../support/relay-config';
 import { RelayProcess } from '../support/relay-process';
 import { waitFor } from '../support/waitFor';
+import { runAlone } from '../support/exclusive';
 
 const SEED = Number(process.env.CHAOS_FUZZ_SEED ?? 20261202);
 const RUNS = Number(process.env.CHAOS_FUZZ_RUNS ?? 30);
@@ -71,6 +72,8 @@ function mutate(base: Json, m: Mutation): string {
 let relay: RelayProcess | undefined;
 let engine: SimulatedEngine | undefined;
 let client: RelayClient | undefined;
+runAlone();
+
 afterEach(async () => {
   client?.close();
   await relay?.close();

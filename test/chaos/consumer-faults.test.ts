@@ -15,6 +15,7 @@ import { metricSum, RelayProcess } from '../support/relay-process';
 import { waitFor } from '../support/waitFor';
 import { MAX_MESSAGE, StreamReader, subscriber } from '../transport/helpers';
 import { rawCall, rawSession, type RawCall } from '../transport/raw-client';
+import { runAlone } from '../support/exclusive';
 
 const FAST = 24;
 const NEVER_READ = 32;
@@ -40,6 +41,8 @@ let relay: RelayProcess | undefined;
 let engine: SimulatedEngine | undefined;
 const sessions: http2.ClientHttp2Session[] = [];
 const closers: (() => void)[] = [];
+runAlone();
+
 afterEach(async () => {
   for (const close of closers.splice(0)) close();
   for (const s of sessions.splice(0)) s.destroy();

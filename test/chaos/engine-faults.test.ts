@@ -14,6 +14,7 @@ import { BS, endpointConfig, relayConfig, workerConfig } from '../support/relay-
 import { metricSum, RelayProcess } from '../support/relay-process';
 import { TcpProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/waitFor';
+import { runAlone } from '../support/exclusive';
 
 const SLOW_MS = 40_000;
 
@@ -22,6 +23,8 @@ let client: RelayClient | undefined;
 let load: EngineLoad | undefined;
 const engines: SimulatedEngine[] = [];
 const proxies: TcpProxy[] = [];
+runAlone();
+
 afterEach(async () => {
   await load?.stop();
   client?.close();

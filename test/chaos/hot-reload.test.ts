@@ -15,6 +15,7 @@ import { BS, endpointConfig, relayConfig, workerConfig } from '../support/relay-
 import { RelayProcess } from '../support/relay-process';
 import { waitFor } from '../support/waitFor';
 import { MAX_MESSAGE, StreamReader, subscriber } from '../transport/helpers';
+import { runAlone } from '../support/exclusive';
 
 const SECONDS = Number(process.env.CHAOS_RELOAD_SECONDS ?? 10);
 const SWAP_MS = 1_000;
@@ -28,6 +29,8 @@ let relay: RelayProcess | undefined;
 let engine: SimulatedEngine | undefined;
 let load: EngineLoad | undefined;
 const closers: (() => void)[] = [];
+runAlone();
+
 afterEach(async () => {
   await load?.stop();
   for (const close of closers.splice(0)) close();

@@ -13,6 +13,7 @@ import { endpointConfig, relayConfig, workerConfig, BS } from '../support/relay-
 import { PoolModel, imageMismatch } from '../support/pool-model';
 import { RelayProcess } from '../support/relay-process';
 import { waitFor, waitForValue } from '../support/waitFor';
+import { runAlone } from '../support/exclusive';
 
 const CONSUMERS = 8;
 const CONVERGE_MS = 2_000;
@@ -23,6 +24,8 @@ const RECONNECT_ROUND_TRIPS = 3;
 let relay: RelayProcess;
 const engines: SimulatedEngine[] = [];
 const clients: RelayClient[] = [];
+runAlone();
+
 afterEach(async () => {
   for (const c of clients.splice(0)) c.close();
   await relay?.close();
