@@ -10,6 +10,9 @@ import { makeClient } from '../../src/wire/service';
 import type { KvPoolCatalogUpdate, KvPoolDescriptor, ProducerIdentity } from '../../src/wire/types';
 import { processCpuMs } from './process';
 
+/** The chaos tests' reader of /metrics text serves the benches too. */
+export { metricSum } from '../../test/support/relay-process';
+
 /**
  * Extra node flags for every relay process a bench starts, space-separated (e.g. `--cpu-prof
  * --cpu-prof-dir=/tmp/p` to profile it; how #8's burst fix was found).
@@ -105,13 +108,6 @@ export function scrape(metricsAddress: string): Promise<string> {
     });
     req.on('error', reject);
   });
-}
-
-/** The sum of a metric's series (every label set) in Prometheus text; 0 when absent. */
-export function metricSum(text: string, name: string, labels = ''): number {
-  let total = 0;
-  for (const m of text.matchAll(new RegExp(`^${name}(?:\\{[^}]*${labels}[^}]*\\})? (\\S+)$`, 'gm'))) total += Number(m[1]);
-  return total;
 }
 
 /** The producer of each catalog pool by its model name, once the catalog lists `count` pools. */
