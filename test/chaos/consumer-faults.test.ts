@@ -1,8 +1,9 @@
 // Consumer faults against a relay process: 64 pool subscribers of which 32 never read, 8 read
 // slowly and 24 keep up, plus clients that disconnect in the middle of their snapshot. The fast
 // subscribers' delta latency p99 with the others present is held to issue #9's 1.2x of the runs
-// without them (measured interleaved: baseline, faulty, baseline, faulty, baseline, so background
-// load on the shared box hits both alike; with a small absolute floor for the loopback's noise), the
+// without them (rounds interleaved: baseline, faulty, baseline, ..., baseline, so background load on
+// the shared box hits both alike, compared by the median round; with a small absolute floor for the
+// loopback's noise), the
 // slow ones end with RESOURCE_EXHAUSTED / SUBSCRIBER_LAGGED, the relay's RSS stays bounded, and once
 // everyone has disconnected the subscriber and hub gauges are back to zero.
 import type * as http2 from 'http2';
@@ -25,8 +26,12 @@ const PROBE_MS = 50;
 const PROBES = 60;
 const WARM_UP_PROBES = 10;
 const SLICE_POLL_MS = 100;
-/** Rounds with the faulty subscribers, each between two rounds without them. */
-const FAULTY_ROUNDS = 2;
+/**
+ * Rounds with the faulty subscribers, each between two rounds without them. A round's p99 is close
+ * to its worst probe, so one scheduling spike decides it: runs with and without them are compared
+ * by their median round, over enough rounds that one spike cannot.
+ */
+const FAULTY_ROUNDS = 4;
 const BLOCKS_PER_PROBE = 200;
 const SLOW_READ_BYTES = 1024;
 const SLOW_READ_MS = 50;
@@ -49,6 +54,12 @@ afterEach(async () => {
   await relay?.close();
   await engine?.stop();
 });
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[mid] : (sorted[mid - 1] + sorted[mid]) / 2;
+}
 
 function p99(samples: number[]): number {
   const sorted = [...samples].sort((a, b) => a - b);
@@ -187,6 +198,7 @@ test('never-reading and slow subscribers lag out alone; fast ones keep their lat
   rounds.push(`base ${p99(baseline).toFixed(0)}`);
   let faultySliceMs = 0;
   const during: number[] = [];
+  const faultyRounds: number[] = [];
   let rss = relay.rssBytes();
   let lagged = 0;
   for (let round = 0; round < FAULTY_ROUNDS; round += 1) {
@@ -197,6 +209,7 @@ test('never-reading and slow subscribers lag out alone; fast ones keep their lat
     const { latencies: samples, maxSliceMs } = await measure(fast, PROBES, () => (rss = Math.max(rss, relay!.rssBytes())));
     faultySliceMs = Math.max(faultySliceMs, maxSliceMs);
     during.push(...samples);
+    faultyRounds.push(p99(samples));
     faulty.stopReading();
     expect(fast.readers.every((r) => r.ended === undefined)).toBe(true);
 
@@ -228,13 +241,13 @@ test('never-reading and slow subscribers lag out alone; fast ones keep their lat
     rounds.push(`base ${p99(after).toFixed(0)}`);
   }
 
-  // Issue #9: within 1.2x of the runs without them. On a loaded shared box single rounds without
-  // them swing by more than that (scheduling spikes of 100-300 ms): a p99 no worse than such a
-  // round of the same run is not the faulty subscribers' doing.
-  const bound = Math.max(1.2 * p99(baseline), p99(baseline) + P99_FLOOR_MS, ...baseRounds);
-  console.log(`consumer faults: fast delta p99 ${p99(during).toFixed(0)} ms with ${NEVER_READ} never-reading + ${SLOW} slow + ${MID_SNAPSHOT_DROPS} dropped vs ${p99(baseline).toFixed(0)} ms without (bound ${bound.toFixed(1)} ms); rounds: ${rounds.join(', ')}; publication slice max ${faultySliceMs} ms while they were there; relay RSS max ${(rss / 2 ** 20).toFixed(0)} MiB`);
+  // Issue #9: within 1.2x of the runs without them (each round is such a run; with a small absolute
+  // floor for the loopback's noise).
+  const without = median(baseRounds);
+  const bound = Math.max(1.2 * without, without + P99_FLOOR_MS);
+  console.log(`consumer faults: fast delta p99 ${median(faultyRounds).toFixed(0)} ms (median round) with ${NEVER_READ} never-reading + ${SLOW} slow + ${MID_SNAPSHOT_DROPS} dropped vs ${without.toFixed(0)} ms without (bound ${bound.toFixed(1)} ms; pooled p99s ${p99(during).toFixed(0)} vs ${p99(baseline).toFixed(0)} ms); rounds: ${rounds.join(', ')}; publication slice max ${faultySliceMs} ms while they were there; relay RSS max ${(rss / 2 ** 20).toFixed(0)} MiB`);
   expect(faultySliceMs).toBeLessThan(PROBE_MS);
-  expect(p99(during)).toBeLessThanOrEqual(bound);
+  expect(median(faultyRounds)).toBeLessThanOrEqual(bound);
   expect(rss).toBeLessThan(RSS_BOUND_BYTES);
 
   // Everyone leaves: no subscriber, and no hub left holding a mirror for nobody.
