@@ -298,23 +298,27 @@ export const INGEST_MAX_ZMQ_SOCKETS = 65_536;
 export const INGEST_LOG_MAX_PER_WINDOW = 10;
 export const INGEST_LOG_WINDOW_MS = 10_000;
 /**
- * Decoded bursts an ingest thread may have handed to the main thread and not yet seen applied by
- * their pool. The main thread handles what a port holds in one go, so this bounds that turn (a
- * burst is at most INGEST_MESSAGES_PER_TURN messages)...
+ * Engine messages the ingest threads may have handed to the main thread and not yet seen applied by
+ * their pools, over all threads (each gets an even share). A pool's mailbox counts each message as a
+ * batch and drops what does not fit, resetting its source; every thread may feed the same pool, so
+ * the threads together hold at most half of one mailbox, and the other half is room for source
+ * resets (a mailbox slot each) and in-process ingest. Counting bursts instead let 32 bursts of 16
+ * replayed messages per thread overflow the mailbox while a pool cleared a restarted source...
  */
-export const INGEST_HANDOFF_MAX_BURSTS = 32;
+export const INGEST_HANDOFF_MAX_MESSAGES = ACTOR_MAILBOX_CAPACITY / 2;
+/** ...their blocks, likewise half of one mailbox's block permits... */
+export const INGEST_HANDOFF_MAX_BLOCKS = PENDING_BLOCK_PERMITS / 2;
 /**
- * ...and their bytes, over all ingest threads (each gets an even share): at about 16 bytes per block
- * of vLLM batches, 512 KiB is some 34 k blocks, within one pool's mailbox (PENDING_BLOCK_PERMITS)
- * even when every thread feeds the same pool; a fuller hand-off made the mailbox drop batches and
- * reset their sources. Beyond either bound the thread waits (its sockets queue in ZMQ, whose bound
- * shows as a gap and a replay)...
+ * ...and their bytes (about 16 per block of vLLM batches). Beyond any bound the thread waits (its
+ * sockets queue in ZMQ, whose bound shows as a gap and a replay)...
  */
 export const INGEST_HANDOFF_MAX_BYTES = 512 * 1024;
 /** ...for at most this long; then the burst is dropped and its sources reset ('overflow'), as on a full pool mailbox. */
 export const INGEST_HANDOFF_WAIT_MS = 1_000;
-/** An ingest thread reports its sources' counters this often (and after each hand-off's turn). */
+/** An ingest thread reports its sources' counters this often... */
 export const INGEST_THREAD_STATS_MS = 250;
+/** ...and this long after they changed (a post per thread turn cost more than the small bursts it followed). */
+export const INGEST_THREAD_STATS_DELAY_MS = 20;
 /** A dead ingest thread is started again after this (its sources reset meanwhile; bounds a crash loop). */
 export const INGEST_THREAD_RESTART_MS = 200;
 /** An ending ingest thread waits this long for its subscribers to close... */

@@ -1,8 +1,9 @@
 // Ordering of one engine publisher (one data-parallel rank): contiguous sequences, replay on first
 // connect and on gaps, resets when history is lost (relay-config.md "Details"; engine-inputs.md §6).
 // Messages held back (behind a replay, then while draining) are bounded in count and bytes: a replay
-// whose held-back messages overflow is abandoned; a backlog that overflows is dropped and the source
-// reset ('overflow'), the stream continuing from the next live message.
+// whose held-back messages overflow is abandoned; a backlog that overflows is dropped, the source
+// reset ('overflow') and replayed from 0 (the engine still has what the relay dropped), or, without
+// a replay endpoint, continued from the next live message.
 // A live sequence at or below the last one is a restart only once it is plausible: `restartConfirmations`
 // contiguous messages from it (a restarted vLLM counts 0, 1, 2, ...) with none continuing the old
 // stream in between. A single stray lower message (a second publisher on a bound port, a duplicate)
@@ -130,12 +131,28 @@ export class RankStream {
         this.heldBytes += payload.length;
         return;
       }
-      // Ingest stays behind the engine: what is held back goes, the stream restarts here.
+      // Ingest stays behind the engine: what is held back goes, and the engine, which still has it,
+      // replays from 0 to refill the source (without a replay endpoint the stream restarts here).
       this.hooks.overflow();
-      this.dropPending();
-      this.forget('overflow');
+      if (this.refill([held(sequence, payload, true, false)])) return void (this.heldBytes += payload.length);
     }
     this.accept(sequence, payload, true, false);
+  }
+
+  /**
+   * Batches this stream delivered were lost after it, by the relay (a full hand-off or pool mailbox),
+   * not by the engine: the sink forgets the publisher and the engine replays from 0, as on a first
+   * connect, so the source refills; without a replay endpoint it rebuilds from live events.
+   */
+  overflowed(): void {
+    if (!this.closed) this.refill([]);
+  }
+
+  /** Drops what is pending, resets the sink ('overflow') and asks for a replay from 0, holding `held` behind it. */
+  private refill(held: Held[]): boolean {
+    this.dropPending();
+    this.forget('overflow');
+    return this.beginReplay(0n, held);
   }
 
   /** The live stream went backwards for good: vLLM's sequence restarts at 0 with the process. */

@@ -139,6 +139,36 @@ export class KvEventSubscriber {
     }
   }
 
+  /**
+   * Batches of `source` were dropped by its pool's full mailbox, which reset the source: counted as
+   * an overflow and a reset; the source is replayed from 0 (refill()).
+   */
+  overflowed(source: SourceKey): void {
+    const stats = this.counter(source);
+    stats.overflows += 1;
+    stats.resets += 1;
+    this.refill(source);
+  }
+
+  /** @internal Batches of `source` were dropped on a full ingest-thread hand-off: counted; replayed from 0. */
+  handoffOverflowed(source: SourceKey): void {
+    this.counter(source).overflows += 1;
+    this.refill(source);
+  }
+
+  /**
+   * The rank of `source` resets it and asks the engine to replay from 0 (stream.ts overflowed()).
+   * Run after the current call, which may be this subscriber's own delivery.
+   */
+  private refill(source: SourceKey): void {
+    queueMicrotask(() => {
+      if (this.closed) return;
+      const rank = this.ranks.find((r) => r.source.dpRank === source.dpRank);
+      if (rank) rank.overflowed();
+      else this.reset(source, 'overflow');
+    });
+  }
+
   /** @internal */
   reset(source: SourceKey, reason: ResetReason): void {
     this.counter(source).resets += 1;
@@ -387,6 +417,10 @@ class RankSubscription {
       this.flushQueued = true;
       queueMicrotask(() => this.flush());
     }
+  }
+
+  overflowed(): void {
+    this.stream.overflowed();
   }
 
   private flush(): void {

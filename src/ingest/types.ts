@@ -100,6 +100,11 @@ export interface KvEventSubscription {
   /** The SUB endpoint of each rank (bound addresses in bind mode). */
   endpoints(): string[];
   stats(): SourceStats[];
+  /**
+   * Batches of `source` were dropped after ingest delivered them (a full pool mailbox): counted as an
+   * overflow; the source is reset and replayed from 0.
+   */
+  overflowed(source: SourceKey): void;
 }
 
 /** pino-compatible subset. */

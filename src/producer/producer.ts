@@ -32,7 +32,6 @@ import { buildDeployment, endpointName, type Deployment, type PoolSpec } from '.
 import { diffDeployments } from './diff';
 import { PoolActor } from './pool-actor';
 import { poolKey } from './pool-identity';
-import { MailboxOverflows } from './mailbox-overflows';
 import { KvSources } from './sources';
 import { descriptor, droppedSources, kvSourceConfigs, loadPool, topologyInputs, type Liveness } from './views';
 
@@ -62,7 +61,6 @@ export class Producer implements RelaySource {
   private readonly health: HealthMonitor;
   private readonly scraper: MetricsScraper;
   private readonly sources: KvSources;
-  private readonly mailboxOverflows = new MailboxOverflows();
   private readonly liveness: Liveness;
   private readonly pools = new Map<string, LivePool>();
   /** Worker id → key of the pool its KV events feed. */
@@ -179,7 +177,7 @@ export class Producer implements RelaySource {
       fencedGenerationsTotal: this.fencedGenerations,
       topology,
       degradedLoadCoveragePoolCount: this.poolLoad().pools.filter((p) => p.kvObservedRanks < p.kvExpectedRanks).length,
-      ingest: this.mailboxOverflows.addTo(this.sources.stats()),
+      ingest: this.sources.stats(),
       ingestThreadRestarts: this.sources.threadRestarts,
       pools: [...this.pools.values()].map((p) => p.actor.metrics()),
     };
@@ -259,7 +257,7 @@ export class Producer implements RelaySource {
       maxTrackedBlocks: this.options.config.limits.maxTrackedBlocksPerPool,
       logger: this.logger,
       onFenced: () => this.replaceFenced(spec.key, actor),
-      onOverflow: (source) => this.mailboxOverflows.record(source),
+      onOverflow: (source) => this.sources.overflowed(source),
     });
     this.pools.set(spec.key, { spec, actor });
     this.catalogState.upsert(spec.key, descriptor(spec, producer));

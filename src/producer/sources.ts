@@ -5,7 +5,7 @@
 // or on the main thread with 0 threads: the same subscriber code either way.
 import { KvEventSubscriber } from '../ingest';
 import { IngestThreads } from '../ingest/threads/threads';
-import type { IngestSink, KvEventEndpointConfig, KvEventSubscription, SourceStats } from '../ingest/types';
+import type { IngestSink, KvEventEndpointConfig, KvEventSubscription, SourceKey, SourceStats } from '../ingest/types';
 import type { Logger } from '../log';
 
 interface Live {
@@ -68,6 +68,14 @@ export class KvSources {
   /** A worker's SUB endpoints (bind mode shows the chosen ports). */
   endpoints(workerId: bigint): string[] {
     return this.live.get(workerId)?.subscriber.endpoints() ?? [];
+  }
+
+  /**
+   * A pool dropped a batch of `source` on a full mailbox and reset it: its subscription counts the
+   * overflow and replays the source from 0 (the engine still has what the pool dropped).
+   */
+  overflowed(source: SourceKey): void {
+    this.live.get(source.workerId)?.subscriber.overflowed(source);
   }
 
   stats(): SourceStats[] {

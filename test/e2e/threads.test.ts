@@ -44,6 +44,8 @@ test('an ingest thread that dies: its worker is reset and counted, the thread re
   expect(run.depth('llama', a.tokens)).toBe(4);
   expect(run.depth('llama', b.tokens)).toBe(4);
 
+  // The threads post their counters a few ms after they change (throttled), not with each hand-off.
+  await waitFor(async () => metricValue(await run.metricsText(), 'kv_dc_relay_ingest_events_total', `worker="${VICTIM}",dp_rank="0"`) >= 3, 'the restarted thread\'s counters', 30_000, 50);
   const metrics = await run.metricsText();
   expect(metricValue(metrics, 'kv_dc_relay_ingest_thread_restarts_total', '')).toBe(1);
   expect(metricValue(metrics, 'kv_dc_relay_ingest_resets_total', `worker="${VICTIM}",dp_rank="0"`)).toBe(1);

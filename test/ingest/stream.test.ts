@@ -132,29 +132,46 @@ it('held-back bytes over the bound abandon the replay too', () => {
   expect(d.log).toEqual(['replay:0', 'd5', 'd6', 'd7']);
 });
 
-it('a backlog behind a finished replay that outgrows its count bound is dropped and the source reset', () => {
+it('a backlog behind a finished replay that outgrows its count bound is dropped, the source reset and replayed from 0', () => {
   const d = new Driver({ maxBufferedDuringReplay: 3, messagesPerTurn: 1 });
   d.stream.connected();
   d.live(0, 1, 2);
   d.stream.replayEnded(d.replay, true); // d0 now, 1 and 2 wait for later turns
   d.live(3); // 3 held
-  d.live(4); // a 4th: overflow
-  expect(d.log).toEqual(['replay:0', 'd0', 'overflow', 'reset:overflow', 'd4']);
-  d.runLater();
+  d.live(4); // a 4th: overflow; the engine still has 0..4, so it replays them (4 held behind)
+  expect(d.log).toEqual(['replay:0', 'd0', 'overflow', 'reset:overflow', 'replay:0']);
+  expect(d.replays[1].from).toBe(0n);
+  d.runLater(); // the dropped backlog's drain finds nothing
+  d.replayed(0, 1, 2, 3);
+  d.stream.replayEnded(d.replay, true);
   d.live(5);
-  expect(d.log.slice(5)).toEqual(['d5']);
+  expect(d.log.slice(5)).toEqual(['d0', 'd1', 'd2', 'd3', 'd4', 'd5']);
 });
 
-it('a backlog that outgrows its byte bound is dropped and the source reset', () => {
+it('a backlog that outgrows its byte bound is dropped and the source reset; without a replay endpoint it continues from the live message', () => {
   const d = new Driver({ maxBufferedBytes: 250, messagesPerTurn: 1 });
   d.stream.connected();
   d.liveSized(100, 0, 1);
   d.stream.replayEnded(d.replay, true); // d0; 100 bytes still held
+  d.replayEndpoint = false;
   d.liveSized(100, 2); // 200 held
   d.liveSized(100, 3); // 300 would be held: overflow
   expect(d.log).toEqual(['replay:0', 'd0', 'overflow', 'reset:overflow', 'd3']);
   d.runLater();
   expect(d.log).toHaveLength(5);
+});
+
+it('batches lost after delivery (overflowed): the source is reset and replayed from 0, live messages held behind the replay', () => {
+  const d = new Driver();
+  d.stream.connected();
+  d.replayed(0, 1);
+  d.stream.replayEnded(d.replay, true);
+  d.live(2, 3);
+  d.stream.overflowed();
+  d.live(4);
+  d.replayed(0, 1, 2, 3);
+  d.stream.replayEnded(d.replay, true);
+  expect(d.log).toEqual(['replay:0', 'd0', 'd1', 'd2', 'd3', 'reset:overflow', 'replay:0', 'd0', 'd1', 'd2', 'd3', 'd4']);
 });
 
 it('drains held-back messages a chunk per turn, newer live messages queue behind them', () => {

@@ -4,7 +4,7 @@
 // bounded hand-off, and the pure parts (burst packing, the shard hash).
 import type { SimEvent } from '../../src/sim/encode';
 import { SimulatedEngine } from '../../src/sim/engine';
-import { burstBytes, HandoffCounter, packBurst, unpackBurst } from '../../src/ingest/threads/handoff';
+import { burstBytes, HandoffBuilder, HandoffCounter, unpackBurst } from '../../src/ingest/threads/handoff';
 import { threadOf } from '../../src/ingest/threads/shard';
 import { IngestThreads, type IngestThreadsOptions } from '../../src/ingest/threads/threads';
 import type { KvEventEndpointConfig, KvEventSubscription, PackedEngineEvents } from '../../src/ingest/types';
@@ -77,8 +77,8 @@ test('the shard hash is stable, in range, and spreads sequential and even worker
   expect(threadOf(0xffff_ffff_ffff_ffffn, 7)).toBeLessThan(7);
 });
 
-test('a burst packs into one transferable buffer and unpacks to the same arrays', () => {
-  const b: PackedEngineEvents = {
+test('the bursts of a turn pack into one transferable buffer and unpack to the same arrays', () => {
+  const a: PackedEngineEvents = {
     workerId: 0xffff_ffff_ffff_fffen,
     meta: Uint32Array.from([1, 2, 3, 4, 5, 6, 7]),
     words: BigUint64Array.from([1n, 0xffff_ffff_ffff_ffffn, 3n]),
@@ -87,28 +87,38 @@ test('a burst packs into one transferable buffer and unpacks to the same arrays'
     messageInfo: Uint32Array.from([0, 4, 1, 7]),
     droppedBlockSize: 3,
   };
-  const packed = packBurst(b);
-  expect(packed.buffer.byteLength).toBe(burstBytes(b));
-  const back = unpackBurst(structuredClone(packed, { transfer: [packed.buffer] }));
-  expect(back).toEqual(b);
-  expect(packed.buffer.byteLength).toBe(0); // moved, not copied
+  const b: PackedEngineEvents = { ...a, workerId: 5n, meta: Uint32Array.from([9]), messages: 1, sequences: BigUint64Array.from([4n]), messageInfo: Uint32Array.from([2, 1]), droppedBlockSize: 0 };
+  const builder = new HandoffBuilder();
+  builder.add(1, a, 6);
+  builder.add(2, b, 1);
+  const h = builder.take();
+  expect(builder.isEmpty).toBe(true);
+  expect(h.buffer.byteLength).toBe(burstBytes(a) + burstBytes(b));
+  expect(burstBytes(a) % 8).toBe(0); // the next burst's 8-byte arrays stay aligned
+  expect({ messages: h.messages, blocks: h.blocks, ids: h.bursts.map((x) => x.id) }).toEqual({ messages: 3, blocks: 7, ids: [1, 2] });
+  const moved = structuredClone(h, { transfer: [h.buffer] });
+  expect(h.buffer.byteLength).toBe(0); // moved, not copied
+  expect(unpackBurst(moved.buffer, moved.bursts[0])).toEqual(a);
+  expect(unpackBurst(moved.buffer, moved.bursts[1])).toEqual(b);
 });
 
-test('the hand-off counter bounds bursts and bytes in flight, always takes one burst, and gives up after its wait', () => {
+test('the hand-off counter bounds messages, blocks and bytes in flight, always takes one hand-off, and gives up after its wait', () => {
   const c = new HandoffCounter();
-  const bounds = { maxBursts: 2, maxBytes: 100, waitMs: 0 };
-  expect(c.add(1_000, bounds)).toBe(true); // larger than the byte bound, but nothing in flight
-  expect(c.add(1, bounds)).toBe(false);
-  c.taken(1_000);
-  expect(c.add(60, bounds)).toBe(true);
-  expect(c.add(40, bounds)).toBe(true);
-  expect(c.add(0, bounds)).toBe(false); // 2 bursts
-  c.taken(40);
-  expect(c.add(41, bounds)).toBe(false); // 101 bytes
+  const bounds = { maxMessages: 4, maxBlocks: 50, maxBytes: 100, waitMs: 0 };
+  const size = (messages: number, blocks: number, bytes: number) => ({ messages, blocks, bytes });
+  expect(c.add(size(9, 90, 1_000), bounds)).toBe(true); // beyond every bound, but nothing in flight
+  expect(c.add(size(1, 0, 0), bounds)).toBe(false);
+  c.taken(size(9, 90, 1_000));
+  expect(c.add(size(2, 20, 60), bounds)).toBe(true);
+  expect(c.add(size(2, 20, 40), bounds)).toBe(true);
+  expect(c.add(size(1, 0, 0), bounds)).toBe(false); // 5 messages
+  c.taken(size(2, 20, 40));
+  expect(c.add(size(1, 31, 0), bounds)).toBe(false); // 51 blocks
+  expect(c.add(size(1, 0, 41), bounds)).toBe(false); // 101 bytes
   const t0 = performance.now();
-  expect(c.add(41, { ...bounds, waitMs: 30 })).toBe(false); // nobody takes anything meanwhile
+  expect(c.add(size(1, 0, 41), { ...bounds, waitMs: 30 })).toBe(false); // nobody takes anything meanwhile
   expect(performance.now() - t0).toBeGreaterThanOrEqual(25);
-  expect(c.add(40, bounds)).toBe(true);
+  expect(c.add(size(2, 30, 40), bounds)).toBe(true);
 });
 
 test('several workers over two threads: every rank in order across bursts, counters from the threads', async () => {
@@ -189,7 +199,7 @@ async function stallMainThread(engine: SimulatedEngine, ms: number): Promise<voi
 
 test('a main thread that is slow to take bursts holds the ingest thread back (back-pressure): nothing lost, order kept', async () => {
   const sink = new RecordingSink();
-  const r = await start([7n], sink, { handoff: { maxBursts: 1, waitMs: 30_000 } });
+  const r = await start([7n], sink, { handoff: { maxMessages: 1, waitMs: 30_000 } });
   const engine = r.engines[0];
   await engine.publish(store(0));
   await waitFor(() => sink.batches.length === 1, 'the first batch', DEADLINE_MS);
@@ -199,9 +209,15 @@ test('a main thread that is slow to take bursts holds the ingest thread back (ba
   expect(sink.resets).toEqual([]);
 });
 
-test('a main thread that takes nothing for longer than the hand-off wait: the burst is dropped and its source reset (overflow), then ingest goes on', async () => {
+/** The sequences of rank 0 delivered after the sink's last reset (what the source holds now). */
+function sinceLastReset(sink: RecordingSink): bigint[] {
+  const from = sink.calls.map((c) => c.kind).lastIndexOf('reset') + 1;
+  return sink.calls.slice(from).flatMap((c) => (c.kind === 'batch' ? [c.batch.sequence] : []));
+}
+
+test('a main thread that takes nothing for longer than the hand-off wait: the hand-off is dropped, its source reset (overflow) and replayed from 0, then ingest goes on', async () => {
   const sink = new RecordingSink();
-  const r = await start([7n], sink, { handoff: { maxBursts: 1, waitMs: 200 } });
+  const r = await start([7n], sink, { handoff: { maxMessages: 1, waitMs: 200 } });
   const engine = r.engines[0];
   await engine.publish(store(0));
   await waitFor(() => sink.batches.length === 1, 'the first batch', DEADLINE_MS);
@@ -210,14 +226,18 @@ test('a main thread that takes nothing for longer than the hand-off wait: the bu
   await waitFor(() => sink.resets.length > 0, 'the overflow reset', DEADLINE_MS);
   expect(sink.resets[0]).toEqual({ source: { workerId: 7n, dpRank: 0 }, reason: 'overflow' });
   await engine.publish(store(65));
-  await waitFor(() => sink.batches.some((b) => b.sequence === 65n), 'the batch after the overflow', DEADLINE_MS);
-  await waitFor(() => r.subs[0].stats()[0].overflows > 0, 'the overflow counter', DEADLINE_MS);
+  // The relay lost those batches, not the engine: its replay from 0 refills the source.
+  const all = Array.from({ length: 66 }, (_, n) => BigInt(n));
+  await waitFor(() => sinceLastReset(sink).length === 66, 'the source refilled by the replay', DEADLINE_MS);
+  expect(sinceLastReset(sink)).toEqual(all);
+  expect(sink.resets.every((x) => x.reason === 'overflow')).toBe(true);
+  await waitFor(() => r.subs[0].stats()[0].overflows > 0 && r.subs[0].stats()[0].replays >= 2, 'the overflow and replay counters', DEADLINE_MS);
   const stats = r.subs[0].stats()[0];
-  expect(stats.resets).toBe(stats.overflows);
-  expect(sink.batches.length).toBeLessThan(66);
+  expect(stats.resets).toBe(sink.resets.length);
+  expect(stats.resets).toBeLessThanOrEqual(stats.overflows);
 });
 
-test('a burst holds its hand-off slot until the sink applied it: a pool that does not finish holds the thread back', async () => {
+test('a burst holds its hand-off room until the sink applied it: a pool that does not finish holds the thread back', async () => {
   let apply!: () => void;
   const applied = new Promise<void>((resolve) => (apply = resolve));
   class SlowPool extends RecordingSink {
@@ -227,20 +247,20 @@ test('a burst holds its hand-off slot until the sink applied it: a pool that doe
     }
   }
   const sink = new SlowPool();
-  const r = await start([7n], sink, { handoff: { maxBursts: 1, waitMs: 300 } });
+  const r = await start([7n], sink, { handoff: { maxMessages: 1, waitMs: 300 } });
   const engine = r.engines[0];
   await engine.publish(store(0));
   await waitFor(() => sink.batches.length === 1, 'the first batch', DEADLINE_MS);
-  // The main thread takes every burst at once, but the first one's slot stays taken until it is
+  // The main thread takes every hand-off at once, but the first one's room stays taken until it is
   // applied: the thread waits, then gives the next burst up (freed on receipt, it would just pass).
   await engine.publish(store(1));
-  await waitFor(() => sink.resets.length === 1, 'the burst given up behind the unapplied one', DEADLINE_MS);
+  await waitFor(() => sink.resets.length >= 1, 'the burst given up behind the unapplied one', DEADLINE_MS);
   expect(sink.resets[0]).toEqual({ source: { workerId: 7n, dpRank: 0 }, reason: 'overflow' });
   expect(sink.batches.map((b) => b.sequence)).toEqual([0n]);
   apply();
   await engine.publish(store(2));
-  await waitFor(() => sink.batches.length === 2, 'the batch after the pool caught up', DEADLINE_MS);
-  expect(sink.batches[1].sequence).toBe(2n);
+  await waitFor(() => sinceLastReset(sink).at(-1) === 2n, 'the batch after the pool caught up', DEADLINE_MS);
+  expect(sinceLastReset(sink)).toEqual([0n, 1n, 2n]); // refilled by the replay from 0
 });
 
 test('a bound subscription keeps its ports across a thread restart', async () => {

@@ -1,104 +1,192 @@
-// The hand-off of a decoded burst from an ingest thread to the main thread: the burst's four arrays
-// copied into one ArrayBuffer that is transferred (moved, not cloned) with its postMessage, and the
-// shared count of bursts and bytes handed off and not yet taken, which bounds what the main thread
-// can find queued on a port (it handles a port's queue in one go: a long one would block its loop).
+// The hand-off of decoded bursts from an ingest thread to the main thread: every burst its sockets
+// decoded in one turn of the thread, copied into one ArrayBuffer that is transferred (moved, not
+// cloned) with one postMessage, and the shared count of what was handed off and not yet applied by
+// the pools. That count bounds the pool mailboxes' share of this thread (messages, blocks) and the
+// bytes in flight, and what the main thread finds queued on a port (it handles a port's queue in one go).
 import { MESSAGE_INFO_STRIDE, type PackedEngineEvents } from '../types';
 
-/** A burst as it travels between threads: `buffer` holds words, sequences, meta, then messageInfo. */
+/** A burst inside a hand-off: its subscription, and where its arrays sit in the hand-off's buffer. */
 export interface HandedOffBurst {
+  id: number;
   workerId: bigint;
-  buffer: ArrayBuffer;
+  /** Byte offset of its section (8-aligned): words, sequences, meta, then messageInfo. */
+  at: number;
   words: number;
   meta: number;
   messages: number;
   droppedBlockSize: number;
 }
 
-/** The bytes packBurst allocates for `b`. */
+/** What one postMessage carries. */
+export interface Handoff {
+  buffer: ArrayBuffer;
+  bursts: HandedOffBurst[];
+  /** Engine messages and blocks of all its bursts (the pool mailbox's units). */
+  messages: number;
+  blocks: number;
+}
+
+/** The bytes a burst's section takes (8-aligned, so the next section's 8-byte arrays stay aligned). */
 export function burstBytes(b: PackedEngineEvents): number {
-  return 8 * (b.words.length + b.messages) + 4 * (b.meta.length + b.messages * MESSAGE_INFO_STRIDE);
+  const bytes = 8 * (b.words.length + b.messages) + 4 * (b.meta.length + b.messages * MESSAGE_INFO_STRIDE);
+  return (bytes + 7) & ~7;
 }
 
-/** One allocation and four copies; the thread's burst arrays are reused for its next burst. */
-export function packBurst(b: PackedEngineEvents): HandedOffBurst {
-  const words = b.words.length;
-  const meta = b.meta.length;
-  const { messages } = b;
-  const buffer = new ArrayBuffer(burstBytes(b));
-  const view = layout(buffer, words, meta, messages);
-  view.words.set(b.words);
-  view.sequences.set(b.sequences);
-  view.meta.set(b.meta);
-  view.messageInfo.set(b.messageInfo);
-  return { workerId: b.workerId, buffer, words, meta, messages, droppedBlockSize: b.droppedBlockSize };
+const INITIAL_BYTES = 64 * 1024;
+
+/** Collects a turn's bursts into one staging buffer (reused); take() copies them out once. */
+export class HandoffBuilder {
+  private staging = new ArrayBuffer(INITIAL_BYTES);
+  private length = 0;
+  private bursts: HandedOffBurst[] = [];
+  private messageCount = 0;
+  private blockCount = 0;
+
+  get isEmpty(): boolean {
+    return this.bursts.length === 0;
+  }
+
+  get bytes(): number {
+    return this.length;
+  }
+
+  get messages(): number {
+    return this.messageCount;
+  }
+
+  get blocks(): number {
+    return this.blockCount;
+  }
+
+  /** Copies subscription `id`'s burst `b` (its arrays are reused once this returns); `blocks` in it. */
+  add(id: number, b: PackedEngineEvents, blocks: number): void {
+    const bytes = burstBytes(b);
+    if (this.length + bytes > this.staging.byteLength) {
+      let size = this.staging.byteLength * 2;
+      while (size < this.length + bytes) size *= 2;
+      const grown = new ArrayBuffer(size);
+      new Uint8Array(grown).set(new Uint8Array(this.staging, 0, this.length));
+      this.staging = grown;
+    }
+    const words = b.words.length;
+    const meta = b.meta.length;
+    const { messages } = b;
+    const view = layout(this.staging, this.length, words, meta, messages);
+    view.words.set(b.words);
+    view.sequences.set(b.sequences);
+    view.meta.set(b.meta);
+    view.messageInfo.set(b.messageInfo);
+    this.bursts.push({ id, workerId: b.workerId, at: this.length, words, meta, messages, droppedBlockSize: b.droppedBlockSize });
+    this.length += bytes;
+    this.messageCount += messages;
+    this.blockCount += blocks;
+  }
+
+  /** The collected bursts in a buffer of their own (one copy); the builder is empty again. */
+  take(): Handoff {
+    const handoff: Handoff = { buffer: this.staging.slice(0, this.length), bursts: this.bursts, messages: this.messageCount, blocks: this.blockCount };
+    this.length = 0;
+    this.bursts = [];
+    this.messageCount = 0;
+    this.blockCount = 0;
+    return handoff;
+  }
 }
 
-/** Views over a received burst's buffer (no copy). */
-export function unpackBurst(h: HandedOffBurst): PackedEngineEvents {
-  return { workerId: h.workerId, messages: h.messages, droppedBlockSize: h.droppedBlockSize, ...layout(h.buffer, h.words, h.meta, h.messages) };
+/** Views over a received burst's section of its hand-off's buffer (no copy). */
+export function unpackBurst(buffer: ArrayBuffer, h: HandedOffBurst): PackedEngineEvents {
+  return { workerId: h.workerId, messages: h.messages, droppedBlockSize: h.droppedBlockSize, ...layout(buffer, h.at, h.words, h.meta, h.messages) };
 }
 
-function layout(buffer: ArrayBuffer, words: number, meta: number, messages: number) {
+function layout(buffer: ArrayBuffer, at: number, words: number, meta: number, messages: number) {
   // 8-byte arrays first, so the 4-byte ones that follow stay aligned.
-  const metaAt = 8 * (words + messages);
+  const metaAt = at + 8 * (words + messages);
   return {
-    words: new BigUint64Array(buffer, 0, words),
-    sequences: new BigUint64Array(buffer, 8 * words, messages),
+    words: new BigUint64Array(buffer, at, words),
+    sequences: new BigUint64Array(buffer, at + 8 * words, messages),
     meta: new Uint32Array(buffer, metaAt, meta),
     messageInfo: new Uint32Array(buffer, metaAt + 4 * meta, messages * MESSAGE_INFO_STRIDE),
   };
 }
 
-const BURSTS = 0;
-const BYTES = 1;
-/** 1 while the thread waits for room: the main thread wakes it only then (a notify per burst costs). */
-const WAITING = 2;
+const MESSAGES = 0;
+const BLOCKS = 1;
+const BYTES = 2;
+/** Bumped by every taken(): what a waiting thread waits on. */
+const TAKEN = 3;
+/** 1 while the thread waits for room: the main thread wakes it only then (a notify per hand-off costs). */
+const WAITING = 4;
+const SLOTS = 5;
 
 export interface HandoffBounds {
-  maxBursts: number;
+  /** Engine messages (a pool mailbox counts each as a batch)... */
+  maxMessages: number;
+  /** ...their blocks (the mailbox's block permits)... */
+  maxBlocks: number;
+  /** ...and their bytes. */
   maxBytes: number;
-  /** How long the thread waits for room before it drops the burst instead. */
+  /** How long the thread waits for room before it drops the hand-off instead. */
   waitMs: number;
 }
 
+/** What one hand-off holds, in the units of the bounds. */
+export interface HandoffSize {
+  messages: number;
+  blocks: number;
+  bytes: number;
+}
+
 /**
- * Bursts and bytes in flight from one thread: the thread adds what it posts, the main thread
- * subtracts what it took and wakes the thread. Shared memory, so bounding the queue costs no
- * message back.
+ * Messages, blocks and bytes in flight from one thread: the thread adds what it posts, the main
+ * thread subtracts what its pools applied and wakes the thread. Shared memory, so bounding the
+ * queue costs no message back.
  */
 export class HandoffCounter {
   private readonly counts: Int32Array;
 
-  constructor(readonly shared: SharedArrayBuffer = new SharedArrayBuffer(12)) {
+  constructor(readonly shared: SharedArrayBuffer = new SharedArrayBuffer(SLOTS * 4)) {
     this.counts = new Int32Array(shared);
   }
 
   /**
-   * Thread side: counts one more burst of `bytes` once it fits the bounds, blocking this thread
-   * meanwhile (back-pressure: its sockets queue in ZMQ, whose bound shows up as a gap and a replay).
-   * False when no room came within `waitMs`: the caller drops the burst.
+   * Thread side: counts one more hand-off once it fits the bounds, blocking this thread meanwhile
+   * (back-pressure: its sockets queue in ZMQ, whose bound shows up as a gap and a replay).
+   * False when no room came within `waitMs`: the caller drops the hand-off.
    */
-  add(bytes: number, bounds: HandoffBounds): boolean {
+  add(size: HandoffSize, bounds: HandoffBounds): boolean {
     const deadline = performance.now() + bounds.waitMs;
     for (;;) {
-      const bursts = Atomics.load(this.counts, BURSTS);
-      // An empty hand-off takes any burst, so one larger than the byte bound is not refused forever.
-      if (bursts <= 0 || (bursts < bounds.maxBursts && Atomics.load(this.counts, BYTES) + bytes <= bounds.maxBytes)) break;
+      const taken = Atomics.load(this.counts, TAKEN);
+      if (this.fits(size, bounds)) break;
       const left = deadline - performance.now();
       if (left <= 0) return false;
       Atomics.store(this.counts, WAITING, 1);
-      Atomics.wait(this.counts, BURSTS, bursts, left);
+      Atomics.wait(this.counts, TAKEN, taken, left);
       Atomics.store(this.counts, WAITING, 0);
     }
-    Atomics.add(this.counts, BURSTS, 1);
-    Atomics.add(this.counts, BYTES, bytes);
+    Atomics.add(this.counts, MESSAGES, size.messages);
+    Atomics.add(this.counts, BLOCKS, size.blocks);
+    Atomics.add(this.counts, BYTES, size.bytes);
     return true;
   }
 
-  /** Main side: a burst was taken. */
-  taken(bytes: number): void {
-    Atomics.sub(this.counts, BURSTS, 1);
-    Atomics.sub(this.counts, BYTES, bytes);
-    if (Atomics.load(this.counts, WAITING) === 1) Atomics.notify(this.counts, BURSTS);
+  /** Main side: a hand-off was applied (or dropped). */
+  taken(size: HandoffSize): void {
+    Atomics.sub(this.counts, MESSAGES, size.messages);
+    Atomics.sub(this.counts, BLOCKS, size.blocks);
+    Atomics.sub(this.counts, BYTES, size.bytes);
+    Atomics.add(this.counts, TAKEN, 1);
+    if (Atomics.load(this.counts, WAITING) === 1) Atomics.notify(this.counts, TAKEN);
+  }
+
+  private fits(size: HandoffSize, bounds: HandoffBounds): boolean {
+    const messages = Atomics.load(this.counts, MESSAGES);
+    // An empty hand-off takes anything, so one larger than the bounds is not refused forever.
+    if (messages <= 0) return true;
+    return (
+      messages + size.messages <= bounds.maxMessages &&
+      Atomics.load(this.counts, BLOCKS) + size.blocks <= bounds.maxBlocks &&
+      Atomics.load(this.counts, BYTES) + size.bytes <= bounds.maxBytes
+    );
   }
 }

@@ -3,7 +3,7 @@
 // order in which the thread produced them (batches, resets, counters) is the order they are handled.
 import type { SubscriberOptions } from '../subscriber';
 import type { KvEventEndpointConfig, ResetReason, SourceKey, SourceStats } from '../types';
-import type { HandedOffBurst, HandoffBounds } from './handoff';
+import type { Handoff, HandoffBounds } from './handoff';
 
 /** What the thread is started with (workerData). */
 export interface ThreadData {
@@ -21,6 +21,8 @@ export type ThreadSubscriberOptions = Omit<SubscriberOptions, 'logger'>;
 export type ToThread =
   | { type: 'open'; id: number; config: KvEventEndpointConfig; options: ThreadSubscriberOptions }
   | { type: 'close'; id: number }
+  /** A pool dropped a batch of the source: reset it and replay it from 0 (KvEventSubscriber.overflowed). */
+  | { type: 'overflowed'; id: number; source: SourceKey }
   /** Close whatever is open and end the thread. */
   | { type: 'exit' }
   /** @internal Test hook: the thread throws an uncaught error (a bug's death, handled like one). */
@@ -30,7 +32,8 @@ export type FromThread =
   | { type: 'opened'; id: number; endpoints: string[] }
   | { type: 'failed'; id: number; message: string }
   | { type: 'closed'; id: number }
-  | { type: 'events'; id: number; burst: HandedOffBurst }
+  /** The bursts of one thread turn, of any of its subscriptions. */
+  | { type: 'events'; handoff: Handoff }
   | { type: 'reset'; id: number; source: SourceKey; reason: ResetReason }
   | { type: 'stats'; id: number; stats: SourceStats[] }
   | { type: 'warn'; obj: object; msg: string }

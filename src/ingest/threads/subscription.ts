@@ -15,6 +15,8 @@ export interface SubscriptionHost {
   detach(subscription: ThreadSubscription): void;
   /** Asks the thread to open the subscription again after `delayMs`. */
   reopenLater(subscription: ThreadSubscription, delayMs: number): void;
+  /** Posts to the thread (dropped while it is down: a restart resets and replays every source anyway). */
+  send(m: ToThread): void;
   readonly logger: IngestLogger & { error(obj: object, msg: string): void };
   readonly restartDelayMs: number;
 }
@@ -92,6 +94,10 @@ export class ThreadSubscription implements KvEventSubscription {
     return [...merged.values()].sort((a, b) => a.source.dpRank - b.source.dpRank);
   }
 
+  overflowed(source: SourceKey): void {
+    if (!this.closed) this.host.send({ type: 'overflowed', id: this.id, source });
+  }
+
   /** The thread's open request; a reopened bound socket keeps the ports it had (engines dial them). */
   openMessage(): ToThread {
     const rankEndpoints = this.config.mode === 'bind' && this.bound.length > 0 ? this.bound : undefined;
@@ -142,11 +148,11 @@ export class ThreadSubscription implements KvEventSubscription {
     }
   }
 
-  /** A burst for the sink; the promise the sink may return (its batches applied), if any. */
-  take(burst: HandedOffBurst): void | Promise<void> {
+  /** A burst (in a hand-off's buffer) for the sink; the promise the sink may return (its batches applied), if any. */
+  take(buffer: ArrayBuffer, burst: HandedOffBurst): void | Promise<void> {
     if (this.closed) return;
     try {
-      return this.sink.events(unpackBurst(burst));
+      return this.sink.events(unpackBurst(buffer, burst));
     } catch (err) {
       this.host.logger.warn({ workerId: String(this.config.workerId), err: String(err) }, 'KV-event sink rejected a batch');
     }

@@ -1,12 +1,15 @@
 // An ingest thread: runs KvEventSubscribers (the same code the main thread runs with
 // limits.ingestThreads 0) for the workers the main thread assigns to it, each owning its sockets,
-// decoding and hashing, and hands their bursts, resets, counters and warnings over its port.
+// decoding and hashing, and hands their bursts, resets, counters and warnings over its port. The
+// bursts of every socket in one turn of the thread travel as one hand-off (one copy, one postMessage,
+// one count in the shared bounds); anything else posted is preceded by the bursts before it (order).
 import { setTimeout as delay } from 'timers/promises';
 import { parentPort, workerData } from 'worker_threads';
-import { INGEST_THREAD_EXIT_SETTLE_MS } from '../../config/defaults';
+import { INGEST_THREAD_EXIT_SETTLE_MS, INGEST_THREAD_STATS_DELAY_MS } from '../../config/defaults';
+import { META_STRIDE, packedBlockCount } from '../../native';
 import { KvEventSubscriber } from '../subscriber';
-import { MESSAGE_INFO_STRIDE, type IngestLogger, type IngestSink, type PackedEngineEvents, type SourceKey } from '../types';
-import { burstBytes, HandoffCounter, packBurst } from './handoff';
+import { MESSAGE_INFO_STRIDE, type IngestLogger, type IngestSink, type SourceKey } from '../types';
+import { burstBytes, HandoffBuilder, HandoffCounter, unpackBurst, type Handoff } from './handoff';
 import type { FromThread, ThreadData, ToThread } from './protocol';
 
 if (!parentPort) throw new Error('the ingest thread runs as a worker thread');
@@ -16,10 +19,16 @@ const handoff = new HandoffCounter(data.handoff);
 const subscribers = new Map<number, KvEventSubscriber>();
 /** Subscriptions whose counters changed since they were last posted. */
 const changed = new Set<number>();
-let statsQueued = false;
+let statsTimer: NodeJS.Timeout | undefined;
 let ending = false;
+/** This turn's bursts, handed off once the turn's sockets were read (or before anything else is posted). */
+const pending = new HandoffBuilder();
+let handoffQueued = false;
 
-const post = (message: FromThread, transfer?: ArrayBuffer[]): void => port.postMessage(message, transfer);
+const post = (message: FromThread): void => {
+  handOff();
+  port.postMessage(message);
+};
 
 const logger: IngestLogger = {
   warn(obj, msg) {
@@ -35,6 +44,7 @@ port.on('message', (m: ToThread) => {
   if (ending) return;
   if (m.type === 'open') void open(m.id, m);
   else if (m.type === 'close') void close(m.id);
+  else if (m.type === 'overflowed') subscribers.get(m.id)?.overflowed(m.source);
   else if (m.type === 'exit') void end(0);
   else
     setImmediate(() => {
@@ -45,6 +55,8 @@ port.on('message', (m: ToThread) => {
 // A bug's uncaught error ends the thread (the main thread resets its sources and starts it again),
 // but only through end(): see there.
 const fatal = (err: unknown): void => {
+  // The main thread keeps a dead thread's last counters: these, not a throttled post's.
+  for (const id of subscribers.keys()) postStats(id);
   post({ type: 'fatal', message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
   void end(1);
 };
@@ -96,9 +108,17 @@ async function close(id: number): Promise<void> {
 function sinkOf(id: number): IngestSink {
   return {
     events(b) {
-      if (!handoff.add(burstBytes(b), data.bounds)) return overflow(id, b);
-      const burst = packBurst(b);
-      post({ type: 'events', id, burst }, [burst.buffer]);
+      let blocks = 0;
+      for (let at = 0; at < b.meta.length; at += META_STRIDE) blocks += packedBlockCount(b.meta, at);
+      // A hand-off never holds more than the bounds allow in flight (unless one burst alone does).
+      const { bounds } = data;
+      if (pending.messages + b.messages > bounds.maxMessages || pending.blocks + blocks > bounds.maxBlocks || pending.bytes + burstBytes(b) > bounds.maxBytes) handOff();
+      pending.add(id, b, blocks);
+      if (!handoffQueued) {
+        handoffQueued = true;
+        // After this turn's socket reads: their bursts go together.
+        setImmediate(handOff);
+      }
       statsChanged(id);
     },
     reset(source, reason) {
@@ -108,30 +128,42 @@ function sinkOf(id: number): IngestSink {
   };
 }
 
-/** The main thread took nothing for the hand-off's wait: the burst goes and its sources are reset. */
-function overflow(id: number, b: PackedEngineEvents): void {
-  const subscriber = subscribers.get(id);
-  if (!subscriber) return;
-  const ranks = new Set<number>();
-  for (let i = 0; i < b.messages; i++) ranks.add(b.messageInfo[i * MESSAGE_INFO_STRIDE]);
-  for (const dpRank of ranks) {
-    const source: SourceKey = { workerId: b.workerId, dpRank };
-    subscriber.counter(source).overflows += 1;
-    subscriber.warn({ dpRank, messages: b.messages, waitMs: data.bounds.waitMs }, 'ingest hand-off to the main thread full and not taken: burst dropped, source reset');
-    subscriber.reset(source, 'overflow');
+/** Posts the pending bursts once the main thread's pools have room for them (back-pressure). */
+function handOff(): void {
+  handoffQueued = false;
+  if (pending.isEmpty) return;
+  const h = pending.take();
+  if (!handoff.add({ messages: h.messages, blocks: h.blocks, bytes: h.buffer.byteLength }, data.bounds)) return overflow(h);
+  port.postMessage({ type: 'events', handoff: h } satisfies FromThread, [h.buffer]);
+}
+
+/**
+ * The main thread applied nothing for the hand-off's wait: its bursts go, and each of their sources
+ * is reset and replayed from the engine's start (its history was lost here, not by the engine).
+ */
+function overflow(h: Handoff): void {
+  for (const burst of h.bursts) {
+    const subscriber = subscribers.get(burst.id);
+    if (!subscriber) continue;
+    const ranks = new Set<number>();
+    const { messageInfo } = unpackBurst(h.buffer, burst);
+    for (let i = 0; i < burst.messages; i++) ranks.add(messageInfo[i * MESSAGE_INFO_STRIDE]);
+    for (const dpRank of ranks) {
+      const source: SourceKey = { workerId: burst.workerId, dpRank };
+      subscriber.warn({ dpRank, messages: burst.messages, waitMs: data.bounds.waitMs }, 'ingest hand-off to the main thread full and not taken: burst dropped, source reset and replayed');
+      subscriber.handoffOverflowed(source);
+    }
   }
 }
 
 function statsChanged(id: number): void {
   changed.add(id);
-  if (statsQueued) return;
-  statsQueued = true;
-  // After the hand-offs of this turn: a burst's counters follow it on the port.
-  setImmediate(() => {
-    statsQueued = false;
+  // Throttled, and always after the bursts that changed them: a burst's counters follow it on the port.
+  statsTimer ??= setTimeout(() => {
+    statsTimer = undefined;
     for (const changedId of changed) postStats(changedId);
     changed.clear();
-  });
+  }, INGEST_THREAD_STATS_DELAY_MS);
 }
 
 function postStats(id: number): void {

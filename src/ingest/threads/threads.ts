@@ -8,15 +8,16 @@
 // itself after closing its sockets.
 import type { Worker } from 'worker_threads';
 import {
-  INGEST_HANDOFF_MAX_BURSTS,
+  INGEST_HANDOFF_MAX_BLOCKS,
   INGEST_HANDOFF_MAX_BYTES,
+  INGEST_HANDOFF_MAX_MESSAGES,
   INGEST_HANDOFF_WAIT_MS,
   INGEST_THREAD_CLOSE_TIMEOUT_MS,
   INGEST_THREAD_RESTART_MS,
   INGEST_THREAD_STATS_MS,
 } from '../../config/defaults';
 import type { IngestSink, KvEventEndpointConfig, KvEventSubscription } from '../types';
-import { HandoffCounter, type HandedOffBurst, type HandoffBounds } from './handoff';
+import { HandoffCounter, type Handoff, type HandoffBounds } from './handoff';
 import type { FromThread, ThreadSubscriberOptions, ToThread } from './protocol';
 import { threadOf } from './shard';
 import { spawnThread } from './spawn';
@@ -25,7 +26,7 @@ import { ThreadSubscription, type SubscriptionHost } from './subscription';
 export interface IngestThreadsOptions {
   threads: number;
   logger: SubscriptionHost['logger'];
-  /** Hand-off bounds per thread (defaults INGEST_HANDOFF_MAX_BURSTS, _BYTES, _WAIT_MS). */
+  /** Hand-off bounds per thread (defaults: an even share of INGEST_HANDOFF_MAX_MESSAGES, _BLOCKS, _BYTES; INGEST_HANDOFF_WAIT_MS). */
   handoff?: Partial<HandoffBounds>;
   statsIntervalMs?: number;
   restartDelayMs?: number;
@@ -128,7 +129,8 @@ class IngestThread implements SubscriptionHost {
     const worker = spawnThread({
       handoff: handoff.shared,
       bounds: {
-        maxBursts: INGEST_HANDOFF_MAX_BURSTS,
+        maxMessages: Math.max(1, Math.floor(INGEST_HANDOFF_MAX_MESSAGES / this.options.threads)),
+        maxBlocks: Math.floor(INGEST_HANDOFF_MAX_BLOCKS / this.options.threads),
         maxBytes: Math.floor(INGEST_HANDOFF_MAX_BYTES / this.options.threads),
         waitMs: INGEST_HANDOFF_WAIT_MS,
         ...this.options.handoff,
@@ -149,7 +151,7 @@ class IngestThread implements SubscriptionHost {
   private dispatch(m: FromThread, handoff: HandoffCounter): void {
     if (m.type === 'warn') return this.logger.warn(m.obj, m.msg);
     if (m.type === 'fatal') return this.logger.error({ thread: this.index, err: m.message }, 'ingest thread failed');
-    if (m.type === 'events') return this.take(m.id, m.burst, handoff);
+    if (m.type === 'events') return this.take(m.handoff, handoff);
     this.subscriptions.get(m.id)?.received(m);
     if (m.type === 'closed') {
       this.subscriptions.delete(m.id);
@@ -158,15 +160,20 @@ class IngestThread implements SubscriptionHost {
     }
   }
 
-  /** The burst's hand-off slot is free once the sink applied it (back-pressure through the pool). */
-  private take(id: number, burst: HandedOffBurst, handoff: HandoffCounter): void {
-    const bytes = burst.buffer.byteLength;
-    let applied: void | Promise<void> = undefined;
+  /** The hand-off's room is free once the sinks applied all of its bursts (back-pressure through the pools). */
+  private take(h: Handoff, handoff: HandoffCounter): void {
+    const size = { messages: h.messages, blocks: h.blocks, bytes: h.buffer.byteLength };
+    // Bursts of one pool share the promise of its inbox.
+    const applied = new Set<Promise<void>>();
     try {
-      applied = this.subscriptions.get(id)?.take(burst);
+      for (const burst of h.bursts) {
+        const p = this.subscriptions.get(burst.id)?.take(h.buffer, burst);
+        if (p) applied.add(p);
+      }
     } finally {
-      if (applied) void applied.finally(() => handoff.taken(bytes));
-      else handoff.taken(bytes);
+      if (applied.size === 0) handoff.taken(size);
+      else if (applied.size === 1) void [...applied][0].finally(() => handoff.taken(size));
+      else void Promise.allSettled(applied).then(() => handoff.taken(size));
     }
   }
 
@@ -188,6 +195,10 @@ class IngestThread implements SubscriptionHost {
       this.restartTimer = undefined;
       if (!this.closing && !this.worker && this.subscriptions.size > 0) this.start();
     }, this.restartDelayMs);
+  }
+
+  send(m: ToThread): void {
+    this.post(m);
   }
 
   private post(m: ToThread): void {
