@@ -8,6 +8,7 @@ import { burstBytes, HandoffBuilder, HandoffCounter, unpackBurst } from '../../s
 import { threadOf } from '../../src/ingest/threads/shard';
 import { IngestThreads, type IngestThreadsOptions } from '../../src/ingest/threads/threads';
 import type { KvEventEndpointConfig, KvEventSubscription, PackedEngineEvents } from '../../src/ingest/types';
+import { ACTOR_MAILBOX_CAPACITY, INGEST_HANDOFF_MAX_MESSAGES } from '../../src/config/defaults';
 import { BLOCK_SIZE } from '../support/ingest-harness';
 import { RecordingSink } from '../support/recording-sink';
 import { waitFor } from '../support/waitFor';
@@ -261,6 +262,34 @@ test('a burst holds its hand-off room until the sink applied it: a pool that doe
   await engine.publish(store(2));
   await waitFor(() => sinceLastReset(sink).at(-1) === 2n, 'the batch after the pool caught up', DEADLINE_MS);
   expect(sinceLastReset(sink)).toEqual([0n, 1n, 2n]); // refilled by the replay from 0
+});
+
+test('the threads hold at most half of one pool mailbox in messages: a flood of small messages waits for the pool instead of overflowing it', async () => {
+  // Bounded in bursts (32 of up to 16 messages per thread) the hand-off let 512 small messages per
+  // thread reach a pool whose mailbox holds 256 batches while it was busy (e.g. clearing a source).
+  let apply!: () => void;
+  const applied = new Promise<void>((resolve) => (apply = resolve));
+  class BusyPool extends RecordingSink {
+    override events(b: PackedEngineEvents): Promise<void> {
+      super.events(b);
+      return applied;
+    }
+  }
+  const sink = new BusyPool();
+  const r = await start([7n], sink, { handoff: { waitMs: 30_000 } });
+  const share = INGEST_HANDOFF_MAX_MESSAGES / 2;
+  expect(share).toBeLessThanOrEqual(ACTOR_MAILBOX_CAPACITY / 4);
+  const sends: Promise<bigint>[] = [];
+  for (let n = 0; n < 600; n++) sends.push(r.engines[0].publish(store(n)));
+  await Promise.all(sends);
+  await waitFor(() => sink.batches.length > 0, 'the first hand-offs', DEADLINE_MS);
+  // Time for the thread to read and hand off far more than its share, had it room for them.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  expect(sink.batches.length).toBeLessThanOrEqual(share);
+  apply();
+  await waitFor(() => sink.batches.length === 600, 'every batch once the pool applies', DEADLINE_MS);
+  expect(sink.sequences()).toEqual(Array.from({ length: 600 }, (_, n) => BigInt(n)));
+  expect(sink.resets).toEqual([]);
 });
 
 test('a bound subscription keeps its ports across a thread restart', async () => {
