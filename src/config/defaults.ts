@@ -313,7 +313,7 @@ export const INGEST_HANDOFF_MAX_BLOCKS = PENDING_BLOCK_PERMITS / 2;
  * sockets queue in ZMQ, whose bound shows as a gap and a replay)...
  */
 export const INGEST_HANDOFF_MAX_BYTES = 512 * 1024;
-/** ...for at most this long; then the burst is dropped and its sources reset ('overflow'), as on a full pool mailbox. */
+/** ...for at most this long; then the hand-off is dropped, its sources reset ('overflow') and replayed from 0, as on a full pool mailbox. */
 export const INGEST_HANDOFF_WAIT_MS = 1_000;
 /** An ingest thread reports its sources' counters this often... */
 export const INGEST_THREAD_STATS_MS = 250;
