@@ -9,15 +9,22 @@
 // may stretch the slice (threshold and delay) under load (publication/pacing.ts), within a delay
 // of PACING_MAX_SLICE_MS and PACING_MAX_SLICE_BLOCKS blocks per delta.
 //
+// Applying a mailbox's slices runs synchronously on the event loop (small slices) or on a worker
+// thread (big ones); after APPLY_TURN_BUDGET_MS of it the actor yields to the loop (setImmediate,
+// not a timer: I/O and due timers run, and the apply resumes at once after them), so a full mailbox
+// never holds heartbeats, gRPC writes and timers for its whole length.
+//
 // The mailbox (batches accepted but not yet applied) is bounded in batches and in blocks
 // (wire-contract.md §8.2): a batch that does not fit is dropped and its source reset, as on a gap
 // (later batches rebuild it from live events), and counted — the actor never grows with its backlog.
+import { setImmediate as nextTurn } from 'timers/promises';
 import type { Logger } from '../log';
 import { MESSAGE_INFO_STRIDE, type PackedEngineEvents, type SourceKey } from '../ingest/types';
 import type { DeltaFrame, PoolFeed, PoolImage, PoolListener } from '../publication/source';
 import type { ProducerIdentity } from '../wire/types';
 import {
   ACTOR_MAILBOX_CAPACITY,
+  APPLY_TURN_BUDGET_MS,
   INGEST_LOG_MAX_PER_WINDOW,
   INGEST_LOG_WINDOW_MS,
   MAX_DELTA_IMAGES,
@@ -297,6 +304,7 @@ export class PoolActor implements PoolFeed {
     const { meta, words } = batch.packed();
     const count = meta.length / META_STRIDE;
     let next = slice(meta, 0, 0, 0);
+    let turnStart = performance.now();
     while (next.to < count && !this.ended) {
       const room = Math.max(1, this.sliceThreshold() - this.state.pendingEvents);
       const s = slice(meta, next.to, Math.min(count, next.to + room), next.wordsTo);
@@ -304,7 +312,13 @@ export class PoolActor implements PoolFeed {
       this.pendingBlocks += s.blocks;
       const m = meta.subarray(s.from * META_STRIDE, s.to * META_STRIDE);
       const w = words.subarray(s.wordsFrom, s.wordsTo);
-      const result = s.offLoop ? await this.state.applyPackedAsync(m, w) : this.state.applyPacked(m, w);
+      let result: PoolBatchResult;
+      if (s.offLoop) {
+        result = await this.state.applyPackedAsync(m, w);
+        turnStart = performance.now(); // a later turn
+      } else {
+        result = this.state.applyPacked(m, w);
+      }
       this.account(m, w, result);
       if (result.outcomes.includes('IndexerInvariantViolation')) {
         this.fence('IndexerInvariantViolation');
@@ -312,6 +326,10 @@ export class PoolActor implements PoolFeed {
       }
       if (this.state.pendingEvents >= this.sliceThreshold() || this.pendingBlocks >= PACING_MAX_SLICE_BLOCKS) this.flush();
       else this.armTimer();
+      if (next.to < count && performance.now() - turnStart >= APPLY_TURN_BUDGET_MS) {
+        await nextTurn();
+        turnStart = performance.now();
+      }
     }
   }
 

@@ -282,6 +282,40 @@ test('events() returns a promise that settles once the batch is applied (ingest 
   await a.idle();
 });
 
+test('applying a full mailbox yields the event loop: a timer due before it fires while the apply is still running', async () => {
+  const a = actor(16, 10_000, 1 << 16);
+  const events = 16;
+  const blocksPerEvent = PENDING_BLOCK_PERMITS / ACTOR_MAILBOX_CAPACITY / events;
+  const total = ACTOR_MAILBOX_CAPACITY * events;
+  let appliedAtTimer: number | undefined;
+  const timerFired = new Promise<void>((resolve) =>
+    setTimeout(() => {
+      appliedAtTimer = a.metrics().eventsApplied;
+      resolve();
+    }, 0),
+  );
+  // A full mailbox taken in one turn: 256 batches of 16 stores of 16 blocks (65 536 blocks), applied
+  // in 256 synchronous slices of one publication threshold each: tens of ms on one thread.
+  for (let b = 0; b < ACTOR_MAILBOX_CAPACITY; b++) {
+    const from = 1_000_000 + b * events * blocksPerEvent * BS;
+    const stores = Array.from({ length: events }, (_, e) => {
+      const first = b * events * blocksPerEvent + e * blocksPerEvent;
+      return stored(
+        Array.from({ length: blocksPerEvent }, (_, i) => BigInt(1 + first + i)),
+        tokens(blocksPerEvent * BS, from + e * blocksPerEvent * BS),
+      );
+    });
+    expect(a.events(batch(stores, 7n))).toBeInstanceOf(Promise);
+  }
+  await timerFired;
+  await a.idle();
+  expect(a.metrics().eventsApplied).toBe(total);
+  expect(a.metrics().mailboxOverflows).toBe(0);
+  // Without yielding, the whole mailbox is applied before the loop reaches its timers.
+  expect(appliedAtTimer).toBeGreaterThan(0);
+  expect(appliedAtTimer).toBeLessThan(total);
+});
+
 test('a full mailbox (blocks) resets the source whose batch does not fit, after what it had queued', async () => {
   const a = actor(16, 10_000, 65536);
   const n = PENDING_BLOCK_PERMITS - 10;
