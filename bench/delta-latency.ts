@@ -6,18 +6,25 @@
 // message's marker block. Baseline, same run, same publishers and pace: the two bare hops the relay
 // sits in (zeromq.js SUB → grpc-js stream in a process of its own, one frame per message carrying
 // the relay's delta bytes per message), timed the same way.
+//
+// The bench's subscriber shares the 2 cores with the relay, so it is kept as light as the bare hop's:
+// both read raw response bytes and decode the FilterUpdate envelope alike; the relay's subscriber
+// then only scans each delta's bucket indices (CBI1 §3.4, 12-byte images) against a bitmap of the
+// markers' candidate buckets and tests a fingerprint on a hit. It validates nothing (no checksum,
+// no snapshot assembly: the relay's tests do that); decoding every image into arrays in JavaScript
+// made the subscriber the slowest hop at half rate, its queue filled, and pacing turned that into
+// a standing ~0.5-1.4 s delay of its own making.
 import { spawn, type ChildProcess } from 'child_process';
 import * as grpc from '@grpc/grpc-js';
 import * as path from 'path';
 import type { Publisher } from 'zeromq';
-import { bucketContains, ckfPrepare, decodeFrame, snapshotChunkCount, type DecodedDelta } from '../src/native';
+import { bucketContains, CBI1, ckfPrepare, snapshotChunkCount } from '../src/native';
 import { encodeSequence } from '../src/ingest/frames';
 import { DEFAULT_TIMING } from '../src/config/defaults';
 import { RELAY_CONTRACT_MARKER } from '../src/wire/constants';
 import { decodeMessage } from '../src/wire/codec';
 import { FilterUpdateKind } from '../src/wire/enums';
-import { makeClient, type KvEventRelayClient } from '../src/wire/service';
-import type { FilterUpdate } from '../src/wire/types';
+import type { KvEventRelayClient } from '../src/wire/service';
 import { testProducer } from '../test/support/test-source';
 import type { BenchResult } from './support/result';
 import { rawClients } from './support/bare-grpc';
@@ -153,20 +160,29 @@ class PacedRun {
   }
 }
 
+/** CBI1 delta body (hashing-ckf-cbi1.md §3.4): base_epoch u64, image_count u32, then images of bucket u32 + word u64. */
+const DELTA_COUNT_AT = CBI1.headerLen + 8;
+const DELTA_IMAGES_AT = CBI1.headerLen + 12;
+const DELTA_IMAGE_BYTES = 12;
+
 /** Finds messages' markers in delta images: pending markers by candidate bucket. */
 class MarkerMatcher {
   /** bucket → [source, index, fingerprint]* */
   private readonly pending = new Map<number, number[]>();
+  /** 1 for a bucket some marker may sit in: most images are skipped on one byte. */
+  private readonly marked: Uint8Array;
 
   constructor(
-    private readonly format: { seed: bigint; bucketCount: number },
+    format: { seed: bigint; bucketCount: number },
     sources: VllmBatches[],
     private readonly found: (source: number, index: number) => void,
   ) {
+    this.marked = new Uint8Array(format.bucketCount);
     sources.forEach((s, source) =>
       s.markers.forEach((marker, index) => {
         const p = ckfPrepare(marker, format.bucketCount, format.seed);
         for (const bucket of p.bucketA === p.bucketB ? [p.bucketA] : [p.bucketA, p.bucketB]) {
+          this.marked[bucket] = 1;
           const list = this.pending.get(bucket);
           if (list) list.push(source, index, p.fingerprint);
           else this.pending.set(bucket, [source, index, p.fingerprint]);
@@ -175,14 +191,22 @@ class MarkerMatcher {
     );
   }
 
-  absorb(delta: DecodedDelta): void {
-    for (let k = 0; k < delta.buckets.length; k++) {
-      const list = this.pending.get(delta.buckets[k]);
-      if (!list) continue;
-      const word = delta.values[k];
+  /** A CBI1 delta frame's images (unvalidated: the relay's tests check frames). */
+  absorb(delta: Buffer): void {
+    const end = DELTA_IMAGES_AT + delta.readUInt32LE(DELTA_COUNT_AT) * DELTA_IMAGE_BYTES;
+    for (let at = DELTA_IMAGES_AT; at < end; at += DELTA_IMAGE_BYTES) {
+      const bucket = delta.readUInt32LE(at);
+      if (this.marked[bucket] === 0) continue;
+      const list = this.pending.get(bucket)!;
+      const word = delta.readBigUInt64LE(at + 4);
       for (let j = 0; j < list.length; j += 3) if (bucketContains(word, list[j + 2])) this.found(list[j], list[j + 1]);
     }
   }
+}
+
+/** The payload of a FilterUpdate's raw bytes, as a Buffer over the same memory. */
+function payloadOf(update: { payload: Uint8Array }): Buffer {
+  return Buffer.from(update.payload.buffer, update.payload.byteOffset, update.payload.length);
 }
 
 /** Paced messages through a relay process to one SubscribeKvPool stream; also its delta bytes per message. */
@@ -192,24 +216,29 @@ async function throughRelay(
   ratePerSecond: number,
 ): Promise<{ latency: Latencies; drops: string; deltaBytesPerMessage: number; sliceMaxMs: number }> {
   const relay = await startRelayProcess(relayConfig([{ model: 'bench', endpoints: pubs.map((p) => p.lastEndpoint!) }]));
-  const client = makeClient(relay.address, { channelOptions: { 'grpc.max_receive_message_length': 8 << 20 } });
+  const client = rawClients(relay.address, 1)[0];
   try {
     const producer = (await catalogProducers(relay.address, 1)).get('bench')!;
     const format = { seed: producer.ckfFormat!.seed, bucketCount: Number(producer.ckfFormat!.bucketCount) };
     const run = new PacedRun(pubs, sources, ratePerSecond);
     const matcher = new MarkerMatcher(format, sources, (s, i) => run.arrived(s, i));
-    const call = client.subscribeKvPool({ subscriberId: 'bench-delta-latency', contractMarker: RELAY_CONTRACT_MARKER, expectedProducer: producer });
+    const call = (client as unknown as KvEventRelayClient).subscribeKvPool({
+      subscriberId: 'bench-delta-latency',
+      contractMarker: RELAY_CONTRACT_MARKER,
+      expectedProducer: producer,
+    }) as unknown as grpc.ClientReadableStream<Buffer>;
     const chunks = snapshotChunkCount(format);
     let received = 0;
-        let deltaBytes = 0;
+    let deltaBytes = 0;
     let failed: (err: Error) => void = () => undefined;
     const broken = new Promise<never>((_, reject) => (failed = reject));
     const snapshotDone = new Promise<void>((resolve) => {
-      call.on('data', (update: FilterUpdate) => {
+      call.on('data', (bytes: Buffer) => {
+        const update = decodeMessage('FilterUpdate', bytes);
         if (update.kind === FilterUpdateKind.SNAPSHOT_CHUNK && ++received === chunks) resolve();
         if (update.kind !== FilterUpdateKind.DELTA) return;
         deltaBytes += update.payload.length;
-        matcher.absorb(decodeFrame(format, update.payload) as DecodedDelta);
+        matcher.absorb(payloadOf(update));
       });
     });
     call.on('error', (err) => failed(err));
@@ -253,7 +282,7 @@ async function throughBareHops(pubs: Publisher[], sources: VllmBatches[], ratePe
     call.on('data', (bytes: Buffer) => {
       const update = decodeMessage('FilterUpdate', bytes);
       if (update.payload.length < BARE_HOP_ID_BYTES) return;
-      const payload = Buffer.from(update.payload.buffer, update.payload.byteOffset, update.payload.length);
+      const payload = payloadOf(update);
       run.arrived(payload.readUInt32BE(0), Number(payload.readBigUInt64BE(4)));
     });
     call.on('error', () => undefined); // our own cancel
