@@ -39,6 +39,11 @@ const MAX_RATE_WINDOW = { warmupMs: 1_000, measureMs: 2_000 };
 /** The paced run: messages before this are not timed (the relay's first turns, JIT). */
 const PACED_WARMUP_MS = 1_000;
 const PACED_MEASURE_MS = Number(process.env.DELTA_LATENCY_MS ?? 2_000);
+/**
+ * Blocks/s to pace at instead of half the measured max (A/B runs on a shared machine, where the
+ * max measured by each run moves with the other load and so would the paced rate).
+ */
+const FIXED_BLOCKS_PER_S = process.env.DELTA_LATENCY_BLOCKS_PER_S ? Number(process.env.DELTA_LATENCY_BLOCKS_PER_S) : undefined;
 const PACE_TICK_MS = 1;
 /** Once sending stops, a timed message not arrived within this is lost (a batch the relay dropped). */
 const DRAIN_MS = 5_000;
@@ -301,8 +306,8 @@ export async function run(): Promise<BenchResult[]> {
   for (const n of SOURCES) {
     const pubs = await publishers(n);
     try {
-      const firehose = Array.from({ length: n }, (_, s) => vllmBatches(0x5eed + s, FIREHOSE_MESSAGES).payloads);
-      const max = await relayIngestRate(pubs, firehose, MAX_RATE_WINDOW);
+      const firehose = (): Buffer[][] => Array.from({ length: n }, (_, s) => vllmBatches(0x5eed + s, FIREHOSE_MESSAGES).payloads);
+      const max = FIXED_BLOCKS_PER_S ? { appliedBlocksPerSecond: 2 * FIXED_BLOCKS_PER_S } : await relayIngestRate(pubs, firehose(), MAX_RATE_WINDOW);
       // What the pool applied, not what ingest took: batches dropped on a full mailbox are no rate.
       const ratePerSecond = max.appliedBlocksPerSecond / 2 / BLOCKS_PER_MESSAGE;
       // Fresh chains for every paced message (+ one probe per source), so each marker is new to the pool.
@@ -311,7 +316,7 @@ export async function run(): Promise<BenchResult[]> {
       const relay = await throughRelay(pubs, sources, ratePerSecond);
       const bare = await throughBareHops(pubs, sources, ratePerSecond, relay.deltaBytesPerMessage);
       const note =
-        `half of the max ${round(max.appliedBlocksPerSecond / 1e6, 2)} M blocks/s the pool applied in this run (${round(ratePerSecond, 0)} messages/s of 16 events × 32 blocks, bs 16, 20 % removals); ` +
+        `${FIXED_BLOCKS_PER_S ? 'DELTA_LATENCY_BLOCKS_PER_S: half of a max taken as' : 'half of the max'} ${round(max.appliedBlocksPerSecond / 1e6, 2)} M blocks/s the pool applied in this run (${round(ratePerSecond, 0)} messages/s of 16 events × 32 blocks, bs 16, 20 % removals); ` +
         `relay p50 ${round(relay.latency.p50Ms)} ms, max ${round(relay.latency.maxMs)} ms over ${relay.latency.timed} messages, ` +
         `${relay.latency.lost} timed messages lost (relay over the whole run: ${relay.drops}); bare p50 ${round(bare.p50Ms)} ms (${bare.lost} lost), ` +
         `one frame per message of the relay's delta bytes per message (${Math.round(relay.deltaBytesPerMessage)} B); default publication (threshold ${DEFAULT_TIMING.publicationThreshold}, ` +
