@@ -48,7 +48,7 @@ import {
 } from '../native';
 import type { PoolMetrics } from '../metrics/registry';
 
-/** Above this many blocks a slice is applied off the event loop. */
+/** A synchronous apply takes at most this many blocks; one bigger event is applied off the event loop. */
 const ASYNC_APPLY_BLOCKS = 4096;
 
 /** Event boundaries of a packed batch: events [from, to) occupy words [wordsFrom, wordsTo). */
@@ -60,24 +60,36 @@ interface Slice {
   /** Engine ids the slice's stores and removals carry. */
   blocks: number;
   /**
-   * Whether it runs on a worker thread: big slices, and any clear, whose cost is the size of the
-   * cleared source (unknown here, up to millions of blocks) rather than of the event.
+   * Whether it runs on a worker thread: one event too big for a synchronous apply, or a clear,
+   * whose cost is the size of the cleared source (unknown here, up to millions of blocks) rather
+   * than of the event. Either is a slice of its own.
    */
   offLoop: boolean;
 }
 
-function slice(meta: Uint32Array, from: number, to: number, wordsFrom: number): Slice {
+/**
+ * The next slice of events [from, limit): as many as one synchronous apply may take (blocks and
+ * words), or the one event that needs a worker thread. A publication window stretched by pacing
+ * is so applied in pieces, and the window is checked after each: one slice of a stretched window
+ * (up to 16 384 events) used to go to a worker thread whole and could pass PACING_MAX_SLICE_BLOCKS
+ * and even the delta frame's image bound, which turns the delta into a re-snapshot.
+ */
+function slice(meta: Uint32Array, from: number, limit: number, wordsFrom: number): Slice {
   let words = wordsFrom;
   let blocks = 0;
-  let clear = false;
-  for (let at = from * META_STRIDE; at < to * META_STRIDE; at += META_STRIDE) {
-    words += packedEventWords(meta, at);
-    blocks += packedBlockCount(meta, at);
-    clear ||= packedKind(meta, at) === 'cleared';
+  let to = from;
+  for (; to < limit; to++) {
+    const at = to * META_STRIDE;
+    const eventWords = packedEventWords(meta, at);
+    const eventBlocks = packedBlockCount(meta, at);
+    const alone = packedKind(meta, at) === 'cleared' || eventBlocks > ASYNC_APPLY_BLOCKS || eventWords > nativeLimits.maxSyncBatchWords;
+    if (alone && to === from) return { from, to: from + 1, wordsFrom, wordsTo: words + eventWords, blocks: eventBlocks, offLoop: true };
+    // Many block-less events can pass the synchronous call's word bound with few blocks.
+    if (alone || blocks + eventBlocks > ASYNC_APPLY_BLOCKS || words + eventWords - wordsFrom > nativeLimits.maxSyncBatchWords) break;
+    words += eventWords;
+    blocks += eventBlocks;
   }
-  // Many block-less events can pass the synchronous call's word bound with few blocks.
-  const offLoop = clear || blocks > ASYNC_APPLY_BLOCKS || words - wordsFrom > nativeLimits.maxSyncBatchWords;
-  return { from, to, wordsFrom, wordsTo: words, blocks, offLoop };
+  return { from, to, wordsFrom, wordsTo: words, blocks, offLoop: false };
 }
 
 /** Events of the batches accepted since the last queued command, and what they hold of the mailbox. */

@@ -9,7 +9,7 @@ import type { ProducerIdentity } from '../../src/wire/types';
 import { silentLogger } from '../../src/log';
 import { waitFor } from '../support/waitFor';
 import { withStallMonitor } from '../../bench/support/stall';
-import { ACTOR_MAILBOX_CAPACITY, PACING_MAX_SLICE_MS, PENDING_BLOCK_PERMITS } from '../../src/config/defaults';
+import { ACTOR_MAILBOX_CAPACITY, PACING_MAX_SLICE_BLOCKS, PACING_MAX_SLICE_MS, PENDING_BLOCK_PERMITS } from '../../src/config/defaults';
 
 const SEED = 0x5deece66d1b54a33n;
 const BUCKETS = 1024;
@@ -411,6 +411,30 @@ test('pacing: a stretched slice publishes stretch x threshold events per delta, 
   const words = applyDeltas(image.words, rec.decoded());
   for (let i = 0; i < 75; i += 1) for (const h of canonical(tokens(4, 4 * i))) expect(filterContains(words, h, SEED)).toBe(true);
   expect(() => a.pace(0)).toThrow(RangeError);
+});
+
+test('pacing: a stretched window is cut at PACING_MAX_SLICE_BLOCKS even inside one big batch', async () => {
+  const a = actor(16, 1, 1 << 20);
+  const rec = new Recorder();
+  const image = await a.attach(rec);
+  a.pace(1024); // 16 384 events per window, 1 s delay
+  // 2048 events of 64 blocks: within one stretched window by events, 1.5 windows by blocks.
+  const perEvent = 64;
+  const n = 2048;
+  const all = tokens(n * perEvent * BS, 3_000_000);
+  a.events(
+    batch(Array.from({ length: n }, (_, e) => stored(Array.from({ length: perEvent }, (_, i) => BigInt(1 + e * perEvent + i)), all.subarray(e * perEvent * BS, (e + 1) * perEvent * BS)))),
+  );
+  await waitFor(() => rec.deltas.length === 2, 'the cut delta and the delay-flushed rest', 10_000, 5);
+  // Cut once the window passed the block bound, within one synchronous slice of it.
+  const [first, rest] = rec.deltas;
+  expect(first.imageCount).toBeGreaterThan(PACING_MAX_SLICE_BLOCKS / 2);
+  expect(first.imageCount).toBeLessThan(1.2 * PACING_MAX_SLICE_BLOCKS);
+  expect(rest.imageCount).toBeLessThan(n * perEvent - PACING_MAX_SLICE_BLOCKS / 2);
+  const words = applyDeltas(image.words, rec.deltas.map((d) => decodeFrame({ seed: SEED, bucketCount: 1 << 20 }, d.payload) as DecodedDelta));
+  for (const e of [0, n / 2, n - 1]) {
+    for (const h of canonical(all.subarray(e * perEvent * BS, (e + 1) * perEvent * BS))) expect(filterContains(words, h, SEED)).toBe(true);
+  }
 });
 
 test('pacing: a stretched delay is capped at PACING_MAX_SLICE_MS and reported as the current slice', () => {
