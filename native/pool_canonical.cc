@@ -3,6 +3,7 @@
 #include "pool_filter_state.h"
 
 #include <algorithm>
+#include <new>
 
 namespace kvrelay {
 namespace pool {
@@ -44,6 +45,7 @@ RawOutcome PoolFilterState::InsertCanonicalCore(uint64_t hash, const ckf::Prepar
   ++pendingEvents_;
   *kicks = 0;
   Ownership* own = owners_.Emplace(hash, Ownership{0, 0}).first;
+  if (own == nullptr) throw std::bad_alloc();  // as the owner table's growth did before it reported it
   if (own->owners == kMaxOwners) return RawOutcome::kInvariantViolation;
   ++own->owners;
   if (own->resident) return RawOutcome::kOwnerBumped;

@@ -78,14 +78,12 @@ PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin&
     canonicals_.resize(n);
     prepared_.resize(n);
     newBlocks_.reserve(n);
-    newOwners_.reserve(n);
     reoffers_.reserve(n);
   } catch (const std::bad_alloc&) {
     DropSourceIfEmpty(ev.workerId, ev.dpRank);
     return PoolError::kAllocationFailed;
   }
   newBlocks_.clear();
-  newOwners_.clear();
   reoffers_.clear();
 
   // The canonical hashes follow from the parent's alone, so a plan made from the same parent holds.
@@ -121,17 +119,22 @@ PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin&
     error = PoolError::kTrackedBlockLimit;
   }
   if (error == PoolError::kNone) {
-    for (uint32_t i : newBlocks_) {
-      Ownership* own = owners_.Emplace(canonicals_[i], Ownership{0, 0}).first;
+    // Owner entries may move on each Emplace (cuckoo paths), so none is held across the loop.
+    size_t owned = 0;
+    for (; owned < newBlocks_.size(); ++owned) {
+      Ownership* own = owners_.Emplace(canonicals_[newBlocks_[owned]], Ownership{0, 0}).first;
+      if (own == nullptr) {
+        error = PoolError::kAllocationFailed;
+        break;
+      }
       if (own->owners == kMaxOwners) {
         error = PoolError::kOwnershipDegreeOverflow;
         break;
       }
       ++own->owners;
-      newOwners_.push_back(own);
     }
     if (error != PoolError::kNone) {
-      for (size_t k = newOwners_.size(); k-- > 0;) {
+      for (size_t k = owned; k-- > 0;) {
         Ownership* own = owners_.Find(canonicals_[newBlocks_[k]]);
         if (--own->owners == 0) owners_.EraseFound(own);
       }
@@ -146,9 +149,10 @@ PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin&
 
   // Physical admission: full relocation for new owners of non-resident hashes...
   uint32_t kicks = 0;
-  for (size_t k = 0; k < newOwners_.size(); ++k) {
-    if (newOwners_[k]->resident) continue;
-    if (!InsertPhysical(prepared_[newBlocks_[k]], newOwners_[k], maxKicks_, &kicks)) ++counters_.capacityFailures;
+  for (uint32_t i : newBlocks_) {
+    Ownership* own = owners_.Find(canonicals_[i]);
+    if (own->resident) continue;
+    if (!InsertPhysical(prepared_[i], own, maxKicks_, &kicks)) ++counters_.capacityFailures;
   }
   // ...then a relocation-free retry for re-offered omitted hashes that are not also candidates.
   auto sameHashIn = [this](const std::vector<uint32_t>& blocks, size_t limit, uint64_t canonical) {

@@ -12,6 +12,7 @@
 #include <utility>
 #include <vector>
 
+#include "bucket_map.h"
 #include "ckf.h"
 #include "dirty_window.h"
 #include "flat_map.h"
@@ -103,7 +104,7 @@ class PoolFilterState {
   size_t MemoryBytes() const;
 
  private:
-  // Four bytes, so an owner-table slot is 12 (the spec's u32 owner count loses its top bit, which
+  // Four bytes, so an owner-table slot is 12 (5 to a 64-byte bucket; the spec's u32 owner count loses its top bit, which
   // kMaxTrackedBlocks keeps out of reach for engine events: a hash has at most one owner per tracked
   // block; raw canonical ops, a test surface, report an overflow at this bound).
   struct Ownership {
@@ -152,7 +153,7 @@ class PoolFilterState {
   std::map<SourceKey, std::unique_ptr<Lineage>> sources_;
   SourceKey cachedKey_{0, 0};
   Lineage* cachedSource_ = nullptr;
-  U64Map<Ownership> owners_;
+  BucketMap<Ownership> owners_;
   uint64_t residentCount_ = 0;
   uint64_t lineageEntries_ = 0;
   uint64_t pendingEvents_ = 0;
@@ -173,7 +174,6 @@ class PoolFilterState {
   std::vector<uint64_t> canonicals_;
   std::vector<ckf::Prepared> prepared_;
   std::vector<uint32_t> newBlocks_;
-  std::vector<Ownership*> newOwners_;
   std::vector<uint32_t> reoffers_;
   std::vector<uint64_t> clearScratch_;
 };

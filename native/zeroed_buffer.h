@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <utility>
 
@@ -31,6 +32,12 @@ class ZeroedBuffer {
       munmap(reinterpret_cast<void*>(aligned + mapped_), start + kHugePage - aligned);
       madvise(reinterpret_cast<void*>(aligned), mapped_, MADV_HUGEPAGE);  // advisory: ignored where THP is off
       data_ = reinterpret_cast<T*>(aligned);
+    } else if (alignof(T) > alignof(std::max_align_t)) {
+      // Cache-line buckets (BucketMap): calloc only guarantees max_align_t.
+      const size_t length = ((bytes == 0 ? 1 : bytes) + alignof(T) - 1) / alignof(T) * alignof(T);
+      data_ = static_cast<T*>(std::aligned_alloc(alignof(T), length));
+      if (data_ == nullptr) throw std::bad_alloc();
+      std::memset(static_cast<void*>(data_), 0, length);
     } else {
       data_ = static_cast<T*>(std::calloc(count == 0 ? 1 : count, sizeof(T)));
       if (data_ == nullptr) throw std::bad_alloc();

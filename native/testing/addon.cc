@@ -10,6 +10,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvrelay::testing::InitCanonicalPool(env, exports);
   kvrelay::testing::InitRng(env, exports);
   kvrelay::testing::InitHashingBench(env, exports);
+  kvrelay::testing::InitBucketMapCheck(env, exports);
   return exports;
 }
 }  // namespace

@@ -10,5 +10,6 @@ void InitPoolMemoryBench(Napi::Env env, Napi::Object exports);
 void InitCanonicalPool(Napi::Env env, Napi::Object exports);
 void InitRng(Napi::Env env, Napi::Object exports);
 void InitHashingBench(Napi::Env env, Napi::Object exports);
+void InitBucketMapCheck(Napi::Env env, Napi::Object exports);
 }  // namespace testing
 }  // namespace kvrelay

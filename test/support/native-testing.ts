@@ -59,6 +59,17 @@ export interface NativeMemoryBench {
   bucketCount: number;
 }
 
+/** What checkBucketMap's run exercised (it throws at the first difference from std::unordered_map). */
+export interface BucketMapCheck {
+  maxSize: number;
+  maxStash: number;
+  growths: number;
+  reseeds: number;
+  secondBucket: number;
+  paths: number;
+  pathMoves: number;
+}
+
 interface TestingBinding {
   CanonicalPool: new (bucketCount: number, seed: bigint, maxKicks: number) => CanonicalPool;
   laneRngSeed(seed: bigint, lane: number | bigint): bigint;
@@ -66,6 +77,7 @@ interface TestingBinding {
   benchPoolNative(bucketCount: number, blocksPerPrompt: number, minLoad: number, maxLoad: number, minOps: number): NativeChurnBench;
   benchPoolCanonicalNative(bucketCount: number, minLoad: number, maxLoad: number, minOps: number): NativeChurnBench;
   benchPoolMemoryNative(sources: number, blocks: number): NativeMemoryBench;
+  checkBucketMap(seed: bigint, operations: number, keySpace: number): BucketMapCheck;
   xxh3BlocksBaseline(
     tokens: Uint32Array,
     promptOffsets: Uint32Array,
@@ -128,6 +140,15 @@ export function benchPoolCanonicalNative(bucketCount: number, minLoad: number, m
  */
 export function benchPoolMemoryNative(sources: number, blocks: number): NativeMemoryBench {
   return testingAddon.benchPoolMemoryNative(sources, blocks);
+}
+
+/**
+ * The owner table (native/bucket_map.h) against std::unordered_map: `operations` random operations
+ * over `keySpace` keys, then keys crafted to share their candidate buckets. Throws at the first
+ * difference or broken invariant; returns what the run exercised.
+ */
+export function checkBucketMap(seed: bigint, operations: number, keySpace: number): BucketMapCheck {
+  return testingAddon.checkBucketMap(seed, operations, keySpace);
 }
 
 /** Benchmark baseline: raw XXH3 over exactly the windows hashBatch reads (xor of the hashes). */
