@@ -14,7 +14,7 @@ xxhash_dir=$(node -p "require('path').join(require('path').dirname(require.resol
 common=(-std=c++17 -O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=undefined -Inative -Inative/fuzz -I"$xxhash_dir")
 # The pure C++ core the targets exercise (no N-API).
 core=(cbi1 ckf engine_decode packed_batch pool_canonical pool_filter_state pool_plan)
-targets=(cbi1 pool_batch engine_decode)
+targets=(cbi1 pool_batch engine_decode bucket_map)
 
 mkdir -p "$out/obj" "$out/artifacts"
 objs=()

@@ -98,9 +98,22 @@ for (const c of blockCases) {
   for (const p of payloads) engineSeeds.push(Buffer.concat([u8(options), u8(0), u8(1), packr.pack(p)]));
 }
 
+// bucket_map: a fill over the indexed key space, then erasures of half of it, and raw 8-byte keys.
+const bucketSeeds = [];
+{
+  const fill = [];
+  for (let i = 0; i < 256; i++) fill.push(i % 3, i);
+  const churn = [...fill];
+  for (let i = 0; i < 256; i += 2) churn.push(4, i);
+  const raw = [];
+  for (let i = 0; i < 64; i++) raw.push(0x80, ...Array.from({ length: 8 }, (_, j) => (i * 37 + j * 101) & 0xff));
+  bucketSeeds.push(Buffer.from(fill), Buffer.from(churn), Buffer.from(raw));
+}
+
 const counts = {
   cbi1: writeAll('cbi1', cbi1Seeds.filter((s) => s !== null)),
   pool_batch: writeAll('pool_batch', poolSeeds),
   engine_decode: writeAll('engine_decode', engineSeeds),
+  bucket_map: writeAll('bucket_map', bucketSeeds),
 };
 console.log(`seeds: ${Object.entries(counts).map(([t, n]) => `${t} ${n}`).join(', ')}`);
