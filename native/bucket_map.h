@@ -87,13 +87,6 @@ class BucketMap {
     }
   }
 
-  bool Erase(uint64_t key) {
-    V* value = Find(key);
-    if (value == nullptr) return false;
-    EraseFound(value);
-    return true;
-  }
-
   // Erases the entry whose value Find or Emplace just returned.
   void EraseFound(const V* value) {
     if (value == &zeroValue_) {

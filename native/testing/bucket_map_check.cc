@@ -85,22 +85,17 @@ void Step(Napi::Env env, Map* map, Reference* ref, uint64_t op, uint64_t r, uint
       break;
     }
     case 5:
-    case 6: {  // Erase
-      if (map->Erase(key) != (ref->erase(key) == 1)) Fail(env, op, "Erase of key " + std::to_string(key));
+    case 6: {  // Find then EraseFound
+      uint32_t* found = map->Find(key);
+      if ((found != nullptr) != (ref->count(key) == 1)) Fail(env, op, "Find before EraseFound of key " + std::to_string(key));
+      if (found != nullptr) {
+        map->EraseFound(found);
+        ref->erase(key);
+      }
       break;
     }
-    default: {  // Find then EraseFound, or a Reserve
-      if ((r & 1) != 0) {
-        uint32_t* found = map->Find(key);
-        if ((found != nullptr) != (ref->count(key) == 1)) Fail(env, op, "Find before EraseFound");
-        if (found != nullptr) {
-          map->EraseFound(found);
-          ref->erase(key);
-        }
-      } else {
-        map->Reserve(static_cast<size_t>(r >> 40) % 64);
-      }
-    }
+    default:
+      map->Reserve(static_cast<size_t>(r >> 40) % 64);
   }
 }
 
