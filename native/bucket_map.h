@@ -164,7 +164,9 @@ class BucketMap {
     for (const Entry& e : table_.stash) f(e.key, e.value);
   }
 
-  // The key's first bucket: the one line most lookups read. Into L2 like U64Map::Prefetch.
+  // Both candidate buckets: an insertion reads both (placement compares their free slots), and a
+  // lookup reads the second whenever the first's overflow count is non-zero (prefetching only the
+  // first line cost ~40 % of the raw canonical rate). Into L2 like U64Map::Prefetch.
   // always_inline: GCC marks a prefetch-only function const and drops the call as dead.
   __attribute__((always_inline)) void Prefetch(uint64_t key) const {
     const Homes h = table_.HomesOf(key);
