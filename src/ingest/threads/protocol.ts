@@ -32,8 +32,8 @@ export type FromThread =
   | { type: 'opened'; id: number; endpoints: string[] }
   | { type: 'failed'; id: number; message: string }
   | { type: 'closed'; id: number }
-  /** The bursts of one thread turn, of any of its subscriptions. */
-  | { type: 'events'; handoff: Handoff }
+  /** The bursts of one thread turn, of any of its subscriptions, and the counters changed up to them. */
+  | { type: 'events'; handoff: Handoff; stats: { id: number; stats: SourceStats[] }[] }
   | { type: 'reset'; id: number; source: SourceKey; reason: ResetReason }
   | { type: 'stats'; id: number; stats: SourceStats[] }
   | { type: 'warn'; obj: object; msg: string }

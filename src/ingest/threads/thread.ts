@@ -8,7 +8,7 @@ import { parentPort, workerData } from 'worker_threads';
 import { INGEST_THREAD_EXIT_SETTLE_MS, INGEST_THREAD_STATS_DELAY_MS } from '../../config/defaults';
 import { META_STRIDE, packedBlockCount } from '../../native';
 import { KvEventSubscriber } from '../subscriber';
-import { MESSAGE_INFO_STRIDE, type IngestLogger, type IngestSink, type SourceKey } from '../types';
+import { MESSAGE_INFO_STRIDE, type IngestLogger, type IngestSink, type SourceKey, type SourceStats } from '../types';
 import { burstBytes, HandoffBuilder, HandoffCounter, unpackBurst, type Handoff } from './handoff';
 import type { FromThread, ThreadData, ToThread } from './protocol';
 
@@ -134,7 +134,22 @@ function handOff(): void {
   if (pending.isEmpty) return;
   const h = pending.take();
   if (!handoff.add({ messages: h.messages, blocks: h.blocks, bytes: h.buffer.byteLength }, data.bounds)) return overflow(h);
-  port.postMessage({ type: 'events', handoff: h } satisfies FromThread, [h.buffer]);
+  port.postMessage({ type: 'events', handoff: h, stats: changedStats() } satisfies FromThread, [h.buffer]);
+}
+
+/**
+ * The counters changed since they were last posted, taken now: they travel with a hand-off, so a
+ * scrape that sees a burst's effect (a delta) also sees every count before it (e.g. the malformed
+ * messages the same socket delivered earlier), not 20 ms later.
+ */
+function changedStats(): { id: number; stats: SourceStats[] }[] {
+  const stats: { id: number; stats: SourceStats[] }[] = [];
+  for (const id of changed) {
+    const subscriber = subscribers.get(id);
+    if (subscriber) stats.push({ id, stats: subscriber.stats() });
+  }
+  changed.clear();
+  return stats;
 }
 
 /**

@@ -151,7 +151,10 @@ class IngestThread implements SubscriptionHost {
   private dispatch(m: FromThread, handoff: HandoffCounter): void {
     if (m.type === 'warn') return this.logger.warn(m.obj, m.msg);
     if (m.type === 'fatal') return this.logger.error({ thread: this.index, err: m.message }, 'ingest thread failed');
-    if (m.type === 'events') return this.take(m.handoff, handoff);
+    if (m.type === 'events') {
+      for (const { id, stats } of m.stats) this.subscriptions.get(id)?.received({ type: 'stats', id, stats });
+      return this.take(m.handoff, handoff);
+    }
     this.subscriptions.get(m.id)?.received(m);
     if (m.type === 'closed') {
       this.subscriptions.delete(m.id);
