@@ -2,9 +2,15 @@
 //
 // Packed engine events of the pool's sources (decoded and hashed by ingest) are applied to the
 // native pool state, serialized through one command chain (so a snapshot barrier never interleaves
-// with an apply). After each applied slice the publication window is checked: reaching
-// `publicationThreshold` pending events publishes a delta at once; the first pending event of a
-// window arms a one-shot `publicationDelayMs` timer that flushes whatever is pending.
+// with an apply). The batches handed over in one event-loop turn (each ingest thread's hand-off is
+// a port message of its own) are applied together, and the publication window is checked at the end
+// of that synchronous apply: `publicationThreshold` pending events or more publish one delta at once;
+// otherwise the first pending event of a window arms a one-shot `publicationDelayMs` timer that
+// flushes whatever is pending. Unlike the reference, which checks after every command, a backlog
+// (many thresholds' worth in one turn) so becomes one delta rather than one per threshold: those
+// deltas would all reach the transport in the same turn anyway, so merging them costs no latency,
+// and a burst of frames written in one turn (taken only when the loop next polls the sockets) would
+// fill subscriber queues and make pacing stretch every subscriber's slice.
 // Publishing without a listener drops the delta and does not advance the sequence. The listener
 // may stretch the slice (threshold and delay) under load (publication/pacing.ts), within a delay
 // of PACING_MAX_SLICE_MS and PACING_MAX_SLICE_BLOCKS blocks per delta.
@@ -239,6 +245,9 @@ export class PoolActor implements PoolFeed {
     const inbox: Inbox = { events: this.spare ?? new PoolEventBatch(), batches, blocks, applied: new Promise((resolve) => (applied = resolve)) };
     this.spare = undefined;
     this.enqueue(async () => {
+      // Every batch handed over in this loop turn joins the inbox (each ingest thread's hand-off is a
+      // port message of its own): one apply, one delta, not one per message of a backlog.
+      if (this.inbox === inbox) await nextTurn();
       if (this.inbox === inbox) this.inbox = undefined;
       try {
         await this.apply(inbox.events);
@@ -311,21 +320,20 @@ export class PoolActor implements PoolFeed {
   }
 
   private async apply(batch: PoolEventBatch): Promise<void> {
-    // Slices never take the window past the threshold, so each delta covers at most
-    // publicationThreshold events, as when the reference checks after every command.
     const { meta, words } = batch.packed();
     const count = meta.length / META_STRIDE;
     let next = slice(meta, 0, 0, 0);
     let turnStart = performance.now();
     while (next.to < count && !this.ended) {
-      const room = Math.max(1, this.sliceThreshold() - this.state.pendingEvents);
-      const s = slice(meta, next.to, Math.min(count, next.to + room), next.wordsTo);
+      const s = slice(meta, next.to, count, next.wordsTo);
       next = s;
       this.pendingBlocks += s.blocks;
       const m = meta.subarray(s.from * META_STRIDE, s.to * META_STRIDE);
       const w = words.subarray(s.wordsFrom, s.wordsTo);
       let result: PoolBatchResult;
       if (s.offLoop) {
+        // What this turn applied is published before the apply leaves the loop.
+        if (this.state.pendingEvents >= this.sliceThreshold()) this.flush();
         result = await this.state.applyPackedAsync(m, w);
         turnStart = performance.now(); // a later turn
       } else {
@@ -336,9 +344,10 @@ export class PoolActor implements PoolFeed {
         this.fence('IndexerInvariantViolation');
         return;
       }
-      if (this.state.pendingEvents >= this.sliceThreshold() || this.pendingBlocks >= PACING_MAX_SLICE_BLOCKS) this.flush();
+      const turnEnds = next.to >= count || performance.now() - turnStart >= APPLY_TURN_BUDGET_MS;
+      if (this.pendingBlocks >= PACING_MAX_SLICE_BLOCKS || (turnEnds && this.state.pendingEvents >= this.sliceThreshold())) this.flush();
       else this.armTimer();
-      if (next.to < count && performance.now() - turnStart >= APPLY_TURN_BUDGET_MS) {
+      if (next.to < count && turnEnds) {
         await nextTurn();
         turnStart = performance.now();
       }
