@@ -45,12 +45,6 @@ export const HUB_SNAPSHOT_ATTEMPTS = 3;
 export const ACTOR_MAILBOX_CAPACITY = 256;
 /** Blocks those batches may hold in all (one bigger batch is taken alone). */
 export const PENDING_BLOCK_PERMITS = 65_536;
-/**
- * Main-thread time a pool actor may spend in one event-loop turn applying and publishing slices of
- * its mailbox before it yields (#8 mixed run: a full mailbox is 20-40 ms of synchronous applies,
- * which held heartbeats, gRPC writes and timers back; the goal is a loop delay p99 <= 5 ms).
- */
-export const APPLY_TURN_BUDGET_MS = 2;
 /** Byte accounting of one queued frame: payload length plus this overhead. */
 export const FRAME_OVERHEAD_BYTES = 256;
 

@@ -140,12 +140,12 @@ export class KvEventSubscriber {
   }
 
   /**
-   * Batches of `source` were dropped by its pool's full mailbox, which reset the source: counted as
-   * an overflow and a reset; the source is replayed from 0 (refill()).
+   * `batches` batches of `source` were dropped by its pool's full mailbox, which reset the source:
+   * counted as overflows and one reset; the source is replayed from 0 (refill()).
    */
-  overflowed(source: SourceKey): void {
+  overflowed(source: SourceKey, batches: number): void {
     const stats = this.counter(source);
-    stats.overflows += 1;
+    stats.overflows += batches;
     stats.resets += 1;
     this.refill(source);
   }

@@ -101,10 +101,10 @@ export interface KvEventSubscription {
   endpoints(): string[];
   stats(): SourceStats[];
   /**
-   * Batches of `source` were dropped after ingest delivered them (a full pool mailbox): counted as an
-   * overflow; the source is reset and replayed from 0.
+   * `batches` batches of `source` were dropped after ingest delivered them (a full pool mailbox):
+   * counted as overflows; the source is reset and replayed from 0.
    */
-  overflowed(source: SourceKey): void;
+  overflowed(source: SourceKey, batches: number): void;
 }
 
 /** pino-compatible subset. */

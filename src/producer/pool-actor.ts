@@ -3,22 +3,21 @@
 // Packed engine events of the pool's sources (decoded and hashed by ingest) are applied to the
 // native pool state, serialized through one command chain (so a snapshot barrier never interleaves
 // with an apply). The batches handed over in one event-loop turn (each ingest thread's hand-off is
-// a port message of its own) are applied together, and the publication window is checked at the end
-// of that synchronous apply: `publicationThreshold` pending events or more publish one delta at once;
-// otherwise the first pending event of a window arms a one-shot `publicationDelayMs` timer that
-// flushes whatever is pending. Unlike the reference, which checks after every command, a backlog
-// (many thresholds' worth in one turn) so becomes one delta rather than one per threshold: those
-// deltas would all reach the transport in the same turn anyway, so merging them costs no latency,
-// and a burst of frames written in one turn (taken only when the loop next polls the sockets) would
-// fill subscriber queues and make pacing stretch every subscriber's slice.
+// a port message of its own) are applied together, in slices of at most SLICE_BLOCKS blocks, each on
+// a libuv worker thread: the pool stays single-writer (one apply in flight, chained), and the event
+// loop, which serves every gRPC stream, heartbeat and timer, never runs an apply (a synchronous apply
+// held it for ~60 % of its time at 3 M blocks/s, and a growing table's rehash for tens of ms).
+// After each slice the publication window is checked: `publicationThreshold` pending events or more
+// publish one delta at once; otherwise the first pending event of a window arms a one-shot
+// `publicationDelayMs` timer that flushes whatever is pending. Unlike the reference, which checks
+// after every command, a backlog (many thresholds' worth in one slice) so becomes one delta rather
+// than one per threshold: deltas cut inside one slice would reach the transport in the same turn
+// anyway, so merging them costs no latency, and a burst of frames written in one turn (taken only
+// when the loop next polls the sockets) would fill subscriber queues and make pacing stretch every
+// subscriber's slice.
 // Publishing without a listener drops the delta and does not advance the sequence. The listener
 // may stretch the slice (threshold and delay) under load (publication/pacing.ts), within a delay
 // of PACING_MAX_SLICE_MS and PACING_MAX_SLICE_BLOCKS blocks per delta.
-//
-// Applying a mailbox's slices runs synchronously on the event loop (small slices) or on a worker
-// thread (big ones); after APPLY_TURN_BUDGET_MS of it the actor yields to the loop (setImmediate,
-// not a timer: I/O and due timers run, and the apply resumes at once after them), so a full mailbox
-// never holds heartbeats, gRPC writes and timers for its whole length.
 //
 // The mailbox (batches accepted but not yet applied) is bounded in batches and in blocks
 // (wire-contract.md §8.2): a batch that does not fit is dropped and its source reset, as on a gap
@@ -30,7 +29,6 @@ import type { DeltaFrame, PoolFeed, PoolImage, PoolListener } from '../publicati
 import type { ProducerIdentity } from '../wire/types';
 import {
   ACTOR_MAILBOX_CAPACITY,
-  APPLY_TURN_BUDGET_MS,
   INGEST_LOG_MAX_PER_WINDOW,
   INGEST_LOG_WINDOW_MS,
   MAX_DELTA_IMAGES,
@@ -54,8 +52,11 @@ import {
 } from '../native';
 import type { PoolMetrics } from '../metrics/registry';
 
-/** A synchronous apply takes at most this many blocks; one bigger event is applied off the event loop. */
-const ASYNC_APPLY_BLOCKS = 4096;
+/**
+ * Blocks one apply takes (one bigger event is a slice of its own): a delta is cut after a slice at
+ * the earliest, so this bounds how long a backlog's first changes wait for their delta (~1 ms).
+ */
+const SLICE_BLOCKS = 4096;
 
 /** Event boundaries of a packed batch: events [from, to) occupy words [wordsFrom, wordsTo). */
 interface Slice {
@@ -65,20 +66,12 @@ interface Slice {
   wordsTo: number;
   /** Engine ids the slice's stores and removals carry. */
   blocks: number;
-  /**
-   * Whether it runs on a worker thread: one event too big for a synchronous apply, or a clear,
-   * whose cost is the size of the cleared source (unknown here, up to millions of blocks) rather
-   * than of the event. Either is a slice of its own.
-   */
-  offLoop: boolean;
 }
 
 /**
- * The next slice of events [from, limit): as many as one synchronous apply may take (blocks and
- * words), or the one event that needs a worker thread. A publication window stretched by pacing
- * is so applied in pieces, and the window is checked after each: one slice of a stretched window
- * (up to 16 384 events) used to go to a worker thread whole and could pass PACING_MAX_SLICE_BLOCKS
- * and even the delta frame's image bound, which turns the delta into a re-snapshot.
+ * The next slice of events [from, limit): as many as SLICE_BLOCKS blocks and one async apply's
+ * copied words allow, or the one event that alone is bigger. A window stretched by pacing is so
+ * applied in pieces, and checked against PACING_MAX_SLICE_BLOCKS after each.
  */
 function slice(meta: Uint32Array, from: number, limit: number, wordsFrom: number): Slice {
   let words = wordsFrom;
@@ -88,14 +81,11 @@ function slice(meta: Uint32Array, from: number, limit: number, wordsFrom: number
     const at = to * META_STRIDE;
     const eventWords = packedEventWords(meta, at);
     const eventBlocks = packedBlockCount(meta, at);
-    const alone = packedKind(meta, at) === 'cleared' || eventBlocks > ASYNC_APPLY_BLOCKS || eventWords > nativeLimits.maxSyncBatchWords;
-    if (alone && to === from) return { from, to: from + 1, wordsFrom, wordsTo: words + eventWords, blocks: eventBlocks, offLoop: true };
-    // Many block-less events can pass the synchronous call's word bound with few blocks.
-    if (alone || blocks + eventBlocks > ASYNC_APPLY_BLOCKS || words + eventWords - wordsFrom > nativeLimits.maxSyncBatchWords) break;
+    if (to > from && (blocks + eventBlocks > SLICE_BLOCKS || words + eventWords - wordsFrom > nativeLimits.maxAsyncBatchWords)) break;
     words += eventWords;
     blocks += eventBlocks;
   }
-  return { from, to, wordsFrom, wordsTo: words, blocks, offLoop: false };
+  return { from, to, wordsFrom, wordsTo: words, blocks };
 }
 
 /** Events of the batches accepted since the last queued command, and what they hold of the mailbox. */
@@ -130,8 +120,12 @@ export interface PoolActorOptions {
    * or a command that failed unexpectedly); the producer replaces it with a new generation.
    */
   onFenced?(reason: string): void;
-  /** A batch of `source` was dropped on a full mailbox and the source reset (ingest's stats count it). */
-  onOverflow?(source: SourceKey): void;
+  /**
+   * `batches` batches of `source` were dropped on a full mailbox and the source reset (ingest counts
+   * them and replays the source from 0). Called once the pool applied what it held when they were
+   * dropped: a replay asked for at once would arrive at a mailbox still full and be dropped again.
+   */
+  onOverflow?(source: SourceKey, batches: number): void;
 }
 
 export class PoolActor implements PoolFeed {
@@ -155,6 +149,8 @@ export class PoolActor implements PoolFeed {
   /** Batches and blocks accepted and not yet applied (the mailbox bound). */
   private queuedBatches = 0;
   private queuedBlocks = 0;
+  /** Sources with batches dropped on a full mailbox, reported once the mailbox applied what it held. */
+  private readonly overflowed = new Map<string, { source: SourceKey; batches: number }>();
   /** Sources reset with no batch accepted since: another reset would clear nothing. */
   private readonly resetQueued = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
@@ -213,13 +209,31 @@ export class PoolActor implements PoolFeed {
       for (const source of sources) {
         this.warn(source, 'batch', `mailbox full (${this.queuedBatches} batches, ${this.queuedBlocks} blocks): batch dropped, source reset`);
         this.reset(source);
-        this.options.onOverflow?.(source);
+        this.dropped(source);
       }
       return;
     }
     for (const source of sources) this.resetQueued.delete(sourceKey(source));
     this.admit(b.messages, blocks).append(b.meta, b.words);
     return this.inbox?.applied;
+  }
+
+  private dropped(source: SourceKey): void {
+    const key = sourceKey(source);
+    const entry = this.overflowed.get(key);
+    if (entry) {
+      entry.batches += 1;
+      return;
+    }
+    if (this.overflowed.size === 0) {
+      // After every command queued so far, the open inbox (and its reset) included.
+      void this.chain.then(() => {
+        const reports = [...this.overflowed.values()];
+        this.overflowed.clear();
+        for (const r of reports) this.options.onOverflow?.(r.source, r.batches);
+      });
+    }
+    this.overflowed.set(key, { source, batches: 1 });
   }
 
   /** The source's history is lost: drop all of its blocks (like AllBlocksCleared), in order with its batches. */
@@ -322,35 +336,18 @@ export class PoolActor implements PoolFeed {
   private async apply(batch: PoolEventBatch): Promise<void> {
     const { meta, words } = batch.packed();
     const count = meta.length / META_STRIDE;
-    let next = slice(meta, 0, 0, 0);
-    let turnStart = performance.now();
-    while (next.to < count && !this.ended) {
-      const s = slice(meta, next.to, count, next.wordsTo);
-      next = s;
+    for (let s = slice(meta, 0, count, 0); s.from < count && !this.ended; s = slice(meta, s.to, count, s.wordsTo)) {
       this.pendingBlocks += s.blocks;
       const m = meta.subarray(s.from * META_STRIDE, s.to * META_STRIDE);
       const w = words.subarray(s.wordsFrom, s.wordsTo);
-      let result: PoolBatchResult;
-      if (s.offLoop) {
-        // What this turn applied is published before the apply leaves the loop.
-        if (this.state.pendingEvents >= this.sliceThreshold()) this.flush();
-        result = await this.state.applyPackedAsync(m, w);
-        turnStart = performance.now(); // a later turn
-      } else {
-        result = this.state.applyPacked(m, w);
-      }
+      const result = await this.state.applyPackedAsync(m, w);
       this.account(m, w, result);
       if (result.outcomes.includes('IndexerInvariantViolation')) {
         this.fence('IndexerInvariantViolation');
         return;
       }
-      const turnEnds = next.to >= count || performance.now() - turnStart >= APPLY_TURN_BUDGET_MS;
-      if (this.pendingBlocks >= PACING_MAX_SLICE_BLOCKS || (turnEnds && this.state.pendingEvents >= this.sliceThreshold())) this.flush();
+      if (this.state.pendingEvents >= this.sliceThreshold() || this.pendingBlocks >= PACING_MAX_SLICE_BLOCKS) this.flush();
       else this.armTimer();
-      if (next.to < count && turnEnds) {
-        await nextTurn();
-        turnStart = performance.now();
-      }
     }
   }
 

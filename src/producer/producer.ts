@@ -257,7 +257,7 @@ export class Producer implements RelaySource {
       maxTrackedBlocks: this.options.config.limits.maxTrackedBlocksPerPool,
       logger: this.logger,
       onFenced: () => this.replaceFenced(spec.key, actor),
-      onOverflow: (source) => this.sources.overflowed(source),
+      onOverflow: (source, batches) => this.sources.overflowed(source, batches),
     });
     this.pools.set(spec.key, { spec, actor });
     this.catalogState.upsert(spec.key, descriptor(spec, producer));

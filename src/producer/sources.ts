@@ -71,11 +71,11 @@ export class KvSources {
   }
 
   /**
-   * A pool dropped a batch of `source` on a full mailbox and reset it: its subscription counts the
-   * overflow and replays the source from 0 (the engine still has what the pool dropped).
+   * A pool dropped `batches` batches of `source` on a full mailbox and reset it: its subscription
+   * counts the overflows and replays the source from 0 (the engine still has what the pool dropped).
    */
-  overflowed(source: SourceKey): void {
-    this.live.get(source.workerId)?.subscriber.overflowed(source);
+  overflowed(source: SourceKey, batches: number): void {
+    this.live.get(source.workerId)?.subscriber.overflowed(source, batches);
   }
 
   stats(): SourceStats[] {

@@ -22,7 +22,7 @@ export type ToThread =
   | { type: 'open'; id: number; config: KvEventEndpointConfig; options: ThreadSubscriberOptions }
   | { type: 'close'; id: number }
   /** A pool dropped a batch of the source: reset it and replay it from 0 (KvEventSubscriber.overflowed). */
-  | { type: 'overflowed'; id: number; source: SourceKey }
+  | { type: 'overflowed'; id: number; source: SourceKey; batches: number }
   /** Close whatever is open and end the thread. */
   | { type: 'exit' }
   /** @internal Test hook: the thread throws an uncaught error (a bug's death, handled like one). */

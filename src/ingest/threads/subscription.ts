@@ -94,8 +94,8 @@ export class ThreadSubscription implements KvEventSubscription {
     return [...merged.values()].sort((a, b) => a.source.dpRank - b.source.dpRank);
   }
 
-  overflowed(source: SourceKey): void {
-    if (!this.closed) this.host.send({ type: 'overflowed', id: this.id, source });
+  overflowed(source: SourceKey, batches: number): void {
+    if (!this.closed) this.host.send({ type: 'overflowed', id: this.id, source, batches });
   }
 
   /** The thread's open request; a reopened bound socket keeps the ports it had (engines dial them). */

@@ -44,7 +44,7 @@ port.on('message', (m: ToThread) => {
   if (ending) return;
   if (m.type === 'open') void open(m.id, m);
   else if (m.type === 'close') void close(m.id);
-  else if (m.type === 'overflowed') subscribers.get(m.id)?.overflowed(m.source);
+  else if (m.type === 'overflowed') subscribers.get(m.id)?.overflowed(m.source, m.batches);
   else if (m.type === 'exit') void end(0);
   else
     setImmediate(() => {
