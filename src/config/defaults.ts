@@ -45,6 +45,8 @@ export const HUB_SNAPSHOT_ATTEMPTS = 3;
 export const ACTOR_MAILBOX_CAPACITY = 256;
 /** Blocks those batches may hold in all (one bigger batch is taken alone). */
 export const PENDING_BLOCK_PERMITS = 65_536;
+/** ...and events (block-less ones, e.g. AllBlocksCleared, cost no block permit but are work and memory). */
+export const PENDING_EVENT_PERMITS = 65_536;
 /** Byte accounting of one queued frame: payload length plus this overhead. */
 export const FRAME_OVERHEAD_BYTES = 256;
 

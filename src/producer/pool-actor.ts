@@ -19,7 +19,7 @@
 // may stretch the slice (threshold and delay) under load (publication/pacing.ts), within a delay
 // of PACING_MAX_SLICE_MS and PACING_MAX_SLICE_BLOCKS blocks per delta.
 //
-// The mailbox (batches accepted but not yet applied) is bounded in batches and in blocks
+// The mailbox (batches accepted but not yet applied) is bounded in batches, events and blocks
 // (wire-contract.md §8.2): a batch that does not fit is dropped and its source reset, as on a gap
 // (later batches rebuild it from live events), and counted — the actor never grows with its backlog.
 import { setImmediate as nextTurn } from 'timers/promises';
@@ -35,6 +35,7 @@ import {
   PACING_MAX_SLICE_BLOCKS,
   PACING_MAX_SLICE_MS,
   PENDING_BLOCK_PERMITS,
+  PENDING_EVENT_PERMITS,
 } from '../config/defaults';
 import { ThrottledLogger } from '../ingest/throttle';
 import { MAX_U64 } from '../config/limits';
@@ -92,6 +93,7 @@ function slice(meta: Uint32Array, from: number, limit: number, wordsFrom: number
 interface Inbox {
   events: PoolEventBatch;
   batches: number;
+  eventCount: number;
   blocks: number;
   /** Settles once the inbox was applied (or its apply failed). */
   applied: Promise<void>;
@@ -146,8 +148,9 @@ export class PoolActor implements PoolFeed {
   private inbox: Inbox | undefined;
   /** An applied inbox's buffers, kept for the next one (they have grown to the usual burst). */
   private spare: PoolEventBatch | undefined;
-  /** Batches and blocks accepted and not yet applied (the mailbox bound). */
+  /** Batches, events and blocks accepted and not yet applied (the mailbox bound). */
   private queuedBatches = 0;
+  private queuedEvents = 0;
   private queuedBlocks = 0;
   /** Sources with batches dropped on a full mailbox, reported once the mailbox applied what it held. */
   private readonly overflowed = new Map<string, { source: SourceKey; batches: number }>();
@@ -202,19 +205,27 @@ export class PoolActor implements PoolFeed {
     if (b.meta.length === 0) return;
     let blocks = 0;
     for (let at = 0; at < b.meta.length; at += META_STRIDE) blocks += packedBlockCount(b.meta, at);
+    const events = b.meta.length / META_STRIDE;
     const sources = burstSources(b);
     // An empty mailbox takes any batch, so one larger than the permits is not refused forever.
-    if (this.queuedBatches > 0 && (this.queuedBatches >= ACTOR_MAILBOX_CAPACITY || this.queuedBlocks + blocks > PENDING_BLOCK_PERMITS)) {
+    if (
+      this.queuedBatches > 0 &&
+      (this.queuedBatches >= ACTOR_MAILBOX_CAPACITY || this.queuedBlocks + blocks > PENDING_BLOCK_PERMITS || this.queuedEvents + events > PENDING_EVENT_PERMITS)
+    ) {
       this.counters.mailboxOverflows += 1;
       for (const source of sources) {
-        this.warn(source, 'batch', `mailbox full (${this.queuedBatches} batches, ${this.queuedBlocks} blocks): batch dropped, source reset`);
+        this.warn(
+          source,
+          'batch',
+          `mailbox full (${this.queuedBatches} batches, ${this.queuedEvents} events, ${this.queuedBlocks} blocks): batch dropped, source reset`,
+        );
         this.reset(source);
         this.dropped(source);
       }
       return;
     }
     for (const source of sources) this.resetQueued.delete(sourceKey(source));
-    this.admit(b.messages, blocks).append(b.meta, b.words);
+    this.admit(b.messages, events, blocks).append(b.meta, b.words);
     return this.inbox?.applied;
   }
 
@@ -243,20 +254,28 @@ export class PoolActor implements PoolFeed {
     // Taken whatever the mailbox holds: at most one per source, since duplicates are skipped.
     if (this.resetQueued.has(key)) return;
     this.resetQueued.add(key);
-    this.admit(1, 0).addCleared(source.workerId, source.dpRank);
+    this.admit(1, 1, 0).addCleared(source.workerId, source.dpRank);
   }
 
-  /** Accounts `batches` and `blocks` to the mailbox; the open inbox, or a new one whose apply is queued now. */
-  private admit(batches: number, blocks: number): PoolEventBatch {
+  /** Accounts a batch to the mailbox; the open inbox, or a new one whose apply is queued now. */
+  private admit(batches: number, events: number, blocks: number): PoolEventBatch {
     this.queuedBatches += batches;
+    this.queuedEvents += events;
     this.queuedBlocks += blocks;
     if (this.inbox) {
       this.inbox.batches += batches;
+      this.inbox.eventCount += events;
       this.inbox.blocks += blocks;
       return this.inbox.events;
     }
     let applied!: () => void;
-    const inbox: Inbox = { events: this.spare ?? new PoolEventBatch(), batches, blocks, applied: new Promise((resolve) => (applied = resolve)) };
+    const inbox: Inbox = {
+      events: this.spare ?? new PoolEventBatch(),
+      batches,
+      eventCount: events,
+      blocks,
+      applied: new Promise((resolve) => (applied = resolve)),
+    };
     this.spare = undefined;
     this.enqueue(async () => {
       // Every batch handed over in this loop turn joins the inbox (each ingest thread's hand-off is a
@@ -267,6 +286,7 @@ export class PoolActor implements PoolFeed {
         await this.apply(inbox.events);
       } finally {
         this.queuedBatches -= inbox.batches;
+        this.queuedEvents -= inbox.eventCount;
         this.queuedBlocks -= inbox.blocks;
         applied();
       }

@@ -9,7 +9,7 @@ import type { ProducerIdentity } from '../../src/wire/types';
 import { silentLogger } from '../../src/log';
 import { waitFor } from '../support/waitFor';
 import { withStallMonitor } from '../../bench/support/stall';
-import { ACTOR_MAILBOX_CAPACITY, PACING_MAX_SLICE_BLOCKS, PACING_MAX_SLICE_MS, PENDING_BLOCK_PERMITS } from '../../src/config/defaults';
+import { ACTOR_MAILBOX_CAPACITY, PENDING_EVENT_PERMITS, PACING_MAX_SLICE_BLOCKS, PACING_MAX_SLICE_MS, PENDING_BLOCK_PERMITS } from '../../src/config/defaults';
 
 const SEED = 0x5deece66d1b54a33n;
 const BUCKETS = 1024;
@@ -335,6 +335,21 @@ test('a full mailbox (blocks) resets the source whose batch does not fit, after 
   const img = await a.attach(new Recorder());
   // The reset follows the admitted batch, so the whole source is gone.
   expect(img.words.every((w) => w === 0n)).toBe(true);
+});
+
+test('a full mailbox (events) drops a batch of block-less events that does not fit, and resets its source', async () => {
+  const a = actor(16, 10_000, 8192);
+  const kept = tokens(4, 70);
+  a.events(batch([stored([1n], kept)], 8n));
+  // Removals of nothing cost no block permit but are events: work and memory all the same.
+  const empty = (n: number): SimEvent[] => Array.from({ length: n }, () => ({ type: 'BlockRemoved' as const, blockHashes: [] }));
+  a.events(batch(empty(PENDING_EVENT_PERMITS - 10), 7n));
+  expect(a.metrics().mailboxOverflows).toBe(0);
+  a.events(batch(empty(20), 9n)); // 20 > the 9 events left
+  expect(a.metrics().mailboxOverflows).toBe(1);
+  const img = await a.attach(new Recorder());
+  expect(filterContains(img.words, canonical(kept)[0], SEED)).toBe(true);
+  expect(a.metrics().eventsApplied).toBe(1 + PENDING_EVENT_PERMITS - 10 + 1); // + worker 9's reset
 });
 
 test('an unknown parent rejects the event (counted), other events still apply', async () => {
