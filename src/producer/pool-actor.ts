@@ -59,6 +59,9 @@ import type { PoolMetrics } from '../metrics/registry';
  */
 const SLICE_BLOCKS = 4096;
 
+/** Inbox buffers kept for reuse: about the slices in flight while ingest threads fill the mailbox. */
+const SPARE_INBOXES = 8;
+
 /** Event boundaries of a packed batch: events [from, to) occupy words [wordsFrom, wordsTo). */
 interface Slice {
   from: number;
@@ -146,8 +149,8 @@ export class PoolActor implements PoolFeed {
    * publication slice rather than one per message. Queuing any other command closes it (order).
    */
   private inbox: Inbox | undefined;
-  /** An applied inbox's buffers, kept for the next one (they have grown to the usual burst). */
-  private spare: PoolEventBatch | undefined;
+  /** Applied inboxes' buffers, kept for the next ones (they have grown to the usual burst). */
+  private readonly spares: PoolEventBatch[] = [];
   /** Batches, events and blocks accepted and not yet applied (the mailbox bound). */
   private queuedBatches = 0;
   private queuedEvents = 0;
@@ -262,6 +265,10 @@ export class PoolActor implements PoolFeed {
     this.queuedBatches += batches;
     this.queuedEvents += events;
     this.queuedBlocks += blocks;
+    // An inbox holds about one slice: its batches count as applied (and ingest threads get their
+    // hand-off room back) once it is, so a backlog moves through the pool in a pipeline of slices
+    // rather than in one inbox's worth at a time, with the apply thread idle while ingest waits.
+    if (this.inbox && this.inbox.blocks > 0 && this.inbox.blocks + blocks > SLICE_BLOCKS) this.inbox = undefined;
     if (this.inbox) {
       this.inbox.batches += batches;
       this.inbox.eventCount += events;
@@ -270,13 +277,12 @@ export class PoolActor implements PoolFeed {
     }
     let applied!: () => void;
     const inbox: Inbox = {
-      events: this.spare ?? new PoolEventBatch(),
+      events: this.spares.pop() ?? new PoolEventBatch(),
       batches,
       eventCount: events,
       blocks,
       applied: new Promise((resolve) => (applied = resolve)),
     };
-    this.spare = undefined;
     this.enqueue(async () => {
       // Every batch handed over in this loop turn joins the inbox (each ingest thread's hand-off is a
       // port message of its own): one apply, one delta, not one per message of a backlog.
@@ -291,7 +297,7 @@ export class PoolActor implements PoolFeed {
         applied();
       }
       inbox.events.reset();
-      this.spare = inbox.events;
+      if (this.spares.length < SPARE_INBOXES) this.spares.push(inbox.events);
     });
     this.inbox = inbox;
     return inbox.events;
