@@ -3,7 +3,7 @@
 // Packed engine events of the pool's sources (decoded and hashed by ingest) are applied to the
 // native pool state, serialized through one command chain (so a snapshot barrier never interleaves
 // with an apply). The batches handed over in one event-loop turn (each ingest thread's hand-off is
-// a port message of its own) are applied together, in slices of at most SLICE_BLOCKS blocks, each on
+// a port message of its own) are applied together, in slices of about SLICE_BLOCKS blocks, each on
 // a libuv worker thread: the pool stays single-writer (one apply in flight, chained), and the event
 // loop, which serves every gRPC stream, heartbeat and timer, never runs an apply (a synchronous apply
 // held it for ~60 % of its time at 3 M blocks/s, and a growing table's rehash for tens of ms).
