@@ -1,21 +1,41 @@
-// Bucketed cuckoo u64 -> V map for 4-byte values: the pool's owner table (canonical hash -> owner
-// count + resident bit). Every raw canonical op and every engine block does one owner lookup on a
-// random key, and U64Map's linear probing at the lean load band walked long runs there (the
-// backward-shift erase and the scan of a miss were most of the instructions per op, BENCHMARKS.md
-// "Lean state vs speed"). Here:
-// - a bucket is one 64-byte line: 5 keys, their 5 values, a used mask and an overflow count;
+// Bucketed cuckoo u64 -> V map for 4- and 8-byte values: the pool's owner table (canonical hash ->
+// owner count + resident bit, 4 bytes) and its lineage tables (engine block id -> canonical hash,
+// 8 bytes). Every raw canonical op and every engine block does one owner lookup on a random key, and
+// linear probing at the lean load band walked long runs there (the backward-shift erase and the scan
+// of a miss were most of the instructions per op, BENCHMARKS.md "Lean state vs speed"). Here:
+// - a bucket is one 64-byte line. 4-byte values: 5 keys, their 5 values, a used mask and an overflow
+//   count. 8-byte values leave no spare bytes: 4 keys and 4 values, the keys packed at the front (key
+//   0 marks the free slots), and a lookup that misses the first line always reads the second;
 // - a key has two candidate buckets and goes to the one with more free slots (the first on a tie);
 //   when both are full a cuckoo path (found first, then executed) makes room, else the key waits in a
-//   small stash; a stash at its limit makes the table rebuild under another seed;
-// - the first bucket's overflow count says how many keys homed there live in their second bucket, so
-//   a lookup reads the second line only when that count is non-zero: at most two lines (both are
-//   prefetched), plus the stash when it is not empty;
-// - an erase clears its slot: O(1), nothing moves;
-// - the load stays in [0.70, 0.85]: at 12.8 bytes per slot that is about U64Map's bytes per entry
-//   (12-byte slots at [0.65, 0.81]), and above 0.85 the cuckoo paths grow (each step a cache miss).
-// Unlike U64Map, an insertion may move other entries (a cuckoo path, or a rebuild), and an erase may
-// move a stash entry: a pointer from Find or Emplace is valid only until the next Emplace, Reserve or
-// erase.
+//   small stash; a stash at its limit makes the table move to another seed;
+// - the first bucket's overflow count (4-byte values) says how many keys homed there live in their
+//   second bucket, so a lookup reads the second line only when that count is non-zero: at most two
+//   lines (both are prefetched), plus the stash when it is not empty;
+// - an erase clears its slot (8-byte values: the bucket's last key moves into it): O(1);
+// - the load stays in [0.70, 0.85]: 12.8 (16) bytes per slot, about what linear probing cost per entry
+//   at [0.65, 0.81] with 12 (16) byte slots, and above 0.85 the cuckoo paths grow (each step a miss).
+//
+// No operation takes time proportional to the table (BENCHMARKS.md "Incremental growth"): the pool
+// applies engine events synchronously on the relay's event loop, where a synchronous rehash of a few
+// hundred thousand entries stalled every stream for tens of ms, and 64 lineage tables growing in step
+// for hundreds. So growth, and a move to another seed, start a new table and drain the old one into it
+// kDrainSteps buckets per insertion and per erase; lookups read the new table, then the old one where
+// it is not drained yet. The new table is sized so that the drain ends before it could need to grow
+// (Invariant checks it): an insertion never finishes a drain at once. The fallbacks that do work in
+// proportion to a table: Reserve asking for more than a drain leaves room for finishes it (bounded by
+// kDrainSteps buckets per reserved key), and a new key that the new table's stash cannot take
+// mid-drain (keys crafted against its seed) rebuilds at once under another seed. Around that:
+// - a table prepares its successor at load 0.83 and has its pages faulted in on another thread
+//   (ZeroedBuffer::PopulateInBackground), because the first insertions into a fresh table touch all
+//   of its pages, and zeroing them was most of a growth's cost left on the event loop;
+// - a drain gives the old table's pages back as it passes them (ZeroedBuffer::ReleaseFront), so the
+//   transient peak (both tables) falls while it drains, and no 100+ MiB munmap (~10 ms in small
+//   pages) comes at its end.
+//
+// An insertion may move other entries (a cuckoo path, a drain step, a rebuild), and an erase may move
+// an entry of its bucket or the stash, or drain: a pointer from Find or Emplace is valid only until the
+// next Emplace, Reserve or erase.
 #pragma once
 #include <algorithm>
 #include <cstddef>
@@ -33,34 +53,57 @@ namespace kvrelay {
 
 template <typename V>
 class BucketMap {
-  static_assert(sizeof(V) == 4 && std::is_trivially_copyable<V>::value, "a BucketMap value is 4 plain bytes");
+  static_assert((sizeof(V) == 4 || sizeof(V) == 8) && std::is_trivially_copyable<V>::value,
+                "a BucketMap value is 4 or 8 plain bytes");
+  // Room in the line for a used mask and an overflow count (5 x 12 bytes + 4).
+  static constexpr bool kCounted = sizeof(V) == 4;
 
  public:
+  static constexpr int kSlots = kCounted ? 5 : 4;
+  // Old buckets drained per insertion and per erase. Growth from the top of the band to 0.70 leaves
+  // room for 0.15 of the new slots before the next growth; draining 2 buckets per insertion ends the
+  // drain after about half of that (StartMigration sizes the table so that it always does).
+  static constexpr size_t kDrainSteps = 2;
+  // Cuckoo path length bound: in this load band a path averages under two moves (bench/filter).
+  static constexpr int kMaxPath = 32;
+  // The most entries one Emplace or erase moves (drain steps with their cuckoo paths, then the key's
+  // own path); only the fallbacks above move more. Typical operations move none or a few.
+  static constexpr uint64_t kMaxMovesPerOp = kDrainSteps * kSlots * (kMaxPath + 1) + kMaxPath;
+
   BucketMap() : table_(kMinBuckets, kInitialSeed) {}
 
-  size_t size() const { return table_.size + (hasZero_ ? 1 : 0); }
+  size_t size() const { return Entries() + (hasZero_ ? 1 : 0); }
   bool empty() const { return size() == 0; }
-  // Bytes of the buckets and the stash (the map's heap footprint apart from the object itself).
-  size_t MemoryBytes() const {
-    return table_.buckets.size() * sizeof(Bucket) + table_.stash.capacity() * sizeof(Entry);
-  }
+  // Bytes of the buckets and stashes the map holds (its heap footprint apart from the object itself):
+  // both tables while a drain runs, less the old table's pages already given back.
+  size_t MemoryBytes() const { return table_.HeldBytes() + old_.HeldBytes() + next_.HeldBytes(); }
 
-  V* Find(uint64_t key) {
+  __attribute__((always_inline)) V* Find(uint64_t key) {
     if (key == 0) return hasZero_ ? &zeroValue_ : nullptr;
-    return FindAt(key, table_.HomesOf(key));
+    V* found = FindIn(&table_, key, table_.HomesOf(key), 0);
+    if (found != nullptr || !Migrating()) return found;
+    return FindIn(&old_, key, old_.HomesOf(key), cursor_);
   }
   const V* Find(uint64_t key) const { return const_cast<BucketMap*>(this)->Find(key); }
 
-  // Makes room for `extra` more keys, so that the next `extra` Emplace calls do not grow the table
-  // (they may still move entries, and rebuild at the same size when the stash fills). Throws
-  // std::bad_alloc.
+  // Makes room for `extra` more keys, so that the next `extra` Emplace calls allocate no table (they
+  // may still move entries, start draining into a table prepared here, and rebuild under another seed
+  // when the stash fills). During a drain that leaves less room than `extra`, finishes the drain first
+  // (at most kDrainSteps old buckets per reserved key). Throws std::bad_alloc.
   void Reserve(size_t extra) {
-    if (!Fits(table_.size + extra)) Rehash(CapacityFor(table_.size + extra));
+    if (Fits(Entries() + extra)) return;
+    const uint64_t before = moved_;
+    if (Migrating()) {
+      ++finishes_;
+      FinishMigration();
+    }
+    if (!Pending() || MaxEntries(next_.buckets.size()) < Entries() + extra) Prepare(CapacityFor(Entries() + extra));
+    NoteMoves(before);
   }
 
   // Inserts key -> value if absent. Returns the value slot and whether it was inserted; the slot is
-  // null only when a needed rebuild could not allocate (the map is then unchanged).
-  std::pair<V*, bool> Emplace(uint64_t key, const V& value) {
+  // null only when a needed table could not be allocated (the map then holds what it held).
+  __attribute__((always_inline)) std::pair<V*, bool> Emplace(uint64_t key, const V& value) {
     if (key == 0) {
       if (hasZero_) return {&zeroValue_, false};
       hasZero_ = true;
@@ -68,86 +111,98 @@ class BucketMap {
       return {&zeroValue_, true};
     }
     const Homes h = table_.HomesOf(key);
-    V* found = FindAt(key, h);
+    V* found = FindIn(&table_, key, h, 0);
     if (found != nullptr) return {found, false};
-    try {
-      if (!Fits(table_.size + 1)) {
-        Rehash(CapacityFor(table_.size + 1));
-        return {table_.Place(key, value, table_.HomesOf(key)), true};
-      }
-      V* placed = table_.Place(key, value, h);
+    if (table_.size < fastLimit_) {
+      V* placed = PlaceInCandidate(&table_, key, value, h);
       if (placed != nullptr) return {placed, true};
-      // Neither a cuckoo path nor stash room (the load fits, so the keys are unlucky or crafted under
-      // this seed): rebuild at the same size under another seed. The rebuilt stash is at most half
-      // full, so the key then has a place.
-      Rehash(table_.buckets.size());
-      return {table_.Place(key, value, table_.HomesOf(key)), true};
-    } catch (const std::bad_alloc&) {
-      return {nullptr, false};
     }
+    return EmplaceSlow(key, value, h);
   }
 
   // Erases the entry whose value Find or Emplace just returned.
-  void EraseFound(const V* value) {
+  __attribute__((always_inline)) void EraseFound(const V* value) {
     if (value == &zeroValue_) {
       hasZero_ = false;
-      return;
+    } else if (!Migrating()) {
+      table_.EraseAt(value, 0);
+      if (table_.size < dropLimit_) DropPrepared();  // back in the band: no growth soon
+    } else {
+      EraseMigrating(value);
     }
-    table_.EraseAt(value);
   }
 
-  // How the entries got placed, for tests and benches: every counter only moves on a slow path.
+  // Drains the old table now (time proportional to what is left of it). Internally the fallback of
+  // Reserve and of a growth after a failed allocation. Throws std::bad_alloc (the drain stops where it
+  // was).
+  void FinishMigration() {
+    while (Migrating()) {
+      if (!Drain(kSlots)) throw std::bad_alloc();
+    }
+  }
+  // For benches that measure a table at rest: no drain and no prepared successor.
+  void Settle() {
+    FinishMigration();
+    DropPrepared();
+  }
+
+  // How the entries got placed and moved, for tests and benches: every counter moves on a slow path.
   struct Shape {
-    size_t buckets;
-    size_t stashed;       // entries in the stash now
-    uint64_t secondBucket;  // insertions into a key's second bucket
-    uint64_t paths;       // insertions that moved other entries along a cuckoo path
-    uint64_t pathMoves;   // entries those paths moved
-    uint64_t rehashes;
+    size_t buckets;     // of the table new keys go to
+    size_t oldBuckets;  // of the table being drained; 0: none
+    size_t stashed;     // entries in the stashes now
+    uint64_t secondBucket;  // placements into a key's second bucket
+    uint64_t paths;         // placements that moved other entries along a cuckoo path
+    uint64_t pathMoves;     // entries those paths moved
+    uint64_t growths;       // migrations to a bigger table
+    uint64_t prepared;      // successors prepared (see Prepare)
+    uint64_t reseeds;       // migrations under another seed (a stash at its limit)
+    uint64_t migrated;      // entries the drains moved
+    uint64_t finishes;      // drains finished synchronously (Reserve past the room a drain leaves)
+    uint64_t rebuilds;      // synchronous rebuilds (a full stash during a drain)
+    uint64_t maxOpMoves;    // the most entries one Emplace, erase or Reserve moved
   };
   Shape GetShape() const {
-    return Shape{table_.buckets.size(), table_.stash.size(), table_.secondBucket, table_.paths, table_.pathMoves,
-                 rehashes_};
+    return Shape{table_.buckets.size(), old_.buckets.size(), table_.stash.size() + old_.stash.size(),
+                 secondBucket_, paths_, pathMoves_, growths_, prepared_, reseeds_, migrated_, finishes_, rebuilds_,
+                 maxOpMoves_};
   }
 
-  // For tests: the key's two candidate buckets under the current seed (key != 0).
+  // For tests: which table holds the key (key != 0): 0 neither, 1 the one new keys go to, 2 the one
+  // being drained.
+  int Holder(uint64_t key) const {
+    Table* t = const_cast<Table*>(&table_);
+    if (FindIn(t, key, table_.HomesOf(key), 0) != nullptr) return 1;
+    if (!Migrating()) return 0;
+    return FindIn(const_cast<Table*>(&old_), key, old_.HomesOf(key), cursor_) != nullptr ? 2 : 0;
+  }
+
+  // For tests: the key's two candidate buckets in the table new keys go to (key != 0).
   std::pair<size_t, size_t> Candidates(uint64_t key) const {
     const Homes h = table_.HomesOf(key);
     return {h.first, h.second};
   }
 
   // For tests and fuzzing: null when the structure is consistent, else what is wrong. Every bucketed
-  // key sits in one of its candidate buckets, the used masks match the keys, each overflow count
-  // matches the keys living in their second bucket (or stays saturated), and size() counts every entry.
+  // key sits in one of its candidate buckets of its table (the old table's from the cursor on), the
+  // used masks match the keys, each overflow count matches the keys living in their second bucket (or
+  // stays saturated; in the old table at least matches), no key is in both tables, size() counts
+  // every entry, and a drain in progress ends before its table would grow.
   const char* Invariant() const {
-    std::vector<uint32_t> overflow(table_.buckets.size(), 0);
-    size_t entries = 0;
-    for (size_t b = 0; b < table_.buckets.size(); ++b) {
-      const Bucket& bucket = table_.buckets[b];
-      for (int s = 0; s < kSlots; ++s) {
-        const bool used = (bucket.used >> s) & 1;
-        if (used != (bucket.keys[s] != 0)) return "used mask differs from the keys";
-        if (!used) continue;
-        ++entries;
-        const Homes h = table_.HomesOf(bucket.keys[s]);
-        if (b == h.second) {
-          ++overflow[h.first];
-        } else if (b != h.first) {
-          return "key outside its candidate buckets";
-        }
-      }
-      if ((bucket.used >> kSlots) != 0) return "used mask past the slots";
-    }
-    for (size_t b = 0; b < table_.buckets.size(); ++b) {
-      const uint8_t count = table_.buckets[b].overflow;
-      if (count != 0xFF && count != overflow[b]) return "overflow count differs from the keys";
-    }
-    for (const Entry& e : table_.stash) {
-      if (e.key == 0) return "key 0 in the stash";
-    }
-    if (entries + table_.stash.size() != table_.size) return "size differs from the entries";
-    if (table_.stash.size() > table_.stashLimit || table_.stash.capacity() < table_.stashLimit) {
-      return "stash past its reserved limit";
+    if (const char* broken = TableInvariant(table_, 0, false)) return broken;
+    if (next_.size != 0 || !next_.stash.empty()) return "entries in a prepared table";
+    if (Pending() && Migrating()) return "a table prepared during a drain";
+    if (!Fits(Entries())) return "entries past the load bound";
+    if (!Migrating()) return old_.size == 0 && old_.stash.empty() ? nullptr : "entries in a table not draining";
+    if (const char* broken = TableInvariant(old_, cursor_, true)) return broken;
+    if (old_.size == 0) return "a drained table kept";
+    bool both = false;
+    ForEachIn(old_, cursor_, [&](uint64_t key, const V&) {
+      if (FindIn(const_cast<Table*>(&table_), key, table_.HomesOf(key), 0) != nullptr) both = true;
+    });
+    if (both) return "a key in both tables";
+    if (DrainStepsLeft() > kDrainSteps * (MaxEntries(table_.buckets.size()) - Entries())) {
+      return "the drain would not end before the table grows";
     }
     return nullptr;
   }
@@ -155,40 +210,45 @@ class BucketMap {
   template <typename F>
   void ForEach(F f) const {
     if (hasZero_) f(uint64_t{0}, zeroValue_);
-    for (size_t b = 0; b < table_.buckets.size(); ++b) {
-      const Bucket& bucket = table_.buckets[b];
-      for (int s = 0; s < kSlots; ++s) {
-        if (bucket.keys[s] != 0) f(bucket.keys[s], bucket.values[s]);
-      }
-    }
-    for (const Entry& e : table_.stash) f(e.key, e.value);
+    ForEachIn(table_, 0, f);
+    if (Migrating()) ForEachIn(old_, cursor_, f);
   }
 
   // Both candidate buckets: an insertion reads both (placement compares their free slots), and a
-  // lookup reads the second whenever the first's overflow count is non-zero (prefetching only the
-  // first line cost ~40 % of the raw canonical rate). Into L2 like U64Map::Prefetch.
+  // lookup reads the second whenever the first's overflow count is non-zero, or always with 8-byte
+  // values (prefetching only the first line cost ~40 % of the raw canonical rate); during a drain also
+  // the old table's lines not drained yet. Into L2 (prefetcht2): callers issue hundreds at once, and
+  // L1-targeted prefetches stall on the few L1 miss buffers while L2-targeted ones keep ~2x more misses
+  // in flight (measured).
   // always_inline: GCC marks a prefetch-only function const and drops the call as dead.
   __attribute__((always_inline)) void Prefetch(uint64_t key) const {
-    const Homes h = table_.HomesOf(key);
-    __builtin_prefetch(&table_.buckets[h.first], 0, 1);
-    __builtin_prefetch(&table_.buckets[h.second], 0, 1);
+    Prefetch(&table_, key);
+    if (Migrating()) {
+      const Homes o = old_.HomesOf(key);
+      if (o.first >= cursor_) __builtin_prefetch(&old_.buckets[o.first], 0, 1);
+      if (o.second >= cursor_) __builtin_prefetch(&old_.buckets[o.second], 0, 1);
+    }
   }
 
  private:
-  static constexpr int kSlots = 5;
-  static constexpr uint8_t kFull = (1u << kSlots) - 1;
-  // Free slots of a bucket by its used mask (no popcnt instruction in the baseline x86-64 build).
-  static constexpr uint8_t kFreeSlots[32] = {5, 4, 4, 3, 4, 3, 3, 2, 4, 3, 3, 2, 3, 2, 2, 1,
-                                             4, 3, 3, 2, 3, 2, 2, 1, 3, 2, 2, 1, 2, 1, 1, 0};
-  struct alignas(64) Bucket {
-    uint64_t keys[kSlots];  // 0: empty (key 0 itself lives in zeroValue_)
-    V values[kSlots];
+  static constexpr unsigned kFull = (1u << kSlots) - 1;
+  // Used slots of a bucket by its used mask (no popcnt instruction in the baseline x86-64 build).
+  static constexpr uint8_t kUsedSlots[32] = {0, 1, 1, 2, 1, 2, 2, 3, 1, 2, 2, 3, 2, 3, 3, 4,
+                                             1, 2, 2, 3, 2, 3, 3, 4, 2, 3, 3, 4, 3, 4, 4, 5};
+  struct alignas(64) CountedBucket {
+    uint64_t keys[5];  // 0: empty (key 0 itself lives in zeroValue_)
+    V values[5];
     // Keys whose first bucket is this one that live in their second bucket. Saturates: at the top it
-    // stays there until a rehash (lookups then always read the second line).
+    // stays there until the table is replaced (lookups then always read the second line).
     uint8_t overflow;
     uint8_t used;  // bit s: slot s holds a key
     uint8_t unused[2];
   };
+  struct alignas(64) PlainBucket {
+    uint64_t keys[4];  // 0: empty
+    V values[4];
+  };
+  using Bucket = std::conditional_t<kCounted, CountedBucket, PlainBucket>;
   static_assert(sizeof(Bucket) == 64, "a bucket is one cache line");
   struct Entry {
     uint64_t key;
@@ -202,154 +262,147 @@ class BucketMap {
   // Grow when an insertion would pass kMaxLoad, to kGrowToLoad (x1.21).
   static constexpr size_t kMaxLoadPer1024 = 870;     // 0.85
   static constexpr size_t kGrowToLoadPer1024 = 717;  // 0.70
+  // A table prepares its successor at kPrepareLoad, so that the successor's pages are in by kMaxLoad
+  // (ZeroedBuffer::PopulateInBackground), and drops it again below kDropLoad. The lead is 0.02 of the
+  // slots: on a machine that zeroes memory at GB/s that is far more than the population takes at any
+  // ingest rate; on the project's VM, whose host backs fresh pages at ~0.5 GB/s, not always (the
+  // pages the population has not reached yet then fault in on use, as without it).
+  static constexpr size_t kPrepareLoadPer1024 = 850;  // 0.83
+  static constexpr size_t kDropLoadPer1024 = 819;     // 0.80
   static constexpr size_t kMinBuckets = 4;
-  // Cuckoo path length bound: in this load band a path averages under two moves (bench/filter).
-  static constexpr int kMaxPath = 32;
-  // Stash room after a rehash: at least this, and twice what the rehash itself left there, so keys a
-  // seed cannot place (crafted, or very unlucky) cost a rebuild only after the stash doubled.
+  // Stash room of a fresh table: at least this, and twice what a rebuild left there, so keys a seed
+  // cannot place (crafted, or very unlucky) cost a rebuild only after the stash doubled.
   static constexpr size_t kMinStash = 8;
   static constexpr uint64_t kInitialSeed = 0x2545F4914F6CDD1DULL;
+  // Drained buckets per ReleaseFront call: a huge page of them (what it gives back at a time).
+  static constexpr size_t kReleaseBuckets = (size_t{2} << 20) / 64;
 
   static size_t CapacityFor(size_t entries) {
     const size_t buckets = entries * 1024 / (kGrowToLoadPer1024 * kSlots) + 1;
     return buckets < kMinBuckets ? kMinBuckets : buckets;
   }
-  bool Fits(size_t entries) const { return entries * 1024 <= table_.buckets.size() * kSlots * kMaxLoadPer1024; }
+  static size_t MaxEntries(size_t buckets) { return buckets * kSlots * kMaxLoadPer1024 / 1024; }
+  static size_t PrepareEntries(size_t buckets) { return buckets * kSlots * kPrepareLoadPer1024 / 1024; }
+  bool Fits(size_t entries) const { return entries <= MaxEntries(table_.buckets.size()); }
+  size_t Entries() const { return table_.size + old_.size; }
+  bool Migrating() const { return old_.buckets.size() != 0; }
+  bool Pending() const { return next_.buckets.size() != 0; }
 
-  // The buckets and stash under one seed: Rehash builds a new one beside the old and swaps, so a
-  // failed allocation leaves the map as it was.
+  static unsigned UsedMask(const Bucket& b) {
+    if constexpr (kCounted) {
+      return b.used;
+    } else {
+      return unsigned{b.keys[0] != 0} | unsigned{b.keys[1] != 0} << 1 | unsigned{b.keys[2] != 0} << 2 |
+             unsigned{b.keys[3] != 0} << 3;
+    }
+  }
+  // With 8-byte values a bucket keeps its keys packed (slots [0, used) hold keys, the rest are 0), so
+  // two key tests find how many slots are used and the first free one: counting zero keys took ~16
+  // instructions per line, and an insertion reads two.
+  static int UsedSlots(const Bucket& b) {
+    if constexpr (kCounted) {
+      return kUsedSlots[b.used];
+    } else {
+      if (b.keys[1] != 0) return b.keys[3] != 0 ? 4 : b.keys[2] != 0 ? 3 : 2;
+      return b.keys[0] != 0 ? 1 : 0;
+    }
+  }
+  static int FreeSlots(const Bucket& b) { return kSlots - UsedSlots(b); }
+  // -1: full.
+  static int FirstFree(const Bucket& b) {
+    if constexpr (kCounted) {
+      return b.used == kFull ? -1 : __builtin_ctz(~unsigned{b.used});
+    } else {
+      const int used = UsedSlots(b);
+      return used == kSlots ? -1 : used;
+    }
+  }
+
+  // The buckets and stash under one seed and size. A migration keeps two: the one new keys go to and
+  // the one being drained into it.
   struct Table {
     ZeroedBuffer<Bucket> buckets;
     std::vector<Entry> stash;
     size_t stashLimit = kMinStash;
     size_t size = 0;  // entries in buckets and stash
-    uint64_t seed;
-    uint64_t walk;  // picks cuckoo-path victims
-    uint64_t secondBucket = 0;
-    uint64_t paths = 0;
-    uint64_t pathMoves = 0;
+    uint64_t seed = 0;
+    uint64_t walk = 0;  // picks cuckoo-path victims
 
+    Table() = default;
     Table(size_t bucketCount, uint64_t s) : buckets(bucketCount), seed(s), walk(s) { stash.reserve(stashLimit); }
 
-    // Two multiplies and two multiply-high range reductions (any bucket count); the second bucket
-    // comes from a re-mixed product so that it is independent of the first, and differs from it.
+    size_t HeldBytes() const { return buckets.HeldBytes() + stash.capacity() * sizeof(Entry); }
+
+    // A multiply, then two multiply-high range reductions (any bucket count): the first bucket is the
+    // high half of m * n, the second the same reduction of its low half, which is uniform and
+    // independent of the first (over the m that share a first bucket, m * n mod 2^64 steps through
+    // every value once). The second differs from the first. Measured against a second product of m
+    // (m * c, reduced the same way): ~30 % fewer cuckoo paths in the load band and 4 instructions less
+    // per lookup.
     Homes HomesOf(uint64_t key) const {
       const uint64_t n = buckets.size();
       const uint64_t m = (key ^ seed) * 0x9E3779B97F4A7C15ULL;
-      const size_t first = static_cast<size_t>((static_cast<unsigned __int128>(m) * n) >> 64);
-      const uint64_t m2 = (m ^ (m >> 29)) * 0xBF58476D1CE4E5B9ULL;
-      size_t second = static_cast<size_t>((static_cast<unsigned __int128>(m2) * n) >> 64);
+      const unsigned __int128 scaled = static_cast<unsigned __int128>(m) * n;
+      const size_t first = static_cast<size_t>(scaled >> 64);
+      size_t second = static_cast<size_t>((static_cast<unsigned __int128>(static_cast<uint64_t>(scaled)) * n) >> 64);
       if (second == first) second = first + 1 == n ? 0 : first + 1;
       return Homes{first, second};
     }
 
     V* Put(size_t bucket, int slot, uint64_t key, const V& value) {
       Bucket& b = buckets[bucket];
-      b.used = static_cast<uint8_t>(b.used | (1u << slot));
+      if constexpr (kCounted) b.used = static_cast<uint8_t>(b.used | (1u << slot));
       b.keys[slot] = key;
       b.values[slot] = value;
       return &b.values[slot];
     }
-    static int FreeSlot(const Bucket& b) { return b.used == kFull ? -1 : __builtin_ctz(~b.used); }
-    // A key (its homes h) arrives in or leaves bucket b: keeps its first bucket's overflow count.
+    // Empties a slot; with 8-byte values the bucket's last key moves into it (same bucket: its
+    // candidates hold).
+    __attribute__((always_inline)) void Clear(size_t bucket, int slot) {
+      Bucket& b = buckets[bucket];
+      if constexpr (kCounted) {
+        b.keys[slot] = 0;
+        b.used = static_cast<uint8_t>(b.used & ~(1u << slot));
+      } else {
+        const int last = UsedSlots(b) - 1;
+        b.keys[slot] = b.keys[last];
+        b.values[slot] = b.values[last];
+        b.keys[last] = 0;
+      }
+    }
+    // A key (its homes h) arrives in or leaves bucket b: keeps its first bucket's overflow count. A
+    // drained first bucket (below `from`) is no longer counted: its page may be gone.
     void Arrived(const Homes& h, size_t b) {
-      uint8_t& overflow = buckets[h.first].overflow;
-      if (b == h.second && overflow != 0xFF) ++overflow;
+      if constexpr (kCounted) {
+        uint8_t& overflow = buckets[h.first].overflow;
+        if (b == h.second && overflow != 0xFF) ++overflow;
+      }
     }
-    void Left(const Homes& h, size_t b) {
-      uint8_t& overflow = buckets[h.first].overflow;
-      if (b == h.second && overflow != 0xFF) --overflow;
+    void Left(const Homes& h, size_t b, size_t from) {
+      if constexpr (kCounted) {
+        if (b != h.second || h.first < from) return;
+        uint8_t& overflow = buckets[h.first].overflow;
+        if (overflow != 0xFF) --overflow;
+      }
     }
 
-    struct Step {
-      size_t bucket;
-      int slot;
-    };
-
-    // An absent key: into the candidate bucket with more free slots (the first on a tie), else along
-    // a cuckoo path, else into the stash. null: no path and the stash at its limit (nothing changed).
-    V* Place(uint64_t key, const V& value, const Homes& h) {
-      const Bucket& a = buckets[h.first];
-      const Bucket& b = buckets[h.second];
-      const int freeA = kFreeSlots[a.used];
-      const int freeB = kFreeSlots[b.used];
-      if (freeA > 0 && freeA >= freeB) {
-        ++size;
-        return Put(h.first, FreeSlot(a), key, value);
-      }
-      if (freeB > 0) {
-        ++size;
-        ++secondBucket;
-        Arrived(h, h.second);
-        return Put(h.second, FreeSlot(b), key, value);
-      }
-      V* placed = PlaceByPath(key, value, h);
-      if (placed != nullptr) return placed;
-      if (stash.size() >= stashLimit) return nullptr;
-      ++size;
-      stash.push_back(Entry{key, value});
-      return &stash.back().value;
+    bool Holds(const V* value) const {
+      const char* p = reinterpret_cast<const char*>(value);
+      const char* base = reinterpret_cast<const char*>(buckets.data());
+      if (p >= base && p < base + buckets.size() * sizeof(Bucket)) return true;
+      const char* stashBase = reinterpret_cast<const char*>(stash.data());
+      return p >= stashBase && p < stashBase + stash.size() * sizeof(Entry);
     }
-
-    // Random-walk cuckoo path from one of the key's full buckets to a free slot, found without moving
-    // anything (so a failed search changes nothing), then executed from the free end backwards.
-    V* PlaceByPath(uint64_t key, const V& value, const Homes& h) {
-      Step path[kMaxPath];
-      size_t bucket = (ckf::SplitmixNext(&walk) & 1) != 0 ? h.first : h.second;
-      for (int len = 0; len < kMaxPath; ++len) {
-        const uint64_t r = ckf::SplitmixNext(&walk);
-        int slot = static_cast<int>(r % kSlots);
-        // A slot already on the path would be moved twice: take the next one that is not.
-        for (int tries = 0; tries < kSlots && OnPath(path, len, bucket, slot); ++tries) slot = (slot + 1) % kSlots;
-        if (OnPath(path, len, bucket, slot)) return nullptr;
-        path[len] = Step{bucket, slot};
-        const uint64_t victim = buckets[bucket].keys[slot];
-        const Homes vh = HomesOf(victim);
-        const size_t next = bucket == vh.first ? vh.second : vh.first;
-        const int free = FreeSlot(buckets[next]);
-        if (free < 0) {
-          bucket = next;
-          continue;
-        }
-        // Execute: each victim moves one step on, last first, then the key takes the path's start.
-        size_t to = next;
-        int toSlot = free;
-        for (int i = len; i >= 0; --i) {
-          Bucket& from = buckets[path[i].bucket];
-          const uint64_t k = from.keys[path[i].slot];
-          const Homes kh = HomesOf(k);
-          Put(to, toSlot, k, from.values[path[i].slot]);
-          Left(kh, path[i].bucket);
-          Arrived(kh, to);
-          to = path[i].bucket;
-          toSlot = path[i].slot;
-        }
-        ++size;
-        ++paths;
-        pathMoves += static_cast<uint64_t>(len) + 1;
-        Arrived(h, to);
-        return Put(to, toSlot, key, value);
-      }
-      return nullptr;
-    }
-    static bool OnPath(const Step* path, int len, size_t bucket, int slot) {
-      for (int i = 0; i < len; ++i) {
-        if (path[i].bucket == bucket && path[i].slot == slot) return true;
-      }
-      return false;
-    }
-
-    void EraseAt(const V* value) {
+    // Buckets below `from` are drained.
+    __attribute__((always_inline)) void EraseAt(const V* value, size_t from) {
       const char* p = reinterpret_cast<const char*>(value);
       const char* base = reinterpret_cast<const char*>(buckets.data());
       if (p >= base && p < base + buckets.size() * sizeof(Bucket)) {
         const size_t offset = static_cast<size_t>(p - base);
         const size_t bucket = offset / sizeof(Bucket);
         const int slot = static_cast<int>((offset % sizeof(Bucket) - offsetof(Bucket, values)) / sizeof(V));
-        Bucket& b = buckets[bucket];
-        Left(HomesOf(b.keys[slot]), bucket);
-        b.keys[slot] = 0;
-        b.used = static_cast<uint8_t>(b.used & ~(1u << slot));
+        Left(HomesOf(buckets[bucket].keys[slot]), bucket, from);
+        Clear(bucket, slot);
       } else {
         const Entry* e = reinterpret_cast<const Entry*>(p - offsetof(Entry, value));
         stash[static_cast<size_t>(e - stash.data())] = stash.back();
@@ -358,54 +411,421 @@ class BucketMap {
       --size;
     }
   };
-  V* FindAt(uint64_t key, const Homes& h) {
-    Bucket& first = table_.buckets[h.first];
-    for (int s = 0; s < kSlots; ++s) {
-      if (first.keys[s] == key) return &first.values[s];
+
+  struct Step {
+    size_t bucket;
+    int slot;
+  };
+
+  __attribute__((always_inline)) static void Prefetch(const Table* t, uint64_t key) {
+    const Homes h = t->HomesOf(key);
+    __builtin_prefetch(&t->buckets[h.first], 0, 1);
+    __builtin_prefetch(&t->buckets[h.second], 0, 1);
+  }
+
+  // Buckets of t below `from` are drained and never read (their pages may have been given back), so
+  // their overflow counts do not say whether a key lives in its second bucket.
+  __attribute__((always_inline)) static V* FindIn(Table* t, uint64_t key, const Homes& h, size_t from) {
+    bool spill = true;
+    if (h.first >= from) {
+      Bucket& first = t->buckets[h.first];
+      for (int s = 0; s < kSlots; ++s) {
+        if (first.keys[s] == key) return &first.values[s];
+      }
+      if constexpr (kCounted) spill = first.overflow != 0;
     }
-    if (first.overflow != 0) {
-      Bucket& second = table_.buckets[h.second];
+    if (spill && h.second >= from) {
+      Bucket& second = t->buckets[h.second];
       for (int s = 0; s < kSlots; ++s) {
         if (second.keys[s] == key) return &second.values[s];
       }
     }
-    for (Entry& e : table_.stash) {
+    for (Entry& e : t->stash) {
       if (e.key == key) return &e.value;
     }
     return nullptr;
   }
 
-  // Builds a table of `bucketCount` buckets under the next seed holding every entry, then swaps it in.
-  // Throws std::bad_alloc, leaving the map unchanged.
-  void Rehash(size_t bucketCount) {
-    uint64_t seedState = table_.seed;
-    Table next(bucketCount, ckf::SplitmixNext(&seedState));
-    auto place = [&next](uint64_t key, const V& value) {
-      if (next.Place(key, value, next.HomesOf(key)) == nullptr) {
-        ++next.size;
-        next.stash.push_back(Entry{key, value});  // past the limit: the limit is reset below
-      }
-    };
-    for (size_t b = 0; b < table_.buckets.size(); ++b) {
-      const Bucket& bucket = table_.buckets[b];
-      for (int s = 0; s < kSlots; ++s) {
-        if (bucket.keys[s] != 0) place(bucket.keys[s], bucket.values[s]);
-      }
+  // An absent key: into the candidate bucket with more free slots (the first on a tie). null: both full.
+  __attribute__((always_inline)) V* PlaceInCandidate(Table* t, uint64_t key, const V& value, const Homes& h) {
+    const Bucket& a = t->buckets[h.first];
+    const Bucket& b = t->buckets[h.second];
+    const int freeA = FreeSlots(a);
+    const int freeB = FreeSlots(b);
+    if (freeA > 0 && freeA >= freeB) {
+      ++t->size;
+      return t->Put(h.first, FirstFree(a), key, value);
     }
-    for (const Entry& e : table_.stash) place(e.key, e.value);
-    next.stashLimit = std::max(kMinStash, 2 * next.stash.size());
-    next.stash.reserve(next.stashLimit);
-    next.secondBucket += table_.secondBucket;
-    next.paths += table_.paths;
-    next.pathMoves += table_.pathMoves;
-    std::swap(table_, next);
-    ++rehashes_;
+    if (freeB > 0) {
+      ++t->size;
+      ++secondBucket_;
+      t->Arrived(h, h.second);
+      return t->Put(h.second, FirstFree(b), key, value);
+    }
+    return nullptr;
+  }
+  // Else along a cuckoo path, else into the stash. null: no path and the stash at its limit (nothing
+  // changed).
+  V* Place(Table* t, uint64_t key, const V& value, const Homes& h) {
+    V* placed = PlaceInCandidate(t, key, value, h);
+    if (placed == nullptr) placed = PlaceByPath(t, key, value, h);
+    if (placed != nullptr || t->stash.size() >= t->stashLimit) return placed;
+    ++t->size;
+    t->stash.push_back(Entry{key, value});
+    return &t->stash.back().value;
   }
 
-  Table table_;
-  uint64_t rehashes_ = 0;
+  __attribute__((noinline)) void EraseMigrating(const V* value) {
+    if (table_.Holds(value)) {
+      table_.EraseAt(value, 0);
+    } else {
+      old_.EraseAt(value, cursor_);
+      if (old_.size == 0) EndMigration();
+    }
+    const uint64_t before = moved_;
+    Drain(kDrainSteps);
+    NoteMoves(before);
+  }
+
+  // Emplace of an absent key past the fast path: both candidates full, or a drain to advance, or the
+  // table at its load bound.
+  __attribute__((noinline)) std::pair<V*, bool> EmplaceSlow(uint64_t key, const V& value, Homes h) {
+    if (Migrating()) {
+      V* found = FindIn(&old_, key, old_.HomesOf(key), cursor_);
+      if (found != nullptr) return {found, false};
+    }
+    const uint64_t before = moved_;
+    try {
+      // The drain moves entries of the old table only into this one, and the key is in neither.
+      if (Migrating()) Drain(kDrainSteps);
+      if (!Migrating() && !Pending() && Entries() + 1 > PrepareEntries(table_.buckets.size())) {
+        try {
+          Prepare(CapacityFor(MaxEntries(table_.buckets.size()) + 1));
+        } catch (const std::bad_alloc&) {
+          // The growth itself tries again.
+        }
+      }
+      if (!Fits(Entries() + 1)) {
+        // Mid-drain only after a failed allocation left the drain behind (see Invariant).
+        if (Migrating()) {
+          ++finishes_;
+          FinishMigration();
+        }
+        if (!Pending() || MaxEntries(next_.buckets.size()) < Entries() + 1) Prepare(CapacityFor(Entries() + 1));
+        Switch();
+        Drain(kDrainSteps);  // this insertion's share too: StartMigration's sizing counts on it
+        h = table_.HomesOf(key);
+      }
+      V* placed = Place(&table_, key, value, h);
+      if (placed == nullptr) {
+        // Neither a cuckoo path nor stash room (the load fits, so the keys are unlucky or crafted under
+        // this seed): another seed. A fresh table, or a rebuilt one (its stash at most half full), has
+        // a place for the key.
+        Reseed();
+        Drain(kDrainSteps);
+        placed = Place(&table_, key, value, table_.HomesOf(key));
+      }
+      NoteMoves(before);
+      return {placed, true};
+    } catch (const std::bad_alloc&) {
+      NoteMoves(before);
+      return {nullptr, false};
+    }
+  }
+
+  // Random-walk cuckoo path from one of the key's full buckets to a free slot, found without moving
+  // anything (so a failed search changes nothing), then executed from the free end backwards.
+  V* PlaceByPath(Table* t, uint64_t key, const V& value, const Homes& h) {
+    Step path[kMaxPath];
+    size_t bucket = (ckf::SplitmixNext(&t->walk) & 1) != 0 ? h.first : h.second;
+    for (int len = 0; len < kMaxPath; ++len) {
+      const uint64_t r = ckf::SplitmixNext(&t->walk);
+      int slot = static_cast<int>(r % kSlots);
+      // A slot already on the path would be moved twice: take the next one that is not.
+      for (int tries = 0; tries < kSlots && OnPath(path, len, bucket, slot); ++tries) slot = (slot + 1) % kSlots;
+      if (OnPath(path, len, bucket, slot)) return nullptr;
+      path[len] = Step{bucket, slot};
+      const uint64_t victim = t->buckets[bucket].keys[slot];
+      const Homes vh = t->HomesOf(victim);
+      const size_t next = bucket == vh.first ? vh.second : vh.first;
+      const int free = FirstFree(t->buckets[next]);
+      if (free < 0) {
+        bucket = next;
+        continue;
+      }
+      // Execute: each victim moves one step on, last first, then the key takes the path's start.
+      size_t to = next;
+      int toSlot = free;
+      for (int i = len; i >= 0; --i) {
+        Bucket& from = t->buckets[path[i].bucket];
+        const uint64_t k = from.keys[path[i].slot];
+        const Homes kh = t->HomesOf(k);
+        t->Put(to, toSlot, k, from.values[path[i].slot]);
+        t->Left(kh, path[i].bucket, 0);
+        t->Arrived(kh, to);
+        to = path[i].bucket;
+        toSlot = path[i].slot;
+      }
+      ++t->size;
+      ++paths_;
+      pathMoves_ += static_cast<uint64_t>(len) + 1;
+      moved_ += static_cast<uint64_t>(len) + 1;
+      t->Arrived(h, to);
+      return t->Put(to, toSlot, key, value);
+    }
+    return nullptr;
+  }
+  static bool OnPath(const Step* path, int len, size_t bucket, int slot) {
+    for (int i = 0; i < len; ++i) {
+      if (path[i].bucket == bucket && path[i].slot == slot) return true;
+    }
+    return false;
+  }
+
+  // An entry moving into table t from an older table or a rebuild: never refused, a full stash doubles
+  // its limit for it (as a rebuild used to leave the limit at twice what it stashed). Throws
+  // std::bad_alloc (t unchanged).
+  void Move(Table* t, uint64_t key, const V& value, const Homes& h) {
+    if (Place(t, key, value, h) == nullptr) {
+      t->stash.reserve(2 * t->stashLimit);
+      t->stashLimit *= 2;
+      Place(t, key, value, h);
+    }
+  }
+
+  // Old buckets (then stash entries, kSlots to a step) left to drain.
+  size_t DrainStepsLeft() const {
+    return old_.buckets.size() - cursor_ + (old_.stash.size() + kSlots - 1) / kSlots;
+  }
+
+  // Moves the entries of the next `steps` old buckets, then of the old stash, into the table; ends the
+  // migration when the old table is empty. Drained slots are left as they are (nothing reads below
+  // the cursor), and the old overflow counts are not lowered for them: there they are upper bounds,
+  // which only costs a lookup a second line. false: an allocation failed (the entry stays where it
+  // was).
+  bool Drain(size_t steps) {
+    for (; steps > 0 && Migrating(); --steps) {
+      size_t moved = 0;
+      int s = 0;
+      try {
+        if (cursor_ < old_.buckets.size()) {
+          const Bucket& b = old_.buckets[cursor_];
+          // The next bucket's entries go to random lines of the new table: ask for them now, and keep
+          // their candidates for when it drains (a drain step that computed them twice cost ~15 %
+          // of the instructions of a growing pool).
+          if (cursor_ + 1 < old_.buckets.size()) Plan(cursor_ + 1);
+          const Planned* planned = planned_[cursor_ & 1];
+          const bool valid = plannedFor_[cursor_ & 1] == cursor_;
+          for (; s < kSlots; ++s) {
+            const uint64_t key = b.keys[s];
+            if (key == 0) continue;
+            const bool known = valid && planned[s].key == key;
+            Move(&table_, key, b.values[s], known ? planned[s].homes : table_.HomesOf(key));
+            --old_.size;
+            ++moved;
+          }
+          ++cursor_;
+          if (cursor_ % kReleaseBuckets == 0) old_.buckets.ReleaseFront(cursor_);
+        } else {
+          for (; s < kSlots && !old_.stash.empty(); ++s) {
+            const Entry e = old_.stash.back();
+            Move(&table_, e.key, e.value, table_.HomesOf(e.key));
+            old_.stash.pop_back();
+            --old_.size;
+            ++moved;
+          }
+        }
+      } catch (const std::bad_alloc&) {
+        // The bucket's entries moved so far leave it (nothing else clears a slot the drain passed).
+        if (cursor_ < old_.buckets.size()) {
+          // Last first: a packed bucket moves its last key (not moved yet) into each cleared slot.
+          for (int d = s; d-- > 0;) {
+            if (old_.buckets[cursor_].keys[d] != 0) old_.Clear(cursor_, d);
+          }
+        }
+        migrated_ += moved;
+        moved_ += moved;
+        return false;
+      }
+      migrated_ += moved;
+      moved_ += moved;
+      if (old_.size == 0) EndMigration();
+    }
+    return true;
+  }
+
+  // The successor of a table near the top of its band: allocated, and its pages faulted in on another
+  // thread while this table takes its last keys. Same seed: keys keep their relative places. Throws
+  // std::bad_alloc.
+  void Prepare(size_t bucketCount) {
+    Table next(bucketCount, table_.seed);
+    next.buckets.PopulateInBackground();
+    next_ = std::move(next);
+    ++prepared_;
+    SetLimits();
+  }
+  void DropPrepared() {
+    next_ = Table();
+    SetLimits();
+  }
+  void Switch() {
+    StartMigration(std::move(next_));
+    next_ = Table();
+    ++growths_;
+    SetLimits();
+  }
+  // The fast paths' bounds: an insertion leaves it to prepare a successor, to grow, or while draining;
+  // an erase, to drop a successor no longer needed.
+  void SetLimits() {
+    const size_t buckets = table_.buckets.size();
+    fastLimit_ = Migrating() ? 0 : Pending() ? MaxEntries(buckets) : PrepareEntries(buckets);
+    dropLimit_ = Pending() ? buckets * kSlots * kDropLoadPer1024 / 1024 : 0;
+  }
+
+  // The new-table candidates of an old bucket's keys, prefetched one bucket ahead of the drain.
+  void Plan(size_t bucket) {
+    const Bucket& b = old_.buckets[bucket];
+    Planned* planned = planned_[bucket & 1];
+    for (int t = 0; t < kSlots; ++t) {
+      const uint64_t key = b.keys[t];
+      planned[t].key = key;
+      if (key == 0) continue;
+      planned[t].homes = table_.HomesOf(key);
+      __builtin_prefetch(&table_.buckets[planned[t].homes.first], 0, 1);
+      __builtin_prefetch(&table_.buckets[planned[t].homes.second], 0, 1);
+    }
+    plannedFor_[bucket & 1] = bucket;
+  }
+
+  // Replaces the table by `next` (empty); the old one drains into it. Sized up, if need be (a new
+  // allocation), so that the drain ends before the new table could need to grow (each insertion
+  // drains kDrainSteps old buckets). Throws std::bad_alloc (the map unchanged).
+  void StartMigration(Table&& next) {
+    const size_t steps = table_.buckets.size() + (table_.stash.size() + kSlots - 1) / kSlots;
+    const size_t room = table_.size + (steps + kDrainSteps - 1) / kDrainSteps;
+    if (MaxEntries(next.buckets.size()) < room) next = Table(CapacityFor(room), next.seed);
+    old_ = std::move(table_);
+    table_ = std::move(next);
+    cursor_ = 0;
+    plannedFor_[0] = plannedFor_[1] = SIZE_MAX;
+    SetLimits();
+    if (old_.size == 0) EndMigration();
+  }
+  void EndMigration() {
+    old_ = Table();
+    cursor_ = 0;
+    SetLimits();
+  }
+
+  // A key found neither a path nor stash room. Not draining: migrate to a table under the next seed
+  // (grown if the load is past where growth would take it). Draining: rebuild everything under the
+  // next seed now (the fallback; it needs keys crafted against the new table's seed).
+  void Reseed() {
+    uint64_t seedState = table_.seed;
+    const uint64_t seed = ckf::SplitmixNext(&seedState);
+    const size_t bucketCount = std::max(table_.buckets.size(), CapacityFor(Entries() + 1));
+    if (!Migrating()) {
+      StartMigration(Table(bucketCount, seed));
+      DropPrepared();
+      ++reseeds_;
+      return;
+    }
+    Table next(bucketCount, seed);
+    auto move = [this, &next](uint64_t key, const V& value) {
+      Move(&next, key, value, next.HomesOf(key));
+      ++moved_;
+    };
+    ForEachIn(table_, 0, move);
+    ForEachIn(old_, cursor_, move);
+    if (2 * next.stash.size() > next.stashLimit) {
+      next.stash.reserve(2 * next.stash.size());
+      next.stashLimit = 2 * next.stash.size();
+    }
+    table_ = std::move(next);
+    EndMigration();
+    ++rebuilds_;
+  }
+
+  template <typename F>
+  static void ForEachIn(const Table& t, size_t from, F&& f) {
+    for (size_t b = from; b < t.buckets.size(); ++b) {
+      const Bucket& bucket = t.buckets[b];
+      for (int s = 0; s < kSlots; ++s) {
+        if (bucket.keys[s] != 0) f(bucket.keys[s], bucket.values[s]);
+      }
+    }
+    for (const Entry& e : t.stash) f(e.key, e.value);
+  }
+
+  // Buckets of t below `from` are drained (stale, maybe given back: not read). A table being drained
+  // keeps upper bounds in its overflow counts.
+  const char* TableInvariant(const Table& t, size_t from, bool draining) const {
+    std::vector<uint32_t> overflow(t.buckets.size(), 0);
+    size_t entries = 0;
+    for (size_t b = from; b < t.buckets.size(); ++b) {
+      const Bucket& bucket = t.buckets[b];
+      for (int s = 0; s < kSlots; ++s) {
+        const bool used = (UsedMask(bucket) >> s) & 1;
+        if (used != (bucket.keys[s] != 0)) return "used mask differs from the keys";
+        if (!used) continue;
+        ++entries;
+        const Homes h = t.HomesOf(bucket.keys[s]);
+        if (b == h.second) {
+          ++overflow[h.first];
+        } else if (b != h.first) {
+          return "key outside its candidate buckets";
+        }
+      }
+      if ((UsedMask(bucket) >> kSlots) != 0) return "used mask past the slots";
+      if (!kCounted && UsedMask(bucket) != (1u << UsedSlots(bucket)) - 1) return "keys not packed";
+    }
+    if constexpr (kCounted) {
+      for (size_t b = from; b < t.buckets.size(); ++b) {
+        const uint8_t count = t.buckets[b].overflow;
+        if (count != 0xFF && (draining ? count < overflow[b] : count != overflow[b])) {
+          return "overflow count differs from the keys";
+        }
+      }
+    }
+    for (const Entry& e : t.stash) {
+      if (e.key == 0) return "key 0 in the stash";
+    }
+    if (entries + t.stash.size() != t.size) return "size differs from the entries";
+    if (t.stash.size() > t.stashLimit || t.stash.capacity() < t.stashLimit) return "stash past its reserved limit";
+    return nullptr;
+  }
+
+  void NoteMoves(uint64_t before) {
+    if (moved_ - before > maxOpMoves_) maxOpMoves_ = moved_ - before;
+  }
+
+  Table table_;  // where new keys go
+  Table old_;    // being drained into table_; no buckets: none
+  size_t cursor_ = 0;  // old_ buckets below it are drained
+  // Entries table_ takes before an insertion leaves the fast path, and below which an erase drops the
+  // prepared successor (SetLimits: one compare instead of several tests per operation).
+  size_t fastLimit_ = PrepareEntries(kMinBuckets);
+  size_t dropLimit_ = 0;
+  Table next_;  // prepared successor, its pages coming in; no buckets: none
+  struct Planned {
+    uint64_t key;
+    Homes homes;
+  };
+  Planned planned_[2][kSlots];  // by the parity of the old bucket they were planned for
+  size_t plannedFor_[2] = {SIZE_MAX, SIZE_MAX};
   bool hasZero_ = false;
   V zeroValue_{};
+  uint64_t secondBucket_ = 0;
+  uint64_t paths_ = 0;
+  uint64_t pathMoves_ = 0;
+  uint64_t growths_ = 0;
+  uint64_t prepared_ = 0;
+  uint64_t reseeds_ = 0;
+  uint64_t migrated_ = 0;
+  uint64_t finishes_ = 0;
+  uint64_t rebuilds_ = 0;
+  uint64_t moved_ = 0;
+  uint64_t maxOpMoves_ = 0;
 };
 
 }  // namespace kvrelay

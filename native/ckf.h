@@ -136,7 +136,7 @@ class Filter {
   const Addressing& addressing() const { return addressing_; }
   uint32_t bucketCount() const { return static_cast<uint32_t>(addressing_.bucketCount()); }
   const uint64_t* words() const { return words_.data(); }
-  // Into L2, like U64Map::Prefetch. always_inline: GCC marks a prefetch-only function const and drops
+  // Into L2, like BucketMap::Prefetch. always_inline: GCC marks a prefetch-only function const and drops
   // the call as dead.
   __attribute__((always_inline)) void Prefetch(const Prepared& p) const {
     __builtin_prefetch(&words_[p.a], 0, 1);

@@ -101,10 +101,16 @@ PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin&
     }
   }
 
-  // Lineage first (Reserve above guarantees no rehash, so a failure can be undone key by key).
+  // Lineage first; a failure is undone key by key. Reserve above makes room, but an Emplace may still
+  // move entries (a cuckoo path, a drain step) or fail to allocate a table under another seed: no
+  // lineage pointer is held across Emplace calls.
   PoolError error = PoolError::kNone;
   for (size_t i = 0; i < n; ++i) {
     auto [mapped, inserted] = lineage->Emplace(ev.extIds[i], canonicals_[i]);
+    if (mapped == nullptr) {
+      error = PoolError::kAllocationFailed;
+      break;
+    }
     if (inserted) {
       newBlocks_.push_back(static_cast<uint32_t>(i));
     } else if (*mapped != canonicals_[i]) {
@@ -119,7 +125,7 @@ PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin&
     error = PoolError::kTrackedBlockLimit;
   }
   if (error == PoolError::kNone) {
-    // Owner entries may move on each Emplace (cuckoo paths), so none is held across the loop.
+    // Owner entries may move on each Emplace (cuckoo paths, drain steps), so none is held across the loop.
     size_t owned = 0;
     for (; owned < newBlocks_.size(); ++owned) {
       Ownership* own = owners_.Emplace(canonicals_[newBlocks_[owned]], Ownership{0, 0}).first;
@@ -141,7 +147,7 @@ PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin&
     }
   }
   if (error != PoolError::kNone) {
-    for (uint32_t i : newBlocks_) lineage->Erase(ev.extIds[i]);
+    for (uint32_t i : newBlocks_) lineage->EraseFound(lineage->Find(ev.extIds[i]));
     DropSourceIfEmpty(ev.workerId, ev.dpRank);
     return error;
   }
@@ -209,7 +215,7 @@ PoolError PoolFilterState::RemoveFromSource(Lineage* lineage, const uint64_t* ex
       if (first == PoolError::kNone) first = PoolError::kIndexerInvariantViolation;
       continue;
     }
-    lineage->EraseFound(found);
+    lineage->EraseFound(found);  // still valid: only the owner table changed since the Find
     --lineageEntries_;
   }
   return first;
@@ -285,6 +291,11 @@ size_t PoolFilterState::MemoryBytes() const {
   size_t bytes = size_t{filter_.bucketCount()} * sizeof(uint64_t) + dirty_.MemoryBytes() + owners_.MemoryBytes();
   for (const auto& entry : sources_) bytes += sizeof(entry) + sizeof(Lineage) + entry.second->MemoryBytes();
   return bytes;
+}
+
+void PoolFilterState::SettleTables() {
+  owners_.Settle();
+  for (auto& entry : sources_) entry.second->Settle();
 }
 
 }  // namespace pool

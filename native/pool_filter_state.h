@@ -15,7 +15,6 @@
 #include "bucket_map.h"
 #include "ckf.h"
 #include "dirty_window.h"
-#include "flat_map.h"
 #include "packed_batch.h"
 #include "pool_canonical.h"
 
@@ -102,6 +101,10 @@ class PoolFilterState {
   Stats GetStats() const;
   // Bytes the state holds for its tables: filter words, owner and lineage tables, the window's bitmap.
   size_t MemoryBytes() const;
+  // For benches that measure the tables at rest: drains every table still migrating into its new one
+  // and drops prepared successors now (time proportional to the tables, so never on the relay's
+  // path). Throws std::bad_alloc.
+  void SettleTables();
 
  private:
   // Four bytes, so an owner-table slot is 12 (5 to a 64-byte bucket; the spec's u32 owner count loses its top bit, which
@@ -112,7 +115,7 @@ class PoolFilterState {
     uint32_t resident : 1;
   };
   static constexpr uint32_t kMaxOwners = (uint32_t{1} << 31) - 1;
-  using Lineage = U64Map<uint64_t>;  // external id -> canonical hash
+  using Lineage = BucketMap<uint64_t>;  // external id -> canonical hash
   using SourceKey = std::pair<uint64_t, uint32_t>;
 
   // --- lineage/ownership state machine (pool_filter_state.cc)

@@ -1,11 +1,13 @@
-// Randomized differential check of BucketMap against std::unordered_map (test/native/bucket-map.test.ts):
-// test/bench addon only. Runs the whole sequence in C++ (millions of operations in a test's time) and
-// throws a JS Error at the first difference or broken invariant, naming the operation.
+// Randomized differential check of BucketMap against std::unordered_map (test/native/bucket-map.test.ts),
+// for both layouts (4-byte values: the owner table; 8-byte values: the lineage tables): test/bench addon
+// only. Runs the whole sequence in C++ (millions of operations in a test's time) and throws a JS Error
+// at the first difference or broken invariant, naming the operation.
 #include <napi.h>
 
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "bucket_map.h"
 #include "ckf.h"
@@ -16,106 +18,154 @@ namespace kvrelay {
 namespace testing {
 namespace {
 
-using Map = BucketMap<uint32_t>;
 // Crafted keys sharing their candidate buckets: enough for the map to pass ~90 entries, past which a
-// full stash comes before the next growth and forces a rebuild at the same size.
+// full stash comes before the next growth and forces a migration under another seed (or, mid-drain,
+// a rebuild).
 constexpr uint64_t kCrowdedKeys = 300;
-using Reference = std::unordered_map<uint64_t, uint32_t>;
 
 struct Tally {
   uint64_t maxSize = 0;
   uint64_t maxStash = 0;
-  uint64_t growths = 0;
-  uint64_t reseeds = 0;  // rebuilds at the same bucket count: a stash at its limit
+  uint64_t migratingOps = 0;  // operations that ran while a table drained
+  uint64_t oldHits = 0;       // lookups and erasures of keys still in the draining table
+  uint64_t newHits = 0;       // of keys in the table new keys go to, while another drained
+  uint64_t migratingChecks = 0;  // full checks (contents, invariants) taken mid-drain
 };
 
 [[noreturn]] void Fail(Napi::Env env, uint64_t op, const std::string& what) {
   throw Napi::Error::New(env, "BucketMap differs from std::unordered_map at operation " + std::to_string(op) + ": " + what);
 }
 
-// After every operation: the shape counters; every `every` operations also the full contents and invariants.
-void Check(Napi::Env env, const Map& map, const Reference& ref, uint64_t op, bool full, Tally* tally, size_t* buckets,
-           uint64_t* rehashes) {
-  if (map.size() != ref.size()) Fail(env, op, "size " + std::to_string(map.size()) + " vs " + std::to_string(ref.size()));
-  const Map::Shape shape = map.GetShape();
-  if (shape.rehashes != *rehashes) {
-    if (shape.buckets == *buckets) {
-      ++tally->reseeds;
-    } else {
-      ++tally->growths;
-    }
-    *rehashes = shape.rehashes;
-    *buckets = shape.buckets;
-  }
-  if (map.size() > tally->maxSize) tally->maxSize = map.size();
-  if (shape.stashed > tally->maxStash) tally->maxStash = shape.stashed;
-  if (!full) return;
-  if (const char* broken = map.Invariant()) Fail(env, op, broken);
-  size_t seen = 0;
-  map.ForEach([&](uint64_t key, uint32_t value) {
-    ++seen;
-    auto it = ref.find(key);
-    if (it == ref.end()) Fail(env, op, "key " + std::to_string(key) + " only in the map");
-    if (it->second != value) Fail(env, op, "value of key " + std::to_string(key));
-  });
-  if (seen != ref.size()) Fail(env, op, "ForEach visited " + std::to_string(seen) + " entries");
-}
+template <typename V>
+class Run {
+ public:
+  using Map = BucketMap<V>;
+  using Reference = std::unordered_map<uint64_t, V>;
 
-// One operation on both containers, compared. Keys come from the caller.
-void Step(Napi::Env env, Map* map, Reference* ref, uint64_t op, uint64_t r, uint64_t key) {
-  const uint32_t value = static_cast<uint32_t>(r >> 32);
-  switch ((r >> 8) % 8) {
-    case 0:
-    case 1:
-    case 2: {  // Emplace; on a hit, write through the returned slot
-      auto [slot, inserted] = map->Emplace(key, value);
-      auto [it, refInserted] = ref->emplace(key, value);
-      if (slot == nullptr) Fail(env, op, "Emplace returned no slot");
-      if (inserted != refInserted) Fail(env, op, "Emplace inserted " + std::to_string(inserted));
-      if (*slot != it->second) Fail(env, op, "Emplace slot value");
-      if (!inserted) *slot = it->second = value ^ 0x5A5A5A5AU;
-      break;
+  Run(Napi::Env env, Tally* tally) : env_(env), tally_(tally) {}
+
+  // After every operation: the size and shape; when `full`, also the contents (ForEach and a lookup of
+  // every reference key) and the invariants.
+  void Check(uint64_t op, bool full) {
+    if (map.size() != ref.size()) Fail(env_, op, "size " + std::to_string(map.size()) + " vs " + std::to_string(ref.size()));
+    const typename Map::Shape shape = map.GetShape();
+    if (map.size() > tally_->maxSize) tally_->maxSize = map.size();
+    if (shape.stashed > tally_->maxStash) tally_->maxStash = shape.stashed;
+    if (!full) return;
+    if (shape.oldBuckets != 0) ++tally_->migratingChecks;
+    if (const char* broken = map.Invariant()) Fail(env_, op, broken);
+    size_t seen = 0;
+    map.ForEach([&](uint64_t key, const V& value) {
+      ++seen;
+      auto it = ref.find(key);
+      if (it == ref.end()) Fail(env_, op, "key " + std::to_string(key) + " only in the map");
+      if (it->second != value) Fail(env_, op, "value of key " + std::to_string(key));
+    });
+    if (seen != ref.size()) Fail(env_, op, "ForEach visited " + std::to_string(seen) + " entries");
+    const Map& constMap = map;
+    for (const auto& [key, value] : ref) {
+      const V* found = constMap.Find(key);
+      if (found == nullptr || *found != value) Fail(env_, op, "key " + std::to_string(key) + " not found");
     }
-    case 3:
-    case 4: {  // Find
-      const uint32_t* found = static_cast<const Map*>(map)->Find(key);
-      auto it = ref->find(key);
-      if ((found != nullptr) != (it != ref->end())) Fail(env, op, "Find presence of key " + std::to_string(key));
-      if (found != nullptr && *found != it->second) Fail(env, op, "Find value");
-      break;
+  }
+
+  // One operation on both containers, compared. Keys come from the caller.
+  void Step(uint64_t op, uint64_t r, uint64_t key) {
+    const V value = static_cast<V>(r >> (sizeof(V) == 4 ? 32 : 0)) | 1;
+    const bool migrating = map.GetShape().oldBuckets != 0;
+    if (migrating) {
+      ++tally_->migratingOps;
+      const int holder = key == 0 ? 0 : map.Holder(key);
+      if (holder == 2) ++tally_->oldHits;
+      if (holder == 1) ++tally_->newHits;
     }
-    case 5:
-    case 6: {  // Find then EraseFound
-      uint32_t* found = map->Find(key);
-      if ((found != nullptr) != (ref->count(key) == 1)) Fail(env, op, "Find before EraseFound of key " + std::to_string(key));
-      if (found != nullptr) {
-        map->EraseFound(found);
-        ref->erase(key);
+    switch ((r >> 8) % 8) {
+      case 0:
+      case 1:
+      case 2: {  // Emplace; on a hit, write through the returned slot
+        auto [slot, inserted] = map.Emplace(key, value);
+        auto [it, refInserted] = ref.emplace(key, value);
+        if (slot == nullptr) Fail(env_, op, "Emplace returned no slot");
+        if (inserted != refInserted) Fail(env_, op, "Emplace inserted " + std::to_string(inserted));
+        if (*slot != it->second) Fail(env_, op, "Emplace slot value");
+        if (!inserted) *slot = it->second = value ^ static_cast<V>(0x5A5A5A5A);
+        break;
       }
-      break;
+      case 3:
+      case 4: {  // Find
+        const V* found = static_cast<const Map&>(map).Find(key);
+        auto it = ref.find(key);
+        if ((found != nullptr) != (it != ref.end())) Fail(env_, op, "Find presence of key " + std::to_string(key));
+        if (found != nullptr && *found != it->second) Fail(env_, op, "Find value");
+        break;
+      }
+      case 5:
+      case 6: {  // Find then EraseFound
+        V* found = map.Find(key);
+        if ((found != nullptr) != (ref.count(key) == 1)) Fail(env_, op, "Find before EraseFound of key " + std::to_string(key));
+        if (found != nullptr) {
+          map.EraseFound(found);
+          ref.erase(key);
+        }
+        break;
+      }
+      default:
+        // Mostly within the room a drain leaves; now and then past it (a synchronous finish).
+        map.Reserve(static_cast<size_t>(r >> 40) % ((r & 0x7000) == 0 ? 4096 : 64));
     }
-    default:
-      map->Reserve(static_cast<size_t>(r >> 40) % 64);
   }
-}
 
-// (seed, operations, keySpace) -> { maxSize, maxStash, growths, reseeds, secondBucket, paths, pathMoves }
-// Random operations over `keySpace` keys (key 0 among them), in phases that grow the map and shrink it;
-// then keys crafted to share both candidate buckets (a fresh map: paths cannot help them, so they go
-// to the stash until it fills and the map rebuilds under another seed).
-Napi::Value CheckBucketMap(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  uint64_t rng = args::U64(args::Arg(info, 0), "seed");
-  const uint64_t operations = args::U64(args::Arg(info, 1), "operations", true);
-  const uint64_t keySpace = args::U64(args::Arg(info, 2), "keySpace", true);
-  if (keySpace == 0 || operations > (uint64_t{1} << 28)) {
-    throw Napi::RangeError::New(env, "need keySpace > 0 and operations <= 2^28");
+  // Keys crafted to share both candidate buckets of `target` in the table new keys go to: paths cannot
+  // help them, so they fill the stash until it is at its limit.
+  void Crowd(uint64_t* candidate, uint64_t target, uint64_t count, uint64_t op) {
+    for (uint64_t n = 0; n < count; ++n) {
+      const auto homes = map.Candidates(target);
+      uint64_t key = 0;
+      do {
+        key = ckf::SplitmixNext(candidate);
+      } while (key == 0 || ref.count(key) != 0 || map.Candidates(key) != homes);
+      auto [slot, inserted] = map.Emplace(key, static_cast<V>(n + 1));
+      if (slot == nullptr || !inserted) Fail(env_, op + n, "crafted key not inserted");
+      ref.emplace(key, static_cast<V>(n + 1));
+      Check(op + n, true);
+    }
   }
-  Tally tally;
+
+  // Inserts random keys until the map has at least 200 entries and a table drains.
+  void FillUntilDraining(uint64_t* rng, uint64_t* op) {
+    while (map.GetShape().oldBuckets == 0 || map.size() < 200) {
+      const uint64_t key = ckf::SplitmixNext(rng) | 1;
+      map.Emplace(key, static_cast<V>(key));
+      ref.emplace(key, static_cast<V>(key));
+      Check((*op)++, false);
+    }
+    Check(*op, true);
+  }
+
+  // Operations on keys the map holds (most still in the draining table, the first few just moved),
+  // while the drain lasts, up to `count`.
+  void TouchWhileDraining(uint64_t* rng, uint64_t* op, int count) {
+    std::vector<uint64_t> keys;
+    for (const auto& entry : ref) keys.push_back(entry.first);
+    for (int n = 0; n < count && map.GetShape().oldBuckets != 0; ++n) {
+      const uint64_t r = ckf::SplitmixNext(rng);
+      Step(*op, r, keys[r % keys.size()]);
+      Check((*op)++, true);
+    }
+  }
+
   Map map;
   Reference ref;
-  size_t buckets = map.GetShape().buckets;
-  uint64_t rehashes = 0;
+
+ private:
+  Napi::Env env_;
+  Tally* tally_;
+};
+
+template <typename V>
+Napi::Object CheckLayout(Napi::Env env, uint64_t rng, uint64_t operations, uint64_t keySpace) {
+  Tally tally;
+  Run<V> run(env, &tally);
   const uint64_t phase = operations / 8 + 1;
   for (uint64_t op = 0; op < operations; ++op) {
     const uint64_t r = ckf::SplitmixNext(&rng);
@@ -124,50 +174,142 @@ Napi::Value CheckBucketMap(const Napi::CallbackInfo& info) {
     uint64_t index = (r >> 16) % space;
     uint64_t key = index == 0 ? 0 : index * 0x9E3779B97F4A7C15ULL;  // spread, and key 0 itself
     if ((r & 0xF0) == 0) key = index;  // small dense keys too
-    Step(env, &map, &ref, op, r, key);
-    Check(env, map, ref, op, op % 1024 == 0 || op + 1 == operations, &tally, &buckets, &rehashes);
+    run.Step(op, r, key);
+    // Full checks every 1024 operations, and every 64 while a table drains (4096 past 20 000 keys: a
+    // full check reads them all).
+    const bool migrating = run.map.GetShape().oldBuckets != 0;
+    const uint64_t every = run.ref.size() < 20000 ? 64 : 4096;
+    run.Check(op, op % 1024 == 0 || (migrating && op % every == 0) || op + 1 == operations);
   }
 
-  Map crowded;
-  Reference crowdedRef;
-  size_t crowdedBuckets = crowded.GetShape().buckets;
-  uint64_t crowdedRehashes = 0;
+  // Crafted keys in a fresh map: the stash fills and the map migrates to a table under another seed.
+  Run<V> crowded(env, &tally);
   uint64_t candidate = rng | 1;
-  const uint64_t target = 0x1234567ULL;  // every crafted key shares this key's buckets under the current seed
-  for (uint64_t n = 0; n < kCrowdedKeys; ++n) {
-    const auto homes = crowded.Candidates(target);
-    uint64_t key = 0;
-    do {
-      key = ckf::SplitmixNext(&candidate);
-    } while (key == 0 || crowdedRef.count(key) != 0 || crowded.Candidates(key) != homes);
-    auto [slot, inserted] = crowded.Emplace(key, static_cast<uint32_t>(n));
-    if (slot == nullptr || !inserted) Fail(env, operations + n, "crafted key not inserted");
-    crowdedRef.emplace(key, static_cast<uint32_t>(n));
-    Check(env, crowded, crowdedRef, operations + n, true, &tally, &crowdedBuckets, &crowdedRehashes);
-  }
-  for (const auto& [key, value] : crowdedRef) {
-    const uint32_t* found = crowded.Find(key);
-    if (found == nullptr || *found != value) Fail(env, operations + kCrowdedKeys, "crafted key lost");
-  }
+  crowded.Crowd(&candidate, 0x1234567ULL, kCrowdedKeys, operations);
 
-  const Map::Shape shape = map.GetShape();
-  const Map::Shape crowdedShape = crowded.GetShape();
+  // Crafted keys while a table drains: grow a map until a drain starts, then crowd the new table's
+  // buckets until its stash is full: a synchronous rebuild under another seed.
+  uint64_t fill = rng ^ 0x5555;
+  uint64_t op = operations + kCrowdedKeys;
+  Run<V> draining(env, &tally);
+  draining.FillUntilDraining(&fill, &op);
+  draining.TouchWhileDraining(&fill, &op, 40);
+  draining.Crowd(&candidate, 0x7654321ULL, 2 * kCrowdedKeys, op);
+  op += 2 * kCrowdedKeys;
+
+  // A Reserve mid-drain for more than the drain leaves room for: the drain finishes at once, and the
+  // reserved keys then go in.
+  Run<V> reserving(env, &tally);
+  reserving.FillUntilDraining(&fill, &op);
+  reserving.map.Reserve(reserving.map.size());
+  reserving.Check(op, true);
+  while (reserving.ref.size() < 2 * 200) reserving.Step(op++, ckf::SplitmixNext(&fill) & ~uint64_t{0x700}, ckf::SplitmixNext(&fill));
+  reserving.Check(op, true);
+
+  const typename BucketMap<V>::Shape shapes[] = {run.map.GetShape(), crowded.map.GetShape(), draining.map.GetShape(),
+                                                 reserving.map.GetShape()};
   Napi::Object out = Napi::Object::New(env);
   auto num = [&](uint64_t v) { return Napi::Number::New(env, static_cast<double>(v)); };
+  uint64_t secondBucket = 0, paths = 0, pathMoves = 0, growths = 0, reseeds = 0, migrated = 0, finishes = 0, rebuilds = 0;
+  for (const auto& shape : shapes) {
+    secondBucket += shape.secondBucket;
+    paths += shape.paths;
+    pathMoves += shape.pathMoves;
+    growths += shape.growths;
+    reseeds += shape.reseeds;
+    migrated += shape.migrated;
+    finishes += shape.finishes;
+    rebuilds += shape.rebuilds;
+  }
   out.Set("maxSize", num(tally.maxSize));
   out.Set("maxStash", num(tally.maxStash));
-  out.Set("growths", num(tally.growths));
-  out.Set("reseeds", num(tally.reseeds));
-  out.Set("secondBucket", num(shape.secondBucket + crowdedShape.secondBucket));
-  out.Set("paths", num(shape.paths + crowdedShape.paths));
-  out.Set("pathMoves", num(shape.pathMoves + crowdedShape.pathMoves));
+  out.Set("growths", num(growths));
+  out.Set("reseeds", num(reseeds));
+  out.Set("rebuilds", num(rebuilds));
+  out.Set("finishes", num(finishes));
+  out.Set("migrated", num(migrated));
+  out.Set("migratingOps", num(tally.migratingOps));
+  out.Set("migratingChecks", num(tally.migratingChecks));
+  out.Set("oldHits", num(tally.oldHits));
+  out.Set("newHits", num(tally.newHits));
+  out.Set("secondBucket", num(secondBucket));
+  out.Set("paths", num(paths));
+  out.Set("pathMoves", num(pathMoves));
   return out;
+}
+
+uint32_t ValueBytes(const Napi::CallbackInfo& info, size_t i) {
+  const uint32_t bytes = args::U32(args::Arg(info, i), "valueBytes");
+  if (bytes != 4 && bytes != 8) throw Napi::RangeError::New(info.Env(), "valueBytes must be 4 or 8");
+  return bytes;
+}
+
+// (seed, operations, keySpace, valueBytes) -> { maxSize, maxStash, growths, reseeds, rebuilds, finishes,
+//   migrated, migratingOps, migratingChecks, oldHits, newHits, secondBucket, paths, pathMoves }
+// Random operations over `keySpace` keys (key 0 among them), in phases that grow the map and shrink it,
+// with full checks every 64 operations while a table drains; then keys crafted to share both candidate
+// buckets in a fresh map (a migration under another seed) and in a map mid-drain (a rebuild).
+Napi::Value CheckBucketMap(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const uint64_t rng = args::U64(args::Arg(info, 0), "seed");
+  const uint64_t operations = args::U64(args::Arg(info, 1), "operations", true);
+  const uint64_t keySpace = args::U64(args::Arg(info, 2), "keySpace", true);
+  const uint32_t valueBytes = ValueBytes(info, 3);
+  if (keySpace == 0 || operations > (uint64_t{1} << 28)) {
+    throw Napi::RangeError::New(env, "need keySpace > 0 and operations <= 2^28");
+  }
+  return valueBytes == 4 ? CheckLayout<uint32_t>(env, rng, operations, keySpace)
+                         : CheckLayout<uint64_t>(env, rng, operations, keySpace);
+}
+
+template <typename V>
+Napi::Object Growth(Napi::Env env, uint64_t entries) {
+  BucketMap<V> map;
+  uint64_t rng = 7;
+  uint64_t erased = 0;
+  uint64_t recent[8] = {};
+  for (uint64_t i = 0; i < entries; ++i) {
+    const uint64_t key = ckf::SplitmixNext(&rng) | 1;
+    if (map.Emplace(key, static_cast<V>(i)).first == nullptr) throw Napi::Error::New(env, "allocation failed");
+    recent[i % 8] = key;
+    // Every 8th insertion erases the key inserted 4 before (drains run on erasures too).
+    if (i % 8 == 7) {
+      V* found = map.Find(recent[(i - 4) % 8]);
+      if (found == nullptr) throw Napi::Error::New(env, "a key inserted went missing");
+      map.EraseFound(found);
+      ++erased;
+    }
+  }
+  const typename BucketMap<V>::Shape shape = map.GetShape();
+  Napi::Object out = Napi::Object::New(env);
+  auto num = [&](uint64_t v) { return Napi::Number::New(env, static_cast<double>(v)); };
+  out.Set("size", num(map.size()));
+  out.Set("erased", num(erased));
+  out.Set("growths", num(shape.growths));
+  out.Set("migrated", num(shape.migrated));
+  out.Set("finishes", num(shape.finishes));
+  out.Set("rebuilds", num(shape.rebuilds));
+  out.Set("maxOpMoves", num(shape.maxOpMoves));
+  out.Set("maxMovesPerOp", num(BucketMap<V>::kMaxMovesPerOp));
+  return out;
+}
+
+// (valueBytes, entries) -> { size, erased, growths, migrated, finishes, rebuilds, maxOpMoves,
+//   maxMovesPerOp }: a map grown from empty by `entries` random insertions (with some erasures); the
+// most entries any one of its operations moved, against the bound the map promises.
+Napi::Value CheckBucketMapGrowth(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const uint32_t valueBytes = ValueBytes(info, 0);
+  const uint64_t entries = args::U64(args::Arg(info, 1), "entries", true);
+  if (entries > (uint64_t{1} << 26)) throw Napi::RangeError::New(env, "need entries <= 2^26");
+  return valueBytes == 4 ? Growth<uint32_t>(env, entries) : Growth<uint64_t>(env, entries);
 }
 
 }  // namespace
 
 void InitBucketMapCheck(Napi::Env env, Napi::Object exports) {
   exports.Set("checkBucketMap", Napi::Function::New(env, CheckBucketMap, "checkBucketMap"));
+  exports.Set("checkBucketMapGrowth", Napi::Function::New(env, CheckBucketMapGrowth, "checkBucketMapGrowth"));
 }
 
 }  // namespace testing

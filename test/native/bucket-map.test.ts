@@ -1,30 +1,60 @@
-// The owner table (native/bucket_map.h: 5-slot cuckoo buckets, two candidates per key, a stash) checked
-// operation by operation against std::unordered_map in native code, over seeds and key spaces that make
-// it grow, shrink, walk cuckoo paths, fill its stash and rebuild under a new seed. The pool vectors
-// (pool.test.ts, pool-plan.test.ts, ckf.test.ts) check it through the owner counts they observe.
-import { checkBucketMap } from '../support/native-testing';
+// native/bucket_map.h (bucketed cuckoo map: two candidate buckets per key, a stash, growth by an
+// incremental drain into the next table) checked operation by operation against std::unordered_map in
+// native code, for both layouts: 4-byte values (the owner table: 5 slots, used mask, overflow counts)
+// and 8-byte values (the lineage tables: 4 packed slots). Seeds and key spaces make it grow, shrink,
+// drain while keys are found, inserted and erased in both tables, walk cuckoo paths, fill its stash,
+// migrate under a new seed, rebuild mid-drain and finish a drain for a large Reserve. The pool vectors
+// (pool.test.ts, pool-plan.test.ts, ckf.test.ts) check it through the owner counts and lineage they observe.
+import { checkBucketMap, checkBucketMapGrowth } from '../support/native-testing';
 import { expectThrows } from './hashing.helpers';
 
-describe('BucketMap (owner table) vs std::unordered_map', () => {
+describe.each([4, 8] as const)('BucketMap with %p-byte values vs std::unordered_map', (valueBytes) => {
   it.each([
     [1n, 400_000, 20_000],
     [2n, 400_000, 3_000],
     [0xdeadbeefn, 200_000, 64],
     [42n, 1_000_000, 200_000],
   ])('seed %p: %p operations over %p keys', (seed, operations, keySpace) => {
-    const run = checkBucketMap(seed, operations, keySpace);
+    const run = checkBucketMap(seed, operations, keySpace, valueBytes);
     expect(run.maxSize).toBeGreaterThan(Math.min(keySpace, operations) / 4);
     expect(run.growths).toBeGreaterThan(0);
     expect(run.secondBucket).toBeGreaterThan(0);
     expect(run.paths).toBeGreaterThan(0);
     expect(run.pathMoves).toBeGreaterThanOrEqual(run.paths);
-    // The crafted keys: both candidate buckets full, so the stash fills and the map rebuilds in place.
+    // Drains ran under the operations and the full checks: keys found, inserted and erased in both tables.
+    expect(run.migrated).toBeGreaterThan(0);
+    expect(run.migratingChecks).toBeGreaterThan(0);
+    expect(run.oldHits).toBeGreaterThan(0);
+    expect(run.newHits).toBeGreaterThan(0);
+    // A Reserve past the room a drain leaves finished one at once.
+    expect(run.finishes).toBeGreaterThan(0);
+    // The crafted keys: both candidate buckets full, so the stash fills; a fresh map migrates to another
+    // seed, a map mid-drain rebuilds under one.
     expect(run.maxStash).toBeGreaterThan(0);
     expect(run.reseeds).toBeGreaterThan(0);
+    expect(run.rebuilds).toBeGreaterThan(0);
   });
 
-  it('rejects bad arguments with an error, not a crash', () => {
-    expectThrows(() => checkBucketMap(1n, 10, 0), 'RangeError');
-    expectThrows(() => checkBucketMap(1n, 2 ** 29, 10), 'RangeError');
+  it('grows from empty to 4 M entries with every operation moving a bounded number of entries', () => {
+    const run = checkBucketMapGrowth(valueBytes, 4_000_000);
+    expect(run.size).toBe(4_000_000 - run.erased);
+    expect(run.growths).toBeGreaterThan(40);
+    // Every entry moved several times over the growths, none of it at once: a synchronous rehash
+    // would move the whole table (millions) in one insertion.
+    expect(run.migrated).toBeGreaterThan(4 * run.size);
+    expect(run.finishes).toBe(0);
+    expect(run.rebuilds).toBe(0);
+    expect(run.maxOpMoves).toBeGreaterThan(0);
+    expect(run.maxOpMoves).toBeLessThanOrEqual(run.maxMovesPerOp);
+    expect(run.maxOpMoves).toBeLessThanOrEqual(64);
+  });
+});
+
+describe('BucketMap checks', () => {
+  it('reject bad arguments with an error, not a crash', () => {
+    expectThrows(() => checkBucketMap(1n, 10, 0, 4), 'RangeError');
+    expectThrows(() => checkBucketMap(1n, 2 ** 29, 10, 8), 'RangeError');
+    expectThrows(() => checkBucketMap(1n, 10, 10, 5 as 4), 'RangeError');
+    expectThrows(() => checkBucketMapGrowth(8, 2 ** 27), 'RangeError');
   });
 });

@@ -63,11 +63,39 @@ export interface NativeMemoryBench {
 export interface BucketMapCheck {
   maxSize: number;
   maxStash: number;
+  /** Migrations to a bigger table. */
   growths: number;
+  /** Migrations to a table under another seed (a stash at its limit). */
   reseeds: number;
+  /** Synchronous rebuilds under another seed (a stash at its limit while a table drained). */
+  rebuilds: number;
+  /** Drains finished at once (a Reserve past the room a drain leaves). */
+  finishes: number;
+  /** Entries the drains moved. */
+  migrated: number;
+  /** Operations run while a table drained. */
+  migratingOps: number;
+  /** Full checks (contents, invariants) taken while a table drained. */
+  migratingChecks: number;
+  /** Operations on keys still in the draining table, and on keys in the new one, during drains. */
+  oldHits: number;
+  newHits: number;
   secondBucket: number;
   paths: number;
   pathMoves: number;
+}
+
+/** A map grown from empty by random insertions (one erasure per 8): the most entries one operation moved. */
+export interface BucketMapGrowth {
+  size: number;
+  erased: number;
+  growths: number;
+  migrated: number;
+  finishes: number;
+  rebuilds: number;
+  maxOpMoves: number;
+  /** The bound the map promises for one operation (drain steps with their paths, and the key's own path). */
+  maxMovesPerOp: number;
 }
 
 interface TestingBinding {
@@ -77,7 +105,8 @@ interface TestingBinding {
   benchPoolNative(bucketCount: number, blocksPerPrompt: number, minLoad: number, maxLoad: number, minOps: number): NativeChurnBench;
   benchPoolCanonicalNative(bucketCount: number, minLoad: number, maxLoad: number, minOps: number): NativeChurnBench;
   benchPoolMemoryNative(sources: number, blocks: number): NativeMemoryBench;
-  checkBucketMap(seed: bigint, operations: number, keySpace: number): BucketMapCheck;
+  checkBucketMap(seed: bigint, operations: number, keySpace: number, valueBytes: 4 | 8): BucketMapCheck;
+  checkBucketMapGrowth(valueBytes: 4 | 8, entries: number): BucketMapGrowth;
   xxh3BlocksBaseline(
     tokens: Uint32Array,
     promptOffsets: Uint32Array,
@@ -143,12 +172,18 @@ export function benchPoolMemoryNative(sources: number, blocks: number): NativeMe
 }
 
 /**
- * The owner table (native/bucket_map.h) against std::unordered_map: `operations` random operations
- * over `keySpace` keys, then keys crafted to share their candidate buckets. Throws at the first
- * difference or broken invariant; returns what the run exercised.
+ * native/bucket_map.h against std::unordered_map, with 4-byte values (the owner table) or 8-byte values
+ * (the lineage tables): `operations` random operations over `keySpace` keys, with full checks while
+ * tables drain, then keys crafted to share their candidate buckets in a fresh map and in one mid-drain.
+ * Throws at the first difference or broken invariant; returns what the run exercised.
  */
-export function checkBucketMap(seed: bigint, operations: number, keySpace: number): BucketMapCheck {
-  return testingAddon.checkBucketMap(seed, operations, keySpace);
+export function checkBucketMap(seed: bigint, operations: number, keySpace: number, valueBytes: 4 | 8): BucketMapCheck {
+  return testingAddon.checkBucketMap(seed, operations, keySpace, valueBytes);
+}
+
+/** native/bucket_map.h grown from empty to `entries` random keys: the most entries one operation moved. */
+export function checkBucketMapGrowth(valueBytes: 4 | 8, entries: number): BucketMapGrowth {
+  return testingAddon.checkBucketMapGrowth(valueBytes, entries);
 }
 
 /** Benchmark baseline: raw XXH3 over exactly the windows hashBatch reads (xor of the hashes). */
