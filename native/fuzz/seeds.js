@@ -98,7 +98,9 @@ for (const c of blockCases) {
   for (const p of payloads) engineSeeds.push(Buffer.concat([u8(options), u8(0), u8(1), packr.pack(p)]));
 }
 
-// bucket_map: a fill over the indexed key space, then erasures of half of it, and raw 8-byte keys.
+// bucket_map: a fill over the indexed key space (drains start from a few dozen keys), then erasures
+// of half of it, raw 8-byte keys, a fill with reservations past a drain's room, and crowds of crafted
+// keys in a fresh map and mid-drain.
 const bucketSeeds = [];
 {
   const fill = [];
@@ -107,7 +109,14 @@ const bucketSeeds = [];
   for (let i = 0; i < 256; i += 2) churn.push(4, i);
   const raw = [];
   for (let i = 0; i < 64; i++) raw.push(0x80, ...Array.from({ length: 8 }, (_, j) => (i * 37 + j * 101) & 0xff));
-  bucketSeeds.push(Buffer.from(fill), Buffer.from(churn), Buffer.from(raw));
+  const reserving = [];
+  for (let i = 0; i < 128; i++) reserving.push(i % 3, i, ...(i % 16 === 15 ? [0x87, 0xff, 0x0f, 0, 0, 0, 0, 0, 0] : []));
+  const key = (i) => Array.from({ length: 8 }, (_, j) => (i * 53 + j * 29 + 1) & 0xff);
+  const crowd = [];
+  for (let i = 0; i < 8; i++) crowd.push(0x86, ...key(i));
+  const crowdMidDrain = fill.slice(0, 2 * 60);
+  for (let i = 0; i < 8; i++) crowdMidDrain.push(0x86, ...key(i), 3, i);
+  bucketSeeds.push(Buffer.from(fill), Buffer.from(churn), Buffer.from(raw), Buffer.from(reserving), Buffer.from(crowd), Buffer.from(crowdMidDrain));
 }
 
 const counts = {
