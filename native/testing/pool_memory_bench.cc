@@ -1,13 +1,18 @@
-// Native memory benchmark for bench/pool-memory.ts: the producer's bytes per tracked block. Fills a
-// PoolFilterState with `blocks` stored blocks spread round-robin over `sources` sources (16-block
-// root prompts of random ids and tokens hashes: every canonical hash distinct, the worst case for the
-// owner table) through ApplyBatch, and reports the process RSS growth and the state's own accounting.
-// The baseline, measured the same way in the same call: a plain array of the input words (ext id and
-// tokens hash, 16 B per block).
+// Native benchmark for bench/pool-memory.ts: the producer's bytes per tracked block, and its stalls
+// while it grows there. Fills a PoolFilterState with `blocks` stored blocks spread round-robin over
+// `sources` sources (16-block root prompts of random ids and tokens hashes: every canonical hash
+// distinct, the worst case for the owner table) through ApplyBatch, in slices of 4096 blocks (the pool
+// actor's synchronous apply bound, ASYNC_APPLY_BLOCKS in src/producer/pool-actor.ts), each timed with
+// its drain. Reports the process RSS growth and the state's own accounting at the end, at rest
+// (SettleTables: no table draining or prepared) and at their peak over the fill, and the slice
+// times. The memory baseline, measured the same way in the same call: a plain array of the input
+// words (ext id and tokens hash, 16 B per block); the stall's is the median slice.
 // Runs synchronously on the calling thread: test/bench addon only, never in the production exports.
 #include <napi.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <vector>
 
@@ -20,7 +25,7 @@ namespace testing {
 namespace {
 
 constexpr uint32_t kBlocksPerPrompt = 16;
-constexpr size_t kEventsPerBatch = 1024;
+constexpr size_t kEventsPerBatch = 256;  // 4096 blocks
 
 // Resident set size of this process, from /proc/self/statm (pages).
 uint64_t ResidentBytes() {
@@ -32,8 +37,9 @@ uint64_t ResidentBytes() {
   return n == 2 ? resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
 }
 
-// (sources, blocks) -> { blocks, rssBytes, accountedBytes, baselineRssBytes, lineageEntries, ownedHashes,
-//                        residentCount, bucketCount }
+// (sources, blocks) -> { blocks, rssBytes, accountedBytes, restRssBytes, restAccountedBytes, peakRssBytes,
+//   peakAccountedBytes, baselineRssBytes, lineageEntries, ownedHashes, residentCount, bucketCount, slices,
+//   maxSliceMs, maxSliceAtBlocks, p999SliceMs, p99SliceMs, medianSliceMs, totalMs }
 Napi::Value BenchPoolMemoryNative(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const uint32_t sources = args::U32(args::Arg(info, 0), "sources");
@@ -51,15 +57,24 @@ Napi::Value BenchPoolMemoryNative(const Napi::CallbackInfo& info) {
   std::vector<uint32_t> meta;
   std::vector<uint64_t> words;
   std::vector<uint8_t> errors(kEventsPerBatch);
+  std::vector<uint32_t> drainBuckets;
+  std::vector<uint64_t> drainValues;
+  std::vector<double> sliceMs;
   meta.reserve(kEventsPerBatch * pool::kMetaStride);
   words.reserve(kEventsPerBatch * (1 + 2 * kBlocksPerPrompt));
+  sliceMs.reserve(prompts / kEventsPerBatch + 1);
+  drainBuckets.reserve(size_t{kEventsPerBatch} * kBlocksPerPrompt * 2);
+  drainValues.reserve(size_t{kEventsPerBatch} * kBlocksPerPrompt * 2);
 
   uint64_t rng = 42;
   const uint64_t before = ResidentBytes();
   Napi::Object out = Napi::Object::New(env);
-  auto num = [&](uint64_t v) { return Napi::Number::New(env, static_cast<double>(v)); };
+  auto num = [&](double v) { return Napi::Number::New(env, v); };
   {
     pool::PoolFilterState state(static_cast<uint32_t>(bucketCount), ckf::kDefaultSeed, ckf::kDefaultMaxKicks);
+    uint64_t peakRss = 0;
+    uint64_t peakAccounted = 0;
+    uint64_t worstAt = 0;
     for (uint64_t p = 0; p < prompts;) {
       meta.clear();
       words.clear();
@@ -68,23 +83,45 @@ Napi::Value BenchPoolMemoryNative(const Napi::CallbackInfo& info) {
         words.push_back(1 + p % sources);
         for (uint32_t i = 0; i < 2 * kBlocksPerPrompt; ++i) words.push_back(ckf::SplitmixNext(&rng));
       }
+      const auto start = std::chrono::steady_clock::now();
       state.ApplyBatch(meta.data(), meta.size(), words.data(), errors.data());
+      state.Drain(&drainBuckets, &drainValues);
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      if (sliceMs.empty() || ms > *std::max_element(sliceMs.begin(), sliceMs.end())) worstAt = p * kBlocksPerPrompt;
+      sliceMs.push_back(ms);
+      peakRss = std::max(peakRss, ResidentBytes());
+      peakAccounted = std::max<uint64_t>(peakAccounted, state.MemoryBytes());
     }
-    const uint64_t after = ResidentBytes();
     const pool::Stats st = state.GetStats();
-    out.Set("blocks", num(blocks));
-    out.Set("rssBytes", num(after - before));
-    out.Set("accountedBytes", num(state.MemoryBytes()));
-    out.Set("lineageEntries", num(st.lineageEntries));
-    out.Set("ownedHashes", num(st.ownedHashes));
-    out.Set("residentCount", num(st.residentCount));
-    out.Set("bucketCount", num(st.bucketCount));
+    out.Set("blocks", num(static_cast<double>(blocks)));
+    out.Set("rssBytes", num(static_cast<double>(ResidentBytes() - before)));
+    out.Set("accountedBytes", num(static_cast<double>(state.MemoryBytes())));
+    state.SettleTables();
+    out.Set("restRssBytes", num(static_cast<double>(ResidentBytes() - before)));
+    out.Set("restAccountedBytes", num(static_cast<double>(state.MemoryBytes())));
+    out.Set("peakRssBytes", num(static_cast<double>(peakRss - before)));
+    out.Set("peakAccountedBytes", num(static_cast<double>(peakAccounted)));
+    out.Set("lineageEntries", num(static_cast<double>(st.lineageEntries)));
+    out.Set("ownedHashes", num(static_cast<double>(st.ownedHashes)));
+    out.Set("residentCount", num(static_cast<double>(st.residentCount)));
+    out.Set("bucketCount", num(static_cast<double>(st.bucketCount)));
+    out.Set("maxSliceAtBlocks", num(static_cast<double>(worstAt)));
   }
+  double totalMs = 0;
+  for (double ms : sliceMs) totalMs += ms;
+  std::sort(sliceMs.begin(), sliceMs.end());
+  auto quantile = [&](double q) { return sliceMs[std::min(sliceMs.size() - 1, static_cast<size_t>(q * sliceMs.size()))]; };
+  out.Set("slices", num(static_cast<double>(sliceMs.size())));
+  out.Set("maxSliceMs", num(sliceMs.back()));
+  out.Set("p999SliceMs", num(quantile(0.999)));
+  out.Set("p99SliceMs", num(quantile(0.99)));
+  out.Set("medianSliceMs", num(quantile(0.5)));
+  out.Set("totalMs", num(totalMs));
   {
     const uint64_t baselineBefore = ResidentBytes();
     std::vector<uint64_t> input(2 * blocks);
     for (uint64_t& w : input) w = ckf::SplitmixNext(&rng);
-    out.Set("baselineRssBytes", num(ResidentBytes() - baselineBefore));
+    out.Set("baselineRssBytes", num(static_cast<double>(ResidentBytes() - baselineBefore)));
   }
   return out;
 }

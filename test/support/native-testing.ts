@@ -47,16 +47,31 @@ export interface CanonicalPool {
 
 export interface NativeMemoryBench {
   blocks: number;
-  /** Process RSS growth while the state was filled. */
+  /** Process RSS growth while the state was filled (tables still draining or prepared included). */
   rssBytes: number;
-  /** The state's own accounting of its tables. */
+  /** The state's own accounting of its tables at the end of the fill. */
   accountedBytes: number;
+  /** Both again at rest: every drain finished and prepared successor dropped (SettleTables). */
+  restRssBytes: number;
+  restAccountedBytes: number;
+  /** The most either reached after any slice of the fill. */
+  peakRssBytes: number;
+  peakAccountedBytes: number;
   /** RSS growth of a plain array of the input words (ext id + tokens hash per block). */
   baselineRssBytes: number;
   lineageEntries: number;
   ownedHashes: number;
   residentCount: number;
   bucketCount: number;
+  /** Slices of 4096 blocks applied (each timed with its drain), and their times. */
+  slices: number;
+  maxSliceMs: number;
+  /** Blocks stored when the slowest slice ended. */
+  maxSliceAtBlocks: number;
+  p999SliceMs: number;
+  p99SliceMs: number;
+  medianSliceMs: number;
+  totalMs: number;
 }
 
 /** What checkBucketMap's run exercised (it throws at the first difference from std::unordered_map). */
