@@ -2,7 +2,7 @@
 // while it grows there. Fills a PoolFilterState with `blocks` stored blocks spread round-robin over
 // `sources` sources (16-block root prompts of random ids and tokens hashes: every canonical hash
 // distinct, the worst case for the owner table) through ApplyBatch, in slices of 4096 blocks (the pool
-// actor's synchronous apply bound, ASYNC_APPLY_BLOCKS in src/producer/pool-actor.ts), each timed with
+// actor's synchronous apply bound, SLICE_BLOCKS in src/producer/pool-actor.ts), each timed with
 // its drain. Reports the process RSS growth and the state's own accounting at the end, at rest
 // (SettleTables: no table draining or prepared) and at their peak over the fill, and the slice
 // times. The memory baseline, measured the same way in the same call: a plain array of the input
