@@ -32,7 +32,7 @@ import { BARE_HOP_ID_BYTES } from './support/bare-hop';
 import { FIREHOSE_MESSAGES, publishers, relayConfig, relayIngestRate, TOPIC } from './support/firehose';
 import { catalogProducers, killWithThisProcess, metricSum, scrape, startRelayProcess, waitForLine } from './support/relay-process';
 import { round } from './support/timing';
-import { BLOCKS_PER_MESSAGE, vllmBatches, type VllmBatches } from './support/vllm-batches';
+import { BLOCKS_PER_EVENT, BLOCKS_PER_MESSAGE, vllmBatches, type VllmBatches } from './support/vllm-batches';
 
 const SOURCES = [1, 8];
 const MAX_RATE_WINDOW = { warmupMs: 1_000, measureMs: 2_000 };
@@ -307,7 +307,7 @@ export async function run(): Promise<BenchResult[]> {
     const pubs = await publishers(n);
     try {
       const firehose = (): Buffer[][] => Array.from({ length: n }, (_, s) => vllmBatches(0x5eed + s, FIREHOSE_MESSAGES).payloads);
-      const max = FIXED_BLOCKS_PER_S ? { appliedBlocksPerSecond: 2 * FIXED_BLOCKS_PER_S } : await relayIngestRate(pubs, firehose(), MAX_RATE_WINDOW);
+      const max = FIXED_BLOCKS_PER_S ? { appliedBlocksPerSecond: 2 * FIXED_BLOCKS_PER_S } : await relayIngestRate(pubs, firehose(), MAX_RATE_WINDOW, { blocksPerEvent: BLOCKS_PER_EVENT });
       // What the pool applied, not what ingest took: batches dropped on a full mailbox are no rate.
       const ratePerSecond = max.appliedBlocksPerSecond / 2 / BLOCKS_PER_MESSAGE;
       // Fresh chains for every paced message (+ one probe per source), so each marker is new to the pool.

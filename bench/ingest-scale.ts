@@ -3,12 +3,8 @@
 // removals) as fast as they can for a fixed time. Reported: blocks/s the relay ingested (its own
 // kv_dc_relay_ingest_blocks_total over the window) and relay CPU per block (/proc), against a bare
 // zeromq.js SUB in a process of its own receiving the same frames from the same publishers (blocks/s).
-// PUB drops what a slow subscriber cannot take, so each side is measured by what it received.
-import { spawn } from 'child_process';
-import type { Publisher } from 'zeromq';
 import type { BenchResult } from './support/result';
-import { Firehose, FIREHOSE_MESSAGES, publishers, relayIngestRate } from './support/firehose';
-import { waitForLine } from './support/relay-process';
+import { bareSubscriberRate, FIREHOSE_MESSAGES, publishers, relayIngestRate } from './support/firehose';
 import { BLOCK_SIZE, BLOCKS_PER_EVENT, BLOCKS_PER_MESSAGE, EVENTS_PER_MESSAGE, vllmBatches } from './support/vllm-batches';
 
 const SOURCES = [1, 8];
@@ -17,51 +13,16 @@ const MEASURE_MS = Number(process.env.INGEST_SCALE_MS ?? 3_000);
 /** The relay's limits.ingestThreads (0 = ingest on its main thread); unset = the relay's default (one per core). */
 const INGEST_THREADS = process.env.INGEST_SCALE_THREADS === undefined ? undefined : Number(process.env.INGEST_SCALE_THREADS);
 
-/** Bare zeromq.js SUBs (one per publisher) in a child process: messages/s received, as blocks/s. */
-async function bareSubscriber(pubs: Publisher[], payloads: Buffer[][], blocksPerMessage: number): Promise<number> {
-  const script = `
-    const { Subscriber } = require(${JSON.stringify(require.resolve('zeromq'))});
-    let n = 0;
-    for (const endpoint of process.argv.slice(1)) {
-      const s = new Subscriber({ receiveHighWaterMark: 100000 });
-      s.subscribe('');
-      s.connect(endpoint);
-      (async () => { for (;;) { await s.receive(); n++; } })();
-    }
-    process.stdin.on('data', () => process.stderr.write(JSON.stringify({ n }) + '\\n'));
-    process.stderr.write('{"ready":true}\\n');`;
-  const child = spawn(process.execPath, ['-e', script, ...pubs.map((p) => p.lastEndpoint!)], { stdio: ['pipe', 'ignore', 'pipe'] });
-  const firehose = new Firehose(pubs, payloads);
-  const count = (): Promise<number> => {
-    const line = waitForLine(child, (l) => (l.startsWith('{"n"') ? l : undefined));
-    child.stdin!.write('\n');
-    return line.then((l) => (JSON.parse(l) as { n: number }).n);
-  };
-  try {
-    await waitForLine(child, (l) => (l.includes('ready') ? l : undefined));
-    firehose.start();
-    await new Promise((r) => setTimeout(r, WARMUP_MS));
-    child.stderr!.removeAllListeners('data');
-    const n0 = await count();
-    child.stderr!.removeAllListeners('data');
-    const t0 = performance.now();
-    await new Promise((r) => setTimeout(r, MEASURE_MS));
-    const n1 = await count();
-    return ((n1 - n0) * blocksPerMessage) / ((performance.now() - t0) / 1000);
-  } finally {
-    await firehose.stop();
-    child.kill('SIGTERM');
-  }
-}
-
 export async function run(): Promise<BenchResult[]> {
   const results: BenchResult[] = [];
   for (const n of SOURCES) {
     const payloads = Array.from({ length: n }, (_, s) => vllmBatches(0x5eed + s, FIREHOSE_MESSAGES).payloads);
     const pubs = await publishers(n);
     try {
-      const bare = await bareSubscriber(pubs, payloads, BLOCKS_PER_MESSAGE);
-      const relay = await relayIngestRate(pubs, payloads, { warmupMs: WARMUP_MS, measureMs: MEASURE_MS }, INGEST_THREADS === undefined ? {} : { limits: { ingestThreads: INGEST_THREADS } });
+      const window = { warmupMs: WARMUP_MS, measureMs: MEASURE_MS };
+      const bare = (await bareSubscriberRate(pubs, payloads, window)) * BLOCKS_PER_MESSAGE;
+      const extra = INGEST_THREADS === undefined ? {} : { limits: { ingestThreads: INGEST_THREADS } };
+      const relay = await relayIngestRate(pubs, payloads, window, { extra, blocksPerEvent: BLOCKS_PER_EVENT });
       const kib = (payloads[0].reduce((a, p) => a + p.length, 0) / payloads[0].length / 1024).toFixed(1);
       results.push({
         name: `blocks/s ingested by one relay process, ${n} source(s), vLLM map batches ${EVENTS_PER_MESSAGE} events × ${BLOCKS_PER_EVENT} blocks`,

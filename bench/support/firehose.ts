@@ -1,10 +1,13 @@
 // ZMQ publishers standing in for engines, a firehose that sends their messages as fast as the sockets
-// take them, and the ingest rate of a relay process it feeds (#8's ingest-scale measure).
+// take them, and the rate a relay process it feeds takes them (#8's ingest-scale and small-message
+// measures), against a bare zeromq.js SUB process reading the same publishers.
+// PUB drops what a slow subscriber cannot take, so each side is measured by what it received.
+import { spawn } from 'child_process';
 import { setImmediate as nextTurn } from 'timers/promises';
 import { Publisher } from 'zeromq';
 import { encodeSequence } from '../../src/ingest/frames';
-import { BLOCK_SIZE, BLOCKS_PER_EVENT } from './vllm-batches';
-import { metricSum, scrape, startRelayProcess } from './relay-process';
+import { BLOCK_SIZE } from './vllm-batches';
+import { metricSum, scrape, startRelayProcess, waitForLine } from './relay-process';
 
 const SEND_HWM = 10_000;
 /** Sends between two yields of a firehose loop to the event loop. */
@@ -78,38 +81,51 @@ export function relayConfig(pools: PoolSpec[], extra: object = {}): object {
   };
 }
 
+export interface FirehoseWindow {
+  warmupMs: number;
+  measureMs: number;
+}
+
 export interface IngestRate {
   /** Blocks the relay's ingest took (kv_dc_relay_ingest_blocks_total). */
   blocksPerSecond: number;
+  /** Events it took (kv_dc_relay_ingest_events_total). */
+  eventsPerSecond: number;
   /**
-   * Blocks its pool applied: events applied × 32 blocks (every event of these batches has 32). Below
-   * blocksPerSecond when batches were dropped on a full pool mailbox (their sources reset).
+   * Blocks its pool applied: events applied × `blocksPerEvent` (every event of a firehose's batches
+   * has as many). Below blocksPerSecond when batches were dropped on a full pool mailbox (their
+   * sources reset).
    */
   appliedBlocksPerSecond: number;
+  appliedEventsPerSecond: number;
   mailboxOverflows: number;
   /** Sequence gaps the relay saw: messages PUB dropped because the relay did not take them in time. */
   gaps: number;
+  /** Relay CPU time (user + system) in the window; undefined without /proc. */
+  cpuMs: number | undefined;
   cpuMsPerMBlocks: number | undefined;
 }
 
-/** Blocks/s a relay process ingests from the publishers sending `payloads` as fast as they can. */
-export async function relayIngestRate(
-  pubs: Publisher[],
-  payloads: Buffer[][],
-  window: { warmupMs: number; measureMs: number },
+export interface RelayIngestOptions {
   /** Extra top-level config of the relay (e.g. `limits`). */
-  extra: object = {},
-): Promise<IngestRate> {
-  const relay = await startRelayProcess(relayConfig([{ model: 'bench', endpoints: pubs.map((p) => p.lastEndpoint!) }], extra));
+  extra?: object;
+  /** Blocks per event of the payloads (every event of a firehose's messages has as many). */
+  blocksPerEvent: number;
+}
+
+/** What a relay process takes from the publishers sending `payloads` as fast as they can. */
+export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], window: FirehoseWindow, options: RelayIngestOptions): Promise<IngestRate> {
+  const relay = await startRelayProcess(relayConfig([{ model: 'bench', endpoints: pubs.map((p) => p.lastEndpoint!) }], options.extra));
   const firehose = new Firehose(pubs, payloads);
-  const totals = async (): Promise<{ blocks: number; gaps: number; applied: number; overflows: number }> => {
+  const totals = async (): Promise<{ blocks: number; events: number; gaps: number; applied: number; overflows: number }> => {
     const text = await scrape(relay.metricsAddress).catch((err: Error) => {
       throw new Error(`scraping the relay failed (${err.message})\n${relay.lastLog()}`);
     });
     return {
       blocks: metricSum(text, 'kv_dc_relay_ingest_blocks_total'),
+      events: metricSum(text, 'kv_dc_relay_ingest_events_total'),
       gaps: metricSum(text, 'kv_dc_relay_ingest_gaps_total'),
-      applied: metricSum(text, 'kv_dc_relay_pool_events_applied_total') * BLOCKS_PER_EVENT,
+      applied: metricSum(text, 'kv_dc_relay_pool_events_applied_total'),
       overflows: metricSum(text, 'kv_dc_relay_pool_mailbox_overflows_total'),
     };
   };
@@ -124,15 +140,57 @@ export async function relayIngestRate(
     const seconds = (performance.now() - t0) / 1000;
     const cpu1 = relay.cpuMs();
     const blocks = after.blocks - before.blocks;
+    const cpuMs = cpu0 === undefined || cpu1 === undefined ? undefined : cpu1 - cpu0;
+    const applied = after.applied - before.applied;
     return {
       blocksPerSecond: blocks / seconds,
-      appliedBlocksPerSecond: (after.applied - before.applied) / seconds,
+      eventsPerSecond: (after.events - before.events) / seconds,
+      appliedBlocksPerSecond: (applied * options.blocksPerEvent) / seconds,
+      appliedEventsPerSecond: applied / seconds,
       mailboxOverflows: after.overflows - before.overflows,
       gaps: after.gaps - before.gaps,
-      cpuMsPerMBlocks: cpu0 === undefined || cpu1 === undefined || blocks === 0 ? undefined : ((cpu1 - cpu0) / blocks) * 1e6,
+      cpuMs,
+      cpuMsPerMBlocks: cpuMs === undefined || blocks === 0 ? undefined : (cpuMs / blocks) * 1e6,
     };
   } finally {
     await firehose.stop();
     await relay.stop();
+  }
+}
+
+/** Messages/s a bare zeromq.js SUB per publisher, in a process of its own, receives from the firehose. */
+export async function bareSubscriberRate(pubs: Publisher[], payloads: Buffer[][], window: FirehoseWindow): Promise<number> {
+  const script = `
+    const { Subscriber } = require(${JSON.stringify(require.resolve('zeromq'))});
+    let n = 0;
+    for (const endpoint of process.argv.slice(1)) {
+      const s = new Subscriber({ receiveHighWaterMark: 100000 });
+      s.subscribe('');
+      s.connect(endpoint);
+      (async () => { for (;;) { await s.receive(); n++; } })();
+    }
+    process.stdin.on('data', () => process.stderr.write(JSON.stringify({ n }) + '\\n'));
+    process.stderr.write('{"ready":true}\\n');`;
+  const child = spawn(process.execPath, ['-e', script, ...pubs.map((p) => p.lastEndpoint!)], { stdio: ['pipe', 'ignore', 'pipe'] });
+  const firehose = new Firehose(pubs, payloads);
+  const count = (): Promise<number> => {
+    const line = waitForLine(child, (l) => (l.startsWith('{"n"') ? l : undefined));
+    child.stdin!.write('\n');
+    return line.then((l) => (JSON.parse(l) as { n: number }).n);
+  };
+  try {
+    await waitForLine(child, (l) => (l.includes('ready') ? l : undefined));
+    firehose.start();
+    await new Promise((r) => setTimeout(r, window.warmupMs));
+    child.stderr!.removeAllListeners('data');
+    const n0 = await count();
+    child.stderr!.removeAllListeners('data');
+    const t0 = performance.now();
+    await new Promise((r) => setTimeout(r, window.measureMs));
+    const n1 = await count();
+    return (n1 - n0) / ((performance.now() - t0) / 1000);
+  } finally {
+    await firehose.stop();
+    child.kill('SIGTERM');
   }
 }

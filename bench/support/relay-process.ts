@@ -24,6 +24,7 @@ export interface RelayProcess {
   address: string;
   /** /metrics listener, HOST:PORT (the config given must set `metricsBind`). */
   metricsAddress: string;
+  pid: number | undefined;
   /** CPU time (user + system) the process used so far; undefined without /proc. */
   cpuMs(): number | undefined;
   /** Its last stderr lines (JSON logs), for a bench's error message. */
@@ -85,7 +86,7 @@ export async function startRelayProcess(config: object): Promise<RelayProcess> {
     let kept: string[] = [];
     child.stderr!.on('data', (b: Buffer) => (kept = [...kept, ...b.toString().split('\n').filter((l) => l !== '')].slice(-KEPT_LOG_LINES)));
     const exitNote = (): string => (child.exitCode !== null || child.signalCode !== null ? `relay exited (${child.exitCode ?? child.signalCode})\n` : '');
-    return { address, metricsAddress, cpuMs: () => processCpuMs(child.pid), lastLog: () => exitNote() + kept.join('\n'), stop };
+    return { address, metricsAddress, pid: child.pid, cpuMs: () => processCpuMs(child.pid), lastLog: () => exitNote() + kept.join('\n'), stop };
   } catch (err) {
     await stop();
     throw err;
