@@ -15,9 +15,12 @@ export class RecordingSink implements IngestSink {
   /** Hand-offs (bursts) received, and stores dropped for their block size. */
   bursts = 0;
   droppedBlockSize = 0;
+  /** Engine messages per burst, in order. */
+  readonly burstMessages: number[] = [];
 
   events(b: PackedEngineEvents): void {
     this.bursts += 1;
+    this.burstMessages.push(b.messages);
     this.droppedBlockSize += b.droppedBlockSize;
     const all = unpackEvents(b.meta, b.words);
     let from = 0;
