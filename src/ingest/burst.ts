@@ -54,9 +54,10 @@ export class PackedBurst {
     }
   }
 
-  /** Views of what is held, valid until clear(). */
-  view(): PackedEngineEvents {
+  /** Views of what is held, valid until clear(); `cut`: PackedEngineEvents.cut. */
+  view(cut: boolean): PackedEngineEvents {
     return {
+      cut,
       workerId: this.workerId,
       meta: this.meta.subarray(0, this.metaLength),
       words: this.words.subarray(0, this.wordsLength),

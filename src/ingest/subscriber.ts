@@ -132,9 +132,9 @@ export class KvEventSubscriber {
   }
 
   /** @internal */
-  deliver(rank: number, burst: PackedBurst): void {
+  deliver(rank: number, burst: PackedBurst, cut: boolean): void {
     try {
-      this.sink.events(burst.view());
+      this.sink.events(burst.view(cut));
     } catch (err) {
       this.warn({ dpRank: rank, err: String(err) }, 'KV-event sink rejected a batch');
     }
@@ -383,8 +383,9 @@ class RankSubscription {
         if (draining && !socket.closed) socket.receiveTimeout = -1;
       }
       this.receiving = false;
-      this.flush();
-      if (handled === INGEST_MESSAGES_PER_TURN) await nextTurn();
+      const cut = handled === INGEST_MESSAGES_PER_TURN;
+      this.flush(cut);
+      if (cut) await nextTurn();
     }
   }
 
@@ -438,10 +439,10 @@ class RankSubscription {
     this.stream.overflowed();
   }
 
-  private flush(): void {
+  private flush(cut = false): void {
     this.flushQueued = false;
     if (this.burst.isEmpty) return;
-    if (!this.owner.isClosed) this.owner.deliver(this.rank, this.burst);
+    if (!this.owner.isClosed) this.owner.deliver(this.rank, this.burst, cut);
     this.burst.clear();
   }
 

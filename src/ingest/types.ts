@@ -26,6 +26,11 @@ export interface PackedEngineEvents {
   messageInfo: Uint32Array;
   /** Stores dropped because their block size is not the pool's (counted by the pool). */
   droppedBlockSize: number;
+  /**
+   * The socket still held messages when the burst was cut at INGEST_MESSAGES_PER_TURN: its next
+   * burst follows one event-loop turn later.
+   */
+  cut?: boolean;
 }
 
 /** Entries per message in PackedEngineEvents.messageInfo: [dpRank, metaEnd]. */

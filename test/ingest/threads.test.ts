@@ -8,7 +8,7 @@ import { burstBytes, HandoffBuilder, HandoffCounter, unpackBurst } from '../../s
 import { threadOf } from '../../src/ingest/threads/shard';
 import { IngestThreads, type IngestThreadsOptions } from '../../src/ingest/threads/threads';
 import type { KvEventEndpointConfig, KvEventSubscription, PackedEngineEvents } from '../../src/ingest/types';
-import { ACTOR_MAILBOX_CAPACITY, INGEST_HANDOFF_MAX_MESSAGES } from '../../src/config/defaults';
+import { ACTOR_MAILBOX_CAPACITY, INGEST_HANDOFF_MAX_MESSAGES, INGEST_MESSAGES_PER_TURN } from '../../src/config/defaults';
 import { BLOCK_SIZE } from '../support/ingest-harness';
 import { RecordingSink } from '../support/recording-sink';
 import { waitFor } from '../support/waitFor';
@@ -290,6 +290,39 @@ test('the threads hold at most half of one pool mailbox in messages: a flood of 
   await waitFor(() => sink.batches.length === 600, 'every batch once the pool applies', DEADLINE_MS);
   expect(sink.sequences()).toEqual(Array.from({ length: 600 }, (_, n) => BigInt(n)));
   expect(sink.resets).toEqual([]);
+});
+
+test('a saturated socket\'s bursts cut at the per-turn bound join one hand-off, up to half the bound; order kept', async () => {
+  /** Messages per hand-off: a hand-off's bursts reach the sink in one synchronous run. */
+  class HandoffSink extends RecordingSink {
+    readonly handoffs: number[] = [];
+    private open = false;
+    override events(b: PackedEngineEvents): void {
+      super.events(b);
+      if (!this.open) {
+        this.open = true;
+        this.handoffs.push(0);
+        queueMicrotask(() => (this.open = false));
+      }
+      this.handoffs[this.handoffs.length - 1] += b.messages;
+    }
+  }
+  const sink = new HandoffSink();
+  // No replay: live messages held behind the first connect's replay would drain from its backlog.
+  const r = await start([7n], sink, { threads: 1 }, { replay: false });
+  const messages = 2_000;
+  const sends: Promise<bigint>[] = [];
+  for (let n = 0; n < messages; n++) sends.push(r.engines[0].publish(store(n)));
+  await Promise.all(sends);
+  await waitFor(() => sink.batches.length === messages, 'every batch', DEADLINE_MS);
+  expect(sink.sequences()).toEqual(Array.from({ length: messages }, (_, n) => BigInt(n)));
+  expect(sink.resets).toEqual([]);
+  // One turn reads at most INGEST_MESSAGES_PER_TURN of the socket: more in one hand-off means a cut
+  // burst waited for the next one.
+  expect(Math.max(...sink.handoffs)).toBeGreaterThan(INGEST_MESSAGES_PER_TURN);
+  expect(Math.max(...sink.handoffs)).toBeLessThanOrEqual(INGEST_HANDOFF_MAX_MESSAGES);
+  await waitFor(() => r.subs[0].stats()[0]?.events === messages, 'the thread\'s counters', DEADLINE_MS);
+  expect(r.subs[0].stats()[0]).toMatchObject({ events: messages, blocks: messages, gaps: 0, resets: 0, lastSequence: BigInt(messages - 1) });
 });
 
 test('a bound subscription keeps its ports across a thread restart', async () => {

@@ -68,5 +68,5 @@ export function packEngineBatch(workerId: bigint, events: readonly SimEvent[], o
   const decoder = new EngineBatchDecoder({ workerId, kvBlockSize: opts.kvBlockSize, eagle: opts.eagle ?? false, dpStartRank: 0, dpSize: 16 });
   const burst = new PackedBurst(decoder, workerId);
   burst.add(opts.sequence ?? 0n, encodeBatch(0, events, dpRank, { events: opts.encoding ?? 'map' }), dpRank);
-  return burst.view();
+  return burst.view(false);
 }
