@@ -30,8 +30,14 @@ export function decodeSequence(frame: Buffer): bigint {
 }
 
 export function parseLiveMessage(frames: Buffer[]): LiveMessage {
+  const sequence = liveSequence(frames);
+  return { topic: frames[0].toString('utf8'), sequence, payload: frames[2] };
+}
+
+/** The sequence of a live message (frames checked as parseLiveMessage does), without decoding its topic. */
+export function liveSequence(frames: Buffer[]): bigint {
   if (frames.length !== 3) throw new DecodeError(`message: ${frames.length} frames, expected 3`);
-  return { topic: frames[0].toString('utf8'), sequence: decodeSequence(frames[1]), payload: frames[2] };
+  return decodeSequence(frames[1]);
 }
 
 /** A replay reply as a DEALER receives it: [b"", seq, payload] or [b"", topic, seq, payload]. */

@@ -22,7 +22,7 @@ import { MAX_U64 } from '../config/limits';
 import { EngineBatchDecoder } from '../native';
 import { PackedBurst } from './burst';
 import { rankEndpoint } from './endpoints';
-import { parseLiveMessage } from './frames';
+import { liveSequence } from './frames';
 import { requestReplay } from './replay';
 import { RankStream, type ReplayHandle } from './stream';
 import { ThrottledLogger } from './throttle';
@@ -200,6 +200,7 @@ class RankSubscription {
   private readonly replayEndpoint: string | undefined;
   private readonly socket: Subscriber;
   private readonly stream: RankStream;
+  /** Other ranks its batches named since the last reset (a batch's own rank names its source). */
   private readonly seen = new Map<number, SourceKey>();
   /** Decoded messages not yet handed to the sink (flushed once the current burst is handled). */
   private readonly burst: PackedBurst;
@@ -390,9 +391,9 @@ class RankSubscription {
   }
 
   private handle(frames: Buffer[]): void {
-    let msg;
+    let sequence;
     try {
-      msg = parseLiveMessage(frames);
+      sequence = liveSequence(frames);
     } catch (err) {
       this.malformed(err as Error, 'live');
       return;
@@ -400,7 +401,7 @@ class RankSubscription {
     // A connection's first message can be read before its handshake event (two sockets, two loops):
     // it starts the connection all the same, or a busy engine's history would not be replayed.
     if (this.stats.connections === 0) this.stream.connected();
-    this.stream.live(msg.sequence, msg.payload);
+    this.stream.live(sequence, frames[2]);
   }
 
   /** Decodes one batch into the burst; the sink gets the burst once the messages at hand are handled. */
@@ -421,9 +422,12 @@ class RankSubscription {
       return;
     }
     // The batch's own rank names the source (relay-config.md); engines that leave it unset are this rank.
-    const source = r.dpRank === this.rank ? this.source : { workerId: this.source.workerId, dpRank: r.dpRank };
-    this.seen.set(source.dpRank, source);
-    const stats = this.owner.counter(source);
+    let stats = this.stats;
+    if (r.dpRank !== this.rank) {
+      const source = { workerId: this.source.workerId, dpRank: r.dpRank };
+      if (!this.seen.has(source.dpRank)) this.seen.set(source.dpRank, source);
+      stats = this.owner.counter(source);
+    }
     stats.lastSequence = sequence;
     stats.events += r.events;
     stats.ignored += r.ignored;
@@ -449,7 +453,7 @@ class RankSubscription {
   private reset(reason: ResetReason): void {
     // What was decoded before the reset reaches the sink before it (order per source).
     this.flush();
-    this.seen.set(this.rank, this.source);
+    this.owner.reset(this.source, reason);
     for (const source of this.seen.values()) this.owner.reset(source, reason);
     this.seen.clear();
     this.owner.warn({ dpRank: this.rank, reason }, 'KV-event source reset; rebuilding from live events');

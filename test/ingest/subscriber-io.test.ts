@@ -116,6 +116,22 @@ describe('data-parallel ranks', () => {
     expect(h.sub.stats().map((s) => [s.source.dpRank, s.events, s.rejectedRanks])).toEqual([[2, 1, 0], [3, 1, 0]]);
   });
 
+  it('a socket\'s reset resets its own rank and every other rank its batches named since', async () => {
+    h = await connectHarness({ dpSize: 2, dpStartRank: 2, replay: false });
+    await h.engine.publishPayload(encodeBatch(1, store(5n), 3, { events: 'array' }), 2); // seq 0 on rank 2's socket, batch rank 3
+    await waitFor(() => h!.sink.batches.length === 1, 'the batch of rank 3');
+    expect(h.sink.batches[0].source).toEqual({ workerId: WORKER, dpRank: 3 });
+    expect(h.sink.resets).toEqual([]);
+    await h.engine.publish(store(6n), { rank: 2, dropLive: true }); // seq 1 never arrives: a gap
+    await h.engine.publish(store(7n), { rank: 2 });
+    await waitFor(() => h!.sink.batches.length === 2, 'the batch after the gap');
+    expect(h.sink.resets).toEqual([
+      { source: { workerId: WORKER, dpRank: 2 }, reason: 'gap' },
+      { source: { workerId: WORKER, dpRank: 3 }, reason: 'gap' },
+    ]);
+    expect(h.sub.stats().map((s) => [s.source.dpRank, s.events, s.gaps, s.resets, s.lastSequence])).toEqual([[2, 1, 1, 1, 2n], [3, 1, 0, 1, 0n]]);
+  });
+
   it('a batch naming a rank outside dpStartRank..dpStartRank+dpSize-1 is dropped and counted, never a new source', async () => {
     h = await connectHarness({ dpSize: 2, dpStartRank: 2 });
     for (const rank of [0, 1, 4, 9, 4096]) await h.engine.publishPayload(pack([1, [], rank]), 2);
