@@ -4,10 +4,10 @@
 // bounded hand-off, and the pure parts (burst packing, the shard hash).
 import type { SimEvent } from '../../src/sim/encode';
 import { SimulatedEngine } from '../../src/sim/engine';
-import { burstBytes, HandoffBuilder, HandoffCounter, unpackBurst } from '../../src/ingest/threads/handoff';
+import { burstBytes, HandoffBuilder, HandoffCounter, readHandoff, unpackBurst } from '../../src/ingest/threads/handoff';
 import { threadOf } from '../../src/ingest/threads/shard';
 import { IngestThreads, type IngestThreadsOptions } from '../../src/ingest/threads/threads';
-import type { KvEventEndpointConfig, KvEventSubscription, PackedEngineEvents } from '../../src/ingest/types';
+import type { KvEventEndpointConfig, KvEventSubscription, PackedEngineEvents, SourceStats } from '../../src/ingest/types';
 import { ACTOR_MAILBOX_CAPACITY, INGEST_HANDOFF_MAX_MESSAGES, INGEST_MESSAGES_PER_TURN } from '../../src/config/defaults';
 import { BLOCK_SIZE } from '../support/ingest-harness';
 import { RecordingSink } from '../support/recording-sink';
@@ -78,7 +78,7 @@ test('the shard hash is stable, in range, and spreads sequential and even worker
   expect(threadOf(0xffff_ffff_ffff_ffffn, 7)).toBeLessThan(7);
 });
 
-test('the bursts of a turn pack into one transferable buffer and unpack to the same arrays', () => {
+test('the bursts of a turn and the counters changed up to them pack into one transferable buffer and read back the same', () => {
   const a: PackedEngineEvents = {
     workerId: 0xffff_ffff_ffff_fffen,
     meta: Uint32Array.from([1, 2, 3, 4, 5, 6, 7]),
@@ -89,18 +89,41 @@ test('the bursts of a turn pack into one transferable buffer and unpack to the s
     droppedBlockSize: 3,
   };
   const b: PackedEngineEvents = { ...a, workerId: 5n, meta: Uint32Array.from([9]), messages: 1, sequences: BigUint64Array.from([4n]), messageInfo: Uint32Array.from([2, 1]), droppedBlockSize: 0 };
+  const counters = (workerId: bigint, dpRank: number, base: number, lastSequence: bigint | null): SourceStats => ({
+    source: { workerId, dpRank },
+    events: base + 1,
+    blocks: 2 ** 52 + base,
+    malformed: base + 2,
+    rejectedRanks: base + 3,
+    overflows: base + 4,
+    outOfOrder: base + 5,
+    refusedPeers: base + 6,
+    gaps: base + 7,
+    replays: base + 8,
+    resets: base + 9,
+    ignored: base + 10,
+    connections: 2,
+    lastSequence,
+  });
+  const stats = [
+    { id: 1, stats: [counters(0xffff_ffff_ffff_fffen, 0, 100, 0xffff_ffff_ffff_ffffn), counters(0xffff_ffff_ffff_fffen, 1, 200, null)] },
+    { id: 2, stats: [counters(5n, 3, 300, 0n)] },
+  ];
   const builder = new HandoffBuilder();
   builder.add(1, a, 6);
   builder.add(2, b, 1);
-  const h = builder.take();
+  const h = builder.take(stats);
   expect(builder.isEmpty).toBe(true);
-  expect(h.buffer.byteLength).toBe(burstBytes(a) + burstBytes(b));
   expect(burstBytes(a) % 8).toBe(0); // the next burst's 8-byte arrays stay aligned
   expect({ messages: h.messages, blocks: h.blocks, ids: h.bursts.map((x) => x.id) }).toEqual({ messages: 3, blocks: 7, ids: [1, 2] });
-  const moved = structuredClone(h, { transfer: [h.buffer] });
+  const moved = structuredClone(h.buffer, { transfer: [h.buffer] });
   expect(h.buffer.byteLength).toBe(0); // moved, not copied
-  expect(unpackBurst(moved.buffer, moved.bursts[0])).toEqual(a);
-  expect(unpackBurst(moved.buffer, moved.bursts[1])).toEqual(b);
+  const read = readHandoff(moved);
+  expect({ messages: read.messages, blocks: read.blocks, stats: read.stats }).toEqual({ messages: 3, blocks: 7, stats });
+  expect(read.bursts.map((x) => [x.id, x.workerId])).toEqual([[1, a.workerId], [2, 5n]]);
+  expect(unpackBurst(moved, read.bursts[0])).toEqual(a);
+  expect(unpackBurst(moved, read.bursts[1])).toEqual(b);
+  expect(readHandoff(structuredClone(builder.take([])).buffer)).toMatchObject({ bursts: [], stats: [], messages: 0 });
 });
 
 test('the hand-off counter bounds messages, blocks and bytes in flight, always takes one hand-off, and gives up after its wait', () => {

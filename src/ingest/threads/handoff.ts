@@ -3,7 +3,11 @@
 // cloned) with one postMessage, and the shared count of what was handed off and not yet applied by
 // the pools. That count bounds the pool mailboxes' share of this thread (messages, blocks) and the
 // bytes in flight, and what the main thread finds queued on a port (it handles a port's queue in one go).
-import { MESSAGE_INFO_STRIDE, type PackedEngineEvents } from '../types';
+// The buffer also carries its own index (where each burst sits) and the counters changed up to it,
+// as 8-byte slots ahead of the bursts: the postMessage then clones no object (a clone of the index
+// and counters as objects cost ~2-3 times the CPU of the rest of the postMessage, on each side).
+import { MESSAGE_INFO_STRIDE, type PackedEngineEvents, type SourceStats } from '../types';
+import { readStats, STATS_RECORD_SLOTS, writeStats } from './stats-record';
 
 /** A burst inside a hand-off: its subscription, and where its arrays sit in the hand-off's buffer. */
 export interface HandedOffBurst {
@@ -17,14 +21,28 @@ export interface HandedOffBurst {
   droppedBlockSize: number;
 }
 
-/** What one postMessage carries. */
+/** The counters of one subscription's sources. */
+export interface ChangedStats {
+  id: number;
+  stats: SourceStats[];
+}
+
+/** One hand-off: its buffer is what one postMessage carries (readHandoff() gives the rest back). */
 export interface Handoff {
   buffer: ArrayBuffer;
   bursts: HandedOffBurst[];
+  /** Counters changed up to these bursts. */
+  stats: ChangedStats[];
   /** Engine messages and blocks of all its bursts (the pool mailbox's units). */
   messages: number;
   blocks: number;
 }
+
+// Index slots: messages, blocks, bursts, subscriptions with counters; per burst its HandedOffBurst
+// fields; per subscription its id and source count, then its sources' records.
+const HEAD_SLOTS = 4;
+const BURST_SLOTS = 7;
+const STATS_HEAD_SLOTS = 2;
 
 /** The bytes a burst's section takes (8-aligned, so the next section's 8-byte arrays stay aligned). */
 export function burstBytes(b: PackedEngineEvents): number {
@@ -82,15 +100,70 @@ export class HandoffBuilder {
     this.blockCount += blocks;
   }
 
-  /** The collected bursts in a buffer of their own (one copy); the builder is empty again. */
-  take(): Handoff {
-    const handoff: Handoff = { buffer: this.staging.slice(0, this.length), bursts: this.bursts, messages: this.messageCount, blocks: this.blockCount };
+  /** The collected bursts and `stats` in a buffer of their own (one copy); the builder is empty again. */
+  take(stats: ChangedStats[]): Handoff {
+    let slots = HEAD_SLOTS + BURST_SLOTS * this.bursts.length;
+    for (const c of stats) slots += STATS_HEAD_SLOTS + STATS_RECORD_SLOTS * c.stats.length;
+    const buffer = new ArrayBuffer(8 * slots + this.length);
+    new Uint8Array(buffer, 8 * slots).set(new Uint8Array(this.staging, 0, this.length));
+    const f = new Float64Array(buffer, 0, slots);
+    const u = new BigUint64Array(buffer, 0, slots);
+    f[0] = this.messageCount;
+    f[1] = this.blockCount;
+    f[2] = this.bursts.length;
+    f[3] = stats.length;
+    let at = HEAD_SLOTS;
+    for (const b of this.bursts) {
+      b.at += 8 * slots;
+      f[at] = b.id;
+      f[at + 1] = b.at;
+      f[at + 2] = b.words;
+      f[at + 3] = b.meta;
+      f[at + 4] = b.messages;
+      f[at + 5] = b.droppedBlockSize;
+      u[at + 6] = b.workerId;
+      at += BURST_SLOTS;
+    }
+    for (const c of stats) {
+      f[at] = c.id;
+      f[at + 1] = c.stats.length;
+      at += STATS_HEAD_SLOTS;
+      for (const source of c.stats) {
+        writeStats(f, u, at, source);
+        at += STATS_RECORD_SLOTS;
+      }
+    }
+    const handoff: Handoff = { buffer, bursts: this.bursts, stats, messages: this.messageCount, blocks: this.blockCount };
     this.length = 0;
     this.bursts = [];
     this.messageCount = 0;
     this.blockCount = 0;
     return handoff;
   }
+}
+
+/** A received hand-off buffer's bursts and counters (as take() returned them). */
+export function readHandoff(buffer: ArrayBuffer): Handoff {
+  const head = new Float64Array(buffer, 0, HEAD_SLOTS);
+  const [messages, blocks, burstCount, statsCount] = head;
+  // The index's own length is known only once it is read: views over every whole slot of the buffer.
+  const f = new Float64Array(buffer, 0, buffer.byteLength >> 3);
+  const u = new BigUint64Array(buffer, 0, buffer.byteLength >> 3);
+  const bursts: HandedOffBurst[] = [];
+  let at = HEAD_SLOTS;
+  for (let i = 0; i < burstCount; i++, at += BURST_SLOTS) {
+    bursts.push({ id: f[at], at: f[at + 1], words: f[at + 2], meta: f[at + 3], messages: f[at + 4], droppedBlockSize: f[at + 5], workerId: u[at + 6] });
+  }
+  const stats: ChangedStats[] = [];
+  for (let i = 0; i < statsCount; i++) {
+    const id = f[at];
+    const count = f[at + 1];
+    at += STATS_HEAD_SLOTS;
+    const sources: SourceStats[] = [];
+    for (let k = 0; k < count; k++, at += STATS_RECORD_SLOTS) sources.push(readStats(f, u, at));
+    stats.push({ id, stats: sources });
+  }
+  return { buffer, bursts, stats, messages, blocks };
 }
 
 /** Views over a received burst's section of its hand-off's buffer (no copy). */

@@ -3,7 +3,7 @@
 // order in which the thread produced them (batches, resets, counters) is the order they are handled.
 import type { SubscriberOptions } from '../subscriber';
 import type { KvEventEndpointConfig, ResetReason, SourceKey, SourceStats } from '../types';
-import type { Handoff, HandoffBounds } from './handoff';
+import type { HandoffBounds } from './handoff';
 
 /** What the thread is started with (workerData). */
 export interface ThreadData {
@@ -32,8 +32,8 @@ export type FromThread =
   | { type: 'opened'; id: number; endpoints: string[] }
   | { type: 'failed'; id: number; message: string }
   | { type: 'closed'; id: number }
-  /** The bursts of one thread turn, of any of its subscriptions, and the counters changed up to them. */
-  | { type: 'events'; handoff: Handoff; stats: { id: number; stats: SourceStats[] }[] }
+  /** The bursts of one thread turn, of any of its subscriptions, and the counters changed up to them (Handoff.buffer). */
+  | { type: 'events'; buffer: ArrayBuffer }
   | { type: 'reset'; id: number; source: SourceKey; reason: ResetReason }
   | { type: 'stats'; id: number; stats: SourceStats[] }
   | { type: 'warn'; obj: object; msg: string }

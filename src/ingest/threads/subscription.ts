@@ -3,9 +3,10 @@
 // order the thread produced them; counters are the thread's latest report plus what earlier
 // incarnations of the thread had counted (a counter never goes backwards over a thread restart).
 import { sourcesOf } from '../sources';
-import type { IngestCounters, IngestLogger, IngestSink, KvEventEndpointConfig, KvEventSubscription, SourceKey, SourceStats } from '../types';
+import type { IngestLogger, IngestSink, KvEventEndpointConfig, KvEventSubscription, SourceKey, SourceStats } from '../types';
 import { unpackBurst, type HandedOffBurst } from './handoff';
 import type { FromThread, ThreadSubscriberOptions, ToThread } from './protocol';
+import { COUNTERS } from './stats-record';
 
 /** What a subscription needs of its thread (threads.ts). */
 export interface SubscriptionHost {
@@ -20,20 +21,6 @@ export interface SubscriptionHost {
   readonly logger: IngestLogger & { error(obj: object, msg: string): void };
   readonly restartDelayMs: number;
 }
-
-const COUNTERS = Object.keys({
-  events: true,
-  blocks: true,
-  malformed: true,
-  rejectedRanks: true,
-  overflows: true,
-  outOfOrder: true,
-  refusedPeers: true,
-  gaps: true,
-  replays: true,
-  resets: true,
-  ignored: true,
-} satisfies Record<keyof IngestCounters, true>) as (keyof IngestCounters)[];
 
 let nextId = 1;
 

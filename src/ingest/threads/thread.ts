@@ -9,7 +9,7 @@ import { INGEST_THREAD_EXIT_SETTLE_MS, INGEST_THREAD_STATS_DELAY_MS } from '../.
 import { META_STRIDE, packedBlockCount } from '../../native';
 import { KvEventSubscriber } from '../subscriber';
 import { MESSAGE_INFO_STRIDE, type IngestLogger, type IngestSink, type SourceKey, type SourceStats } from '../types';
-import { burstBytes, HandoffBuilder, HandoffCounter, unpackBurst, type Handoff } from './handoff';
+import { burstBytes, HandoffBuilder, HandoffCounter, unpackBurst, type ChangedStats, type Handoff } from './handoff';
 import type { FromThread, ThreadData, ToThread } from './protocol';
 
 if (!parentPort) throw new Error('the ingest thread runs as a worker thread');
@@ -153,9 +153,9 @@ function handOff(): void {
   handoffQueued = false;
   pendingCut = false;
   if (pending.isEmpty) return;
-  const h = pending.take();
+  const h = pending.take(changedStats());
   if (!handoff.add({ messages: h.messages, blocks: h.blocks, bytes: h.buffer.byteLength }, data.bounds)) return overflow(h);
-  port.postMessage({ type: 'events', handoff: h, stats: changedStats() } satisfies FromThread, [h.buffer]);
+  port.postMessage({ type: 'events', buffer: h.buffer } satisfies FromThread, [h.buffer]);
 }
 
 /**
@@ -163,8 +163,8 @@ function handOff(): void {
  * scrape that sees a burst's effect (a delta) also sees every count before it (e.g. the malformed
  * messages the same socket delivered earlier), not 20 ms later.
  */
-function changedStats(): { id: number; stats: SourceStats[] }[] {
-  const stats: { id: number; stats: SourceStats[] }[] = [];
+function changedStats(): ChangedStats[] {
+  const stats: ChangedStats[] = [];
   for (const id of changed) {
     const subscriber = subscribers.get(id);
     if (subscriber) stats.push({ id, stats: subscriber.stats() });
@@ -178,6 +178,8 @@ function changedStats(): { id: number; stats: SourceStats[] }[] {
  * is reset and replayed from the engine's start (its history was lost here, not by the engine).
  */
 function overflow(h: Handoff): void {
+  // Its counters go with the next post instead.
+  for (const { id } of h.stats) if (subscribers.has(id)) statsChanged(id);
   for (const burst of h.bursts) {
     const subscriber = subscribers.get(burst.id);
     if (!subscriber) continue;

@@ -17,7 +17,7 @@ import {
   INGEST_THREAD_STATS_MS,
 } from '../../config/defaults';
 import type { IngestSink, KvEventEndpointConfig, KvEventSubscription } from '../types';
-import { HandoffCounter, type Handoff, type HandoffBounds } from './handoff';
+import { HandoffCounter, readHandoff, type Handoff, type HandoffBounds } from './handoff';
 import type { FromThread, ThreadSubscriberOptions, ToThread } from './protocol';
 import { threadOf } from './shard';
 import { spawnThread } from './spawn';
@@ -152,8 +152,9 @@ class IngestThread implements SubscriptionHost {
     if (m.type === 'warn') return this.logger.warn(m.obj, m.msg);
     if (m.type === 'fatal') return this.logger.error({ thread: this.index, err: m.message }, 'ingest thread failed');
     if (m.type === 'events') {
-      for (const { id, stats } of m.stats) this.subscriptions.get(id)?.received({ type: 'stats', id, stats });
-      return this.take(m.handoff, handoff);
+      const h = readHandoff(m.buffer);
+      for (const { id, stats } of h.stats) this.subscriptions.get(id)?.received({ type: 'stats', id, stats });
+      return this.take(h, handoff);
     }
     this.subscriptions.get(m.id)?.received(m);
     if (m.type === 'closed') {
