@@ -209,14 +209,13 @@ export class PoolActor implements PoolFeed {
     let blocks = 0;
     for (let at = 0; at < b.meta.length; at += META_STRIDE) blocks += packedBlockCount(b.meta, at);
     const events = b.meta.length / META_STRIDE;
-    const sources = burstSources(b);
     // An empty mailbox takes any batch, so one larger than the permits is not refused forever.
     if (
       this.queuedBatches > 0 &&
       (this.queuedBatches >= ACTOR_MAILBOX_CAPACITY || this.queuedBlocks + blocks > PENDING_BLOCK_PERMITS || this.queuedEvents + events > PENDING_EVENT_PERMITS)
     ) {
       this.counters.mailboxOverflows += 1;
-      for (const source of sources) {
+      for (const source of burstSources(b)) {
         this.warn(
           source,
           'batch',
@@ -227,7 +226,8 @@ export class PoolActor implements PoolFeed {
       }
       return;
     }
-    for (const source of sources) this.resetQueued.delete(sourceKey(source));
+    // Nearly always empty: the burst's sources (and their keys) are not worked out per burst then.
+    if (this.resetQueued.size > 0) for (const source of burstSources(b)) this.resetQueued.delete(sourceKey(source));
     this.admit(b.messages, events, blocks).append(b.meta, b.words);
     return this.inbox?.applied;
   }
