@@ -20,7 +20,7 @@ export async function run(): Promise<BenchResult[]> {
     const pubs = await publishers(n);
     try {
       const window = { warmupMs: WARMUP_MS, measureMs: MEASURE_MS };
-      const bare = (await bareSubscriberRate(pubs, payloads, window)) * BLOCKS_PER_MESSAGE;
+      const bare = (await bareSubscriberRate(pubs, payloads, window)).messagesPerSecond * BLOCKS_PER_MESSAGE;
       const extra = INGEST_THREADS === undefined ? {} : { limits: { ingestThreads: INGEST_THREADS } };
       const relay = await relayIngestRate(pubs, payloads, window, { extra, blocksPerEvent: BLOCKS_PER_EVENT });
       const kib = (payloads[0].reduce((a, p) => a + p.length, 0) / payloads[0].length / 1024).toFixed(1);

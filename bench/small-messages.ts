@@ -12,7 +12,7 @@
 // (the two runs of a round are seconds apart; the bare rate moved 2x between rounds on the shared
 // VM), value and baseline the medians of the rates.
 import type { BenchResult } from './support/result';
-import { bareSubscriberRate, publishers, relayIngestRate, type IngestRate } from './support/firehose';
+import { bareSubscriberRate, publishers, relayIngestRate, type BareRate, type IngestRate } from './support/firehose';
 import { SMALL_BLOCK_SIZE, SMALL_BLOCKS_PER_MESSAGE, smallBatches } from './support/small-batches';
 import { median, round } from './support/timing';
 
@@ -30,16 +30,19 @@ export async function run(): Promise<BenchResult[]> {
     const payloads = Array.from({ length: n }, (_, s) => smallBatches(s, MESSAGES));
     const pubs = await publishers(n);
     try {
-      const bare: number[] = [];
+      const bareRuns: BareRate[] = [];
       const relay: IngestRate[] = [];
       const extra = INGEST_THREADS === undefined ? {} : { limits: { ingestThreads: INGEST_THREADS } };
       for (let r = 0; r < ROUNDS; r++) {
-        bare.push(await bareSubscriberRate(pubs, payloads, WINDOW));
+        bareRuns.push(await bareSubscriberRate(pubs, payloads, WINDOW));
         relay.push(await relayIngestRate(pubs, payloads, WINDOW, { extra, blocksPerEvent: SMALL_BLOCKS_PER_MESSAGE }));
       }
+      const bare = bareRuns.map((b) => b.messagesPerSecond);
       const rate = median(relay.map((m) => m.eventsPerSecond));
       const bareRate = median(bare);
-      const cpuUs = median(relay.map((m) => (m.cpuMs === undefined ? NaN : (m.cpuMs * 1000) / (m.eventsPerSecond * (WINDOW.measureMs / 1000)))));
+      const perMessage = (m: IngestRate, ms: number | undefined): number => (ms === undefined ? NaN : (ms * 1000) / (m.eventsPerSecond * (WINDOW.measureMs / 1000)));
+      const cpuUs = median(relay.map((m) => perMessage(m, m.cpuMs)));
+      const byThread = (kind: 'main' | 'zmq' | 'other'): number => round(median(relay.map((m) => perMessage(m, m.threadCpuMs?.[kind]))), 1);
       const bytes = payloads[0].reduce((a, p) => a + p.length, 0) / payloads[0].length;
       results.push({
         name: `messages/s taken by one relay process at capacity, ${n} source(s), 1 event × ${SMALL_BLOCKS_PER_MESSAGE} blocks per message`,
@@ -49,7 +52,9 @@ export async function run(): Promise<BenchResult[]> {
         ratio: round(median(relay.map((m, i) => m.eventsPerSecond / bare[i]))),
         note:
           `bs ${SMALL_BLOCK_SIZE}, half stores of fresh chains and half their removals, ${Math.round(bytes)} B/message; ` +
-          `ingest threads ${INGEST_THREADS ?? 'default (one per core)'}; goal ratio >= 0.8; relay CPU ${round(cpuUs, 1)} µs/message; ` +
+          `ingest threads ${INGEST_THREADS ?? 'default (one per core)'}; goal ratio >= 0.8; relay CPU ${round(cpuUs, 1)} µs/message ` +
+          `(main thread ${byThread('main')}, ZMQ I/O ${byThread('zmq')}, ingest threads and V8/libuv helpers ${byThread('other')}), ` +
+          `bare SUB process ${round(median(bareRuns.map((b) => b.cpuUsPerMessage ?? NaN)), 1)} µs/message; ` +
           `pool applied ${round(median(relay.map((m) => m.appliedEventsPerSecond)), 0)} messages/s (${relay.reduce((a, m) => a + m.mailboxOverflows, 0)} batches dropped on a full pool mailbox); ` +
           `${relay.reduce((a, m) => a + m.gaps, 0)} gaps (PUB drops) in the windows; rounds (relay / bare k messages/s) ${relay.map((m, i) => `${round(m.eventsPerSecond / 1000, 1)} / ${round(bare[i] / 1000, 1)}`).join(', ')}; ` +
           `${WINDOW.measureMs / 1000} s windows after ${WINDOW.warmupMs / 1000} s warm-up, median of ${ROUNDS} alternating rounds`,

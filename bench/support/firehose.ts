@@ -7,6 +7,7 @@ import { setImmediate as nextTurn } from 'timers/promises';
 import { Publisher } from 'zeromq';
 import { encodeSequence } from '../../src/ingest/frames';
 import { BLOCK_SIZE } from './vllm-batches';
+import { processCpuMs, type ThreadCpuMs } from './process';
 import { metricSum, scrape, startRelayProcess, waitForLine } from './relay-process';
 
 const SEND_HWM = 10_000;
@@ -103,6 +104,8 @@ export interface IngestRate {
   gaps: number;
   /** Relay CPU time (user + system) in the window; undefined without /proc. */
   cpuMs: number | undefined;
+  /** The same by thread kind. */
+  threadCpuMs: ThreadCpuMs | undefined;
   cpuMsPerMBlocks: number | undefined;
 }
 
@@ -134,11 +137,13 @@ export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], w
     await new Promise((r) => setTimeout(r, window.warmupMs));
     const before = await totals();
     const cpu0 = relay.cpuMs();
+    const threads0 = relay.threadCpuMs();
     const t0 = performance.now();
     await new Promise((r) => setTimeout(r, window.measureMs));
     const after = await totals();
     const seconds = (performance.now() - t0) / 1000;
     const cpu1 = relay.cpuMs();
+    const threads1 = relay.threadCpuMs();
     const blocks = after.blocks - before.blocks;
     const cpuMs = cpu0 === undefined || cpu1 === undefined ? undefined : cpu1 - cpu0;
     const applied = after.applied - before.applied;
@@ -150,6 +155,7 @@ export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], w
       mailboxOverflows: after.overflows - before.overflows,
       gaps: after.gaps - before.gaps,
       cpuMs,
+      threadCpuMs: threads0 && threads1 && { main: threads1.main - threads0.main, zmq: threads1.zmq - threads0.zmq, other: threads1.other - threads0.other },
       cpuMsPerMBlocks: cpuMs === undefined || blocks === 0 ? undefined : (cpuMs / blocks) * 1e6,
     };
   } finally {
@@ -158,8 +164,14 @@ export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], w
   }
 }
 
-/** Messages/s a bare zeromq.js SUB per publisher, in a process of its own, receives from the firehose. */
-export async function bareSubscriberRate(pubs: Publisher[], payloads: Buffer[][], window: FirehoseWindow): Promise<number> {
+export interface BareRate {
+  messagesPerSecond: number;
+  /** CPU time (user + system) of the SUB process per message received; undefined without /proc. */
+  cpuUsPerMessage: number | undefined;
+}
+
+/** What a bare zeromq.js SUB per publisher, in a process of its own, receives from the firehose. */
+export async function bareSubscriberRate(pubs: Publisher[], payloads: Buffer[][], window: FirehoseWindow): Promise<BareRate> {
   const script = `
     const { Subscriber } = require(${JSON.stringify(require.resolve('zeromq'))});
     let n = 0;
@@ -185,10 +197,15 @@ export async function bareSubscriberRate(pubs: Publisher[], payloads: Buffer[][]
     child.stderr!.removeAllListeners('data');
     const n0 = await count();
     child.stderr!.removeAllListeners('data');
+    const cpu0 = processCpuMs(child.pid);
     const t0 = performance.now();
     await new Promise((r) => setTimeout(r, window.measureMs));
     const n1 = await count();
-    return (n1 - n0) / ((performance.now() - t0) / 1000);
+    const cpu1 = processCpuMs(child.pid);
+    return {
+      messagesPerSecond: (n1 - n0) / ((performance.now() - t0) / 1000),
+      cpuUsPerMessage: cpu0 === undefined || cpu1 === undefined || n1 === n0 ? undefined : ((cpu1 - cpu0) * 1000) / (n1 - n0),
+    };
   } finally {
     await firehose.stop();
     child.kill('SIGTERM');

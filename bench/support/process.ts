@@ -4,12 +4,41 @@ import * as fs from 'fs';
 /** /proc/<pid>/stat counts CPU time in USER_HZ ticks, 100 per second on Linux. */
 const PROC_TICK_MS = 10;
 
+/** User + system CPU time in a /proc stat file (a process's or a thread's). */
+function statCpuMs(file: string): number {
+  // Fields after the parenthesized command name: utime and stime are the 12th and 13th.
+  const fields = fs.readFileSync(file, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * PROC_TICK_MS;
+}
+
 /** User + system CPU time the process used so far; undefined without /proc or once it exited. */
 export function processCpuMs(pid: number | undefined): number | undefined {
   try {
-    // Fields after the parenthesized command name: utime and stime are the 12th and 13th.
-    const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * PROC_TICK_MS;
+    return statCpuMs(`/proc/${pid}/stat`);
+  } catch {
+    return undefined;
+  }
+}
+
+/** CPU time so far of the process's main thread, its ZMQ I/O threads and the rest; undefined without /proc. */
+export interface ThreadCpuMs {
+  main: number;
+  zmq: number;
+  /** Ingest worker threads, V8's and libuv's helper threads. */
+  other: number;
+}
+
+export function threadCpuMs(pid: number | undefined): ThreadCpuMs | undefined {
+  try {
+    const cpu: ThreadCpuMs = { main: 0, zmq: 0, other: 0 };
+    for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+      const ms = statCpuMs(`/proc/${pid}/task/${tid}/stat`);
+      if (Number(tid) === pid) cpu.main += ms;
+      // libzmq names its I/O threads ZMQbg/IO/<n>.
+      else if (fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').startsWith('ZMQbg')) cpu.zmq += ms;
+      else cpu.other += ms;
+    }
+    return cpu;
   } catch {
     return undefined;
   }
