@@ -45,7 +45,8 @@ export class PoolReplicas {
   private readonly subs = new Map<string, Subscription>();
 
   constructor(
-    private readonly client: KvEventRelayClient,
+    /** The channel's current client (RelayChannel replaces it while reconnecting). */
+    private readonly client: () => KvEventRelayClient,
     private readonly subscriberId: string,
     private readonly backoff: BackoffOptions,
     private readonly maxReplicaAgeMs: number,
@@ -103,7 +104,7 @@ export class PoolReplicas {
       pool,
       replica: undefined,
       stream: new ResilientStream<FilterUpdate>({
-        open: () => this.client.subscribeKvPool(request),
+        open: () => this.client().subscribeKvPool(request),
         onOpen: () => {
           sub.replica = new PoolReplica(producer, relay);
         },

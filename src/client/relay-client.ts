@@ -18,7 +18,7 @@ import {
 import { clientChannel, type ClientTlsOptions } from '../security/client-tls';
 import { RELAY_CONTRACT_MARKER } from '../wire/constants';
 import { relayErrorReason, relayErrorReasonName } from '../wire/errors';
-import { makeClient, type KvEventRelayClient } from '../wire/service';
+import { makeClient } from '../wire/service';
 import type { RelayIdentity, RelayInfo } from '../wire/types';
 import { hasControlCharacter } from '../wire/text';
 import { Backoff, DEFAULT_BACKOFF, type BackoffOptions } from './backoff';
@@ -33,6 +33,7 @@ import { runQuery, type QueryRequest, type QueryResult } from './query';
 import { applyReadinessUpdate, type ReadinessValue } from './readiness-plane';
 import { checkRelayInfo } from './relay-info';
 import type { PoolReplica } from './replica';
+import { RelayChannel } from './relay-channel';
 import { ResilientStream } from './resilient-stream';
 import { describeInvalid, failureFields, type ClientErrorEvent } from './stream-events';
 
@@ -69,7 +70,7 @@ export interface RelayClientEvents {
 }
 
 export class RelayClient extends EventEmitter<RelayClientEvents> {
-  private readonly client: KvEventRelayClient;
+  private readonly channel: RelayChannel;
   private readonly subscriberId: string;
   private readonly backoffOptions: BackoffOptions;
   private readonly verificationWindow: number;
@@ -111,17 +112,21 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     );
     this.closeChannel = close;
     // The channel's own reconnect backoff (grpc-js: 1 s growing to 120 s) would otherwise decide when a
-    // restarted Relay is dialled again, whatever this client's backoff says.
-    this.client = makeClient(address, {
-      credentials,
-      channelOptions: {
-        ...channelOptions,
-        'grpc.max_receive_message_length': maxMessageBytes,
-        'grpc.initial_reconnect_backoff_ms': this.backoffOptions.initialMs,
-        'grpc.max_reconnect_backoff_ms': this.backoffOptions.maxMs,
-      },
-    });
-    this.pools = new PoolReplicas(this.client, this.subscriberId, this.backoffOptions, this.maxReplicaAgeMs, {
+    // restarted Relay is dialled again, whatever this client's backoff says (relay-channel.ts).
+    this.channel = new RelayChannel(
+      (maxReconnectMs) =>
+        makeClient(address, {
+          credentials,
+          channelOptions: {
+            ...channelOptions,
+            'grpc.max_receive_message_length': maxMessageBytes,
+            'grpc.initial_reconnect_backoff_ms': this.backoffOptions.initialMs,
+            'grpc.max_reconnect_backoff_ms': maxReconnectMs,
+          },
+        }),
+      this.backoffOptions,
+    );
+    this.pools = new PoolReplicas(() => this.channel.client, this.subscriberId, this.backoffOptions, this.maxReplicaAgeMs, {
       sameConnection: (relay) => this.sameConnection(relay),
       installed: (e) => this.emit('replicaInstalled', e),
       invalidated: (e) => this.emit('replicaInvalidated', e),
@@ -142,7 +147,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     this.abandonHandshake();
     this.stopPlanes();
     this.pools.clear('closed', 'the client was closed');
-    this.client.close();
+    this.channel.close();
     this.closeChannel();
   }
 
@@ -200,7 +205,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   private handshake(): void {
     const attempt = ++this.handshakes;
     const request = { contractMarker: RELAY_CONTRACT_MARKER };
-    this.handshakeCall = this.client.getRelayInfo(request, new Metadata(), { deadline: Date.now() + RELAY_INFO_TIMEOUT_MS }, (err, info) => {
+    this.handshakeCall = this.channel.client.getRelayInfo(request, new Metadata(), { deadline: Date.now() + RELAY_INFO_TIMEOUT_MS }, (err, info) => {
       if (attempt !== this.handshakes || this.closed) return;
       this.handshakeCall = undefined;
       if (err) this.handshakeFailed(err);
@@ -270,20 +275,20 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
   private openPlanes(): void {
     const request = (suffix: string) => ({ subscriberId: `${this.subscriberId}/${suffix}`, contractMarker: RELAY_CONTRACT_MARKER });
     this.planes = [
-      this.plane('catalog', () => this.client.watchKvPoolCatalog(request('catalog')), (msg) => {
+      this.plane('catalog', () => this.channel.client.watchKvPoolCatalog(request('catalog')), (msg) => {
         const step = applyCatalogUpdate(this.catalogValue, msg);
         if (step.kind === 'heartbeat') return;
         this.catalogValue = step.value;
         this.pools.reconcile(step.value);
         this.emit('catalog', step.value);
       }, () => this.dropCatalog()),
-      this.plane('readiness', () => this.client.subscribeServingReadiness(request('readiness')), (msg) => {
+      this.plane('readiness', () => this.channel.client.subscribeServingReadiness(request('readiness')), (msg) => {
         const step = applyReadinessUpdate(this.readinessValue, msg);
         if (step.kind === 'heartbeat') return;
         this.readinessValue = step.value;
         this.emit('readiness', step.value);
       }, () => this.dropReadiness()),
-      this.plane('load', () => this.client.subscribeKvPoolLoad(request('load')), (msg) => {
+      this.plane('load', () => this.channel.client.subscribeKvPoolLoad(request('load')), (msg) => {
         const step = applyPoolLoadUpdate(this.loadValue, msg);
         if (step.kind === 'stale') return;
         this.loadValue = step.value;
@@ -292,7 +297,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     ];
     if (this.options.servingLoad !== false) {
       this.planes.push(
-        this.plane('servingLoad', () => this.client.subscribeServingLoad(request('serving-load')), (msg) => {
+        this.plane('servingLoad', () => this.channel.client.subscribeServingLoad(request('serving-load')), (msg) => {
           const step = applyServingLoadUpdate(this.servingLoadValue, msg);
           if (step.kind === 'stale') return;
           this.servingLoadValue = step.value;

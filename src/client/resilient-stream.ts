@@ -149,9 +149,10 @@ export class ResilientStream<T> {
   private fail(call: ClientReadableStream<T>, failure: StreamFailure): void {
     if (this.call !== call) return;
     this.abandonCall();
-    // Only a stream that stayed healthy for a while resets the delay, so a stream that keeps failing
-    // right after its first message (e.g. a bad delta after each snapshot) still backs off.
-    if (this.healthySince !== undefined && Date.now() - this.healthySince >= this.options.backoff.maxMs) this.options.backoff.reset();
+    // Only a stream that stayed healthy for a while resets the delay (and retries under the recovery
+    // cap for a while: its peer probably restarts), so a stream that keeps failing right after its
+    // first message (e.g. a bad delta after each snapshot) still backs off.
+    if (this.healthySince !== undefined && Date.now() - this.healthySince >= this.options.backoff.maxMs) this.options.backoff.recover();
     const decision = this.options.onFailure(failure);
     if (this.current === 'stopped') return;
     if (decision === 'stop') {

@@ -221,6 +221,18 @@ export const ETCD_KEEPALIVE_MS = 10_000;
 /** Reconnect backoff of every consumer stream: 100 ms doubling to 5 s, with equal jitter. */
 export const CLIENT_BACKOFF_INITIAL_MS = 100;
 export const CLIENT_BACKOFF_MAX_MS = 5_000;
+/**
+ * After an established stream breaks (it had been healthy at least CLIENT_BACKOFF_MAX_MS: a relay
+ * that worked, not a crash loop), retries stay at most this far apart for the recovery window, and
+ * so do the channel's dials (src/client/relay-channel.ts): a relay restarted within the window is found again
+ * within this delay plus its round trips (issue #9: every consumer on the new relay within 2 s of it
+ * listening; doubling to 5 s would leave up to 5 s of it to luck). A dial of a port nobody listens
+ * on costs a SYN and a RST.
+ */
+export const CLIENT_RECOVERY_BACKOFF_MAX_MS = 250;
+/** How long after such a loss the short cap holds; then the delay doubles on to CLIENT_BACKOFF_MAX_MS.
+ *  A supervised process restarts in seconds (systemd, a container's first restart). */
+export const CLIENT_RECOVERY_WINDOW_MS = 10_000;
 /** Positions re-probed below the tentative prefix depth (kv-router DEFAULT_VERIFICATION_WINDOW). */
 export const DEFAULT_VERIFICATION_WINDOW = 2;
 export const MAX_VERIFICATION_WINDOW = 8;
