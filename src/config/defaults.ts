@@ -52,6 +52,8 @@ export const FRAME_OVERHEAD_BYTES = 256;
 
 // --- Process defaults (relay-config.md) ---
 export const DEFAULT_BIND = '127.0.0.1:5561';
+/** Host of a `metricsBind` given as a port alone: /metrics is plaintext and unauthenticated (issue #9 Security). */
+export const DEFAULT_METRICS_HOST = '127.0.0.1';
 export const DEFAULT_EXPECTED_UNIQUE_BLOCKS = 1_048_576;
 /** CKF seed (kv-router DEFAULT_SEED). */
 export const DEFAULT_CKF_SEED = 0x5deece66d1b54a33n;

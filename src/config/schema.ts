@@ -3,6 +3,7 @@ import * as net from 'net';
 import { z } from 'zod';
 import {
   DEFAULT_BIND,
+  DEFAULT_METRICS_HOST,
   DEFAULT_ETCD_LEASE_TTL_S,
   DEFAULT_EXPECTED_UNIQUE_BLOCKS,
   DEFAULT_LIMITS,
@@ -38,6 +39,18 @@ export const name = z
 
 /** Numeric `IP:port` (`127.0.0.1:5561`, `[::1]:5561`, `0.0.0.0:0`). */
 export const socketAddress = z.string().refine((s) => parseSocketAddress(s) !== undefined, 'must be a numeric IP:port');
+
+/**
+ * `metricsBind`: `IP:port`, or a port alone (a number or a decimal string), which binds loopback;
+ * normalized to `IP:port`.
+ */
+const metricsAddress = z.union([z.number(), z.string()]).transform((bind, ctx) => {
+  const port = typeof bind === 'number' ? bind : /^\d{1,5}$/.test(bind) ? Number(bind) : undefined;
+  if (port !== undefined && Number.isInteger(port) && port >= 0 && port <= 65_535) return `${DEFAULT_METRICS_HOST}:${port}`;
+  if (typeof bind === 'string' && port === undefined && parseSocketAddress(bind) !== undefined) return bind;
+  ctx.addIssue({ code: 'custom', message: 'must be a port (0..65535) or a numeric IP:port' });
+  return z.NEVER;
+});
 
 export function parseSocketAddress(s: string): { host: string; port: number } | undefined {
   const m = /^(?:\[([^\]]+)\]|([^:[\]]+)):(\d{1,5})$/.exec(s);
@@ -187,7 +200,7 @@ export const relayConfigSchema = z
   .strictObject({
     dcId: name,
     bind: socketAddress.default(DEFAULT_BIND),
-    metricsBind: socketAddress.optional(),
+    metricsBind: metricsAddress.optional(),
     tls: tlsSchema.optional(),
     expectedUniqueBlocks: count(1, MAX_EXPECTED_UNIQUE_BLOCKS).default(DEFAULT_EXPECTED_UNIQUE_BLOCKS),
     limits: z

@@ -1,11 +1,22 @@
 // HTTP /metrics (Prometheus text) and /healthz (200 while serving, 503 during shutdown).
 import * as http from 'http';
-import type { AddressInfo } from 'net';
+import { BlockList, isIPv6, type AddressInfo } from 'net';
 import type { Registry } from 'prom-client';
 import { parseSocketAddress } from '../config/schema';
 
+const LOOPBACK = new BlockList();
+LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
+LOOPBACK.addAddress('::1', 'ipv6');
+
+/** True for an address only this host can reach (127.0.0.0/8, ::1 in any spelling, IPv4-mapped loopback). */
+export function isLoopbackAddress(host: string): boolean {
+  return LOOPBACK.check(host, isIPv6(host) ? 'ipv6' : 'ipv4');
+}
+
 export interface MetricsServer {
   readonly address: string;
+  /** False when the listener is reachable from other hosts (0.0.0.0, ::, a routable address). */
+  readonly loopback: boolean;
   close(): Promise<void>;
 }
 
@@ -39,6 +50,7 @@ export async function startMetricsServer(bind: string, registry: Registry, servi
   const host = bound.family === 'IPv6' ? `[${bound.address}]` : bound.address;
   return {
     address: `${host}:${bound.port}`,
+    loopback: isLoopbackAddress(bound.address),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -107,6 +107,9 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
       throw err;
     }
     logger.info({ address: metrics.address }, 'metrics listening');
+    if (!metrics.loopback) {
+      logger.warn({ address: metrics.address }, 'metrics listener is reachable from other hosts: /metrics and /healthz are plaintext HTTP without authentication');
+    }
   }
 
   const watcher: ConfigWatcher = watchConfigFile(configFile, text, {

@@ -2,7 +2,7 @@
 import { createRelayMetrics, type ProducerMetrics } from '../../src/metrics/registry';
 import type { PublicationStats } from '../../src/publication/stats';
 import { EventLoopDelayMonitor } from '../../src/metrics/event-loop';
-import { startMetricsServer, type MetricsServer } from '../../src/metrics/server';
+import { isLoopbackAddress, startMetricsServer, type MetricsServer } from '../../src/metrics/server';
 
 let server: MetricsServer | undefined;
 afterEach(async () => server?.close());
@@ -105,4 +105,9 @@ test('/metrics reports the event-loop delay since the previous scrape: a 60 ms b
   } finally {
     loop.close();
   }
+});
+
+test('only loopback addresses count as loopback (a warning names every other metrics listener)', () => {
+  for (const host of ['127.0.0.1', '127.8.9.10', '::1', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1']) expect(isLoopbackAddress(host)).toBe(true);
+  for (const host of ['0.0.0.0', '::', '10.0.0.7', '192.0.2.2', 'fd00::2', '::ffff:10.0.0.7']) expect(isLoopbackAddress(host)).toBe(false);
 });

@@ -52,6 +52,15 @@ describe('config defaults', () => {
     expect(ep.workers[0]).toEqual({ id: 7n, dpSize: 1, dpStartRank: 0, live: true });
   });
 
+  test('metricsBind as a port alone (number or string) binds loopback; IP:port is kept', () => {
+    const bind = (metricsBind: unknown) => loadConfigFile(write('metrics.json', JSON.stringify({ dcId: 'dc-a', metricsBind }))).metricsBind;
+    expect(bind(9464)).toBe('127.0.0.1:9464');
+    expect(bind('9464')).toBe('127.0.0.1:9464');
+    expect(bind(0)).toBe('127.0.0.1:0');
+    expect(bind('0.0.0.0:9464')).toBe('0.0.0.0:9464');
+    expect(bind('[::1]:9464')).toBe('[::1]:9464');
+  });
+
   test('partial tunable groups keep the other defaults; JSON works the same', () => {
     const file = write('partial.json', JSON.stringify({ dcId: 'dc-a', timing: { publicationThreshold: 1 }, limits: { maxLoadSubscribers: 3 } }));
     const cfg = loadConfigFile(file);
@@ -106,7 +115,9 @@ describe('config errors are one line: FILE: field.path: problem', () => {
     ['message bytes below max frame', { dcId: 'a', queues: { maxMessageBytes: 4_194_368 } }, 'relay.json: queues.maxMessageBytes: Too small'],
     ['bind by name', { dcId: 'a', bind: 'localhost:1' }, 'relay.json: bind: must be a numeric IP:port'],
     ['bind port out of range', { dcId: 'a', bind: '127.0.0.1:70000' }, 'relay.json: bind: must be a numeric IP:port'],
-    ['bad metricsBind', { dcId: 'a', metricsBind: '9464' }, 'relay.json: metricsBind: must be a numeric IP:port'],
+    ['metricsBind by name', { dcId: 'a', metricsBind: 'localhost:9464' }, 'relay.json: metricsBind: must be a port (0..65535) or a numeric IP:port'],
+    ['metricsBind port out of range', { dcId: 'a', metricsBind: 65_536 }, 'relay.json: metricsBind: must be a port (0..65535) or a numeric IP:port'],
+    ['metricsBind port string out of range', { dcId: 'a', metricsBind: '70000' }, 'relay.json: metricsBind: must be a port (0..65535) or a numeric IP:port'],
     ['too many expected blocks', { dcId: 'a', expectedUniqueBlocks: 53_687_092 }, 'relay.json: expectedUniqueBlocks: Too big'],
     ['zero expected blocks', { dcId: 'a', expectedUniqueBlocks: 0 }, 'relay.json: expectedUniqueBlocks: Too small'],
     ['padded namespace', ep({ namespace: ' prod' }), 'relay.json: endpoints.0.namespace: must not have surrounding whitespace'],
