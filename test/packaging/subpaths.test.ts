@@ -1,5 +1,6 @@
 // The package's entry points as a user imports them by name from the packed tarball: each subpath
-// loads only its part (a router's `kv-dc-relay/client` loads no server code, zeromq or etcd3), and
+// loads only its part (a router's `kv-dc-relay/client` loads nothing beyond an allowlist of this
+// package's modules and of dependencies: no server code, zeromq or etcd3), and
 // each type-checks from a TypeScript project with moduleResolution node16, bundler and node10.
 import { spawnSync } from 'child_process';
 import * as fs from 'fs';
@@ -18,11 +19,54 @@ process.stdout.write(JSON.stringify({ exports: Object.keys(m), loaded: Object.ke
   return JSON.parse(result.stdout) as { exports: string[]; loaded: string[] };
 }
 
-/** The loaded files that are server-side code of this package or a server-only dependency. */
-function serverSide(loaded: string[]): string[] {
-  const own = /kv-dc-relay\/dist\/src\/(server|transport|ingest|producer|publication|discovery|metrics|cli)\//;
-  const deps = /\/node_modules\/(zeromq|etcd3|@grpc\/reflection|grpc-health-check|prom-client|pino)\//;
-  return loaded.filter((file) => own.test(file) || deps.test(file));
+/**
+ * What `kv-dc-relay/client` may load of this package, relative to the installed package: the
+ * consumer library, the wire layer and the addon wrappers (prompt hashing), the tunables and bounds
+ * they share, the client's TLS, and the addon with its locator. Anything else — a server module, a
+ * new import of one — is outside.
+ */
+const CLIENT_OWN = [
+  /^dist\/src\/(client|wire|native)\/[^/]+\.js$/,
+  /^dist\/src\/config\/(defaults|limits)\.js$/,
+  /^dist\/src\/security\/(client-tls|certificate-files)\.js$/,
+  /^scripts\/native-target\.js$/,
+  /^prebuilds\/[^/]+\/kv_dc_relay\.node$/,
+];
+/** The dependencies it may load, with whatever they depend on. */
+const CLIENT_DEPENDENCIES = ['@grpc/grpc-js', 'protobufjs'];
+
+/** The folder of package `name` as node resolves it from `fromDir` (walking up node_modules folders). */
+function packageDir(name: string, fromDir: string): string {
+  for (let dir = fromDir; ; dir = path.dirname(dir)) {
+    const candidate = path.join(dir, 'node_modules', name);
+    if (fs.existsSync(path.join(candidate, 'package.json'))) return fs.realpathSync(candidate);
+    if (path.dirname(dir) === dir) throw new Error(`${name} is not installed above ${fromDir}`);
+  }
+}
+
+/** `roots` and their dependencies, transitively, as package folders. */
+function dependencyClosure(roots: string[], fromDir: string): string[] {
+  const found = new Set<string>();
+  const visit = (name: string, from: string): void => {
+    const dir = packageDir(name, from);
+    if (found.has(dir)) return;
+    found.add(dir);
+    const manifest = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { dependencies?: Record<string, string> };
+    for (const dep of Object.keys(manifest.dependencies ?? {})) visit(dep, dir);
+  };
+  for (const name of roots) visit(name, fromDir);
+  return [...found];
+}
+
+/** The loaded files the client entry must not load: neither on CLIENT_OWN nor in an allowed dependency. */
+function outsideClient(host: string, loaded: string[]): string[] {
+  const own = fs.realpathSync(path.join(host, 'node_modules', 'kv-dc-relay'));
+  const deps = dependencyClosure(CLIENT_DEPENDENCIES, own);
+  return loaded.filter((file) => {
+    const rel = path.relative(own, file);
+    if (!rel.startsWith('..') && !rel.startsWith('node_modules')) return !CLIENT_OWN.some((allowed) => allowed.test(rel));
+    return !deps.some((dir) => file.startsWith(dir + path.sep));
+  });
 }
 
 describe('package subpaths', () => {
@@ -46,18 +90,18 @@ describe('package subpaths', () => {
     const { exports, loaded } = loadIn(host, 'kv-dc-relay/client');
     expect(exports).toEqual(expect.arrayContaining(['RelayClient', 'ShardedRelayClient', 'findPrefixDepth', 'catalogView', 'queryPoolView']));
     expect(loaded).toContainEqual(expect.stringMatching(/node_modules\/kv-dc-relay\/dist\/src\/client\/relay-client\.js$/));
-    expect(serverSide(loaded)).toEqual([]);
+    expect(outsideClient(host, loaded)).toEqual([]);
   }, 60_000);
 
   test('the server and discovery entries do load their parts (the check above can see them)', () => {
     const server = loadIn(host, 'kv-dc-relay/server');
     expect(server.exports).toEqual(expect.arrayContaining(['startRelay', 'Producer', 'startRelayServer', 'loadConfigFile', 'defaults']));
-    expect(serverSide(server.loaded)).toEqual(
+    expect(outsideClient(host, server.loaded)).toEqual(
       expect.arrayContaining([expect.stringMatching(/dist\/src\/server\/start-relay\.js$/), expect.stringMatching(/node_modules\/zeromq\//)]),
     );
     const discovery = loadIn(host, 'kv-dc-relay/discovery');
     expect(discovery.exports).toEqual(expect.arrayContaining(['registerWorker', 'WorkerRegistration', 'EtcdShardAddresses']));
-    expect(serverSide(discovery.loaded)).toContainEqual(expect.stringMatching(/node_modules\/etcd3\//));
+    expect(outsideClient(host, discovery.loaded)).toContainEqual(expect.stringMatching(/node_modules\/etcd3\//));
   }, 60_000);
 
   test('the root export keeps everything; native and wire load', () => {
