@@ -1,14 +1,16 @@
 // Engine faults under load, one per worker of one pool, all at once, against a relay process:
-//   w1  publisher killed mid-burst, a new process on the same ports with a new sequence;
+//   w1  an engine process killed with SIGKILL mid-burst, a new process on the same ports with a new sequence;
 //   w2  the engine restarts behind the same sockets (sequence back to 0);
 //   w3  the replay endpoint is down when a batch is lost on the wire;
-//   w4  the PUB connection is reset, blackholed, then delayed (a TCP proxy in between);
+//   w4  the PUB connection is reset, blackholed, then delayed (a TCP proxy in between): after the
+//       blackhole no reset and no replay beyond what a gap needs, while delayed no reset and no gap;
 //   w5  rank 1 of 2 goes silent while rank 0 keeps publishing, then comes back.
 // Each ends in the specified reset/replay (per-source ingest counters), and at rest the consumer's
 // replica holds exactly what a model fed the same events holds.
 import { RelayClient } from '../../src/client';
 import { SimulatedEngine, type SimulatedEngineOptions } from '../../src/sim';
 import { EngineLoad } from '../support/engine-load';
+import { EngineProcess } from '../support/engine-process';
 import { PoolModel, imageMismatch } from '../support/pool-model';
 import { BS, endpointConfig, relayConfig, workerConfig } from '../support/relay-config';
 import { metricSum, RelayProcess } from '../support/relay-process';
@@ -17,11 +19,18 @@ import { waitFor } from '../support/waitFor';
 import { runAlone } from '../support/exclusive';
 
 const SLOW_MS = 40_000;
+/** Batches of the burst worker 1's engine is killed in (it reports the first, then dies well before the last). */
+const W1_BURST = 400;
+const BLACKHOLE_MS = 500;
+const W4_DELAY_MS = 50;
+/** Engine events a phase of worker 4 must carry before its counters are read. */
+const W4_FLOWING_EVENTS = 30;
 
 let relay: RelayProcess | undefined;
 let client: RelayClient | undefined;
 let load: EngineLoad | undefined;
 const engines: SimulatedEngine[] = [];
+const processes: EngineProcess[] = [];
 const proxies: TcpProxy[] = [];
 runAlone();
 
@@ -29,13 +38,23 @@ afterEach(async () => {
   await load?.stop();
   client?.close();
   await relay?.close();
-  await Promise.allSettled([...engines.splice(0).map((e) => e.stop()), ...proxies.splice(0).map((p) => p.close())]);
+  await Promise.allSettled([...engines.splice(0).map((e) => e.stop()), ...processes.splice(0).map((p) => p.kill()), ...proxies.splice(0).map((p) => p.close())]);
 });
 
 function engine(seed: number, o: SimulatedEngineOptions = {}): Promise<SimulatedEngine> {
-  const e = new SimulatedEngine({ modelName: 'llama', workload: { blockSize: BS, seed, capacityBlocks: 64, maxConversationBlocks: 24 }, ...o });
+  const e = new SimulatedEngine({ modelName: 'llama', workload: { ...WORKLOAD, seed }, ...o });
   engines.push(e);
   return e.start();
+}
+
+const WORKLOAD = { blockSize: BS, capacityBlocks: 64, maxConversationBlocks: 24 };
+
+/** An engine in a process of its own, whose every published batch `model` follows as worker `workerId`. */
+function engineProcess(seed: number, model: PoolModel, workerId: number, o: SimulatedEngineOptions = {}): Promise<EngineProcess> {
+  const p = new EngineProcess({ modelName: 'llama', workload: { ...WORKLOAD, seed }, ...o });
+  processes.push(p);
+  p.onBatch((rank, events) => model.apply(`${workerId}/${rank}`, events));
+  return p.start();
 }
 
 async function proxy(endpoint: string): Promise<TcpProxy> {
@@ -49,7 +68,7 @@ const pause = (ms: number): Promise<void> => new Promise((resolve) => setTimeout
 
 test('engine faults under load end in the specified reset/replay and the replica equals the model', async () => {
   const model = new PoolModel(BS);
-  const e1 = await engine(1);
+  const e1 = await engineProcess(1, model, 1);
   const e2 = await engine(2);
   const e3 = await engine(3);
   const e4 = await engine(4);
@@ -66,26 +85,27 @@ test('engine faults under load end in the specified reset/replay and the replica
   relay = await new RelayProcess(relayConfig([endpointConfig(workers)])).start();
   client = new RelayClient(relay.address, { subscriberId: 'chaos-engines', backoff: { initialMs: 20, maxMs: 200 } });
   client.start();
-  await Promise.all(engines.map((e) => e.waitForSubscribers()));
+  await Promise.all([e1, ...engines].map((e) => e.waitForSubscribers()));
+  e1.run();
   load = new EngineLoad();
-  [e1, e2, e3, e4, e5].forEach((e, i) => {
-    model.follow(e, i + 1);
-    load!.drive(i + 1, e);
+  [e2, e3, e4, e5].forEach((e, i) => {
+    model.follow(e, i + 2);
+    load!.drive(i + 2, e);
   });
   await pause(500);
   const metrics = async (name: string, source: string): Promise<number> => metricSum(await relay!.metricsText(), name, source);
 
-  // w1: killed while a burst is being sent; its successor binds the same ports and starts at 0.
-  void e1.step(40);
-  await e1.stop();
+  // w1: SIGKILL while a burst is being sent; its successor, a new process, binds the same ports and
+  // starts at sequence 0. Whatever the dead one published goes with its connection.
+  await e1.burst(W1_BURST);
+  await e1.kill('SIGKILL');
+  expect(e1.killedBy('SIGKILL')).toBe(true);
+  expect(e1.burstBatches).toBeGreaterThan(0);
+  expect(e1.burstBatches).toBeLessThan(W1_BURST);
   model.reset('1/0');
-  // Until e1b takes over, the load loop still steps the stopped e1: the model would count batches
-  // that never left it (the replica then "missed" them).
-  load.silent.add('1/0');
-  const e1b = await engine(11, { port: port(e1.pubEndpoint), replayPort: port(e1.replayEndpoint) });
-  model.follow(e1b, 1);
-  load.drive(1, e1b);
-  load.silent.delete('1/0');
+  const e1b = await engineProcess(11, model, 1, { port: port(e1.pubEndpoint), replayPort: port(e1.replayEndpoint) });
+  await e1b.waitForSubscribers();
+  e1b.run();
 
   // w2: restarts behind the same sockets.
   e2.restart();
@@ -98,13 +118,37 @@ test('engine faults under load end in the specified reset/replay and the replica
   await e3.publish(lost.events, { rank: lost.rank, dropLive: true });
   model.reset('3/0');
 
-  // w4: the connection is reset, then silently drops bytes, then is slow.
+  // w4: the connection is reset, then blackholed (nothing passes, the connection stays up), then
+  // slow. Each phase is read from worker 4's counters once messages flow through it again.
+  const w4 = async (): Promise<Record<'resets' | 'gaps' | 'replays' | 'events' | 'connections', number>> => {
+    const text = await relay!.metricsText();
+    const of = (name: string): number => metricSum(text, `kv_dc_relay_ingest_${name}`, 'worker="4",dp_rank="0"');
+    return { resets: of('resets_total'), gaps: of('gaps_total'), replays: of('replays_total'), events: of('events_total'), connections: of('connections') };
+  };
+  /** Worker 4's counters once W4_FLOWING_EVENTS more engine events than in `since` reached the relay. */
+  const w4After = async (since: { events: number }, what: string) => {
+    await waitFor(async () => (await w4()).events >= since.events + W4_FLOWING_EVENTS, what, SLOW_MS, 50);
+    return w4();
+  };
+  const beforeReset = await w4();
   pub4.reset();
-  await pause(300);
+  await waitFor(async () => (await w4()).resets > beforeReset.resets, 'the reset connection to reset worker 4', SLOW_MS, 50);
+  const afterReset = await w4After(await w4(), 'worker 4 to reconnect after the reset');
+  expect(afterReset.connections).toBe(1);
+  expect(afterReset.replays).toBeGreaterThan(beforeReset.replays); // a reset source asks for everything again
   pub4.blackhole();
-  await pause(500);
+  await pause(BLACKHOLE_MS);
+  const held = await w4();
   pub4.restore();
-  pub4.delay(50);
+  const afterBlackhole = await w4After(held, 'worker 4 to flow again after the blackhole');
+  // The held bytes arrive in order: the connection was never lost, so no reset; a message lost on the
+  // wire (none when the engine's queue held everything) is a gap, and only a gap asks for a replay.
+  expect(afterBlackhole.resets).toBe(afterReset.resets);
+  expect(afterBlackhole.replays - afterReset.replays).toBeLessThanOrEqual(afterBlackhole.gaps - afterReset.gaps);
+  pub4.delay(W4_DELAY_MS);
+  const delayed = await w4After(await w4(), 'worker 4 to flow through the delay');
+  // Latency only.
+  expect({ resets: delayed.resets, gaps: delayed.gaps, replays: delayed.replays }).toEqual({ resets: afterBlackhole.resets, gaps: afterBlackhole.gaps, replays: afterBlackhole.replays });
 
   // w5: rank 1 goes silent for a while, then resumes.
   load.silent.add('5/1');
@@ -114,7 +158,7 @@ test('engine faults under load end in the specified reset/replay and the replica
   pub4.delay(0);
   load.silent.delete('5/1');
   await pause(500);
-  await load.stop();
+  await Promise.all([load.stop(), e1b.stopWorkload()]);
 
   const poolKey = await waitFor(() => client!.catalog()?.pools.length === 1, 'the catalog', SLOW_MS).then(() => client!.catalog()!.pools[0].poolKey);
   await waitFor(() => imageMismatch(client!.replica(poolKey), model.hashes()) === undefined, 'the replica to equal the model', SLOW_MS, 20).catch(async (err: Error) => {
@@ -127,6 +171,7 @@ test('engine faults under load end in the specified reset/replay and the replica
   const text = await relay.metricsText();
   const count = (name: string, worker: number, rank = 0): number => metricSum(text, `kv_dc_relay_ingest_${name}_total`, `worker="${worker}",dp_rank="${rank}"`);
   expect(count('resets', 1)).toBeGreaterThanOrEqual(1); // connection lost, then replay from 0
+  expect(count('replays', 1)).toBeGreaterThanOrEqual(2); // the first connect's and the successor's
   expect(count('resets', 2)).toBeGreaterThanOrEqual(1); // sequence went back to 0
   expect(count('gaps', 3)).toBeGreaterThanOrEqual(1);
   expect(count('resets', 3)).toBeGreaterThanOrEqual(1);
@@ -135,6 +180,6 @@ test('engine faults under load end in the specified reset/replay and the replica
   expect(count('resets', 5, 1)).toBe(0);
   expect(count('gaps', 5, 1)).toBe(0);
   expect(count('resets', 5, 0)).toBe(0);
-  console.log(`engine faults: model ${model.hashes().length} blocks (${model.rejected} events with unknown parents); ` +
+  console.log(`engine faults: worker 1 killed after ${e1.burstBatches} of ${W1_BURST} burst batches; model ${model.hashes().length} blocks (${model.rejected} events with unknown parents); ` +
     ['resets', 'gaps', 'replays'].map((n) => `${n} ${[1, 2, 3, 4, 5].map((w) => count(n, w)).join('/')}`).join(', '));
 }, 120_000);

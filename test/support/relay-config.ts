@@ -12,7 +12,10 @@ export interface WorkerOptions {
   totalKvBlocks?: number;
 }
 
-export function workerConfig(id: number, engine: SimulatedEngine, o: WorkerOptions = {}): Record<string, unknown> {
+/** What a worker's config needs of its engine (in this process or another: engine-process.ts). */
+export type EngineEndpoints = Pick<SimulatedEngine, 'dpSize' | 'dpStartRank' | 'pubEndpoint' | 'replayEndpoint' | 'httpUrl'>;
+
+export function workerConfig(id: number, engine: EngineEndpoints, o: WorkerOptions = {}): Record<string, unknown> {
   const metricsUrl = o.metrics === true ? `${engine.httpUrl}/metrics` : o.metrics || undefined;
   return {
     id,
