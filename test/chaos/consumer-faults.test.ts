@@ -2,10 +2,11 @@
 // slowly and 24 keep up, plus clients that disconnect in the middle of their snapshot. The fast
 // subscribers' delta latency p99 with the others present is held to issue #9's 1.2x of the runs
 // without them (rounds interleaved: baseline, faulty, baseline, ..., baseline, so background load on
-// the shared box hits both alike, compared by the median round; with a small absolute floor for the
-// loopback's noise), the
-// slow ones end with RESOURCE_EXHAUSTED / SUBSCRIBER_LAGGED, the relay's RSS stays bounded, and once
-// everyone has disconnected the subscriber and hub gauges are back to zero.
+// the shared box hits both alike, compared by the median round; with an absolute allowance for what
+// one round's p99 resolves), every never-reading and slow one
+// ends with RESOURCE_EXHAUSTED / SUBSCRIBER_LAGGED, the relay's RSS stays bounded, and once everyone
+// has disconnected the subscriber gauges are back to zero, one idle hub is left, and none once the
+// pool is withdrawn.
 import type * as http2 from 'http2';
 import { FilterUpdateKind } from '../../src/wire/enums';
 import { makeClient } from '../../src/wire/service';
@@ -35,8 +36,14 @@ const FAULTY_ROUNDS = 4;
 const BLOCKS_PER_PROBE = 200;
 const SLOW_READ_BYTES = 1024;
 const SLOW_READ_MS = 50;
-/** The absolute floor of the bound: below this a p99 difference on the shared 2-core box is noise. */
-const P99_FLOOR_MS = 5;
+/**
+ * What the comparison can resolve, as an absolute allowance on top of 1.2x. A round's p99 is close
+ * to its single worst probe: on the quiet 2-core box baseline rounds of one run spread 7-12 ms, so at a
+ * ~10 ms baseline 1.2x is a 2 ms margin inside that spread. Without it, 8 interleaved runs (4 of this
+ * flow, 4 of the earlier one) failed 2, each with a baseline of 8-11 ms and by 2-5 ms; at the 20-30
+ * ms a loaded box shows, 1.2x is the larger bound and this changes nothing.
+ */
+const P99_RESOLUTION_MS = 5;
 const ADMISSION_SETTLE_MS = 500;
 const RSS_BOUND_BYTES = 512 * 1024 * 1024;
 const LAGGED = 'RELAY_ERROR_REASON_SUBSCRIBER_LAGGED';
@@ -176,10 +183,11 @@ async function joinFaulty(address: string, producer: ProducerIdentity, round: nu
 // slow readers stall in their snapshot, so the pool keeps its configured slice and they lag alone.
 test('never-reading and slow subscribers lag out alone; fast ones keep their latency within 1.2x; nothing leaks', async () => {
   engine = await new SimulatedEngine({ modelName: 'llama' }).start();
-  relay = await new RelayProcess(relayConfig([endpointConfig([workerConfig(1, engine)])], {
+  const config = relayConfig([endpointConfig([workerConfig(1, engine)])], {
     expectedUniqueBlocks: 65_536,
     limits: { maxPoolStreamsTotal: 256, maxSubscribersPerPool: 256 },
-  })).start();
+  });
+  relay = await new RelayProcess(config).start();
   await engine.waitForSubscribers();
   const catalogClient = makeClient(relay.address);
   closers.push(() => catalogClient.close());
@@ -213,23 +221,23 @@ test('never-reading and slow subscribers lag out alone; fast ones keep their lat
     faulty.stopReading();
     expect(fast.readers.every((r) => r.ended === undefined)).toBe(true);
 
-    // Every never-reader is cut off for lag once its bounded queue fills (deltas keep coming until
-    // then). A slow reader is lagged out too, or still in its snapshot; nothing else ends it.
-    for (const s of faulty.never) s.resume();
-    const neverEnds = Promise.all(faulty.never.map((s) => s.end()));
-    let done = false;
-    void neverEnds.then(() => (done = true));
+    // Every never-reader and every slow reader (now stopped) is cut off for lag once its bounded
+    // queue fills: deltas keep coming until the relay counts them all. Only then are they read to
+    // their end, so that none catches up by being read.
+    const laggedTarget = lagged + NEVER_READ + SLOW;
     const lagDeadline = Date.now() + 60_000;
-    while (!done && Date.now() < lagDeadline) {
+    while (metricSum(await relay.metricsText(), 'kv_dc_relay_subscriber_lagged_total', 'stream="pool"') < laggedTarget && Date.now() < lagDeadline) {
       await engine.publish(probeEvents(probe++));
       await new Promise((resolve) => setTimeout(resolve, PROBE_MS));
     }
-    const ends = await neverEnds;
-    expect(ends.map((e) => [e.code, e.reason])).toEqual(ends.map(() => [STATUS_RESOURCE_EXHAUSTED, LAGGED]));
+    const cut = [...faulty.never, ...faulty.slow];
+    for (const s of cut) s.resume();
+    const ends = await Promise.all(cut.map((s) => s.end()));
+    expect(ends.map((e) => [e.code, e.reason])).toEqual(cut.map(() => [STATUS_RESOURCE_EXHAUSTED, LAGGED]));
+    // ...and nobody else: the fast ones are still there, the dropped ones cancelled their own.
     const laggedNow = metricSum(await relay.metricsText(), 'kv_dc_relay_subscriber_lagged_total', 'stream="pool"');
-    expect(laggedNow - lagged).toBeGreaterThanOrEqual(NEVER_READ);
-    expect(laggedNow - lagged).toBeLessThanOrEqual(NEVER_READ + SLOW);
-    rounds.push(`faulty ${p99(samples).toFixed(0)} (${laggedBefore} lagged when measured, ${laggedNow - lagged - NEVER_READ} of ${SLOW} slow lagged)`);
+    expect(laggedNow).toBe(laggedTarget);
+    rounds.push(`faulty ${p99(samples).toFixed(0)} (${laggedBefore} lagged when measured)`);
     lagged = laggedNow;
     // The round's clients leave before the next baseline: it runs without them.
     for (const s of sessions.splice(0)) s.destroy();
@@ -241,20 +249,32 @@ test('never-reading and slow subscribers lag out alone; fast ones keep their lat
     rounds.push(`base ${p99(after).toFixed(0)}`);
   }
 
-  // Issue #9: within 1.2x of the runs without them (each round is such a run; with a small absolute
-  // floor for the loopback's noise).
+  // Issue #9: within 1.2x of the runs without them (each round is such a run), or within what the
+  // comparison resolves when 1.2x is less.
   const without = median(baseRounds);
-  const bound = Math.max(1.2 * without, without + P99_FLOOR_MS);
+  const bound = Math.max(1.2 * without, without + P99_RESOLUTION_MS);
   console.log(`consumer faults: fast delta p99 ${median(faultyRounds).toFixed(0)} ms (median round) with ${NEVER_READ} never-reading + ${SLOW} slow + ${MID_SNAPSHOT_DROPS} dropped vs ${without.toFixed(0)} ms without (bound ${bound.toFixed(1)} ms; pooled p99s ${p99(during).toFixed(0)} vs ${p99(baseline).toFixed(0)} ms); rounds: ${rounds.join(', ')}; publication slice max ${faultySliceMs} ms while they were there; relay RSS max ${(rss / 2 ** 20).toFixed(0)} MiB`);
   expect(faultySliceMs).toBeLessThan(PROBE_MS);
   expect(median(faultyRounds)).toBeLessThanOrEqual(bound);
   expect(rss).toBeLessThan(RSS_BOUND_BYTES);
 
-  // Everyone leaves: no subscriber, and no hub left holding a mirror for nobody.
+  // Everyone leaves: no subscriber, and of all the rounds' subscribers one hub is left, idle: a hub
+  // outlives its last subscriber by design (the next one gets a shared snapshot at once; another
+  // pool evicts it when limits.maxInitializedPoolHubs is reached), and goes with its pool.
   for (const r of fast.readers) r.cancel();
+  const hubs = (text: string) => ({
+    requested: metricSum(text, 'kv_dc_relay_requested_publication_hub_count'),
+    initialized: metricSum(text, 'kv_dc_relay_initialized_publication_hub_count'),
+    idle: metricSum(text, 'kv_dc_relay_idle_publication_hub_count'),
+  });
   await waitFor(async () => {
     const text = await relay!.metricsText();
-    return metricSum(text, 'kv_dc_relay_subscribers') === 0 &&
-      metricSum(text, 'kv_dc_relay_requested_publication_hub_count') === metricSum(text, 'kv_dc_relay_idle_publication_hub_count');
+    return metricSum(text, 'kv_dc_relay_subscribers') === 0 && hubs(text).idle === hubs(text).requested;
   }, 'the subscriber gauges back to zero', 20_000, 100);
+  expect(hubs(await relay.metricsText())).toEqual({ requested: 1, initialized: 1, idle: 1 });
+  relay.write({ ...config, endpoints: [] });
+  await waitFor(async () => {
+    const { requested, initialized } = hubs(await relay!.metricsText());
+    return requested === 0 && initialized === 0;
+  }, 'the hub gauges back to zero once the pool is withdrawn', 20_000, 100);
 }, 240_000);
