@@ -113,7 +113,7 @@ export class SnapshotAssembly {
   reset(): void;
 }
 
-// --- Hashing, CKF helpers, pool state (native/hashing.cc, ckf.*, pool_*.cc) -------------------
+// --- Hashing, CKF helpers, pool state (native/hashing_napi.cc, hash_batch*.cc, ckf*.cc, pool_*.cc) 
 // Errors: TypeError / RangeError for bad arguments; domain errors are Errors with a string `code`.
 
 /** compute_salt_hash(cache_namespace, lora_name); null/undefined/"" mean absent. */

@@ -6,6 +6,8 @@
 namespace {
 Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvrelay::InitHashing(env, exports);
+  kvrelay::InitHashBatch(env, exports);
+  kvrelay::InitCkfHelpers(env, exports);
   kvrelay::InitPool(env, exports);
   kvrelay::InitPackedBatch(env, exports);
   kvrelay::InitCbi1(env, exports);

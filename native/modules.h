@@ -1,9 +1,11 @@
-// Registration entry points of the native units (one per .cc file).
+// Registration entry points of the native units (one per JavaScript concept).
 #pragma once
 #include <napi.h>
 
 namespace kvrelay {
 void InitHashing(Napi::Env env, Napi::Object exports);
+void InitHashBatch(Napi::Env env, Napi::Object exports);
+void InitCkfHelpers(Napi::Env env, Napi::Object exports);
 void InitPool(Napi::Env env, Napi::Object exports);
 void InitPackedBatch(Napi::Env env, Napi::Object exports);
 void InitCbi1(Napi::Env env, Napi::Object exports);
