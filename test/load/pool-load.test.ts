@@ -1,8 +1,7 @@
+import { MAX_U64 } from '../../src/config/limits';
 import { buildPoolLoad, type UsageObservations } from '../../src/load';
 import type { KvPoolLoadEntry } from '../../src/wire/types';
 import { pool, producer, worker } from './fixtures';
-
-const MAX_U64 = 2n ** 64n - 1n;
 
 function usage(entries: [bigint, [number, number][]][]): UsageObservations {
   return new Map(entries.map(([id, ranks]) => [id, new Map(ranks)]));

@@ -1,9 +1,8 @@
+import { MAX_U64 } from '../../src/config/limits';
 import { buildServingLoad } from '../../src/load';
 import { DataStatus } from '../../src/wire/enums';
 import type { ModelServingLoad } from '../../src/wire/types';
 import { pool, poolId, producer, worker } from './fixtures';
-
-const MAX_U64 = 2n ** 64n - 1n;
 
 describe('buildServingLoad (no router or frontend sources)', () => {
   test('pool entry: UNAVAILABLE, no requests, no token gauges, deployment from live workers', () => {

@@ -1,5 +1,6 @@
 // The builders' output goes on the wire as is: it must encode and decode back unchanged, with the
 // optional gauges absent (not zero) where the view leaves them unset.
+import { MAX_U64 } from '../../src/config/limits';
 import { buildPoolLoad, buildServingLoad } from '../../src/load';
 import { decodeMessage, encodeMessage } from '../../src/wire/codec';
 import { RELAY_CONTRACT_MARKER, RELAY_PROTOCOL_VERSION } from '../../src/wire/constants';
@@ -13,7 +14,6 @@ import {
 } from '../../src/wire/validate';
 import { pool, worker } from './fixtures';
 
-const MAX_U64 = 2n ** 64n - 1n;
 const envelope = { protocolVersion: RELAY_PROTOCOL_VERSION, relay: { drtInstanceId: 1n, relayIncarnation: 2n }, contractMarker: RELAY_CONTRACT_MARKER };
 const window = { windowSequence: 7n, observedMs: 1_764_000_000_000n, windowMs: 1000n };
 
