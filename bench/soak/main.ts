@@ -11,7 +11,8 @@ import * as path from 'path';
 import * as readline from 'readline';
 import { RelayClient } from '../../src/client';
 import { SimulatedEngine } from '../../src/sim';
-import { plotSvg, slopePerMinute } from './plot';
+import { memoryGrowth } from './growth';
+import { plotSvg } from './plot';
 import type { SoakSample } from './relay-host';
 
 const MIB = 2 ** 20;
@@ -109,24 +110,13 @@ async function main(): Promise<void> {
     { label: 'event-loop delay p99 per second', unit: 'ms', values: samples.map((s) => s.loopDelayP99Ms) },
   ]));
 
-  // Growth: the least-squares slope over the last half (the first half is warm-up: JIT, pools, buffers).
-  const half = samples.slice(Math.floor(samples.length / 2));
-  const t = half.map((s) => s.tMs / 1000);
-  const rssSlope = slopePerMinute(t, half.map((s) => s.rssBytes / MIB));
-  const heapSlope = slopePerMinute(t, half.map((s) => s.heapUsedBytes / MIB));
+  if (samples.length < 10) throw new Error('too few samples');
+  const { rssSlope, heapSlope, rssGrew, heapGrew } = memoryGrowth(samples, o);
   const p99s = samples.map((s) => s.loopDelayP99Ms).sort((a, b) => a - b);
   const last = samples[samples.length - 1];
   console.log(`soak: ${samples.length} samples, ${churned} churned consumers; RSS ${(last.rssBytes / MIB).toFixed(1)} MiB ` +
     `(last-half slope ${rssSlope.toFixed(2)} MiB/min, limit ${o.maxRssSlope}), heap ${(last.heapUsedBytes / MIB).toFixed(1)} MiB ` +
     `(slope ${heapSlope.toFixed(2)} MiB/min, limit ${o.maxHeapSlope}), loop delay p99 median ${p99s[Math.floor(p99s.length / 2)].toFixed(1)} ms, worst ${p99s[p99s.length - 1].toFixed(1)} ms`);
-  if (samples.length < 10) throw new Error('too few samples');
-  // A slope alone is noise on a plateau (one RSS dip mid-half made 11 MiB/min of a flat minute): growth
-  // also needs the last half's peak above the first half's by what the limit allows over that half.
-  const firstHalf = samples.slice(0, samples.length - half.length);
-  const halfMinutes = (half[half.length - 1].tMs - half[0].tMs) / 60_000;
-  const peakRise = (value: (s: SoakSample) => number): number => Math.max(...half.map(value)) - Math.max(...firstHalf.map(value));
-  const rssGrew = rssSlope > o.maxRssSlope && peakRise((s) => s.rssBytes / MIB) > o.maxRssSlope * halfMinutes;
-  const heapGrew = heapSlope > o.maxHeapSlope && peakRise((s) => s.heapUsedBytes / MIB) > o.maxHeapSlope * halfMinutes;
   if (rssGrew || heapGrew) {
     console.error('soak: FAILED: memory grew over the last half of the run');
     process.exitCode = 1;

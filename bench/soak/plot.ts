@@ -43,18 +43,3 @@ export function plotSvg(timesS: number[], series: Series[]): string {
     '',
   ].join('\n');
 }
-
-/** Least-squares slope of `values` over `timesS`, per minute. */
-export function slopePerMinute(timesS: number[], values: number[]): number {
-  const n = values.length;
-  if (n < 2) return 0;
-  const mt = timesS.reduce((a, b) => a + b, 0) / n;
-  const mv = values.reduce((a, b) => a + b, 0) / n;
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < n; i++) {
-    num += (timesS[i] - mt) * (values[i] - mv);
-    den += (timesS[i] - mt) ** 2;
-  }
-  return den === 0 ? 0 : (num / den) * 60;
-}
