@@ -2,12 +2,17 @@
 // of range, a field deleted, an unknown field added, the text cut short) are written over a running
 // relay's config file, one at a time. The relay never crashes; a mutation its own validator rejects
 // is logged and changes nothing (the catalog keeps its revision and producer); an accepted one is
-// applied without an "applying the config failed" error. A few mutations are also given to `serve`
+// applied whole, without an "applying the config failed" error: the consumer's catalog then lists
+// exactly the pools the new file derives (endpoints, registrations, query semantics, roles). A few mutations are also given to `serve`
 // at start: exit 2 with one line, or a clean start. CHAOS_FUZZ_SEED / CHAOS_FUZZ_RUNS reproduce a run.
 import fc from 'fast-check';
 import { RelayClient } from '../../src/client';
 import { ConfigError } from '../../src/config/errors';
 import { parseConfigText } from '../../src/config/load';
+import type { RelayConfig } from '../../src/config/schema';
+import { buildDeployment } from '../../src/producer/deployment';
+import { poolKey } from '../../src/wire/producer-key';
+import type { KvPoolDescriptor } from '../../src/wire/types';
 import { SimulatedEngine } from '../../src/sim';
 import { runCli } from '../support/cli-process';
 import { endpointConfig, relayConfig, workerConfig } from '../support/relay-config';
@@ -22,6 +27,8 @@ const SETTLE_MS = 15_000;
 const QUIET_MS = 300;
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+/** JSON.stringify replacer for values holding bigints (compared as their decimal text). */
+const bigints = (_: string, v: unknown): unknown => (typeof v === 'bigint' ? `${v}n` : v);
 type Path = (string | number)[];
 
 const leaf: fc.Arbitrary<Json> = fc.oneof(
@@ -69,6 +76,24 @@ function mutate(base: Json, m: Mutation): string {
   return JSON.stringify(copy, null, 1);
 }
 
+type PoolView = Pick<KvPoolDescriptor, 'servingEndpoint' | 'registrations' | 'querySemantics' | 'poolRoles'> & { poolKey: string };
+
+/**
+ * The catalog a relay running with dcId `dcId` serves for `config` (the dcId applies at start only,
+ * the endpoints on every change), pool by pool in key order.
+ */
+function expectedPools(dcId: string, config: RelayConfig): PoolView[] {
+  return buildDeployment(dcId, config.endpoints).pools
+    .map((p) => ({ poolKey: poolKey(p.poolId), servingEndpoint: p.servingEndpoint, registrations: p.registrations, querySemantics: p.querySemantics, poolRoles: p.poolRoles }))
+    .sort((a, b) => (a.poolKey < b.poolKey ? -1 : 1));
+}
+
+function servedPools(client: RelayClient): PoolView[] | undefined {
+  return client.catalog()?.pools
+    .map(({ poolKey: key, descriptor: d }) => ({ poolKey: key, servingEndpoint: d.servingEndpoint, registrations: d.registrations, querySemantics: d.querySemantics, poolRoles: d.poolRoles }))
+    .sort((a, b) => (a.poolKey < b.poolKey ? -1 : 1));
+}
+
 let relay: RelayProcess | undefined;
 let engine: SimulatedEngine | undefined;
 let client: RelayClient | undefined;
@@ -91,6 +116,10 @@ test(`${RUNS} config mutations over a running relay (seed ${SEED}): no crash, a 
   client = new RelayClient(relay.address, { subscriberId: 'fuzz', backoff: { initialMs: 20, maxMs: 200 } });
   client.start();
   await waitFor(() => client!.catalog()?.pools.length === 1, 'the catalog', SETTLE_MS);
+  const dcId = String((base as { dcId: string }).dcId);
+  // The comparison below sees what the catalog says: the base file's pool with its registrations.
+  expect(servedPools(client)).toEqual(expectedPools(dcId, parseConfigText(JSON.stringify(base), relay.file, { bind: relay.address })));
+  expect(servedPools(client)![0].registrations.length).toBeGreaterThan(1);
 
   const logged = (msg: (m: string) => boolean): number => relay!.events().filter((e) => msg(e.msg)).length;
   const applied = (): number => logged((m) => m === 'config changed; applying endpoints');
@@ -111,15 +140,15 @@ test(`${RUNS} config mutations over a running relay (seed ${SEED}): no crash, a 
   for (const m of fc.sample(mutation, { seed: SEED, numRuns: RUNS })) {
     const text = mutate(base, m);
     if (text === current) continue;
-    const verdict = (() => {
+    const parsed = (() => {
       try {
-        parseConfigText(text, relay!.file, { bind: relay!.address });
-        return 'ok';
+        return parseConfigText(text, relay!.file, { bind: relay!.address });
       } catch (err) {
-        if (err instanceof ConfigError) return 'rejected';
+        if (err instanceof ConfigError) return undefined;
         throw err;
       }
     })();
+    const verdict = parsed ? 'ok' : 'rejected';
     await settled();
     const before = { applied: applied(), rejected: rejectedLog(), revision: client.catalog()?.revision, producers: client.catalog()?.pools.map((p) => p.producerKey) };
     relay.writeText(text);
@@ -139,6 +168,10 @@ test(`${RUNS} config mutations over a running relay (seed ${SEED}): no crash, a 
       // The relay must still answer after applying it.
       await waitFor(async () => (await relay!.metricsText()).includes('kv_dc_relay_catalog_pool_count'), `metrics after ${what}`, SETTLE_MS, 50);
       expect(relay.running).toBe(true);
+      // ...and applied whole: the catalog comes to list what the new file derives, nothing of the old.
+      const expected = expectedPools(dcId, parsed!);
+      await waitFor(() => JSON.stringify(servedPools(client!), bigints) === JSON.stringify(expected, bigints), `the catalog of ${what}`, SETTLE_MS, 20)
+        .catch(() => expect(servedPools(client!)).toEqual(expected));
     }
     expect(relay.events().filter((e) => e.msg === 'applying the config failed')).toEqual([]);
   }
