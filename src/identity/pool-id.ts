@@ -14,7 +14,11 @@ export function indexerDomainDisplay(poolId: KvPoolId): string {
   return `${digestHex(domain?.cacheSemantics)}:${digestHex(domain?.routingScope)}`;
 }
 
-/** `"{cache}:{routing}/{dc:016x}"`. */
+/**
+ * `"{cache}:{routing}/{dc:016x}"`: fixed-width lowercase hex, and default and explicit digests never
+ * coincide, so its string order is PoolId order (the producer keys its pools, metrics and shard
+ * claims by it).
+ */
 export function poolIdDisplay(poolId: KvPoolId): string {
   return `${indexerDomainDisplay(poolId)}/${formatDcId(poolId.dcId)}`;
 }

@@ -10,7 +10,8 @@ import type { EndpointConfig } from '../config/schema';
 import type { DynamoEndpointId, KvPoolId, KvQuerySemantics, ModelRegistration } from '../wire/types';
 import { KvQueryHashFormat } from '../wire/enums';
 import { endpointRole } from '../topology/readiness';
-import { poolIdOf, poolKey } from './pool-identity';
+import { poolIdDisplay } from '../identity';
+import { poolIdOf } from './pool-identity';
 import { collidingNames, endpointRegistrations, registrationConflict, withoutCollisions } from './registrations';
 
 export interface PoolSpec {
@@ -79,7 +80,7 @@ export function buildDeployment(dcId: string, endpoints: readonly EndpointConfig
     }
     const poolId = poolIdOf(ep, dcId);
     candidates.push({
-      key: poolKey(poolId),
+      key: poolIdDisplay(poolId),
       poolId,
       servingEndpoint: { namespace: ep.namespace, component: ep.component, endpoint: ep.endpoint },
       querySemantics: querySemanticsOf(ep),

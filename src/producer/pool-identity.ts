@@ -19,11 +19,3 @@ export function poolIdOf(ep: EndpointConfig, dcId: string): KvPoolId {
   );
   return { identityVersion: POOL_IDENTITY_VERSION, indexerDomain, dcId: stableDcId(dcId) };
 }
-
-/**
- * Display form `{cache}:{routing}/{dc}`. Fixed-width lowercase hex, and default and explicit digests
- * never coincide, so its string order is PoolId order.
- */
-export function poolKey(id: KvPoolId): string {
-  return poolIdDisplay(id);
-}

@@ -31,7 +31,7 @@ import { Catalog } from './catalog';
 import { buildDeployment, endpointName, type Deployment, type PoolSpec } from './deployment';
 import { diffDeployments } from './diff';
 import { PoolActor } from './pool-actor';
-import { poolKey } from './pool-identity';
+import { poolIdDisplay } from '../identity';
 import { KvSources } from './sources';
 import { descriptor, droppedSources, kvSourceConfigs, loadPool, topologyInputs, type Liveness } from './views';
 
@@ -121,7 +121,7 @@ export class Producer implements RelaySource {
   }
 
   pool(poolId: KvPoolId): PoolFeed | undefined {
-    const actor = this.pools.get(poolKey(poolId))?.actor;
+    const actor = this.pools.get(poolIdDisplay(poolId))?.actor;
     return actor && !actor.isEnded ? actor : undefined;
   }
 
@@ -337,7 +337,7 @@ export class Producer implements RelaySource {
   /** Catalog pools in catalog order, with their current generation. */
   private loadPools(): LoadPool[] {
     return this.catalogState.current().snapshot.pools.flatMap((d) => {
-      const live = d.producer?.poolId && this.pools.get(poolKey(d.producer.poolId));
+      const live = d.producer?.poolId && this.pools.get(poolIdDisplay(d.producer.poolId));
       return live ? [loadPool(live.spec, live.actor.producer, this.liveness)] : [];
     });
   }

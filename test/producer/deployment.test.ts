@@ -4,7 +4,8 @@ import { parseConfigText } from '../../src/config/load';
 import type { EndpointConfig } from '../../src/config/schema';
 import { buildDeployment } from '../../src/producer/deployment';
 import { diffDeployments } from '../../src/producer/diff';
-import { poolIdOf, poolKey } from '../../src/producer/pool-identity';
+import { poolIdDisplay } from '../../src/identity';
+import { poolIdOf } from '../../src/producer/pool-identity';
 import { normalizeAliases } from '../../src/producer/registrations';
 import { IdentitySource, KvQueryHashFormat, WorkerRole } from '../../src/wire/enums';
 
@@ -57,7 +58,7 @@ describe('pool identity of a configured endpoint equals identity.json', () => {
     expect(id.indexerDomain!.routingScope!.source).toBe(source(card.expected.routing_scope.source));
     const dcA = identity.stable_dc_id.find((d: { input: string }) => d.input === 'dc-a');
     expect(id.dcId).toBe(BigInt(dcA.dc_id));
-    expect(poolKey(id)).toBe(`${card.expected.indexer_domain}/${dcA.dc_id_hex}`);
+    expect(poolIdDisplay(id)).toBe(`${card.expected.indexer_domain}/${dcA.dc_id_hex}`);
   });
 });
 

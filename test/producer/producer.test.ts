@@ -10,7 +10,7 @@ import type { CatalogState, DeltaFrame, PoolListener, ReadinessState } from '../
 import { silentLogger } from '../../src/log';
 import { DataStatus, KvQueryHashFormat, ServingReadinessState, WorkerRole } from '../../src/wire/enums';
 import type { KvPoolDescriptor } from '../../src/wire/types';
-import { poolKey } from '../../src/producer/pool-identity';
+import { poolIdDisplay } from '../../src/identity';
 import { waitFor, waitForValue } from '../support/waitFor';
 import { packEngineBatch } from '../support/packed';
 import { ACTOR_MAILBOX_CAPACITY } from '../../src/config/defaults';
@@ -154,7 +154,7 @@ test('hot apply: metadata in place, identity change replaces, re-materialization
   await p.applyConfig(config([endpoint({ model: { name: 'llama', kvBlockSize: 8 } })]));
   const replaced = only(p.catalog());
   expect(p.catalog().revision).toBe(4n); // remove + add
-  expect(poolKey(replaced.producer!.poolId!)).not.toBe(poolKey(first.producer!.poolId!));
+  expect(poolIdDisplay(replaced.producer!.poolId!)).not.toBe(poolIdDisplay(first.producer!.poolId!));
   expect(replaced.producer!.layoutGeneration).toBe(2n);
   expect(rec.retiredCalls).toBe(1);
   expect(p.pool(first.producer!.poolId!)).toBeUndefined();

@@ -13,7 +13,7 @@ import { queryCommand } from '../../src/cli/query';
 import { ShardedRelayClient } from '../../src/client/shards';
 import { endpointKey, workerKey } from '../../src/discovery/keys';
 import { EtcdShardAddresses } from '../../src/discovery/shard-addresses';
-import { poolKey as relayPoolKey } from '../../src/producer/pool-identity';
+import { poolIdDisplay as relayPoolKey } from '../../src/identity';
 import { preferredShard } from '../../src/sharding/plan';
 import { SimulatedEngine } from '../../src/sim';
 import { loggedAddress, spawnCli } from '../support/cli-process';
