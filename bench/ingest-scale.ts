@@ -3,13 +3,19 @@
 // removals) as fast as they can for a fixed time. Reported: blocks/s the relay ingested (its own
 // kv_dc_relay_ingest_blocks_total over the window) and relay CPU per block (/proc), against a bare
 // zeromq.js SUB in a process of its own receiving the same frames from the same publishers (blocks/s).
+// Two workloads: the firehose's 256 messages per source round robin (after the first pass its stores
+// are of blocks the source already holds, so the pool does little per block), and fresh messages,
+// every chain new to the pool (lineage, owner and filter inserts into growing tables: what engines
+// storing new prompts cost, and how the issue measured the relay from outside).
 import type { BenchResult } from './support/result';
-import { bareSubscriberRate, FIREHOSE_MESSAGES, publishers, relayIngestRate } from './support/firehose';
+import { bareSubscriberRate, FIREHOSE_MESSAGES, freshIngestRate, publishers, relayIngestRate, type IngestRate } from './support/firehose';
 import { BLOCK_SIZE, BLOCKS_PER_EVENT, BLOCKS_PER_MESSAGE, EVENTS_PER_MESSAGE, vllmBatches } from './support/vllm-batches';
 
 const SOURCES = [1, 8];
 const WARMUP_MS = 1_000;
 const MEASURE_MS = Number(process.env.INGEST_SCALE_MS ?? 3_000);
+/** Fresh messages are built before the run (~1 ms each), so their window is shorter. */
+const FRESH_WINDOW = { warmupMs: 500, measureMs: Number(process.env.INGEST_SCALE_FRESH_MS ?? 2_000) };
 /** The relay's limits.ingestThreads (0 = ingest on its main thread); unset = the relay's default (one per core). */
 const INGEST_THREADS = process.env.INGEST_SCALE_THREADS === undefined ? undefined : Number(process.env.INGEST_SCALE_THREADS);
 
@@ -24,14 +30,17 @@ export async function run(): Promise<BenchResult[]> {
       const extra = INGEST_THREADS === undefined ? {} : { limits: { ingestThreads: INGEST_THREADS } };
       const relay = await relayIngestRate(pubs, payloads, window, { extra, blocksPerEvent: BLOCKS_PER_EVENT });
       const kib = (payloads[0].reduce((a, p) => a + p.length, 0) / payloads[0].length / 1024).toFixed(1);
-      results.push({
-        name: `blocks/s ingested by one relay process, ${n} source(s), vLLM map batches ${EVENTS_PER_MESSAGE} events × ${BLOCKS_PER_EVENT} blocks`,
-        value: relay.blocksPerSecond,
+      const row = (workload: string, r: IngestRate, windowNote: string): BenchResult => ({
+        name: `blocks/s ingested by one relay process, ${n} source(s), vLLM map batches ${EVENTS_PER_MESSAGE} events × ${BLOCKS_PER_EVENT} blocks, ${workload}`,
+        value: r.blocksPerSecond,
         unit: 'blocks/s',
         baseline: { name: 'bare zeromq.js SUB process, same frames', value: bare },
-        ratio: relay.blocksPerSecond / bare,
-        note: `bs ${BLOCK_SIZE}, 20 % removals, ${kib} KiB/message; ingest threads ${INGEST_THREADS ?? 'default (one per core)'}; goal >= 2 M blocks/s; relay CPU ${relay.cpuMsPerMBlocks?.toFixed(0) ?? '?'} ms per M blocks; pool applied ${(relay.appliedBlocksPerSecond / 1e6).toFixed(2)} M blocks/s (${relay.mailboxOverflows} batches dropped on a full pool mailbox); ${relay.gaps} gaps (PUB drops) in the window; ${MEASURE_MS / 1000} s window after ${WARMUP_MS / 1000} s warm-up`,
+        ratio: r.blocksPerSecond / bare,
+        note: `bs ${BLOCK_SIZE}, 20 % removals, ${kib} KiB/message; ingest threads ${INGEST_THREADS ?? 'default (one per core)'}; goal >= 2 M blocks/s; relay CPU ${r.cpuMsPerMBlocks?.toFixed(0) ?? '?'} ms per M blocks; pool applied ${(r.appliedBlocksPerSecond / 1e6).toFixed(2)} M blocks/s (${r.mailboxOverflows} batches dropped on a full pool mailbox); ${r.gaps} gaps (PUB drops) in the window; ${windowNote}`,
       });
+      results.push(row(`${FIREHOSE_MESSAGES} messages per source round robin`, relay, `${MEASURE_MS / 1000} s window after ${WARMUP_MS / 1000} s warm-up`));
+      const fresh = await freshIngestRate(pubs, relay.appliedBlocksPerSecond, FRESH_WINDOW, { extra, blocksPerEvent: BLOCKS_PER_EVENT, blocksPerMessage: BLOCKS_PER_MESSAGE, seed: 0xf7e5 });
+      results.push(row('fresh chains (every block new to the pool)', fresh, `${FRESH_WINDOW.measureMs / 1000} s window after ${FRESH_WINDOW.warmupMs / 1000} s warm-up, ${fresh.messagesPerSource} messages per source`));
     } finally {
       for (const p of pubs) p.close();
     }

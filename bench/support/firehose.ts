@@ -6,6 +6,7 @@ import { spawn } from 'child_process';
 import { setImmediate as nextTurn } from 'timers/promises';
 import { Publisher } from 'zeromq';
 import { encodeSequence } from '../../src/ingest/frames';
+import { freshBatches } from './fresh-batches';
 import { BLOCK_SIZE } from './vllm-batches';
 import { processCpuMs, type ThreadCpuMs } from './process';
 import { metricSum, scrape, startRelayProcess, waitForLine } from './relay-process';
@@ -27,7 +28,10 @@ export async function publishers(n: number): Promise<Publisher[]> {
   );
 }
 
-/** Publishers sending their sources' messages round-robin as fast as the sockets take them, until stopped. */
+/**
+ * Publishers sending their sources' messages as fast as the sockets take them, until stopped: round
+ * robin, or each message once (`repeat` false: fresh messages, see fresh-batches.ts).
+ */
 export class Firehose {
   private running = true;
   private readonly loops: Promise<void>[] = [];
@@ -35,6 +39,7 @@ export class Firehose {
   constructor(
     private readonly sockets: Publisher[],
     private readonly payloads: Buffer[][],
+    private readonly repeat = true,
   ) {}
 
   start(): void {
@@ -48,6 +53,7 @@ export class Firehose {
 
   private async loop(socket: Publisher, payloads: Buffer[]): Promise<void> {
     for (let seq = 0n; this.running; seq++) {
+      if (!this.repeat && seq === BigInt(payloads.length)) return;
       await socket.send([TOPIC, encodeSequence(seq), payloads[Number(seq % BigInt(payloads.length))]]);
       // A send the socket takes at once resolves as a microtask: while a relay fast enough to keep
       // the PUB queue short reads, the bench's timers and scrapes would not run (20 s windows seen).
@@ -114,12 +120,14 @@ export interface RelayIngestOptions {
   extra?: object;
   /** Blocks per event of the payloads (every event of a firehose's messages has as many). */
   blocksPerEvent: number;
+  /** Send each message once (fresh messages) instead of round robin; default true. */
+  repeat?: boolean;
 }
 
 /** What a relay process takes from the publishers sending `payloads` as fast as they can. */
 export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], window: FirehoseWindow, options: RelayIngestOptions): Promise<IngestRate> {
   const relay = await startRelayProcess(relayConfig([{ model: 'bench', endpoints: pubs.map((p) => p.lastEndpoint!) }], options.extra));
-  const firehose = new Firehose(pubs, payloads);
+  const firehose = new Firehose(pubs, payloads, options.repeat ?? true);
   const totals = async (): Promise<{ blocks: number; events: number; gaps: number; applied: number; overflows: number }> => {
     const text = await scrape(relay.metricsAddress).catch((err: Error) => {
       throw new Error(`scraping the relay failed (${err.message})\n${relay.lastLog()}`);
@@ -162,6 +170,23 @@ export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], w
     await firehose.stop();
     await relay.stop();
   }
+}
+
+/**
+ * relayIngestRate on fresh messages (every chain new to the pool; fresh-batches.ts): as many as the
+ * window takes at `boundBlocksPerSecond` (a rate the relay does not reach on them, e.g. its rate
+ * on a repeating firehose), so the supply outlasts the window.
+ */
+export async function freshIngestRate(
+  pubs: Publisher[],
+  boundBlocksPerSecond: number,
+  window: FirehoseWindow,
+  options: RelayIngestOptions & { blocksPerMessage: number; seed: number },
+): Promise<IngestRate & { messagesPerSource: number }> {
+  const perSource = Math.ceil((1.1 * boundBlocksPerSecond * (window.warmupMs + window.measureMs)) / 1000 / options.blocksPerMessage / pubs.length);
+  const payloads = await freshBatches(pubs.map((_, s) => options.seed + s), perSource);
+  const rate = await relayIngestRate(pubs, payloads, window, { ...options, repeat: false });
+  return { ...rate, messagesPerSource: perSource };
 }
 
 export interface BareRate {

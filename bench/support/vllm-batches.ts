@@ -39,7 +39,8 @@ export function vllmBatches(seed: number, count: number): VllmBatches {
         continue;
       }
       const blockHashes = Array.from({ length: BLOCKS_PER_EVENT }, hash);
-      const tokenIds = Uint32Array.from({ length: BLOCKS_PER_EVENT * BLOCK_SIZE }, () => next() % VOCABULARY);
+      const tokenIds = new Uint32Array(BLOCKS_PER_EVENT * BLOCK_SIZE);
+      for (let t = 0; t < tokenIds.length; t++) tokenIds[t] = next() % VOCABULARY;
       if (marker === undefined) marker = sequenceHashes(tokenIds, BLOCK_SIZE, false, canonicalSeed)[BLOCKS_PER_EVENT - 1];
       else removable.push(blockHashes);
       events.push({ type: 'BlockStored', blockHashes, parentBlockHash: null, tokenIds, blockSize: BLOCK_SIZE });
