@@ -6,50 +6,16 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
 #include <vector>
 
 #include "napi_args.h"
 #include "pool_filter_state.h"
+#include "testing/churn.h"
 #include "testing/modules.h"
 
 namespace kvrelay {
 namespace testing {
 namespace {
-
-struct Prompt {
-  uint64_t worker;
-  std::vector<uint64_t> extIds;
-};
-
-class ChurnGenerator {
- public:
-  ChurnGenerator(uint32_t blocksPerPrompt, uint64_t seed) : blocks_(blocksPerPrompt), rng_(seed) {}
-
-  void AddStore(std::vector<uint32_t>* meta, std::vector<uint64_t>* words) {
-    Prompt p{1 + (ckf::SplitmixNext(&rng_) & 3), {}};
-    meta->insert(meta->end(), {pool::kStored, 0, 0, 0, blocks_});
-    words->push_back(p.worker);
-    for (uint32_t i = 0; i < blocks_; ++i) p.extIds.push_back(ckf::SplitmixNext(&rng_));
-    words->insert(words->end(), p.extIds.begin(), p.extIds.end());
-    for (uint32_t i = 0; i < blocks_; ++i) words->push_back(ckf::SplitmixNext(&rng_));
-    live_.push_back(std::move(p));
-  }
-  void AddRemoveOldest(std::vector<uint32_t>* meta, std::vector<uint64_t>* words) {
-    Prompt& p = live_.front();
-    meta->insert(meta->end(), {pool::kRemoved, 0, 0, 0, blocks_});
-    words->push_back(p.worker);
-    words->insert(words->end(), p.extIds.rbegin(), p.extIds.rend());  // last block first, like engines
-    live_.pop_front();
-  }
-  uint64_t liveBlocks() const { return live_.size() * blocks_; }
-  bool CoinFlip() { return (ckf::SplitmixNext(&rng_) & 1) != 0; }
-
- private:
-  uint32_t blocks_;
-  uint64_t rng_;
-  std::deque<Prompt> live_;
-};
 
 // Arguments shared by both benchmarks: a filter size and the load band the churn stays in.
 struct Band {
@@ -110,44 +76,14 @@ Napi::Value BenchPoolNative(const Napi::CallbackInfo& info) {
   const Band band = BandArgs(info, 2);
 
   pool::PoolFilterState state(static_cast<uint32_t>(band.bucketCount), ckf::kDefaultSeed, ckf::kDefaultMaxKicks);
-  ChurnGenerator gen(blocksPerPrompt, 42);
-  const double slots = band.slots();
-  const double middle = (band.minLoad + band.maxLoad) / 2 * slots;
-  const size_t eventsPerBatch = 1024;
-  std::vector<uint32_t> meta;
-  std::vector<uint64_t> words;
-  std::vector<uint8_t> errors(eventsPerBatch);
-  std::vector<uint32_t> drainBuckets;
-  std::vector<uint64_t> drainValues;
-
-  // Fill to the middle of the band (untimed).
-  while (gen.liveBlocks() < middle) {
-    meta.clear();
-    words.clear();
-    for (size_t e = 0; e < eventsPerBatch && gen.liveBlocks() < middle; ++e) gen.AddStore(&meta, &words);
-    errors.resize(meta.size() / pool::kMetaStride);
-    state.ApplyBatch(meta.data(), meta.size(), words.data(), errors.data());
-  }
-  state.Drain(&drainBuckets, &drainValues);
-
+  EngineChurn churn(blocksPerPrompt, band.slots(), band.minLoad, band.maxLoad);
+  churn.Fill(&state);
   return TimeBatches(env, band, state, [&](std::chrono::nanoseconds* took) {
-    meta.clear();
-    words.clear();
-    for (size_t e = 0; e < eventsPerBatch; ++e) {
-      const double load = static_cast<double>(gen.liveBlocks()) / slots;
-      const bool store = load < band.minLoad || (load < band.maxLoad && gen.CoinFlip());
-      if (store) {
-        gen.AddStore(&meta, &words);
-      } else {
-        gen.AddRemoveOldest(&meta, &words);
-      }
-    }
-    errors.resize(eventsPerBatch);
+    churn.Next();
     const auto start = std::chrono::steady_clock::now();
-    state.ApplyBatch(meta.data(), meta.size(), words.data(), errors.data());
-    state.Drain(&drainBuckets, &drainValues);
+    churn.ApplyAndDrain(&state);
     *took = std::chrono::steady_clock::now() - start;
-    return uint64_t{eventsPerBatch} * blocksPerPrompt;
+    return churn.BatchOps();
   });
 }
 
@@ -157,49 +93,14 @@ Napi::Value BenchPoolCanonicalNative(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const Band band = BandArgs(info, 1);
   pool::PoolFilterState state(static_cast<uint32_t>(band.bucketCount), ckf::kDefaultSeed, ckf::kDefaultMaxKicks);
-  uint64_t rng = 42;
-  std::deque<uint64_t> live;
-  const double slots = band.slots();
-  const size_t opsPerBatch = 16384;
-  std::vector<pool::CanonicalOp> ops;
-  std::vector<uint64_t> hashes;
-  std::vector<pool::RawOutcome> outcomes(opsPerBatch);
-  std::vector<uint32_t> drainBuckets;
-  std::vector<uint64_t> drainValues;
-
-  // Fill to the middle of the band (untimed).
-  while (static_cast<double>(live.size()) < (band.minLoad + band.maxLoad) / 2 * slots) {
-    ops.assign(opsPerBatch, pool::CanonicalOp::kInsert);
-    hashes.clear();
-    for (size_t i = 0; i < opsPerBatch; ++i) {
-      hashes.push_back(ckf::SplitmixNext(&rng));
-      live.push_back(hashes.back());
-    }
-    state.ApplyCanonicalBatch(ops.data(), hashes.data(), opsPerBatch, outcomes.data());
-  }
-  state.Drain(&drainBuckets, &drainValues);
-
+  CanonicalChurn churn(band.slots(), band.minLoad, band.maxLoad);
+  churn.Fill(&state);
   return TimeBatches(env, band, state, [&](std::chrono::nanoseconds* took) {
-    ops.clear();
-    hashes.clear();
-    for (size_t i = 0; i < opsPerBatch; ++i) {
-      const double load = static_cast<double>(live.size()) / slots;
-      const bool insert = load < band.minLoad || (load < band.maxLoad && (ckf::SplitmixNext(&rng) & 1) != 0);
-      if (insert) {
-        ops.push_back(pool::CanonicalOp::kInsert);
-        hashes.push_back(ckf::SplitmixNext(&rng));
-        live.push_back(hashes.back());
-      } else {
-        ops.push_back(pool::CanonicalOp::kRemove);
-        hashes.push_back(live.front());
-        live.pop_front();
-      }
-    }
+    churn.Next();
     const auto start = std::chrono::steady_clock::now();
-    state.ApplyCanonicalBatch(ops.data(), hashes.data(), opsPerBatch, outcomes.data());
-    state.Drain(&drainBuckets, &drainValues);
+    churn.ApplyAndDrain(&state);
     *took = std::chrono::steady_clock::now() - start;
-    return uint64_t{opsPerBatch};
+    return churn.BatchOps();
   });
 }
 
