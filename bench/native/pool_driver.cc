@@ -36,30 +36,35 @@ int Run(const char* mode, Churn& churn, PoolFilterState& state, uint64_t minOps)
   }
   std::nth_element(rates.begin(), rates.begin() + rates.size() / 2, rates.end());
   const kvrelay::pool::Stats st = state.GetStats();
-  std::printf("%s: %llu ops counted, median %.2f M ops/s, resident %llu, capacity failures %llu\n", mode,
-              static_cast<unsigned long long>(ops), rates[rates.size() / 2] / 1e6,
+  // The end state in one number, so two builds can be checked for identical images and rng paths.
+  uint64_t digest = st.rngState ^ st.residentCount ^ (st.ownedHashes << 20) ^ (st.lineageEntries << 40);
+  for (uint32_t b = 0; b < state.filter().bucketCount(); ++b) digest = (digest ^ state.filter().word(b)) * 0x100000001B3ULL;
+  std::printf("%s: %llu ops counted, median %.2f M ops/s, resident %llu, capacity failures %llu, state %016llx\n",
+              mode, static_cast<unsigned long long>(ops), rates[rates.size() / 2] / 1e6,
               static_cast<unsigned long long>(st.residentCount),
-              static_cast<unsigned long long>(st.counters.capacityFailures));
+              static_cast<unsigned long long>(st.counters.capacityFailures), static_cast<unsigned long long>(digest));
   return 0;
 }
 
 }  // namespace
 
-// pool_driver raw|engine [minOps] [bucketCount]
+// pool_driver raw|engine [minOps] [bucketCount] [minLoad maxLoad]
 int main(int argc, char** argv) {
   if (argc < 2 || (std::strcmp(argv[1], "raw") != 0 && std::strcmp(argv[1], "engine") != 0)) {
-    std::fprintf(stderr, "usage: %s raw|engine [minOps] [bucketCount]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s raw|engine [minOps] [bucketCount] [minLoad maxLoad]\n", argv[0]);
     return 2;
   }
   const bool raw = std::strcmp(argv[1], "raw") == 0;
   const uint64_t minOps = argc > 2 ? std::strtoull(argv[2], nullptr, 10) : (raw ? 2000000 : 1000000);
   const uint32_t buckets = argc > 3 ? static_cast<uint32_t>(std::strtoul(argv[3], nullptr, 10)) : 524288;
+  const double minLoad = argc > 5 ? std::strtod(argv[4], nullptr) : 0.5;
+  const double maxLoad = argc > 5 ? std::strtod(argv[5], nullptr) : 0.8;
   const double slots = 4.0 * buckets;
   PoolFilterState state(buckets, kvrelay::ckf::kDefaultSeed, kvrelay::ckf::kDefaultMaxKicks);
   if (raw) {
-    kvrelay::testing::CanonicalChurn churn(slots, 0.5, 0.8);
+    kvrelay::testing::CanonicalChurn churn(slots, minLoad, maxLoad);
     return Run("raw canonical", churn, state, minOps);
   }
-  kvrelay::testing::EngineChurn churn(16, slots, 0.5, 0.8);
+  kvrelay::testing::EngineChurn churn(16, slots, minLoad, maxLoad);
   return Run("engine events", churn, state, minOps);
 }
