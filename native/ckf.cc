@@ -33,6 +33,7 @@ Filter::Filter(uint32_t bucketCount, uint64_t seed)
 bool Filter::Relocate(const Prepared& p, uint32_t maxKicks, uint32_t* kicks) {
   const uint32_t a = static_cast<uint32_t>(p.a);
   const uint32_t b = static_cast<uint32_t>(p.b);
+  writes_.clear();
   uint16_t fp = p.fp;
   uint32_t bucket = (NextRandom() & 1) == 0 ? a : b;
   for (uint32_t i = 0; i < maxKicks; ++i) {
@@ -43,7 +44,7 @@ bool Filter::Relocate(const Prepared& p, uint32_t maxKicks, uint32_t* kicks) {
     Store(bucket, WithSlot(before, slot, fp));
     fp = evicted;
     bucket = addressing_.Alt(bucket, fp);
-    if (PutIntoEmpty(bucket, fp)) return true;
+    if (PutIntoEmptyLogged(bucket, fp)) return true;
   }
   for (auto it = writes_.rbegin(); it != writes_.rend(); ++it) words_[it->bucket] = it->before;
   writes_.clear();

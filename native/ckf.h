@@ -56,6 +56,8 @@ inline int FirstSlot(uint64_t word, uint16_t v) {
   return m == 0 ? -1 : __builtin_ctzll(m) >> 4;
 }
 inline bool BucketContains(uint64_t word, uint16_t fp) { return MatchLanes(word, fp) != 0; }
+// The bit offset of the lowest lane MatchLanes flagged (lanes != 0).
+inline unsigned LaneShift(uint64_t lanes) { return static_cast<unsigned>(__builtin_ctzll(lanes)) & 0x30; }
 
 inline uint64_t SplitmixNext(uint64_t* state) {
   *state += kSplitmixIncrement;
@@ -104,35 +106,41 @@ class Filter {
   Filter(uint32_t bucketCount, uint64_t seed);
 
   Prepared Prepare(uint64_t hash) const { return addressing_.Prepare(hash); }
-  // Inserts with up to maxKicks relocations. true: writes() lists every physical write in order.
-  // false (CapacityExhausted): every write was rolled back, writes() is empty, the rng stays advanced.
-  // Inline up to the relocation: most inserts find an empty slot in a or b, and the calls were ~40 %
-  // of an insert's instructions (callgrind, raw canonical ops).
-  bool Insert(const Prepared& p, uint32_t maxKicks, uint32_t* kicks) {
-    writes_.clear();
+  // Inserts with up to maxKicks relocations and then reports every physical write, in order, to
+  // onWrite(bucket, before). false (CapacityExhausted): every write was rolled back and none is
+  // reported; the rng stays advanced. Inline up to the relocation: most inserts find an empty slot in
+  // a or b, and then write no log (only a relocation needs one, for its rollback): the calls and the
+  // log were ~40 % of an insert's instructions (callgrind, raw canonical ops).
+  template <typename OnWrite>
+  __attribute__((always_inline)) bool Insert(const Prepared& p, uint32_t maxKicks, uint32_t* kicks, OnWrite&& onWrite) {
     *kicks = 0;
-    if (PutIntoEmpty(static_cast<uint32_t>(p.a), p.fp) || PutIntoEmpty(static_cast<uint32_t>(p.b), p.fp)) return true;
-    return Relocate(p, maxKicks, kicks);
+    if (PutIntoEmpty(static_cast<uint32_t>(p.a), p.fp, onWrite) || PutIntoEmpty(static_cast<uint32_t>(p.b), p.fp, onWrite)) {
+      return true;
+    }
+    if (!Relocate(p, maxKicks, kicks)) return false;
+    for (const Write& w : writes_) onWrite(w.bucket, w.before);
+    return true;
   }
   // Clears the first slot equal to fp in bucket a, else b. false: not found (invariant violation).
-  bool Remove(const Prepared& p, Write* write) {
-    for (uint64_t bucket : {p.a, p.b}) {
-      const uint64_t word = words_[bucket];
-      const int slot = FirstSlot(word, p.fp);
-      if (slot >= 0) {
-        *write = Write{static_cast<uint32_t>(bucket), word};
-        words_[bucket] = WithSlot(word, static_cast<unsigned>(slot), 0);
-        return true;
-      }
+  __attribute__((always_inline)) bool Remove(const Prepared& p, Write* write) {
+    uint32_t bucket = static_cast<uint32_t>(p.a);
+    uint64_t word = words_[bucket];
+    uint64_t lanes = MatchLanes(word, p.fp);
+    if (lanes == 0) {
+      bucket = static_cast<uint32_t>(p.b);
+      word = words_[bucket];
+      lanes = MatchLanes(word, p.fp);
+      if (lanes == 0) return false;
     }
-    return false;
+    *write = Write{bucket, word};
+    words_[bucket] = word & ~(uint64_t{0xFFFF} << LaneShift(lanes));
+    return true;
   }
   bool Contains(uint64_t hash) const {
     const Prepared p = addressing_.Prepare(hash);
     return BucketContains(words_[p.a], p.fp) || BucketContains(words_[p.b], p.fp);
   }
 
-  const std::vector<Write>& writes() const { return writes_; }
   const Addressing& addressing() const { return addressing_; }
   uint32_t bucketCount() const { return static_cast<uint32_t>(addressing_.bucketCount()); }
   const uint64_t* words() const { return words_.data(); }
@@ -147,12 +155,18 @@ class Filter {
   uint64_t rngDraws() const { return rngDraws_; }
 
  private:
-  bool PutIntoEmpty(uint32_t bucket, uint16_t fp) {
+  template <typename OnWrite>
+  __attribute__((always_inline)) bool PutIntoEmpty(uint32_t bucket, uint16_t fp, OnWrite&& onWrite) {
     const uint64_t word = words_[bucket];
-    const int slot = FirstSlot(word, 0);
-    if (slot < 0) return false;
-    Store(bucket, WithSlot(word, static_cast<unsigned>(slot), fp));
+    const uint64_t empty = MatchLanes(word, 0);
+    if (empty == 0) return false;
+    words_[bucket] = word | (uint64_t{fp} << LaneShift(empty));
+    onWrite(bucket, word);
     return true;
+  }
+  // Relocation's placement: logged, for the rollback.
+  bool PutIntoEmptyLogged(uint32_t bucket, uint16_t fp) {
+    return PutIntoEmpty(bucket, fp, [this](uint32_t b, uint64_t before) { writes_.push_back(Write{b, before}); });
   }
   // Insert's cuckoo relocation, once both candidate buckets are full.
   bool Relocate(const Prepared& p, uint32_t maxKicks, uint32_t* kicks);
@@ -169,7 +183,7 @@ class Filter {
   ZeroedBuffer<uint64_t> words_;
   uint64_t rngState_;
   uint64_t rngDraws_ = 0;
-  std::vector<Write> writes_;
+  std::vector<Write> writes_;  // the current relocation's writes, for its rollback
 };
 
 }  // namespace ckf

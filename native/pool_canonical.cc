@@ -41,7 +41,8 @@ RawResult PoolFilterState::FinishRaw(RawOutcome outcome, uint64_t hash, uint32_t
   return r;
 }
 
-RawOutcome PoolFilterState::InsertCanonicalCore(uint64_t hash, const ckf::Prepared& p, uint32_t* kicks) {
+RawOutcome PoolFilterState::InsertCanonicalCore(uint64_t hash, const ckf::Prepared& p, uint32_t* kicks,
+                                                std::vector<ckf::Write>* log) {
   ++pendingEvents_;
   *kicks = 0;
   Ownership* own = owners_.Emplace(hash, Ownership{0, 0}).first;
@@ -49,7 +50,7 @@ RawOutcome PoolFilterState::InsertCanonicalCore(uint64_t hash, const ckf::Prepar
   if (own->owners == kMaxOwners) return RawOutcome::kInvariantViolation;
   ++own->owners;
   if (own->resident) return RawOutcome::kOwnerBumped;
-  if (InsertPhysical(p, own, maxKicks_, kicks)) return RawOutcome::kInserted;
+  if (InsertPhysical(p, own, maxKicks_, kicks, log)) return RawOutcome::kInserted;
   ++counters_.capacityFailures;
   return RawOutcome::kCapacityExhausted;
 }
@@ -72,9 +73,10 @@ RawOutcome PoolFilterState::RemoveCanonicalCore(uint64_t hash, const ckf::Prepar
 RawResult PoolFilterState::InsertCanonical(uint64_t hash) {
   const uint64_t drawsBefore = filter_.rngDraws();
   uint32_t kicks = 0;
-  const RawOutcome outcome = InsertCanonicalCore(hash, filter_.Prepare(hash), &kicks);
-  const std::vector<ckf::Write> none;
-  return FinishRaw(outcome, hash, kicks, drawsBefore, outcome == RawOutcome::kInserted ? filter_.writes() : none);
+  rawWrites_.clear();
+  rawWrites_.reserve(size_t{maxKicks_} + 1);
+  const RawOutcome outcome = InsertCanonicalCore(hash, filter_.Prepare(hash), &kicks, &rawWrites_);
+  return FinishRaw(outcome, hash, kicks, drawsBefore, rawWrites_);
 }
 
 RawResult PoolFilterState::RemoveCanonical(uint64_t hash) {
@@ -112,8 +114,10 @@ RawResult PoolFilterState::ReofferCanonical(uint64_t hash) {
   if (own == nullptr) return FinishRaw(RawOutcome::kReofferUnowned, hash, 0, drawsBefore, {});
   if (own->resident) return FinishRaw(RawOutcome::kReofferAlreadyResident, hash, 0, drawsBefore, {});
   uint32_t kicks = 0;
-  if (InsertPhysical(filter_.Prepare(hash), own, 0, &kicks)) {
-    return FinishRaw(RawOutcome::kReofferInserted, hash, kicks, drawsBefore, filter_.writes());
+  rawWrites_.clear();
+  rawWrites_.reserve(1);
+  if (InsertPhysical(filter_.Prepare(hash), own, 0, &kicks, &rawWrites_)) {
+    return FinishRaw(RawOutcome::kReofferInserted, hash, kicks, drawsBefore, rawWrites_);
   }
   return FinishRaw(RawOutcome::kReofferOmitted, hash, kicks, drawsBefore, {});
 }

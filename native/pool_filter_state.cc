@@ -44,14 +44,6 @@ void PoolFilterState::DropSourceIfEmpty(uint64_t workerId, uint32_t dpRank) {
   sources_.erase(it);
 }
 
-bool PoolFilterState::InsertPhysical(const ckf::Prepared& p, Ownership* own, uint32_t maxKicks, uint32_t* kicks) {
-  if (!filter_.Insert(p, maxKicks, kicks)) return false;
-  own->resident = 1;
-  ++residentCount_;
-  for (const ckf::Write& w : filter_.writes()) dirty_.Touch(w.bucket, w.before);
-  return true;
-}
-
 PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin& origin, const BlockPlan* plan) {
   ++pendingEvents_;
   if (ev.count == 0) return PoolError::kNone;
@@ -267,19 +259,22 @@ bool PoolFilterState::Drain(std::vector<uint32_t>* buckets, std::vector<uint64_t
   buckets->clear();
   values->clear();
   if (pendingEvents_ == 0 && dirty_.size() == 0) return false;
-  const auto& dirtyBuckets = dirty_.buckets();
-  const auto& originals = dirty_.originals();
-  for (size_t i = 0; i < dirtyBuckets.size(); ++i) {
-    if (i + 8 < dirtyBuckets.size()) __builtin_prefetch(filter_.words() + dirtyBuckets[i + 8]);
-    const uint64_t current = filter_.word(dirtyBuckets[i]);
-    if (current != originals[i]) {
-      buckets->push_back(dirtyBuckets[i]);
-      values->push_back(current);
-    }
-  }
-  dirty_.Reset();
+  // Sized for every dirty bucket, then cut to the changed ones: no capacity check and no branch per
+  // bucket (two push_backs were most of a drain's ~40 instructions per op).
+  buckets->resize(dirty_.size());
+  values->resize(dirty_.size());
+  uint32_t* outBuckets = buckets->data();
+  uint64_t* outValues = values->data();
+  size_t changed = 0;
+  dirty_.Drain(filter_.words(), [&](uint32_t bucket, uint64_t current, bool differs) {
+    outBuckets[changed] = bucket;
+    outValues[changed] = current;
+    changed += differs ? 1 : 0;
+  });
+  buckets->resize(changed);
+  values->resize(changed);
   pendingEvents_ = 0;
-  return !buckets->empty();
+  return changed != 0;
 }
 
 Stats PoolFilterState::GetStats() const {

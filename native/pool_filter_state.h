@@ -129,8 +129,19 @@ class PoolFilterState {
   // Releases one owner of the hash `own` belongs to (addressed by p); false on an invariant violation
   // (nothing changed). `write` receives the physical write when the outcome is kRemoved.
   bool ReleaseOwner(Ownership* own, const ckf::Prepared& p, RawOutcome* outcome, ckf::Write* write);
-  // Admits the hash physically and marks its writes in the publication window.
-  bool InsertPhysical(const ckf::Prepared& p, Ownership* own, uint32_t maxKicks, uint32_t* kicks);
+  // Admits the hash physically and marks its writes in the publication window; `log`, if given (the
+  // raw single-op calls, which report their writes), also receives them and has room for maxKicks + 1.
+  __attribute__((always_inline)) bool InsertPhysical(const ckf::Prepared& p, Ownership* own, uint32_t maxKicks,
+                                                     uint32_t* kicks, std::vector<ckf::Write>* log = nullptr) {
+    const bool inserted = filter_.Insert(p, maxKicks, kicks, [this, log](uint32_t bucket, uint64_t before) {
+      dirty_.Touch(bucket, before);
+      if (log != nullptr) log->push_back(ckf::Write{bucket, before});
+    });
+    if (!inserted) return false;
+    own->resident = 1;
+    ++residentCount_;
+    return true;
+  }
 
   // --- plan/prefetch pipeline (pool_plan.cc)
   // Lineage lines first (PrefetchIds), then the plan, which resolves lineage entries and prefetches
@@ -144,7 +155,8 @@ class PoolFilterState {
   void ApplyChunk(uint8_t* errorsOut);
 
   // --- raw canonical operations (pool_canonical.cc)
-  RawOutcome InsertCanonicalCore(uint64_t hash, const ckf::Prepared& p, uint32_t* kicks);
+  RawOutcome InsertCanonicalCore(uint64_t hash, const ckf::Prepared& p, uint32_t* kicks,
+                                 std::vector<ckf::Write>* log = nullptr);
   RawOutcome RemoveCanonicalCore(uint64_t hash, const ckf::Prepared& p, ckf::Write* write);
   RawResult FinishRaw(RawOutcome outcome, uint64_t hash, uint32_t kicks, uint64_t drawsBefore,
                       const std::vector<ckf::Write>& writes);
@@ -179,6 +191,7 @@ class PoolFilterState {
   std::vector<uint32_t> newBlocks_;
   std::vector<uint32_t> reoffers_;
   std::vector<uint64_t> clearScratch_;
+  std::vector<ckf::Write> rawWrites_;  // the writes of a raw single op (InsertCanonical, ReofferCanonical)
 };
 
 }  // namespace pool
