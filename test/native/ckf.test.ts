@@ -1,6 +1,7 @@
 // Cuckoo filter: addressing, bucket count, SplitMix64, bucket words (ckf_addressing.json,
 // splitmix.json) and the three producer scenarios of ckf_operations.json, op by op.
 import fc from 'fast-check';
+import { XXHash3 } from 'xxhash-addon';
 import { bucketContains, ckfBucketCount, ckfPrepare } from '../../src/native';
 import { canonicalPool, laneRngSeed, RawCanonicalResult, splitmixNext } from '../support/native-testing';
 import { DEFAULT_CKF_SEED } from '../../src/config/defaults';
@@ -48,6 +49,35 @@ describe('ckf_addressing.json', () => {
       expect(p.fingerprint).not.toBe(0);
       expect(p.bucketA).not.toBe(p.bucketB);
     }
+  });
+
+  // The native addressing keys XXH3's short-input paths once per seed (ckf::SeededXxh3); this checks
+  // it against xxhash-addon's XXH3 for arbitrary hashes, seeds and sizes (spec §2.2).
+  test('prepare equals the spec formula over an independent XXH3', () => {
+    const xxh3 = (bytes: Buffer, seed: bigint): bigint => {
+      const seedBuf = Buffer.alloc(8);
+      seedBuf.writeBigUInt64BE(seed);
+      const h = new XXHash3(seedBuf);
+      h.update(bytes);
+      return h.digest().readBigUInt64BE();
+    };
+    const u64 = fc.bigInt({ min: 0n, max: 2n ** 64n - 1n });
+    fc.assert(
+      fc.property(u64, u64, fc.integer({ min: 1, max: 24 }), (hash, seed, log2) => {
+        const buckets = 2 ** log2;
+        const mask = BigInt(buckets - 1);
+        const le64 = Buffer.alloc(8);
+        le64.writeBigUInt64LE(hash);
+        const mixed = xxh3(le64, seed);
+        const fp = Number(mixed & 0xffffn) || 1;
+        const a = Number((mixed >> 16n) & mask);
+        const le16 = Buffer.alloc(2);
+        le16.writeUInt16LE(fp);
+        const d = Number(xxh3(le16, seed ^ 0x9e37_79b9_7f4a_7c15n) & mask) || 1;
+        expect(ckfPrepare(hash, buckets, seed)).toEqual({ fingerprint: fp, bucketA: a, bucketB: a ^ d });
+      }),
+      { numRuns: 3000 },
+    );
   });
 
   test('bad arguments', () => {
