@@ -51,6 +51,16 @@
 
 namespace kvrelay {
 
+// A key's candidate buckets in a BucketMap's table for new keys, worked out ahead of the operation
+// that uses them (the pool plans a chunk of ops, and prefetches their lines, before it runs them), so
+// the operation does not hash the key again. Valid until that table is replaced (a growth, another
+// seed): the operations that take one check its generation and hash again if it is stale.
+struct BucketPlace {
+  uint32_t first;
+  uint32_t second;
+  uint32_t generation;
+};
+
 template <typename V>
 class BucketMap {
   static_assert((sizeof(V) == 4 || sizeof(V) == 8) && std::is_trivially_copyable<V>::value,
@@ -81,13 +91,17 @@ class BucketMap {
   // both tables while a drain runs, less the old table's pages already given back.
   size_t MemoryBytes() const { return table_.HeldBytes() + old_.HeldBytes() + next_.HeldBytes(); }
 
+  __attribute__((always_inline)) BucketPlace PlaceOf(uint64_t key) const { return PlaceFor(table_.HomesOf(key)); }
+
   __attribute__((always_inline)) V* Find(uint64_t key) {
     if (key == 0) return hasZero_ ? &zeroValue_ : nullptr;
-    V* found = FindIn(&table_, key, table_.HomesOf(key), 0);
-    if (found != nullptr || !Migrating()) return found;
-    return FindIn(&old_, key, old_.HomesOf(key), cursor_);
+    return FindAt(key, table_.HomesOf(key));
   }
   const V* Find(uint64_t key) const { return const_cast<BucketMap*>(this)->Find(key); }
+  __attribute__((always_inline)) V* Find(uint64_t key, const BucketPlace& place) {
+    if (key == 0) return hasZero_ ? &zeroValue_ : nullptr;
+    return FindAt(key, HomesAt(key, place));
+  }
 
   // Makes room for `extra` more keys, so that the next `extra` Emplace calls allocate no table (they
   // may still move entries, start draining into a table prepared here, and rebuild under another seed
@@ -107,33 +121,26 @@ class BucketMap {
   // Inserts key -> value if absent. Returns the value slot and whether it was inserted; the slot is
   // null only when a needed table could not be allocated (the map then holds what it held).
   __attribute__((always_inline)) std::pair<V*, bool> Emplace(uint64_t key, const V& value) {
-    if (key == 0) {
-      if (hasZero_) return {&zeroValue_, false};
-      hasZero_ = true;
-      zeroValue_ = value;
-      return {&zeroValue_, true};
-    }
-    const Homes h = table_.HomesOf(key);
-    V* found = FindIn(&table_, key, h, 0);
-    if (found != nullptr) return {found, false};
-    if (table_.size < fastLimit_) {
-      V* placed = PlaceInCandidate(&table_, key, value, h);
-      if (placed != nullptr) return {placed, true};
-    }
-    return EmplaceSlow(key, value, h);
+    if (key == 0) return EmplaceZero(value);
+    return EmplaceAt(key, value, table_.HomesOf(key));
+  }
+  __attribute__((always_inline)) std::pair<V*, bool> Emplace(uint64_t key, const V& value, const BucketPlace& place) {
+    if (key == 0) return EmplaceZero(value);
+    return EmplaceAt(key, value, HomesAt(key, place));
   }
 
-  // Erases the entry whose value Find or Emplace just returned.
-  __attribute__((always_inline)) void EraseFound(const V* value) {
+  // Erases the entry whose value Find or Emplace just returned; `place`, if given, is its key's.
+  __attribute__((always_inline)) void EraseFound(const V* value, const BucketPlace* place = nullptr) {
     if (value == &zeroValue_) {
       hasZero_ = false;
     } else if (!Migrating()) {
-      table_.EraseAt(value, 0);
+      table_.EraseAt(value, 0, [&](uint64_t key) { return place != nullptr ? HomesAt(key, *place) : table_.HomesOf(key); });
       if (table_.size < dropLimit_) DropPrepared();  // back in the band: no growth soon
     } else {
       EraseMigrating(value);
     }
   }
+
 
   // Drains the old table now (time proportional to what is left of it). Internally the fallback of
   // Reserve and of a growth after a failed allocation. Throws std::bad_alloc (the drain stops where it
@@ -224,13 +231,17 @@ class BucketMap {
   // L1-targeted prefetches stall on the few L1 miss buffers while L2-targeted ones keep ~2x more misses
   // in flight (measured).
   // always_inline: GCC marks a prefetch-only function const and drops the call as dead.
-  __attribute__((always_inline)) void Prefetch(uint64_t key) const {
-    Prefetch(&table_, key);
-    if (Migrating()) {
+  // Returns the key's place.
+  __attribute__((always_inline)) BucketPlace Prefetch(uint64_t key) const {
+    const Homes h = table_.HomesOf(key);
+    __builtin_prefetch(&table_.buckets[h.first], 0, 1);
+    __builtin_prefetch(&table_.buckets[h.second], 0, 1);
+    if (__builtin_expect(Migrating(), 0)) {
       const Homes o = old_.HomesOf(key);
       if (o.first >= cursor_) __builtin_prefetch(&old_.buckets[o.first], 0, 1);
       if (o.second >= cursor_) __builtin_prefetch(&old_.buckets[o.second], 0, 1);
     }
+    return PlaceFor(h);
   }
 
  private:
@@ -398,13 +409,18 @@ class BucketMap {
     }
     // Buckets below `from` are drained.
     __attribute__((always_inline)) void EraseAt(const V* value, size_t from) {
+      EraseAt(value, from, [this](uint64_t key) { return HomesOf(key); });
+    }
+    // homesOf(key): the homes of the key erased (only 4-byte values keep overflow counts).
+    template <typename HomesFn>
+    __attribute__((always_inline)) void EraseAt(const V* value, size_t from, HomesFn&& homesOf) {
       const char* p = reinterpret_cast<const char*>(value);
       const char* base = reinterpret_cast<const char*>(buckets.data());
       if (p >= base && p < base + buckets.size() * sizeof(Bucket)) {
         const size_t offset = static_cast<size_t>(p - base);
         const size_t bucket = offset / sizeof(Bucket);
         const int slot = static_cast<int>((offset % sizeof(Bucket) - offsetof(Bucket, values)) / sizeof(V));
-        Left(HomesOf(buckets[bucket].keys[slot]), bucket, from);
+        if constexpr (kCounted) Left(homesOf(buckets[bucket].keys[slot]), bucket, from);
         Clear(bucket, slot);
       } else {
         const Entry* e = reinterpret_cast<const Entry*>(p - offsetof(Entry, value));
@@ -419,12 +435,6 @@ class BucketMap {
     size_t bucket;
     int slot;
   };
-
-  __attribute__((always_inline)) static void Prefetch(const Table* t, uint64_t key) {
-    const Homes h = t->HomesOf(key);
-    __builtin_prefetch(&t->buckets[h.first], 0, 1);
-    __builtin_prefetch(&t->buckets[h.second], 0, 1);
-  }
 
   // Buckets of t below `from` are drained and never read (their pages may have been given back), so
   // their overflow counts do not say whether a key lives in its second bucket.
@@ -447,6 +457,27 @@ class BucketMap {
       if (e.key == key) return &e.value;
     }
     return nullptr;
+  }
+
+  __attribute__((always_inline)) std::pair<V*, bool> EmplaceZero(const V& value) {
+    if (hasZero_) return {&zeroValue_, false};
+    hasZero_ = true;
+    zeroValue_ = value;
+    return {&zeroValue_, true};
+  }
+  __attribute__((always_inline)) V* FindAt(uint64_t key, const Homes& h) {
+    V* found = FindIn(&table_, key, h, 0);
+    if (found != nullptr || !Migrating()) return found;
+    return FindIn(&old_, key, old_.HomesOf(key), cursor_);
+  }
+  __attribute__((always_inline)) std::pair<V*, bool> EmplaceAt(uint64_t key, const V& value, const Homes& h) {
+    V* found = FindIn(&table_, key, h, 0);
+    if (found != nullptr) return {found, false};
+    if (table_.size < fastLimit_) {
+      V* placed = PlaceInCandidate(&table_, key, value, h);
+      if (placed != nullptr) return {placed, true};
+    }
+    return EmplaceSlow(key, value, h);
   }
 
   // An absent key: into the candidate bucket with more free slots (the first on a tie). null: both full.
@@ -709,6 +740,7 @@ class BucketMap {
     if (MaxEntries(next.buckets.size()) < room) next = Table(CapacityFor(room), next.seed);
     old_ = std::move(table_);
     table_ = std::move(next);
+    NextGeneration();
     cursor_ = 0;
     plannedFor_[0] = plannedFor_[1] = SIZE_MAX;
     SetLimits();
@@ -745,6 +777,7 @@ class BucketMap {
       next.stashLimit = 2 * next.stash.size();
     }
     table_ = std::move(next);
+    NextGeneration();
     EndMigration();
     ++rebuilds_;
   }
@@ -798,11 +831,25 @@ class BucketMap {
     return nullptr;
   }
 
+  // Places of the table new keys go to carry this; even, so that kStale never matches.
+  static constexpr uint32_t kStale = 1;
+  void NextGeneration() { generation_ += 2; }
+  __attribute__((always_inline)) BucketPlace PlaceFor(const Homes& h) const {
+    // Places hold 32-bit bucket indices (a pool's tables stay far below 2^32 buckets).
+    if (table_.buckets.size() > UINT32_MAX) return BucketPlace{0, 0, kStale};
+    return BucketPlace{static_cast<uint32_t>(h.first), static_cast<uint32_t>(h.second), generation_};
+  }
+  __attribute__((always_inline)) Homes HomesAt(uint64_t key, const BucketPlace& place) const {
+    if (place.generation == generation_) return Homes{place.first, place.second};
+    return table_.HomesOf(key);
+  }
+
   void NoteMoves(uint64_t before) {
     if (moved_ - before > maxOpMoves_) maxOpMoves_ = moved_ - before;
   }
 
   Table table_;  // where new keys go
+  uint32_t generation_ = 0;  // of table_: see Place
   Table old_;    // being drained into table_; no buckets: none
   size_t cursor_ = 0;  // old_ buckets below it are drained
   // Entries table_ takes before an insertion leaves the fast path, and below which an erase drops the

@@ -28,10 +28,11 @@ BucketCountError BucketCountFor(uint64_t expectedBlocks, uint64_t* out);
 
 inline bool IsValidBucketCount(uint64_t n) { return n >= 2 && (n & (n - 1)) == 0; }
 
+// 32-bit buckets (the filter has at most 2^32): plans hold one per block.
 struct Prepared {
   uint16_t fp;
-  uint64_t a;
-  uint64_t b;
+  uint32_t a;
+  uint32_t b;
 };
 
 // XXH3-64 (xxHash 0.8, its 4-8 and 1-3 byte paths) of an 8-byte and of a 2-byte input under one
@@ -102,8 +103,8 @@ class Addressing {
     const uint64_t mixed = mix_.Of8(hash);
     uint16_t fp = static_cast<uint16_t>(mixed & 0xFFFF);
     if (fp == 0) fp = 1;
-    const uint64_t a = (mixed >> 16) & mask_;
-    return Prepared{fp, a, a ^ AltDelta(fp)};
+    const uint32_t a = static_cast<uint32_t>((mixed >> 16) & mask_);
+    return Prepared{fp, a, a ^ static_cast<uint32_t>(AltDelta(fp))};
   }
   uint32_t Alt(uint32_t bucket, uint16_t fp) const { return bucket ^ static_cast<uint32_t>(AltDelta(fp)); }
   uint64_t bucketCount() const { return mask_ + 1; }
@@ -140,7 +141,7 @@ class Filter {
   template <typename OnWrite>
   __attribute__((always_inline)) bool Insert(const Prepared& p, uint32_t maxKicks, uint32_t* kicks, OnWrite&& onWrite) {
     *kicks = 0;
-    if (PutIntoEmpty(static_cast<uint32_t>(p.a), p.fp, onWrite) || PutIntoEmpty(static_cast<uint32_t>(p.b), p.fp, onWrite)) {
+    if (PutIntoEmpty(p.a, p.fp, onWrite) || PutIntoEmpty(p.b, p.fp, onWrite)) {
       return true;
     }
     if (!Relocate(p, maxKicks, kicks)) return false;
@@ -149,11 +150,11 @@ class Filter {
   }
   // Clears the first slot equal to fp in bucket a, else b. false: not found (invariant violation).
   __attribute__((always_inline)) bool Remove(const Prepared& p, Write* write) {
-    uint32_t bucket = static_cast<uint32_t>(p.a);
+    uint32_t bucket = p.a;
     uint64_t word = words_[bucket];
     uint64_t lanes = MatchLanes(word, p.fp);
     if (lanes == 0) {
-      bucket = static_cast<uint32_t>(p.b);
+      bucket = p.b;
       word = words_[bucket];
       lanes = MatchLanes(word, p.fp);
       if (lanes == 0) return false;

@@ -41,29 +41,28 @@ RawResult PoolFilterState::FinishRaw(RawOutcome outcome, uint64_t hash, uint32_t
   return r;
 }
 
-RawOutcome PoolFilterState::InsertCanonicalCore(uint64_t hash, const ckf::Prepared& p, uint32_t* kicks,
-                                                std::vector<ckf::Write>* log) {
+RawOutcome PoolFilterState::InsertCanonicalCore(const BlockPlan& plan, uint32_t* kicks, std::vector<ckf::Write>* log) {
   ++pendingEvents_;
   *kicks = 0;
-  Ownership* own = owners_.Emplace(hash, Ownership{0, 0}).first;
+  Ownership* own = owners_.Emplace(plan.canonical, Ownership{0, 0}, plan.owner).first;
   if (own == nullptr) throw std::bad_alloc();  // as the owner table's growth did before it reported it
   if (own->owners == kMaxOwners) return RawOutcome::kInvariantViolation;
   ++own->owners;
   if (own->resident) return RawOutcome::kOwnerBumped;
-  if (InsertPhysical(p, own, maxKicks_, kicks, log)) return RawOutcome::kInserted;
+  if (InsertPhysical(plan.prepared, own, maxKicks_, kicks, log)) return RawOutcome::kInserted;
   ++counters_.capacityFailures;
   return RawOutcome::kCapacityExhausted;
 }
 
-RawOutcome PoolFilterState::RemoveCanonicalCore(uint64_t hash, const ckf::Prepared& p, ckf::Write* write) {
+RawOutcome PoolFilterState::RemoveCanonicalCore(const BlockPlan& plan, ckf::Write* write) {
   ++pendingEvents_;
-  Ownership* own = owners_.Find(hash);
+  Ownership* own = owners_.Find(plan.canonical, plan.owner);
   if (own == nullptr) {
     ++counters_.unknownRemovals;
     return RawOutcome::kUnknownRemoval;
   }
   RawOutcome outcome;
-  if (!ReleaseOwner(own, p, &outcome, write)) {
+  if (!ReleaseOwner(own, plan, &outcome, write)) {
     ++counters_.invariantViolations;
     return RawOutcome::kInvariantViolation;
   }
@@ -75,14 +74,18 @@ RawResult PoolFilterState::InsertCanonical(uint64_t hash) {
   uint32_t kicks = 0;
   rawWrites_.clear();
   rawWrites_.reserve(size_t{maxKicks_} + 1);
-  const RawOutcome outcome = InsertCanonicalCore(hash, filter_.Prepare(hash), &kicks, &rawWrites_);
+  BlockPlan plan;
+  PlanCanonical(hash, &plan);
+  const RawOutcome outcome = InsertCanonicalCore(plan, &kicks, &rawWrites_);
   return FinishRaw(outcome, hash, kicks, drawsBefore, rawWrites_);
 }
 
 RawResult PoolFilterState::RemoveCanonical(uint64_t hash) {
   const uint64_t drawsBefore = filter_.rngDraws();
   ckf::Write write{};
-  const RawOutcome outcome = RemoveCanonicalCore(hash, filter_.Prepare(hash), &write);
+  BlockPlan plan;
+  PlanCanonical(hash, &plan);
+  const RawOutcome outcome = RemoveCanonicalCore(plan, &write);
   std::vector<ckf::Write> writes;
   if (outcome == RawOutcome::kRemoved) writes.push_back(write);
   return FinishRaw(outcome, hash, 0, drawsBefore, writes);
@@ -99,11 +102,10 @@ void PoolFilterState::ApplyCanonicalBatch(const CanonicalOp* ops, const uint64_t
     if (i + kCanonicalLead < count) {
       PlanCanonical(hashes[i + kCanonicalLead], &ring[(i + kCanonicalLead) % kCanonicalRing]);
     }
-    const ckf::Prepared& p = ring[i % kCanonicalRing].prepared;
+    const BlockPlan& plan = ring[i % kCanonicalRing];
     uint32_t kicks = 0;
     ckf::Write write{};
-    outcomes[i] = ops[i] == CanonicalOp::kInsert ? InsertCanonicalCore(hashes[i], p, &kicks)
-                                                 : RemoveCanonicalCore(hashes[i], p, &write);
+    outcomes[i] = ops[i] == CanonicalOp::kInsert ? InsertCanonicalCore(plan, &kicks) : RemoveCanonicalCore(plan, &write);
   }
 }
 

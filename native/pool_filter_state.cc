@@ -67,8 +67,6 @@ PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin&
     lineage = GetOrCreateSource(ev.workerId, ev.dpRank);
     lineage->Reserve(n);
     owners_.Reserve(n);
-    canonicals_.resize(n);
-    prepared_.resize(n);
     newBlocks_.reserve(n);
     reoffers_.reserve(n);
   } catch (const std::bad_alloc&) {
@@ -79,18 +77,20 @@ PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin&
   reoffers_.clear();
 
   // The canonical hashes follow from the parent's alone, so a plan made from the same parent holds.
-  if (plan != nullptr && plan[0].valid && origin.hasPrevious == hasPrevious && origin.previous == previous) {
-    for (size_t i = 0; i < n; ++i) {
-      canonicals_[i] = plan[i].canonical;
-      prepared_[i] = plan[i].prepared;
+  const BlockPlan* blocks = plan;
+  if (plan == nullptr || !plan[0].valid || origin.hasPrevious != hasPrevious || origin.previous != previous) {
+    try {
+      unplanned_.resize(n);
+    } catch (const std::bad_alloc&) {
+      DropSourceIfEmpty(ev.workerId, ev.dpRank);
+      return PoolError::kAllocationFailed;
     }
-  } else {
     for (size_t i = 0; i < n; ++i) {
-      canonicals_[i] = hasPrevious ? hashing::NextSequenceHash(previous, ev.tokensHashes[i]) : ev.tokensHashes[i];
-      prepared_[i] = filter_.Prepare(canonicals_[i]);
-      previous = canonicals_[i];
+      previous = hasPrevious ? hashing::NextSequenceHash(previous, ev.tokensHashes[i]) : ev.tokensHashes[i];
       hasPrevious = true;
+      unplanned_[i] = BlockPlan{previous, filter_.Prepare(previous), owners_.PlaceOf(previous), true};
     }
+    blocks = unplanned_.data();
   }
 
   // Lineage first; a failure is undone key by key. Reserve above makes room, but an Emplace may still
@@ -98,14 +98,14 @@ PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin&
   // lineage pointer is held across Emplace calls.
   PoolError error = PoolError::kNone;
   for (size_t i = 0; i < n; ++i) {
-    auto [mapped, inserted] = lineage->Emplace(ev.extIds[i], canonicals_[i]);
+    auto [mapped, inserted] = lineage->Emplace(ev.extIds[i], blocks[i].canonical);
     if (mapped == nullptr) {
       error = PoolError::kAllocationFailed;
       break;
     }
     if (inserted) {
       newBlocks_.push_back(static_cast<uint32_t>(i));
-    } else if (*mapped != canonicals_[i]) {
+    } else if (*mapped != blocks[i].canonical) {
       error = PoolError::kInvalidBlockSequence;
       break;
     } else {
@@ -120,7 +120,8 @@ PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin&
     // Owner entries may move on each Emplace (cuckoo paths, drain steps), so none is held across the loop.
     size_t owned = 0;
     for (; owned < newBlocks_.size(); ++owned) {
-      Ownership* own = owners_.Emplace(canonicals_[newBlocks_[owned]], Ownership{0, 0}).first;
+      const BlockPlan& block = blocks[newBlocks_[owned]];
+      Ownership* own = owners_.Emplace(block.canonical, Ownership{0, 0}, block.owner).first;
       if (own == nullptr) {
         error = PoolError::kAllocationFailed;
         break;
@@ -133,8 +134,9 @@ PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin&
     }
     if (error != PoolError::kNone) {
       for (size_t k = owned; k-- > 0;) {
-        Ownership* own = owners_.Find(canonicals_[newBlocks_[k]]);
-        if (--own->owners == 0) owners_.EraseFound(own);
+        const BlockPlan& block = blocks[newBlocks_[k]];
+        Ownership* own = owners_.Find(block.canonical, block.owner);
+        if (--own->owners == 0) owners_.EraseFound(own, &block.owner);
       }
     }
   }
@@ -148,40 +150,39 @@ PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin&
   // Physical admission: full relocation for new owners of non-resident hashes...
   uint32_t kicks = 0;
   for (uint32_t i : newBlocks_) {
-    Ownership* own = owners_.Find(canonicals_[i]);
+    Ownership* own = owners_.Find(blocks[i].canonical, blocks[i].owner);
     if (own->resident) continue;
-    if (!InsertPhysical(prepared_[i], own, maxKicks_, &kicks)) ++counters_.capacityFailures;
+    if (!InsertPhysical(blocks[i].prepared, own, maxKicks_, &kicks)) ++counters_.capacityFailures;
   }
   // ...then a relocation-free retry for re-offered omitted hashes that are not also candidates.
-  auto sameHashIn = [this](const std::vector<uint32_t>& blocks, size_t limit, uint64_t canonical) {
-    return std::any_of(blocks.begin(), blocks.begin() + limit,
-                       [&](uint32_t b) { return canonicals_[b] == canonical; });
+  auto sameHashIn = [blocks](const std::vector<uint32_t>& list, size_t limit, uint64_t canonical) {
+    return std::any_of(list.begin(), list.begin() + limit, [&](uint32_t b) { return blocks[b].canonical == canonical; });
   };
   for (size_t k = 0; k < reoffers_.size(); ++k) {
-    const uint64_t canonical = canonicals_[reoffers_[k]];
-    Ownership* own = owners_.Find(canonical);
+    const BlockPlan& block = blocks[reoffers_[k]];
+    Ownership* own = owners_.Find(block.canonical, block.owner);
     if (own == nullptr || own->resident) continue;  // null only if the tables were already inconsistent
-    if (sameHashIn(newBlocks_, newBlocks_.size(), canonical) || sameHashIn(reoffers_, k, canonical)) continue;
-    InsertPhysical(prepared_[reoffers_[k]], own, 0, &kicks);
+    if (sameHashIn(newBlocks_, newBlocks_.size(), block.canonical) || sameHashIn(reoffers_, k, block.canonical)) continue;
+    InsertPhysical(block.prepared, own, 0, &kicks);
   }
   return PoolError::kNone;
 }
 
-bool PoolFilterState::ReleaseOwner(Ownership* own, const ckf::Prepared& p, RawOutcome* outcome, ckf::Write* write) {
+bool PoolFilterState::ReleaseOwner(Ownership* own, const BlockPlan& plan, RawOutcome* outcome, ckf::Write* write) {
   if (own->owners > 1) {
     --own->owners;
     *outcome = RawOutcome::kOwnerDecremented;
     return true;
   }
   if (own->resident) {
-    if (!filter_.Remove(p, write)) return false;
+    if (!filter_.Remove(plan.prepared, write)) return false;
     dirty_.Touch(write->bucket, write->before);
     --residentCount_;
     *outcome = RawOutcome::kRemoved;
   } else {
     *outcome = RawOutcome::kReleasedNotResident;
   }
-  owners_.EraseFound(own);
+  owners_.EraseFound(own, &plan.owner);
   return true;
 }
 
@@ -197,11 +198,13 @@ PoolError PoolFilterState::RemoveFromSource(Lineage* lineage, const uint64_t* ex
     }
     const uint64_t canonical = *found;
     const bool planned = plan != nullptr && plan[i].valid && plan[i].canonical == canonical;
-    const ckf::Prepared p = planned ? plan[i].prepared : filter_.Prepare(canonical);
+    BlockPlan unplanned;
+    if (!planned) unplanned = BlockPlan{canonical, filter_.Prepare(canonical), owners_.PlaceOf(canonical), true};
+    const BlockPlan& block = planned ? plan[i] : unplanned;
     RawOutcome outcome;
     ckf::Write write{};
-    Ownership* own = owners_.Find(canonical);
-    if (own == nullptr || !ReleaseOwner(own, p, &outcome, &write)) {
+    Ownership* own = owners_.Find(canonical, block.owner);
+    if (own == nullptr || !ReleaseOwner(own, block, &outcome, &write)) {
       // The lineage entry stays: state is as before this id.
       ++counters_.invariantViolations;
       if (first == PoolError::kNone) first = PoolError::kIndexerInvariantViolation;
@@ -256,11 +259,14 @@ bool PoolFilterState::IsResident(uint64_t hash) const {
 }
 
 bool PoolFilterState::Drain(std::vector<uint32_t>* buckets, std::vector<uint64_t>* values) {
-  buckets->clear();
-  values->clear();
-  if (pendingEvents_ == 0 && dirty_.size() == 0) return false;
+  if (pendingEvents_ == 0 && dirty_.size() == 0) {
+    buckets->clear();
+    values->clear();
+    return false;
+  }
   // Sized for every dirty bucket, then cut to the changed ones: no capacity check and no branch per
-  // bucket (two push_backs were most of a drain's ~40 instructions per op).
+  // bucket (two push_backs were most of a drain's ~40 instructions per op). Not cleared first, so
+  // only what grows past the previous drain's size is zero-filled.
   buckets->resize(dirty_.size());
   values->resize(dirty_.size());
   uint32_t* outBuckets = buckets->data();

@@ -40,6 +40,7 @@ struct Counters {
 struct BlockPlan {
   uint64_t canonical;
   ckf::Prepared prepared;
+  BucketPlace owner;  // the canonical hash's in the owner table
   bool valid;
 };
 
@@ -128,7 +129,7 @@ class PoolFilterState {
   PoolError RemoveFromSource(Lineage* lineage, const uint64_t* extIds, size_t count, const BlockPlan* plan);
   // Releases one owner of the hash `own` belongs to (addressed by p); false on an invariant violation
   // (nothing changed). `write` receives the physical write when the outcome is kRemoved.
-  bool ReleaseOwner(Ownership* own, const ckf::Prepared& p, RawOutcome* outcome, ckf::Write* write);
+  bool ReleaseOwner(Ownership* own, const BlockPlan& plan, RawOutcome* outcome, ckf::Write* write);
   // Admits the hash physically and marks its writes in the publication window; `log`, if given (the
   // raw single-op calls, which report their writes), also receives them and has room for maxKicks + 1.
   __attribute__((always_inline)) bool InsertPhysical(const ckf::Prepared& p, Ownership* own, uint32_t maxKicks,
@@ -151,13 +152,20 @@ class PoolFilterState {
   void PrefetchIds(const PackedEvent& ev);
   void PlanStore(const StoreEvent& ev, StoreOrigin* origin, BlockPlan* out);
   void PlanRemoval(const Lineage* lineage, const uint64_t* extIds, size_t count, BlockPlan* out);
-  void PlanCanonical(uint64_t hash, BlockPlan* out);
+  // Inline: every op runs it, and as a call it cost a frame and a vector-packed store of the plan.
+  __attribute__((always_inline)) void PlanCanonical(uint64_t hash, BlockPlan* out) {
+    const ckf::Prepared p = filter_.Prepare(hash);
+    filter_.Prefetch(p);
+    out->canonical = hash;
+    out->prepared = p;
+    out->owner = owners_.Prefetch(hash);
+    out->valid = true;
+  }
   void ApplyChunk(uint8_t* errorsOut);
 
   // --- raw canonical operations (pool_canonical.cc)
-  RawOutcome InsertCanonicalCore(uint64_t hash, const ckf::Prepared& p, uint32_t* kicks,
-                                 std::vector<ckf::Write>* log = nullptr);
-  RawOutcome RemoveCanonicalCore(uint64_t hash, const ckf::Prepared& p, ckf::Write* write);
+  RawOutcome InsertCanonicalCore(const BlockPlan& plan, uint32_t* kicks, std::vector<ckf::Write>* log = nullptr);
+  RawOutcome RemoveCanonicalCore(const BlockPlan& plan, ckf::Write* write);
   RawResult FinishRaw(RawOutcome outcome, uint64_t hash, uint32_t kicks, uint64_t drawsBefore,
                       const std::vector<ckf::Write>& writes);
 
@@ -186,8 +194,7 @@ class PoolFilterState {
   std::vector<StoreOrigin> origins_;  // event-indexed
   std::vector<BlockPlan> plan_;
   std::vector<BlockPlan> clearPlan_;
-  std::vector<uint64_t> canonicals_;
-  std::vector<ckf::Prepared> prepared_;
+  std::vector<BlockPlan> unplanned_;  // a store's blocks worked out at execution (no plan, or a stale one)
   std::vector<uint32_t> newBlocks_;
   std::vector<uint32_t> reoffers_;
   std::vector<uint64_t> clearScratch_;

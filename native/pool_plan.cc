@@ -25,12 +25,6 @@ void PoolFilterState::PrefetchIds(const PackedEvent& ev) {
   for (size_t i = 0; i < ev.store.count; ++i) lineage->Prefetch(ev.store.extIds[i]);
 }
 
-void PoolFilterState::PlanCanonical(uint64_t hash, BlockPlan* out) {
-  *out = BlockPlan{hash, filter_.Prepare(hash), true};
-  owners_.Prefetch(hash);
-  filter_.Prefetch(out->prepared);
-}
-
 void PoolFilterState::PlanStore(const StoreEvent& ev, StoreOrigin* origin, BlockPlan* out) {
   const Lineage* lineage = ev.hasParent ? FindSource(ev.workerId, ev.dpRank) : nullptr;
   const uint64_t* parent = lineage != nullptr ? lineage->Find(ev.parent) : nullptr;
