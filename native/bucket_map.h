@@ -38,6 +38,7 @@
 // next Emplace, Reserve or erase.
 #pragma once
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -56,6 +57,8 @@ namespace kvrelay {
 // the operation does not hash the key again. Valid until that table is replaced (a growth, another
 // seed): the operations that take one check its generation and hash again if it is stale.
 struct BucketPlace {
+  // Never a table's generation: the operation hashes the key itself.
+  static constexpr uint32_t kNone = 1;
   uint32_t first;
   uint32_t second;
   uint32_t generation;
@@ -102,6 +105,7 @@ class BucketMap {
     if (key == 0) return hasZero_ ? &zeroValue_ : nullptr;
     return FindAt(key, HomesAt(key, place));
   }
+  const V* Find(uint64_t key, const BucketPlace& place) const { return const_cast<BucketMap*>(this)->Find(key, place); }
 
   // Makes room for `extra` more keys, so that the next `extra` Emplace calls allocate no table (they
   // may still move entries, start draining into a table prepared here, and rebuild under another seed
@@ -831,12 +835,18 @@ class BucketMap {
     return nullptr;
   }
 
-  // Places of the table new keys go to carry this; even, so that kStale never matches.
-  static constexpr uint32_t kStale = 1;
-  void NextGeneration() { generation_ += 2; }
+  // Places carry the generation of the table they were made in. It names one table of one map in the
+  // process (a place made for one source's lineage map must not pass in a map created after it was
+  // dropped), so it comes from a process-wide counter; even, so that kNone never matches. It wraps
+  // after 2^31 tables, far more than any plan outlives.
+  static uint32_t FreshGeneration() {
+    static std::atomic<uint32_t> counter{0};
+    return counter.fetch_add(2, std::memory_order_relaxed) + 2;
+  }
+  void NextGeneration() { generation_ = FreshGeneration(); }
   __attribute__((always_inline)) BucketPlace PlaceFor(const Homes& h) const {
     // Places hold 32-bit bucket indices (a pool's tables stay far below 2^32 buckets).
-    if (table_.buckets.size() > UINT32_MAX) return BucketPlace{0, 0, kStale};
+    if (table_.buckets.size() > UINT32_MAX) return BucketPlace{0, 0, BucketPlace::kNone};
     return BucketPlace{static_cast<uint32_t>(h.first), static_cast<uint32_t>(h.second), generation_};
   }
   __attribute__((always_inline)) Homes HomesAt(uint64_t key, const BucketPlace& place) const {
@@ -849,7 +859,7 @@ class BucketMap {
   }
 
   Table table_;  // where new keys go
-  uint32_t generation_ = 0;  // of table_: see Place
+  uint32_t generation_ = FreshGeneration();  // of table_: see FreshGeneration
   Table old_;    // being drained into table_; no buckets: none
   size_t cursor_ = 0;  // old_ buckets below it are drained
   // Entries table_ takes before an insertion leaves the fast path, and below which an erase drops the

@@ -41,7 +41,7 @@ RawResult PoolFilterState::FinishRaw(RawOutcome outcome, uint64_t hash, uint32_t
   return r;
 }
 
-RawOutcome PoolFilterState::InsertCanonicalCore(const BlockPlan& plan, uint32_t* kicks, std::vector<ckf::Write>* log) {
+__attribute__((always_inline)) inline RawOutcome PoolFilterState::InsertCanonicalCore(const BlockPlan& plan, uint32_t* kicks, std::vector<ckf::Write>* log) {
   ++pendingEvents_;
   *kicks = 0;
   Ownership* own = owners_.Emplace(plan.canonical, Ownership{0, 0}, plan.owner).first;
@@ -54,7 +54,7 @@ RawOutcome PoolFilterState::InsertCanonicalCore(const BlockPlan& plan, uint32_t*
   return RawOutcome::kCapacityExhausted;
 }
 
-RawOutcome PoolFilterState::RemoveCanonicalCore(const BlockPlan& plan, ckf::Write* write) {
+__attribute__((always_inline)) inline RawOutcome PoolFilterState::RemoveCanonicalCore(const BlockPlan& plan, ckf::Write* write) {
   ++pendingEvents_;
   Ownership* own = owners_.Find(plan.canonical, plan.owner);
   if (own == nullptr) {

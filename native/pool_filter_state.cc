@@ -37,7 +37,9 @@ PoolFilterState::Lineage* PoolFilterState::GetOrCreateSource(uint64_t workerId, 
   return slot.get();
 }
 
-void PoolFilterState::DropSourceIfEmpty(uint64_t workerId, uint32_t dpRank) {
+void PoolFilterState::DropSourceIfEmpty(uint64_t workerId, uint32_t dpRank, const Lineage* lineage) {
+  // Most calls find the source still holding blocks: no map lookup for them.
+  if (lineage != nullptr && !lineage->empty()) return;
   auto it = sources_.find(SourceKey{workerId, dpRank});
   if (it == sources_.end() || !it->second->empty()) return;
   if (cachedSource_ == it->second.get()) cachedSource_ = nullptr;
@@ -68,12 +70,14 @@ PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin&
     lineage->Reserve(n);
     owners_.Reserve(n);
     newBlocks_.reserve(n);
+    admit_.reserve(n);
     reoffers_.reserve(n);
   } catch (const std::bad_alloc&) {
     DropSourceIfEmpty(ev.workerId, ev.dpRank);
     return PoolError::kAllocationFailed;
   }
   newBlocks_.clear();
+  admit_.clear();
   reoffers_.clear();
 
   // The canonical hashes follow from the parent's alone, so a plan made from the same parent holds.
@@ -88,7 +92,8 @@ PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin&
     for (size_t i = 0; i < n; ++i) {
       previous = hasPrevious ? hashing::NextSequenceHash(previous, ev.tokensHashes[i]) : ev.tokensHashes[i];
       hasPrevious = true;
-      unplanned_[i] = BlockPlan{previous, filter_.Prepare(previous), owners_.PlaceOf(previous), true};
+      unplanned_[i] = BlockPlan{previous, filter_.Prepare(previous), owners_.PlaceOf(previous),
+                                plan != nullptr ? plan[i].lineage : kNoPlace, true};
     }
     blocks = unplanned_.data();
   }
@@ -98,7 +103,7 @@ PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin&
   // lineage pointer is held across Emplace calls.
   PoolError error = PoolError::kNone;
   for (size_t i = 0; i < n; ++i) {
-    auto [mapped, inserted] = lineage->Emplace(ev.extIds[i], blocks[i].canonical);
+    auto [mapped, inserted] = lineage->Emplace(ev.extIds[i], blocks[i].canonical, blocks[i].lineage);
     if (mapped == nullptr) {
       error = PoolError::kAllocationFailed;
       break;
@@ -117,7 +122,9 @@ PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin&
     error = PoolError::kTrackedBlockLimit;
   }
   if (error == PoolError::kNone) {
-    // Owner entries may move on each Emplace (cuckoo paths, drain steps), so none is held across the loop.
+    // Owner entries may move on each Emplace (cuckoo paths, drain steps), so none is held across the
+    // loop. The first new block of a hash that is not resident claims its admission here (resident
+    // set now, undone if the admission fails), so the admission below needs no owner lookup.
     size_t owned = 0;
     for (; owned < newBlocks_.size(); ++owned) {
       const BlockPlan& block = blocks[newBlocks_[owned]];
@@ -131,28 +138,41 @@ PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin&
         break;
       }
       ++own->owners;
+      admit_.push_back(own->resident == 0);
+      own->resident = 1;
     }
     if (error != PoolError::kNone) {
       for (size_t k = owned; k-- > 0;) {
         const BlockPlan& block = blocks[newBlocks_[k]];
         Ownership* own = owners_.Find(block.canonical, block.owner);
+        if (admit_[k]) own->resident = 0;
         if (--own->owners == 0) owners_.EraseFound(own, &block.owner);
       }
     }
   }
   if (error != PoolError::kNone) {
     for (uint32_t i : newBlocks_) lineage->EraseFound(lineage->Find(ev.extIds[i]));
-    DropSourceIfEmpty(ev.workerId, ev.dpRank);
+    DropSourceIfEmpty(ev.workerId, ev.dpRank, lineage);
     return error;
   }
   lineageEntries_ += newBlocks_.size();
 
   // Physical admission: full relocation for new owners of non-resident hashes...
   uint32_t kicks = 0;
-  for (uint32_t i : newBlocks_) {
-    Ownership* own = owners_.Find(blocks[i].canonical, blocks[i].owner);
-    if (own->resident) continue;
-    if (!InsertPhysical(blocks[i].prepared, own, maxKicks_, &kicks)) ++counters_.capacityFailures;
+  bool omitted = false;
+  for (size_t k = 0; k < newBlocks_.size(); ++k) {
+    const BlockPlan& block = blocks[newBlocks_[k]];
+    if (admit_[k]) {
+      if (AdmitPhysical(block.prepared, maxKicks_, &kicks)) continue;
+      ++counters_.capacityFailures;
+      owners_.Find(block.canonical, block.owner)->resident = 0;
+      omitted = true;
+    } else if (omitted) {
+      // A later block of a hash whose admission just failed tries again, as every new block of a
+      // non-resident hash does (rare: the same hash twice in one event, and a full filter).
+      Ownership* own = owners_.Find(block.canonical, block.owner);
+      if (!own->resident && !InsertPhysical(block.prepared, own, maxKicks_, &kicks)) ++counters_.capacityFailures;
+    }
   }
   // ...then a relocation-free retry for re-offered omitted hashes that are not also candidates.
   auto sameHashIn = [blocks](const std::vector<uint32_t>& list, size_t limit, uint64_t canonical) {
@@ -168,30 +188,12 @@ PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin&
   return PoolError::kNone;
 }
 
-bool PoolFilterState::ReleaseOwner(Ownership* own, const BlockPlan& plan, RawOutcome* outcome, ckf::Write* write) {
-  if (own->owners > 1) {
-    --own->owners;
-    *outcome = RawOutcome::kOwnerDecremented;
-    return true;
-  }
-  if (own->resident) {
-    if (!filter_.Remove(plan.prepared, write)) return false;
-    dirty_.Touch(write->bucket, write->before);
-    --residentCount_;
-    *outcome = RawOutcome::kRemoved;
-  } else {
-    *outcome = RawOutcome::kReleasedNotResident;
-  }
-  owners_.EraseFound(own, &plan.owner);
-  return true;
-}
-
 PoolError PoolFilterState::RemoveFromSource(Lineage* lineage, const uint64_t* extIds, size_t count,
                                       const BlockPlan* plan) {
   PoolError first = PoolError::kNone;
   for (size_t i = 0; i < count; ++i) {
     // Looked up again: an id repeated in the list, or one stored earlier in the chunk, differs from the plan.
-    const uint64_t* found = lineage->Find(extIds[i]);
+    const uint64_t* found = plan != nullptr ? lineage->Find(extIds[i], plan[i].lineage) : lineage->Find(extIds[i]);
     if (found == nullptr) {
       ++counters_.unknownRemovals;
       continue;
@@ -199,7 +201,7 @@ PoolError PoolFilterState::RemoveFromSource(Lineage* lineage, const uint64_t* ex
     const uint64_t canonical = *found;
     const bool planned = plan != nullptr && plan[i].valid && plan[i].canonical == canonical;
     BlockPlan unplanned;
-    if (!planned) unplanned = BlockPlan{canonical, filter_.Prepare(canonical), owners_.PlaceOf(canonical), true};
+    if (!planned) unplanned = BlockPlan{canonical, filter_.Prepare(canonical), owners_.PlaceOf(canonical), kNoPlace, true};
     const BlockPlan& block = planned ? plan[i] : unplanned;
     RawOutcome outcome;
     ckf::Write write{};
@@ -225,7 +227,7 @@ PoolError PoolFilterState::ExecuteRemoval(uint64_t workerId, uint32_t dpRank, co
     return PoolError::kNone;
   }
   const PoolError error = RemoveFromSource(lineage, extIds, count, plan);
-  DropSourceIfEmpty(workerId, dpRank);
+  DropSourceIfEmpty(workerId, dpRank, lineage);
   return error;
 }
 
@@ -242,9 +244,12 @@ PoolError PoolFilterState::Clear(uint64_t workerId, uint32_t dpRank) {
   lineage->ForEach([this](uint64_t ext, uint64_t) { clearScratch_.push_back(ext); });
   // Its own plan buffer: a clear runs in the middle of an ApplyBatch chunk whose plan is in plan_.
   BlockPlan* plan = PlanBuffer(&clearPlan_, clearScratch_.size());
-  if (plan != nullptr) PlanRemoval(lineage, clearScratch_.data(), clearScratch_.size(), plan);
+  if (plan != nullptr) {
+    for (size_t i = 0; i < clearScratch_.size(); ++i) plan[i].lineage = lineage->PlaceOf(clearScratch_[i]);
+    PlanRemoval(lineage, clearScratch_.data(), clearScratch_.size(), plan);
+  }
   const PoolError error = RemoveFromSource(lineage, clearScratch_.data(), clearScratch_.size(), plan);
-  DropSourceIfEmpty(workerId, dpRank);
+  DropSourceIfEmpty(workerId, dpRank, lineage);
   return error;
 }
 

@@ -17,12 +17,15 @@ BlockPlan* PoolFilterState::PlanBuffer(std::vector<BlockPlan>* buffer, size_t bl
   return buffer->data();
 }
 
-void PoolFilterState::PrefetchIds(const PackedEvent& ev) {
+void PoolFilterState::PrefetchIds(const PackedEvent& ev, BlockPlan* out) {
   if (ev.kind == kCleared) return;
   const Lineage* lineage = FindSource(ev.store.workerId, ev.store.dpRank);
-  if (lineage == nullptr) return;
+  if (lineage == nullptr) {
+    for (size_t i = 0; i < ev.store.count; ++i) out[i].lineage = kNoPlace;
+    return;
+  }
   if (ev.store.hasParent) lineage->Prefetch(ev.store.parent);
-  for (size_t i = 0; i < ev.store.count; ++i) lineage->Prefetch(ev.store.extIds[i]);
+  for (size_t i = 0; i < ev.store.count; ++i) out[i].lineage = lineage->Prefetch(ev.store.extIds[i]);
 }
 
 void PoolFilterState::PlanStore(const StoreEvent& ev, StoreOrigin* origin, BlockPlan* out) {
@@ -45,7 +48,7 @@ void PoolFilterState::PlanStore(const StoreEvent& ev, StoreOrigin* origin, Block
 
 void PoolFilterState::PlanRemoval(const Lineage* lineage, const uint64_t* extIds, size_t count, BlockPlan* out) {
   for (size_t i = 0; i < count; ++i) {
-    const uint64_t* canonical = lineage != nullptr ? lineage->Find(extIds[i]) : nullptr;
+    const uint64_t* canonical = lineage != nullptr ? lineage->Find(extIds[i], out[i].lineage) : nullptr;
     if (canonical == nullptr) {
       out[i].valid = false;
     } else {
@@ -58,7 +61,7 @@ PoolError PoolFilterState::Store(const StoreEvent& ev) {
   BlockPlan* plan = PlanBuffer(&plan_, ev.count);
   StoreOrigin origin{false, 0};
   if (plan != nullptr) {
-    PrefetchIds(PackedEvent{kStored, ev});
+    PrefetchIds(PackedEvent{kStored, ev}, plan);
     PlanStore(ev, &origin, plan);
   }
   return ExecuteStore(ev, origin, plan);
@@ -68,7 +71,7 @@ PoolError PoolFilterState::Remove(uint64_t workerId, uint32_t dpRank, const uint
   BlockPlan* plan = PlanBuffer(&plan_, count);
   if (plan != nullptr) {
     const PackedEvent ev{kRemoved, StoreEvent{workerId, dpRank, false, 0, false, 0, extIds, nullptr, count}};
-    PrefetchIds(ev);
+    PrefetchIds(ev, plan);
     PlanRemoval(FindSource(workerId, dpRank), extIds, count, plan);
   }
   return ExecuteRemoval(workerId, dpRank, extIds, count, plan);
@@ -101,7 +104,11 @@ void PoolFilterState::ApplyChunk(uint8_t* errorsOut) {
   BlockPlan* plan = PlanBuffer(&plan_, blocks);
   origins_.resize(chunk_.size());
   if (plan != nullptr) {
-    for (const PackedEvent& ev : chunk_) PrefetchIds(ev);
+    size_t first = 0;
+    for (const PackedEvent& ev : chunk_) {
+      PrefetchIds(ev, plan + first);
+      first += ev.store.count;
+    }
     size_t b = 0;
     for (size_t k = 0; k < chunk_.size(); ++k) {
       const StoreEvent& ev = chunk_[k].store;
