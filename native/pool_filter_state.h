@@ -176,9 +176,9 @@ class PoolFilterState {
   // owner and filter lines. PlanBuffer: `buffer` sized for `blocks`, or null (no memory: execution
   // then works unplanned).
   BlockPlan* PlanBuffer(std::vector<BlockPlan>* buffer, size_t blocks);
-  // Also writes each block's lineage place into `out`.
-  void PrefetchIds(const PackedEvent& ev, BlockPlan* out);
-  void PlanStore(const StoreEvent& ev, StoreOrigin* origin, BlockPlan* out);
+  // Also writes each block's lineage place into `out`. `lineage`: the event's source, or null.
+  void PrefetchIds(const PackedEvent& ev, const Lineage* lineage, BlockPlan* out);
+  void PlanStore(const StoreEvent& ev, const Lineage* lineage, StoreOrigin* origin, BlockPlan* out);
   void PlanRemoval(const Lineage* lineage, const uint64_t* extIds, size_t count, BlockPlan* out);
   // Inline: every op runs it, and as a call it cost a frame and a vector-packed store of the plan.
   __attribute__((always_inline)) void PlanCanonical(uint64_t hash, BlockPlan* out) {
@@ -220,6 +220,7 @@ class PoolFilterState {
   // Scratch, kept to avoid allocations on the hot path. Block-indexed unless noted.
   std::vector<PackedEvent> chunk_;  // event-indexed
   std::vector<StoreOrigin> origins_;  // event-indexed
+  std::vector<const Lineage*> chunkSources_;  // event-indexed, valid while a chunk is planned
   std::vector<BlockPlan> plan_;
   std::vector<BlockPlan> clearPlan_;
   std::vector<BlockPlan> unplanned_;  // a store's blocks worked out at execution (no plan, or a stale one)

@@ -17,9 +17,8 @@ BlockPlan* PoolFilterState::PlanBuffer(std::vector<BlockPlan>* buffer, size_t bl
   return buffer->data();
 }
 
-void PoolFilterState::PrefetchIds(const PackedEvent& ev, BlockPlan* out) {
+void PoolFilterState::PrefetchIds(const PackedEvent& ev, const Lineage* lineage, BlockPlan* out) {
   if (ev.kind == kCleared) return;
-  const Lineage* lineage = FindSource(ev.store.workerId, ev.store.dpRank);
   if (lineage == nullptr) {
     for (size_t i = 0; i < ev.store.count; ++i) out[i].lineage = kNoPlace;
     return;
@@ -28,9 +27,8 @@ void PoolFilterState::PrefetchIds(const PackedEvent& ev, BlockPlan* out) {
   for (size_t i = 0; i < ev.store.count; ++i) out[i].lineage = lineage->Prefetch(ev.store.extIds[i]);
 }
 
-void PoolFilterState::PlanStore(const StoreEvent& ev, StoreOrigin* origin, BlockPlan* out) {
-  const Lineage* lineage = ev.hasParent ? FindSource(ev.workerId, ev.dpRank) : nullptr;
-  const uint64_t* parent = lineage != nullptr ? lineage->Find(ev.parent) : nullptr;
+void PoolFilterState::PlanStore(const StoreEvent& ev, const Lineage* lineage, StoreOrigin* origin, BlockPlan* out) {
+  const uint64_t* parent = ev.hasParent && lineage != nullptr ? lineage->Find(ev.parent) : nullptr;
   *origin = StoreOrigin{parent != nullptr, parent != nullptr ? *parent : 0};
   if (ev.hasParent && parent == nullptr) {
     // Not stored yet (perhaps by an earlier event of this chunk): execution works it out.
@@ -61,8 +59,9 @@ PoolError PoolFilterState::Store(const StoreEvent& ev) {
   BlockPlan* plan = PlanBuffer(&plan_, ev.count);
   StoreOrigin origin{false, 0};
   if (plan != nullptr) {
-    PrefetchIds(PackedEvent{kStored, ev}, plan);
-    PlanStore(ev, &origin, plan);
+    const Lineage* lineage = FindSource(ev.workerId, ev.dpRank);
+    PrefetchIds(PackedEvent{kStored, ev}, lineage, plan);
+    PlanStore(ev, lineage, &origin, plan);
   }
   return ExecuteStore(ev, origin, plan);
 }
@@ -71,8 +70,9 @@ PoolError PoolFilterState::Remove(uint64_t workerId, uint32_t dpRank, const uint
   BlockPlan* plan = PlanBuffer(&plan_, count);
   if (plan != nullptr) {
     const PackedEvent ev{kRemoved, StoreEvent{workerId, dpRank, false, 0, false, 0, extIds, nullptr, count}};
-    PrefetchIds(ev, plan);
-    PlanRemoval(FindSource(workerId, dpRank), extIds, count, plan);
+    const Lineage* lineage = FindSource(workerId, dpRank);
+    PrefetchIds(ev, lineage, plan);
+    PlanRemoval(lineage, extIds, count, plan);
   }
   return ExecuteRemoval(workerId, dpRank, extIds, count, plan);
 }
@@ -103,19 +103,23 @@ void PoolFilterState::ApplyChunk(uint8_t* errorsOut) {
   for (const PackedEvent& ev : chunk_) blocks += ev.store.count;
   BlockPlan* plan = PlanBuffer(&plan_, blocks);
   origins_.resize(chunk_.size());
+  chunkSources_.resize(chunk_.size());
   if (plan != nullptr) {
-    size_t first = 0;
-    for (const PackedEvent& ev : chunk_) {
-      PrefetchIds(ev, plan + first);
-      first += ev.store.count;
-    }
+    // Planning changes nothing, so each event's source is looked up once for both passes.
     size_t b = 0;
+    for (size_t k = 0; k < chunk_.size(); ++k) {
+      const PackedEvent& ev = chunk_[k];
+      chunkSources_[k] = ev.kind == kCleared ? nullptr : FindSource(ev.store.workerId, ev.store.dpRank);
+      PrefetchIds(ev, chunkSources_[k], plan + b);
+      b += ev.store.count;
+    }
+    b = 0;
     for (size_t k = 0; k < chunk_.size(); ++k) {
       const StoreEvent& ev = chunk_[k].store;
       if (chunk_[k].kind == kStored) {
-        PlanStore(ev, &origins_[k], plan + b);
+        PlanStore(ev, chunkSources_[k], &origins_[k], plan + b);
       } else if (chunk_[k].kind == kRemoved) {
-        PlanRemoval(FindSource(ev.workerId, ev.dpRank), ev.extIds, ev.count, plan + b);
+        PlanRemoval(chunkSources_[k], ev.extIds, ev.count, plan + b);
       }
       b += ev.count;
     }
