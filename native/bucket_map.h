@@ -347,7 +347,14 @@ class BucketMap {
     uint64_t walk = 0;  // picks cuckoo-path victims
 
     Table() = default;
-    Table(size_t bucketCount, uint64_t s) : buckets(bucketCount), seed(s), walk(s) { stash.reserve(stashLimit); }
+    // At most 2^32 buckets (256 GiB), so that places hold 32-bit indices.
+    Table(size_t bucketCount, uint64_t s) : buckets(CheckedCount(bucketCount)), seed(s), walk(s) {
+      stash.reserve(stashLimit);
+    }
+    static size_t CheckedCount(size_t bucketCount) {
+      if (bucketCount > UINT32_MAX) throw std::bad_alloc();
+      return bucketCount;
+    }
 
     size_t HeldBytes() const { return buckets.HeldBytes() + stash.capacity() * sizeof(Entry); }
 
@@ -883,8 +890,6 @@ class BucketMap {
   }
   void NextGeneration() { generation_ = FreshGeneration(); }
   __attribute__((always_inline)) BucketPlace PlaceFor(const Homes& h) const {
-    // Places hold 32-bit bucket indices (a pool's tables stay far below 2^32 buckets).
-    if (table_.buckets.size() > UINT32_MAX) return BucketPlace{0, 0, BucketPlace::kNone};
     return BucketPlace{static_cast<uint32_t>(h.first), static_cast<uint32_t>(h.second), generation_};
   }
   __attribute__((always_inline)) Homes HomesAt(uint64_t key, const BucketPlace& place) const {

@@ -2,6 +2,7 @@
 // since the last drain, in first-touch order, with their value before the first touch, so a drain
 // publishes absolute images of the buckets whose word really changed.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -34,18 +35,30 @@ class DirtyWindow {
   void Drain(const uint64_t* words, F&& f) {
     const size_t n = entries_.size();
     const Entry* e = entries_.data();
-    for (size_t i = 0; i < n; ++i) {
-      // The window's buckets are spread over the filter: ask for a word a few entries ahead.
-      __builtin_prefetch(words + e[i + 8 < n ? i + 8 : i].bucket);
-      const uint32_t bucket = e[i].bucket;
-      bits_[bucket >> 6] = 0;
-      const uint64_t current = words[bucket];
-      f(bucket, current, current != e[i].original);
+    // The window's buckets are spread over the filter: ask for a word a few entries ahead.
+    constexpr size_t kAhead = 8;
+    size_t i = 0;
+    for (; i + kAhead < n; ++i) {
+      __builtin_prefetch(words + e[i + kAhead].bucket);
+      Visit(words, e[i], f);
+    }
+    for (; i < n; ++i) Visit(words, e[i], f);
+    // A big window clears the bitmap whole (sequential stores) instead of one random word per bucket.
+    if (n > bits_.size() / 4) {
+      std::fill(bits_.begin(), bits_.end(), 0);
+    } else {
+      for (size_t k = 0; k < n; ++k) bits_[e[k].bucket >> 6] = 0;
     }
     entries_.clear();
   }
 
  private:
+  template <typename F>
+  __attribute__((always_inline)) static void Visit(const uint64_t* words, const Entry& e, F& f) {
+    const uint64_t current = words[e.bucket];
+    f(e.bucket, current, current != e.original);
+  }
+
   std::vector<uint64_t> bits_;
   std::vector<Entry> entries_;
 };

@@ -103,8 +103,8 @@ void PoolFilterState::ApplyCanonicalBatch(const CanonicalOp* ops, const uint64_t
       PlanCanonical(hashes[i + kCanonicalLead], &ring[(i + kCanonicalLead) % kCanonicalRing]);
     }
     const BlockPlan& plan = ring[i % kCanonicalRing];
-    uint32_t kicks = 0;
-    ckf::Write write{};
+    uint32_t kicks;
+    ckf::Write write;
     outcomes[i] = ops[i] == CanonicalOp::kInsert ? InsertCanonicalCore(plan, &kicks) : RemoveCanonicalCore(plan, &write);
   }
 }
