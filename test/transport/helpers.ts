@@ -50,17 +50,24 @@ export interface EndStatus {
   reason: number | undefined;
 }
 
-/** Buffers a server stream's messages and its final status. */
+/**
+ * Buffers a server stream's messages and its final status. With `retain: false` it only counts
+ * them (next/take never see one), for a reader that handles messages itself and would otherwise
+ * keep every snapshot and delta alive.
+ */
 export class StreamReader<T> {
   private readonly messages: T[] = [];
   private waiters: Array<() => void> = [];
   private status: EndStatus | undefined;
   received = 0;
 
-  constructor(readonly call: grpc.ClientReadableStream<T>) {
+  constructor(
+    readonly call: grpc.ClientReadableStream<T>,
+    private readonly options: { retain: boolean } = { retain: true },
+  ) {
     call.on('data', (m: T) => {
       this.received += 1;
-      this.messages.push(m);
+      if (this.options.retain) this.messages.push(m);
       this.wake();
     });
     call.on('error', (err: grpc.ServiceError) => {
