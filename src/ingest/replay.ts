@@ -6,6 +6,7 @@ import { Dealer } from 'zeromq';
 import { INGEST_MESSAGES_PER_TURN, INGEST_REPLAY_RECEIVE_HWM } from '../config/defaults';
 import { parseReplayReply, replayRequest } from './frames';
 import type { ReplayHandle } from './stream';
+import { ingestContext } from './zmq-context';
 
 export interface ReplayCallbacks {
   reply(handle: ReplayHandle, sequence: bigint, payload: Buffer): void;
@@ -24,6 +25,7 @@ export interface ReplayLimits {
 export function requestReplay(endpoint: string, topic: string, from: bigint, limits: ReplayLimits, cb: ReplayCallbacks): ReplayHandle {
   const { idleTimeoutMs, maxMessageBytes } = limits;
   const dealer = new Dealer({
+    context: ingestContext(),
     linger: 0,
     receiveTimeout: idleTimeoutMs,
     sendTimeout: idleTimeoutMs,

@@ -3,11 +3,10 @@
 // one packed batch per burst (burst.ts), and delivery to the producer's sink.
 import { isIP } from 'net';
 import { setImmediate as nextTurn } from 'timers/promises';
-import { context, Subscriber } from 'zeromq';
+import { Subscriber, type Observer } from 'zeromq';
 import {
   INGEST_LOG_MAX_PER_WINDOW,
   INGEST_MAX_MESSAGE_BYTES,
-  INGEST_MAX_ZMQ_SOCKETS,
   INGEST_LOG_WINDOW_MS,
   INGEST_DRAIN_AFTER,
   INGEST_MESSAGES_PER_TURN,
@@ -27,11 +26,8 @@ import { requestReplay } from './replay';
 import { RankStream, type ReplayHandle } from './stream';
 import { ThrottledLogger } from './throttle';
 import { allowPeers } from './zap';
+import { ingestContext } from './zmq-context';
 import type { IngestLogger, IngestSink, KvEventEndpointConfig, ResetReason, SourceKey, SourceStats } from './types';
-
-// libzmq allows 1023 sockets per context by default: one relay with a thousand KV sources (one SUB
-// per rank, plus replay sockets) would fail to create the next one. Applies before the first socket.
-if (context.maxSockets < INGEST_MAX_ZMQ_SOCKETS) context.maxSockets = INGEST_MAX_ZMQ_SOCKETS;
 
 export interface SubscriberOptions {
   logger?: IngestLogger;
@@ -220,6 +216,7 @@ class RankSubscription {
   ) {
     const { config } = owner;
     this.socket = new Subscriber({
+      context: ingestContext(),
       linger: 0,
       receiveHighWaterMark: INGEST_RECEIVE_HWM,
       maxMessageSize: owner.maxMessageBytes,
@@ -260,7 +257,8 @@ class RankSubscription {
   async open(): Promise<void> {
     const { socket } = this;
     socket.subscribe(this.owner.config.topic);
-    this.events = this.eventLoop();
+    // Taken here so that a failure to create it (a socket limit) rejects open() and start() releases.
+    this.events = this.eventLoop(socket.events);
     if (this.owner.config.mode === 'connect') {
       socket.connect(this.endpoint);
     } else {
@@ -284,8 +282,7 @@ class RankSubscription {
    * emitter wiring process-wide, which breaks once the module is loaded a second time (as jest
    * does per test file).
    */
-  private async eventLoop(): Promise<void> {
-    const observer = this.socket.events;
+  private async eventLoop(observer: Observer): Promise<void> {
     const stats = this.owner.counter(this.source);
     let unconfirmed = 0; // TCP up, handshake not (yet) succeeded
     while (!observer.closed && !this.socket.closed) {

@@ -1,9 +1,10 @@
 // Peer allow-lists of bound KV-event sockets, enforced by a ZAP handler (ZMQ RFC 27): libzmq asks the
 // handler on inproc://zeromq.zap.01 of the socket's context about every connection of a socket with
 // a zapDomain, before the handshake completes, so a refused peer never delivers a message.
-// One handler per zeromq context (per thread), serving every registered domain; it runs while at
+// One handler per ingest context (per thread), serving every registered domain; it runs while at
 // least one domain is registered.
 import { Router } from 'zeromq';
+import { ingestContext } from './zmq-context';
 
 const ZAP_ENDPOINT = 'inproc://zeromq.zap.01';
 const domains = new Map<string, ReadonlySet<string>>();
@@ -38,7 +39,7 @@ export async function allowPeers(peers: readonly string[]): Promise<{ domain: st
 }
 
 async function startHandler(): Promise<Router> {
-  const router = new Router({ linger: 0 });
+  const router = new Router({ context: ingestContext(), linger: 0 });
   for (let attempt = 1; ; attempt++) {
     try {
       await router.bind(ZAP_ENDPOINT);
