@@ -212,6 +212,16 @@ export interface PoolBatchSummary {
   /** Lineage entries over all sources after the batch (PoolStats.lineageEntries). */
   trackedBlocks: number;
 }
+/** A publication window ended as the delta baseSequence -> sequence of the relay dcId. */
+export interface WindowEnd {
+  dcId: bigint;
+  baseSequence: bigint;
+  sequence: bigint;
+}
+export interface DrainedWindow {
+  imageCount: number;
+  payload: Buffer | null;
+}
 export interface PoolStats {
   bucketCount: number;
   residentCount: number;
@@ -243,8 +253,11 @@ export class PoolFilterState {
    * and applies nothing.
    */
   applyBatch(meta: Uint32Array, words: BigUint64Array): PoolBatchSummary;
-  /** applyBatch on a worker thread, over a copy taken before it returns (up to nativeLimits.maxAsyncBatchWords). */
-  applyBatchAsync(meta: Uint32Array, words: BigUint64Array): Promise<PoolBatchSummary>;
+  /**
+   * applyBatch on a worker thread, over a copy taken before it returns (up to nativeLimits.maxAsyncBatchWords);
+   * with `end` (not undefined) the same job then ends the window as drainAsync(end) does, in `drained`.
+   */
+  applyBatchAsync(meta: Uint32Array, words: BigUint64Array, end?: WindowEnd | null): Promise<PoolBatchSummary & { drained?: DrainedWindow | null }>;
   store(
     workerId: bigint,
     dpRank: number,
@@ -260,9 +273,14 @@ export class PoolFilterState {
   isResident(hash: bigint): boolean;
   pendingEvents(): number;
   hasPendingPublication(): boolean;
+  /** RangeError above nativeLimits.maxSyncFilterWords dirty buckets (use drainAsync). */
   drain(): { buckets: Uint32Array; values: BigUint64Array } | null;
-  /** Ends the window like drain() without building arrays: the number of changed buckets. */
-  discard(): number;
+  /**
+   * Ends the window on a worker thread: with `end` it is encoded there as one CBI1 delta frame in the
+   * pool's own format, with null it is discarded (counted only). null when nothing changed; payload
+   * null when discarded or when the images exceed one delta frame.
+   */
+  drainAsync(end: WindowEnd | null): Promise<DrainedWindow | null>;
   stats(): PoolStats;
   /** RangeError above nativeLimits.maxSyncFilterWords buckets. */
   words(): BigUint64Array;

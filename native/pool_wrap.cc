@@ -25,7 +25,7 @@ Napi::Function PoolFilterStateWrap::Define(Napi::Env env) {
                          InstanceMethod<&W::PendingEvents>("pendingEvents"),
                          InstanceMethod<&W::HasPendingPublication>("hasPendingPublication"),
                          InstanceMethod<&W::Drain>("drain"),
-                         InstanceMethod<&W::Discard>("discard"),
+                         InstanceMethod<&W::DrainAsync>("drainAsync"),
                          InstanceMethod<&W::Stats>("stats"),
                          InstanceMethod<&W::Words>("words"),
                          InstanceMethod<&W::CopyWordsAsync>("copyWordsAsync"),
@@ -144,12 +144,13 @@ Napi::Value PoolFilterStateWrap::HasPendingPublication(const Napi::CallbackInfo&
 }
 
 Napi::Value PoolFilterStateWrap::Drain(const Napi::CallbackInfo& info) {
-  return pooljs::DrainToJs(info.Env(), &Ready(info.Env()), &drainBuckets_, &drainValues_);
-}
-
-Napi::Value PoolFilterStateWrap::Discard(const Napi::CallbackInfo& info) {
-  Ready(info.Env()).Drain(&drainBuckets_, &drainValues_);
-  return Napi::Number::New(info.Env(), static_cast<double>(drainBuckets_.size()));
+  Napi::Env env = info.Env();
+  PoolFilterState& s = Ready(env);
+  if (s.GetStats().dirtyBuckets > limits::kMaxSyncFilterWords) {
+    throw Napi::RangeError::New(env, "drain() walks at most " + std::to_string(limits::kMaxSyncFilterWords) +
+                                         " dirty buckets on the calling thread; use drainAsync()");
+  }
+  return pooljs::DrainToJs(env, &s, &drainBuckets_, &drainValues_);
 }
 
 Napi::Value PoolFilterStateWrap::Stats(const Napi::CallbackInfo& info) {

@@ -1,6 +1,5 @@
 // N-API class PoolFilterState: owns one pool::PoolFilterState. Calls are serialized by the caller;
-// while an async call (applyBatchAsync, copyWordsAsync; pool_workers.cc) is in flight every other
-// call throws Error{code: 'PoolBusy'}.
+// while an async call (applyBatchAsync, drainAsync, copyWordsAsync; pool_workers.cc) is in flight every other call throws Error{code: 'PoolBusy'}.
 #pragma once
 #include <napi.h>
 
@@ -36,9 +35,10 @@ class PoolFilterStateWrap : public Napi::ObjectWrap<PoolFilterStateWrap> {
   Napi::Value IsResident(const Napi::CallbackInfo& info);
   Napi::Value PendingEvents(const Napi::CallbackInfo& info);
   Napi::Value HasPendingPublication(const Napi::CallbackInfo& info);
+  // RangeError above limits::kMaxSyncFilterWords dirty buckets (use DrainAsync).
   Napi::Value Drain(const Napi::CallbackInfo& info);
-  // Ends the window like Drain but builds no JavaScript arrays: the count of changed buckets.
-  Napi::Value Discard(const Napi::CallbackInfo& info);
+  // Ends the window on a worker: encoded as a delta frame, or discarded and counted.
+  Napi::Value DrainAsync(const Napi::CallbackInfo& info);  // pool_workers.cc
   Napi::Value Stats(const Napi::CallbackInfo& info);
   Napi::Value Words(const Napi::CallbackInfo& info);
   Napi::Value CopyWordsAsync(const Napi::CallbackInfo& info);  // pool_workers.cc

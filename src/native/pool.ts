@@ -13,11 +13,12 @@
 //   (`capacityFailures`), the ownership is kept, and a later store of the hash retries admission.
 // - Every applied event counts as one pending event (even when it fails); drain() resets the count.
 // - Call sizes are bounded (nativeLimits, native/native_limits.h): a synchronous apply, store or
-//   remove above maxSyncBatchWords words, an async apply above maxAsyncBatchWords and words() above
-//   maxSyncFilterWords buckets throw a RangeError and change nothing.
+//   remove above maxSyncBatchWords words, an async apply above maxAsyncBatchWords, words() above
+//   maxSyncFilterWords buckets and drain() above as many dirty buckets throw a RangeError and
+//   change nothing (drainAsync and copyWordsAsync have no such bound).
 // - applyAsync() copies the encoded batch before it returns: the arrays are free to reuse at once.
-// - Not thread-safe by design: while applyAsync() or copyWordsAsync() is in flight, the caller must
-//   not call anything else on the same PoolFilterState; doing so throws Error{code: 'PoolBusy'}.
+// - Not thread-safe by design: while an async call (apply, drain, discard, word copy) is in flight,
+//   the caller must not call anything else on the same PoolFilterState; doing so throws Error{code: 'PoolBusy'}.
 // - close() frees the native memory at once; any later call throws Error{code: 'PoolClosed'}.
 //   Without close(), the memory is freed when the object is garbage-collected.
 import type * as Binding from '../../binding';
@@ -72,6 +73,14 @@ export interface BucketImages {
   buckets: Uint32Array;
   values: BigUint64Array;
 }
+
+/**
+ * A publication window ended off the event loop: its image count and, when one frame carries them
+ * (and it was not discarded), the delta frame.
+ */
+export type DrainedWindow = Binding.DrainedWindow;
+/** The delta a window ends as: baseSequence -> sequence, published by the relay dcId. */
+export type WindowEnd = Binding.WindowEnd;
 
 export interface PoolFilterStateOptions {
   /** Power of two in [2, 2^24] (see ckfBucketCount). */
@@ -324,9 +333,15 @@ export class PoolFilterState {
     return toResult(this.native.applyBatch(meta, words));
   }
 
-  /** applyPacked on a worker thread: until it settles, no other call here and the arrays must not change. */
-  async applyPackedAsync(meta: Uint32Array, words: BigUint64Array): Promise<PoolBatchResult> {
-    return toResult(await this.native.applyBatchAsync(meta, words));
+  /**
+   * applyPacked on a worker thread (the arrays are copied before it returns); with `end` the same job
+   * then ends the publication window as drainAsync(end) does, in `drained`.
+   */
+  async applyPackedAsync(meta: Uint32Array, words: BigUint64Array, end?: WindowEnd | null): Promise<PoolBatchResult & { drained?: DrainedWindow | null }> {
+    const summary = await this.native.applyBatchAsync(meta, words, end);
+    const result: PoolBatchResult & { drained?: DrainedWindow | null } = toResult(summary);
+    if (end !== undefined) result.drained = summary.drained ?? null;
+    return result;
   }
 
   store(
@@ -386,11 +401,14 @@ export class PoolFilterState {
   }
 
   /**
-   * Ends the publication window like drain() without building its images (nobody to publish to):
-   * the number of buckets drain() would have returned, 0 for null.
+   * Ends the publication window like drain(), on a worker thread: with `end` it is encoded there as
+   * that CBI1 delta frame in the pool's format, with null it is discarded (nobody to publish to; only
+   * counted). null when nothing changed; `payload` null when discarded or when the images are more
+   * than one delta frame carries (MAX_DELTA_IMAGES), so that the publisher re-snapshots. Busy until
+   * it settles.
    */
-  discard(): number {
-    return this.native.discard();
+  drainAsync(end: WindowEnd | null): Promise<DrainedWindow | null> {
+    return this.native.drainAsync(end);
   }
 
   stats(): PoolStats {

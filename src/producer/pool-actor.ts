@@ -31,7 +31,6 @@ import {
   ACTOR_MAILBOX_CAPACITY,
   INGEST_LOG_MAX_PER_WINDOW,
   INGEST_LOG_WINDOW_MS,
-  MAX_DELTA_IMAGES,
   PACING_MAX_SLICE_BLOCKS,
   PACING_MAX_SLICE_MS,
   PENDING_BLOCK_PERMITS,
@@ -40,7 +39,6 @@ import {
 import { ThrottledLogger } from '../ingest/throttle';
 import { MAX_U64 } from '../config/limits';
 import {
-  encodeDelta,
   META_STRIDE,
   packedBlockCount,
   packedKind,
@@ -49,6 +47,8 @@ import {
   PoolEventBatch,
   nativeLimits,
   PoolFilterState,
+  type DrainedWindow,
+  type WindowEnd,
   type PoolBatchResult,
 } from '../native';
 import type { PoolMetrics } from '../metrics/registry';
@@ -137,7 +137,6 @@ export class PoolActor implements PoolFeed {
   readonly producer: ProducerIdentity;
   readonly dcId: bigint;
   private readonly state: PoolFilterState;
-  private readonly format: { seed: bigint; bucketCount: number };
   /** A misbehaving source can be rejected thousands of times a second; each must not be a log line. */
   private readonly warnings: ThrottledLogger;
   private listener: PoolListener | undefined;
@@ -184,10 +183,9 @@ export class PoolActor implements PoolFeed {
     this.dcId = options.dcId;
     const ckf = options.producer.ckfFormat;
     if (!ckf) throw new TypeError('producer identity without a CKF format');
-    this.format = { seed: ckf.seed, bucketCount: Number(ckf.bucketCount) };
     this.state = new PoolFilterState({
-      bucketCount: this.format.bucketCount,
-      seed: this.format.seed,
+      bucketCount: Number(ckf.bucketCount),
+      seed: ckf.seed,
       maxTrackedBlocks: options.maxTrackedBlocks,
     });
     this.warnings = new ThrottledLogger(options.logger, INGEST_LOG_MAX_PER_WINDOW, INGEST_LOG_WINDOW_MS);
@@ -311,7 +309,7 @@ export class PoolActor implements PoolFeed {
           return;
         }
         try {
-          this.flush();
+          await this.flush();
           const words = await this.state.copyWordsAsync();
           this.listener = listener;
           resolve({ sequence: this.lastSequence, words });
@@ -366,13 +364,17 @@ export class PoolActor implements PoolFeed {
       this.pendingBlocks += s.blocks;
       const m = meta.subarray(s.from * META_STRIDE, s.to * META_STRIDE);
       const w = words.subarray(s.wordsFrom, s.wordsTo);
-      const result = await this.state.applyPackedAsync(m, w);
+      // Every applied event is pending until the window ends, so whether this slice ends it is known
+      // now: then the same worker job drains (and encodes) it, without a second trip.
+      const ends = this.state.pendingEvents + (s.to - s.from) >= this.sliceThreshold() || this.pendingBlocks >= PACING_MAX_SLICE_BLOCKS;
+      const window = ends ? this.windowEnd() : undefined;
+      const result = await this.state.applyPackedAsync(m, w, window?.end);
       this.account(m, w, result);
       if (result.outcomes.includes('IndexerInvariantViolation')) {
         this.fence('IndexerInvariantViolation');
         return;
       }
-      if (this.state.pendingEvents >= this.sliceThreshold() || this.pendingBlocks >= PACING_MAX_SLICE_BLOCKS) this.flush();
+      if (window) this.publish(window, result.drained ?? null);
       else this.armTimer();
     }
   }
@@ -411,34 +413,44 @@ export class PoolActor implements PoolFeed {
     }, this.sliceDelayMs());
   }
 
-  /** Drains the window and publishes it (or drops it without a listener). */
-  private flush(): void {
+  /**
+   * How the window ends now: a delta after the last sequence to the listener, or a discard without
+   * one. The window is walked, and the delta encoded, on a worker thread: its size is the buckets
+   * touched since the last one, which a clear of a large source makes millions.
+   */
+  private windowEnd(): { end: WindowEnd | null; listener: PoolListener | undefined } {
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
     this.pendingBlocks = 0;
     const listener = this.listener;
+    if (!listener || this.lastSequence === MAX_U64) return { end: null, listener };
+    return { end: { dcId: this.dcId, baseSequence: this.lastSequence, sequence: this.lastSequence + 1n }, listener };
+  }
+
+  /** Drains the window and publishes it (or drops it without a listener). */
+  private async flush(): Promise<void> {
+    const window = this.windowEnd();
+    this.publish(window, await this.state.drainAsync(window.end));
+  }
+
+  private publish(window: { end: WindowEnd | null; listener: PoolListener | undefined }, drained: DrainedWindow | null): void {
+    const { end, listener } = window;
+    if (!drained || this.ended) return;
     if (!listener) {
-      // Nobody to publish to: end the window without building its images.
-      if (this.state.discard() > 0 && !this.ended) this.counters.deltasDropped += 1;
+      this.counters.deltasDropped += 1; // nobody to publish to: ended without building its images
       return;
     }
-    const batch = this.state.drain();
-    if (!batch || this.ended) return;
-    if (this.lastSequence === MAX_U64) {
+    if (!end) {
       this.fence('SequenceExhausted');
       return;
     }
-    const base = this.lastSequence;
-    const sequence = base + 1n;
-    // The hub turns a publication too big for one delta frame into a re-snapshot; it needs only the count.
-    const payload =
-      batch.buckets.length > MAX_DELTA_IMAGES
-        ? Buffer.alloc(0)
-        : encodeDelta(this.format, this.dcId, base, sequence, batch.buckets, batch.values);
-    const frame: DeltaFrame = { baseSequence: base, sequence, imageCount: batch.buckets.length, payload };
-    this.lastSequence = sequence;
+    // The listener may have detached meanwhile (detach is not a command): the delta then goes to nobody.
+    if (this.listener !== listener) return;
+    // Without a payload (more images than one delta frame carries) the hub re-snapshots: it needs only the count.
+    const frame: DeltaFrame = { baseSequence: end.baseSequence, sequence: end.sequence, imageCount: drained.imageCount, payload: drained.payload ?? Buffer.alloc(0) };
+    this.lastSequence = end.sequence;
     this.counters.deltasPublished += 1;
     listener.delta(frame);
   }

@@ -1,7 +1,8 @@
 // PoolFilterState (hashing-ckf-cbi1.md §4): lineage, parents, owner counting, capacity omission and re-offer,
 // clear, the publication window, the batch / async APIs and argument checking.
 import fc from 'fast-check';
-import { PoolEvent, PoolEventBatch, PoolFilterState, sequenceHashesFromBlocks } from '../../src/native';
+import { MAX_DELTA_IMAGES } from '../../src/config/defaults';
+import { decodeFrame, encodeDelta, nativeLimits, PoolEvent, PoolEventBatch, PoolFilterState, sequenceHashesFromBlocks } from '../../src/native';
 import { canonicalPool } from '../support/native-testing';
 import { expectThrows, thrown } from './hashing.helpers';
 
@@ -142,7 +143,7 @@ describe('publication window', () => {
     expect(pool.hasPendingPublication()).toBe(false);
   });
 
-  test('discard ends the window like drain, counting the changed buckets without returning them', () => {
+  test('drainAsync(null) ends the window like drain, counting the changed buckets without returning them', async () => {
     const twin = (): PoolFilterState => {
       const pool = new PoolFilterState({ bucketCount: 1024 });
       pool.store(1n, 0, null, null, [1n, 2n, 3n], [7n, 8n, 9n]);
@@ -153,19 +154,97 @@ describe('publication window', () => {
     const discarded = twin();
     const images = drained.drain();
     expect(images).not.toBeNull();
-    expect(discarded.discard()).toBe(images!.buckets.length);
+    expect((await discarded.drainAsync(null))?.imageCount ?? 0).toBe(images!.buckets.length);
     expect(discarded.pendingEvents).toBe(0);
     expect(discarded.hasPendingPublication()).toBe(false);
     expect(discarded.drain()).toBeNull();
-    expect(discarded.discard()).toBe(0);
+    expect((await discarded.drainAsync(null))?.imageCount ?? 0).toBe(0);
     // The next window starts from the discarded one's end: both pools publish the same images.
     for (const pool of [drained, discarded]) pool.remove(1n, 0, [4n, 2n]);
     expect(discarded.drain()).toEqual(drained.drain());
     // A window whose writes cancel out: pending events but nothing to publish.
     discarded.store(1n, 0, null, null, [50n], [500n]);
     discarded.remove(1n, 0, [50n]);
-    expect(discarded.discard()).toBe(0);
+    expect((await discarded.drainAsync(null))?.imageCount ?? 0).toBe(0);
     expect(discarded.pendingEvents).toBe(0);
+  });
+
+  test('drainAsync ends the window off the event loop as the delta frame encodeDelta makes of drain()', async () => {
+    const format = { seed: SEED, bucketCount: 1024 };
+    const twin = (): PoolFilterState => {
+      const pool = new PoolFilterState(format);
+      pool.store(1n, 0, null, null, [1n, 2n, 3n], [7n, 8n, 9n]);
+      pool.store(2n, 1, null, null, [1n, 2n], [70n, 80n]);
+      return pool;
+    };
+    const drained = twin();
+    const encoded = twin();
+    const images = drained.drain()!;
+    const pending = encoded.drainAsync({ dcId: 42n, baseSequence: 6n, sequence: 7n });
+    // Busy until it settles, like every async call.
+    expect(thrown(() => encoded.stats())).toMatchObject({ code: 'PoolBusy' });
+    const delta = await pending;
+    expect(delta!.imageCount).toBe(images.buckets.length);
+    expect(delta!.payload).toEqual(encodeDelta(format, 42n, 6n, 7n, images.buckets, images.values));
+    expect(decodeFrame(format, delta!.payload!)).toMatchObject({ kind: 'delta', baseEpoch: 6n, buckets: images.buckets, values: images.values });
+    expect(encoded.pendingEvents).toBe(0);
+    expect(encoded.hasPendingPublication()).toBe(false);
+    // Nothing changed since: null, as drain() says.
+    expect(await encoded.drainAsync({ dcId: 42n, baseSequence: 7n, sequence: 8n })).toBeNull();
+    for (const pool of [drained, encoded]) pool.remove(2n, 1, [2n]);
+    const next = drained.drain()!;
+    expect((await encoded.drainAsync({ dcId: 42n, baseSequence: 7n, sequence: 8n }))!.payload).toEqual(encodeDelta(format, 42n, 7n, 8n, next.buckets, next.values));
+    // Arguments are checked on the calling thread.
+    expectThrows(() => encoded.drainAsync({ dcId: -1n, baseSequence: 0n, sequence: 1n }), 'RangeError');
+    expectThrows(() => (encoded.drainAsync as (...a: unknown[]) => unknown)({ dcId: 1n, baseSequence: 2n }), 'TypeError');
+    expectThrows(() => (encoded.drainAsync as (...a: unknown[]) => unknown)(), 'TypeError');
+    expectThrows(() => (encoded.drainAsync as (...a: unknown[]) => unknown)(7), 'TypeError');
+  });
+
+  test('applyPackedAsync with an end applies and ends the window in one job, as applyPackedAsync then drainAsync do', async () => {
+    const format = { seed: SEED, bucketCount: 4096 };
+    const batch = new PoolEventBatch();
+    batch.addStored(1n, 0, null, null, [1n, 2n, 3n], [7n, 8n, 9n]);
+    batch.addRemoved(1n, 0, [3n]);
+    const { meta, words } = batch.packed();
+    const end = { dcId: 9n, baseSequence: 0n, sequence: 1n };
+    const twoJobs = new PoolFilterState(format);
+    const applied = await twoJobs.applyPackedAsync(meta, words);
+    expect(applied.drained).toBeUndefined();
+    const drained = await twoJobs.drainAsync(end);
+    const oneJob = new PoolFilterState(format);
+    const both = await oneJob.applyPackedAsync(meta, words, end);
+    expect(both.outcomes).toEqual(applied.outcomes);
+    expect(both.drained).toEqual(drained);
+    expect(oneJob.words()).toEqual(twoJobs.words());
+    expect(oneJob.hasPendingPublication()).toBe(false);
+    // Discarded in the same job: counted, no frame.
+    const discarded = new PoolFilterState(format);
+    expect((await discarded.applyPackedAsync(meta, words, null)).drained).toEqual({ imageCount: drained!.imageCount, payload: null });
+    expect(discarded.hasPendingPublication()).toBe(false);
+  });
+
+  test('a window of more images than a delta frame carries: drainAsync gives the count alone, drain() refuses past its bound', async () => {
+    // A clear of a source that holds 1.5 M blocks touches more than MAX_DELTA_IMAGES buckets and
+    // more than nativeLimits.maxSyncFilterWords: only the async drain takes such a window.
+    const pool = new PoolFilterState({ bucketCount: 1 << 22, seed: SEED });
+    const BLOCKS = 1_500_000;
+    const PER_EVENT = 20_000;
+    for (let first = 1; first <= BLOCKS; first += PER_EVENT) {
+      const ids = BigUint64Array.from({ length: PER_EVENT }, (_, i) => BigInt(first + i));
+      expect(pool.store(1n, 0, first === 1 ? null : BigInt(first - 1), null, ids, ids)).toBeNull();
+    }
+    expect(await pool.drainAsync(null)).toMatchObject({ payload: null });
+    expect(pool.clear(1n, 0)).toBeNull();
+    const dirty = pool.stats().dirtyBuckets;
+    expect(dirty).toBeGreaterThan(nativeLimits.maxSyncFilterWords);
+    expectThrows(() => pool.drain(), 'RangeError');
+    expect(pool.stats().dirtyBuckets).toBe(dirty); // refused whole
+    const delta = await pool.drainAsync({ dcId: 1n, baseSequence: 0n, sequence: 1n });
+    expect(delta!.imageCount).toBeGreaterThan(MAX_DELTA_IMAGES);
+    expect(delta!.payload).toBeNull();
+    expect(pool.hasPendingPublication()).toBe(false);
+    pool.close();
   });
 
   test('property: storing and removing fresh blocks inside one window publishes nothing', () => {
