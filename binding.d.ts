@@ -199,8 +199,10 @@ export interface NativeLimits {
   readonly maxAsyncBatchWords: number;
   /** Filter words copied or encoded synchronously: words(), encodeSnapshotChunks. */
   readonly maxSyncFilterWords: number;
-  /** tokens.length + promptOffsets.length of one hashBatch / hashBatchAsync call. */
+  /** tokens.length + promptOffsets.length of one hashBatchAsync call. */
   readonly maxAsyncHashInputs: number;
+  /** tokens (+ promptOffsets) of one synchronous blockHashes / sequenceHashes / hashBatch call; xxh3 takes 4 bytes per input. */
+  readonly maxSyncHashInputs: number;
 }
 export const nativeLimits: NativeLimits;
 

@@ -37,7 +37,7 @@ void HashBatchCore(const uint32_t* tokens, const uint32_t* offsets, const uint32
   }
 }
 
-BatchInput ParseBatch(const Napi::CallbackInfo& info) {
+BatchInput ParseBatch(const Napi::CallbackInfo& info, size_t maxInputs) {
   Napi::Env env = info.Env();
   auto jsOffsets = args::U32Array(args::Arg(info, 1), "promptOffsets");
   BatchInput in{args::U32Array(args::Arg(info, 0), "tokens"),
@@ -48,8 +48,8 @@ BatchInput ParseBatch(const Napi::CallbackInfo& info) {
                 args::Bool(args::Arg(info, 5), "sequence"),
                 {},
                 {}};
-  if (uint64_t{in.tokens.ElementLength()} + jsOffsets.ElementLength() > limits::kMaxAsyncHashInputs) {
-    throw Napi::RangeError::New(env, "prompt batch too large: at most " + std::to_string(limits::kMaxAsyncHashInputs) +
+  if (uint64_t{in.tokens.ElementLength()} + jsOffsets.ElementLength() > maxInputs) {
+    throw Napi::RangeError::New(env, "prompt batch too large: at most " + std::to_string(maxInputs) +
                                          " tokens and offsets per call");
   }
   in.promptOffsets.assign(jsOffsets.Data(), jsOffsets.Data() + jsOffsets.ElementLength());
@@ -74,7 +74,7 @@ BatchInput ParseBatch(const Napi::CallbackInfo& info) {
 namespace {
 
 Napi::Value HashBatch(const Napi::CallbackInfo& info) {
-  BatchInput in = ParseBatch(info);
+  BatchInput in = ParseBatch(info, limits::kMaxSyncHashInputs);
   HashBatchCore(in.tokens.Data(), in.promptOffsets.data(), in.blockOffsets.Data(), in.promptOffsets.size(),
                 in.kvBlockSize, in.eagle, in.seed, in.sequence, in.hashes.Data());
   Napi::Object result = Napi::Object::New(info.Env());

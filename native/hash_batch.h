@@ -24,7 +24,8 @@ struct BatchInput {
 };
 
 // Checks (tokens, promptOffsets, kvBlockSize, eagle, seed, sequence) and allocates the outputs.
-BatchInput ParseBatch(const Napi::CallbackInfo& info);
+// RangeError above `maxInputs` tokens and offsets (a limits:: bound of the calling entry point).
+BatchInput ParseBatch(const Napi::CallbackInfo& info, size_t maxInputs);
 
 // Hashes `n - 1` prompts (tokens[offsets[p] .. offsets[p + 1])) into out[blockOffsets[p] ..], block or
 // sequence hashes; touches no JavaScript value, so it runs on any thread.

@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "hash_batch.h"
+#include "native_limits.h"
 
 namespace kvrelay {
 namespace {
@@ -56,7 +57,7 @@ class HashBatchWorker : public Napi::AsyncWorker {
 }  // namespace
 
 Napi::Value HashBatchAsync(const Napi::CallbackInfo& info) {
-  auto* worker = new HashBatchWorker(info.Env(), ParseBatch(info));
+  auto* worker = new HashBatchWorker(info.Env(), ParseBatch(info, limits::kMaxAsyncHashInputs));
   Napi::Promise promise = worker->Promise();
   worker->Queue();
   return promise;

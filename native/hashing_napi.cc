@@ -10,11 +10,18 @@
 #include "hash_batch.h"
 #include "modules.h"
 #include "napi_args.h"
+#include "native_limits.h"
 
 namespace kvrelay {
 namespace {
 
 using hashing::BlockMm;
+
+// Synchronous hashing runs on the caller's thread, the event loop: its input is bounded.
+void RequireSyncHashInputs(Napi::Env env, size_t count, const char* what) {
+  if (count <= limits::kMaxSyncHashInputs) return;
+  throw Napi::RangeError::New(env, "at most " + std::to_string(limits::kMaxSyncHashInputs) + " " + what + " per call");
+}
 
 Napi::Value Xxh3(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -22,6 +29,7 @@ Napi::Value Xxh3(const Napi::CallbackInfo& info) {
     throw Napi::TypeError::New(env, "xxh3(data: Uint8Array, seed: bigint)");
   }
   auto data = info[0].As<Napi::TypedArray>();
+  RequireSyncHashInputs(env, (data.ByteLength() + sizeof(uint32_t) - 1) / sizeof(uint32_t), "4-byte words of data");
   const uint64_t seed = args::U64(info[1], "seed");
   const auto* bytes = static_cast<const uint8_t*>(data.ArrayBuffer().Data()) + data.ByteOffset();
   return Napi::BigInt::New(env, hashing::Xxh3(bytes, data.ByteLength(), seed));
@@ -63,6 +71,7 @@ bool MmArg(const Napi::Value& v, std::vector<BlockMm>* out) {
 Napi::Value BlockHashesImpl(const Napi::CallbackInfo& info, bool chain) {
   Napi::Env env = info.Env();
   auto tokens = args::U32Array(args::Arg(info, 0), "tokens");
+  RequireSyncHashInputs(env, tokens.ElementLength(), "tokens (hashBatchAsync takes more)");
   const uint32_t bs = BlockSizeArg(args::Arg(info, 1));
   const bool eagle = args::Bool(args::Arg(info, 2), "eagle");
   const uint64_t seed = args::U64(args::Arg(info, 3), "seed");
@@ -83,6 +92,7 @@ Napi::Value SequenceHashes(const Napi::CallbackInfo& info) { return BlockHashesI
 
 Napi::Value SequenceHashesFromBlocks(const Napi::CallbackInfo& info) {
   auto blocks = args::U64Array(args::Arg(info, 0), "blockHashes");
+  RequireSyncHashInputs(info.Env(), blocks.ElementLength(), "block hashes");
   auto out = Napi::BigUint64Array::New(info.Env(), blocks.ElementLength());
   std::copy(blocks.Data(), blocks.Data() + blocks.ElementLength(), out.Data());
   hashing::ChainInPlace(out.Data(), out.ElementLength());

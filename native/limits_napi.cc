@@ -13,6 +13,7 @@ void InitNativeLimits(Napi::Env env, Napi::Object exports) {
   o.Set("maxAsyncBatchWords", num(limits::kMaxAsyncBatchWords));
   o.Set("maxSyncFilterWords", num(limits::kMaxSyncFilterWords));
   o.Set("maxAsyncHashInputs", num(limits::kMaxAsyncHashInputs));
+  o.Set("maxSyncHashInputs", num(limits::kMaxSyncHashInputs));
   o.Freeze();
   exports.Set("nativeLimits", o);
 }

@@ -18,6 +18,9 @@ constexpr size_t kMaxAsyncBatchWords = size_t{1} << 22;
 constexpr size_t kMaxSyncFilterWords = size_t{1} << 20;
 // Tokens + prompt offsets hashBatchAsync copies before queueing (64 MiB of u32).
 constexpr size_t kMaxAsyncHashInputs = size_t{1} << 24;
+// Tokens (+ prompt offsets) hashed synchronously (blockHashes, sequenceHashes, hashBatch): 2^22, about
+// four million tokens, a few ms; xxh3() takes as many u32's worth of bytes. Larger inputs: hashBatchAsync.
+constexpr size_t kMaxSyncHashInputs = size_t{1} << 22;
 
 }  // namespace limits
 }  // namespace kvrelay

@@ -4,6 +4,7 @@
 
 #include "block_hash.h"
 #include "hash_batch.h"
+#include "native_limits.h"
 #include "testing/modules.h"
 
 namespace kvrelay {
@@ -11,7 +12,7 @@ namespace testing {
 namespace {
 
 Napi::Value Xxh3BlocksBaseline(const Napi::CallbackInfo& info) {
-  BatchInput in = ParseBatch(info);
+  BatchInput in = ParseBatch(info, limits::kMaxAsyncHashInputs);
   const uint32_t* tokens = in.tokens.Data();
   const uint32_t* offsets = in.promptOffsets.data();
   const size_t window = in.kvBlockSize + (in.eagle ? 1 : 0);

@@ -18,7 +18,7 @@ export function saltSeed(cacheNamespace?: string | null, loraName?: string | nul
   return addon.saltSeed(cacheNamespace, loraName);
 }
 
-/** Complete-block hashes of `tokens` (the partial last block is not hashed). */
+/** Complete-block hashes of `tokens` (the partial last block is not hashed); RangeError above nativeLimits.maxSyncHashInputs tokens. */
 export function blockHashes(
   tokens: Uint32Array,
   kvBlockSize: number,
@@ -29,7 +29,7 @@ export function blockHashes(
   return addon.blockHashes(tokens, kvBlockSize, eagle, seed, mmHashes);
 }
 
-/** Canonical sequence hashes of `tokens` (block hashes chained with seed 1337) in one call. */
+/** Canonical sequence hashes of `tokens` (block hashes chained with seed 1337) in one call; bounded like blockHashes. */
 export function sequenceHashes(
   tokens: Uint32Array,
   kvBlockSize: number,

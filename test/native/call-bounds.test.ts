@@ -2,6 +2,7 @@
 // above a bound the call throws a RangeError before touching anything, and the state is unchanged.
 import { addon } from '../../src/native/addon';
 import {
+  blockHashes,
   encodeSnapshotAsync,
   encodeSnapshotChunks,
   hashBatch,
@@ -9,6 +10,9 @@ import {
   nativeLimits,
   PoolEventBatch,
   PoolFilterState,
+  sequenceHashes,
+  sequenceHashesFromBlocks,
+  xxh3,
 } from '../../src/native';
 import { expectThrows, thrown } from './hashing.helpers';
 
@@ -97,6 +101,25 @@ test('encodeSnapshotChunks above maxSyncFilterWords buckets throws; encodeSnapsh
   expect(thrown(() => encodeSnapshotChunks(format, 1n, 2n, words)).message).toMatch(/encodeSnapshotAsync/);
   const chunks = await encodeSnapshotAsync(format, 1n, 2n, words);
   expect(chunks.length).toBeGreaterThan(1);
+});
+
+test('synchronous hashing above maxSyncHashInputs: RangeError; hashBatchAsync takes it', async () => {
+  const n = nativeLimits.maxSyncHashInputs;
+  expect(n).toBeLessThan(nativeLimits.maxAsyncHashInputs);
+  const over = new Uint32Array(n + 16);
+  expectThrows(() => blockHashes(over, 16, false, 0n), 'RangeError');
+  expectThrows(() => sequenceHashes(over, 16, false, 0n), 'RangeError');
+  expectThrows(() => xxh3(new Uint8Array(4 * n + 1), 0n), 'RangeError');
+  expectThrows(() => sequenceHashesFromBlocks(new BigUint64Array(n + 1)), 'RangeError');
+  const batch = { tokens: over, promptOffsets: Uint32Array.of(0, over.length) };
+  expectThrows(() => hashBatch(batch, { kvBlockSize: 16 }), 'RangeError');
+  const sync = sequenceHashes(over.subarray(0, n), 16, false, 0n);
+  const async = await hashBatchAsync(batch, { kvBlockSize: 16, seed: 0n, sequence: true });
+  expect(async.hashes.length).toBe(sync.length + 1);
+  expect(async.hashes.subarray(0, sync.length)).toEqual(sync);
+  // At the bound they run.
+  expect(xxh3(new Uint8Array(4 * n), 0n)).toEqual(expect.any(BigInt));
+  expect(sequenceHashesFromBlocks(new BigUint64Array(n)).length).toBe(n);
 });
 
 test('hashBatch / hashBatchAsync above maxAsyncHashInputs: RangeError', () => {
