@@ -133,6 +133,12 @@ export interface PoolActorOptions {
   onOverflow?(source: SourceKey, batches: number): void;
 }
 
+/** How a window ends: as the delta `end` to `listener`, or (end null) discarded. */
+interface WindowClose {
+  end: WindowEnd | null;
+  listener: PoolListener | undefined;
+}
+
 export class PoolActor implements PoolFeed {
   readonly producer: ProducerIdentity;
   readonly dcId: bigint;
@@ -418,7 +424,7 @@ export class PoolActor implements PoolFeed {
    * one. The window is walked, and the delta encoded, on a worker thread: its size is the buckets
    * touched since the last one, which a clear of a large source makes millions.
    */
-  private windowEnd(): { end: WindowEnd | null; listener: PoolListener | undefined } {
+  private windowEnd(): WindowClose {
     if (this.timer) {
       clearTimeout(this.timer);
       this.timer = undefined;
@@ -435,7 +441,7 @@ export class PoolActor implements PoolFeed {
     this.publish(window, await this.state.drainAsync(window.end));
   }
 
-  private publish(window: { end: WindowEnd | null; listener: PoolListener | undefined }, drained: DrainedWindow | null): void {
+  private publish(window: WindowClose, drained: DrainedWindow | null): void {
     const { end, listener } = window;
     if (!drained || this.ended) return;
     if (!listener) {
