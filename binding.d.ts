@@ -203,6 +203,8 @@ export interface NativeLimits {
   readonly maxAsyncHashInputs: number;
   /** tokens (+ promptOffsets) of one synchronous blockHashes / sequenceHashes / hashBatch call; xxh3 takes 4 bytes per input. */
   readonly maxSyncHashInputs: number;
+  /** Dirty buckets of a window drainDelta ends on the calling thread. */
+  readonly maxSyncWindowBuckets: number;
 }
 export const nativeLimits: NativeLimits;
 
@@ -283,6 +285,10 @@ export class PoolFilterState {
    * null when discarded or when the images exceed one delta frame.
    */
   drainAsync(end: WindowEnd | null): Promise<DrainedWindow | null>;
+  /** drainAsync on the calling thread; RangeError above nativeLimits.maxSyncWindowBuckets dirty buckets. */
+  drainDelta(end: WindowEnd | null): DrainedWindow | null;
+  /** Buckets touched since the window began (what a drain walks). */
+  dirtyBuckets(): number;
   stats(): PoolStats;
   /** RangeError above nativeLimits.maxSyncFilterWords buckets. */
   words(): BigUint64Array;

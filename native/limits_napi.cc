@@ -14,6 +14,7 @@ void InitNativeLimits(Napi::Env env, Napi::Object exports) {
   o.Set("maxSyncFilterWords", num(limits::kMaxSyncFilterWords));
   o.Set("maxAsyncHashInputs", num(limits::kMaxAsyncHashInputs));
   o.Set("maxSyncHashInputs", num(limits::kMaxSyncHashInputs));
+  o.Set("maxSyncWindowBuckets", num(limits::kMaxSyncWindowBuckets));
   o.Freeze();
   exports.Set("nativeLimits", o);
 }

@@ -16,6 +16,9 @@ constexpr size_t kMaxAsyncBatchWords = size_t{1} << 22;
 // Filter words copied or encoded synchronously (words(), encodeSnapshotChunks): 2^20 words (8 MiB).
 // Bigger filters go through copyWordsAsync / encodeSnapshotAsync.
 constexpr size_t kMaxSyncFilterWords = size_t{1} << 20;
+// Dirty buckets of a publication window ended on the calling thread (drainDelta): a walk and an
+// encode of 2^14 images, tens of microseconds; a larger window ends on a worker (drainAsync).
+constexpr size_t kMaxSyncWindowBuckets = size_t{1} << 14;
 // Tokens + prompt offsets hashBatchAsync copies before queueing (64 MiB of u32).
 constexpr size_t kMaxAsyncHashInputs = size_t{1} << 24;
 // Tokens (+ prompt offsets) hashed synchronously (blockHashes, sequenceHashes, hashBatch): 2^22, about

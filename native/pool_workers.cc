@@ -7,78 +7,16 @@
 #include <utility>
 #include <vector>
 
-#include "cbi1.h"
 #include "napi_args.h"
 #include "native_limits.h"
 #include "pool_batch_napi.h"
+#include "pool_window.h"
 #include "pool_wrap.h"
 
 namespace kvrelay {
 namespace {
 
 using pool::PoolFilterState;
-
-// How an async call ends the publication window: a delta (baseSequence -> sequence, published by dcId)
-// or, with nobody to publish to, a discard that only counts.
-struct WindowEnd {
-  bool discard;
-  uint64_t dcId;
-  uint64_t baseSequence;
-  uint64_t sequence;
-};
-
-// `end`: null to discard, or { dcId, baseSequence, sequence }.
-WindowEnd WindowEndArg(const Napi::Value& v) {
-  if (v.IsNull()) return WindowEnd{true, 0, 0, 0};
-  if (!v.IsObject()) throw Napi::TypeError::New(v.Env(), "end must be null or { dcId, baseSequence, sequence }");
-  Napi::Object o = v.As<Napi::Object>();
-  return WindowEnd{false, args::U64(o.Get("dcId"), "end.dcId"), args::U64(o.Get("baseSequence"), "end.baseSequence"),
-                   args::U64(o.Get("sequence"), "end.sequence")};
-}
-
-// Ends the publication window on the worker thread and, for a delta, encodes it there as one CBI1
-// delta frame in the pool's own format: the event loop never walks a dirty window (a clear of a large
-// source touches millions of buckets) nor holds its images. A window of more images than one delta
-// frame carries comes back as its count alone (the hub re-snapshots instead).
-class WindowDrain {
- public:
-  // On the worker thread; false (with `error` set) if the frame cannot be allocated.
-  bool Run(PoolFilterState* state, const WindowEnd& end, const char** error) {
-    try {
-      changed_ = state->Drain(&buckets_, &values_) ? buckets_.size() : 0;
-      if (end.discard || changed_ == 0 || changed_ > cbi1::kMaxDeltaImages) return true;
-      const cbi1::FilterFormat format{state->filter().addressing().seed(), state->filter().bucketCount()};
-      frameLen_ = cbi1::DeltaFrameLen(changed_);
-      frame_.reset(new uint8_t[frameLen_]);
-      cbi1::WriteDelta(format, end.dcId, end.baseSequence, end.sequence, buckets_.data(), values_.data(), changed_,
-                       frame_.get());
-      return true;
-    } catch (const std::bad_alloc&) {
-      *error = "cannot allocate the drained window";
-      return false;
-    }
-  }
-  // null when nothing changed, else { imageCount, payload: Buffer | null }.
-  Napi::Value ToJs(Napi::Env env) {
-    if (changed_ == 0) return env.Null();
-    Napi::Object out = Napi::Object::New(env);
-    out.Set("imageCount", Napi::Number::New(env, static_cast<double>(changed_)));
-    if (!frame_) {
-      out.Set("payload", env.Null());
-      return out;
-    }
-    out.Set("payload", Napi::Buffer<uint8_t>::New(env, frame_.release(), frameLen_,
-                                                  [](Napi::Env, uint8_t* p) { delete[] p; }));
-    return out;
-  }
-
- private:
-  std::vector<uint32_t> buckets_;
-  std::vector<uint64_t> values_;
-  size_t changed_ = 0;
-  std::unique_ptr<uint8_t[]> frame_;
-  size_t frameLen_ = 0;
-};
 
 // Base for the async calls: marks the pool busy, keeps the JS object alive, settles a Promise.
 class PoolWorker : public Napi::AsyncWorker {

@@ -5,6 +5,7 @@
 #include "native_limits.h"
 #include "pool_batch_napi.h"
 #include "pool_js.h"
+#include "pool_window.h"
 
 namespace kvrelay {
 
@@ -26,6 +27,8 @@ Napi::Function PoolFilterStateWrap::Define(Napi::Env env) {
                          InstanceMethod<&W::HasPendingPublication>("hasPendingPublication"),
                          InstanceMethod<&W::Drain>("drain"),
                          InstanceMethod<&W::DrainAsync>("drainAsync"),
+                         InstanceMethod<&W::DrainDelta>("drainDelta"),
+                         InstanceMethod<&W::DirtyBuckets>("dirtyBuckets"),
                          InstanceMethod<&W::Stats>("stats"),
                          InstanceMethod<&W::Words>("words"),
                          InstanceMethod<&W::CopyWordsAsync>("copyWordsAsync"),
@@ -151,6 +154,26 @@ Napi::Value PoolFilterStateWrap::Drain(const Napi::CallbackInfo& info) {
                                          " dirty buckets on the calling thread; use drainAsync()");
   }
   return pooljs::DrainToJs(env, &s, &drainBuckets_, &drainValues_);
+}
+
+Napi::Value PoolFilterStateWrap::DrainDelta(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  PoolFilterState& s = Ready(env);
+  args::RequireCount(info, 1, "drainDelta(end: null | { dcId, baseSequence, sequence })");
+  const WindowEnd end = WindowEndArg(info[0]);
+  if (s.GetStats().dirtyBuckets > limits::kMaxSyncWindowBuckets) {
+    throw Napi::RangeError::New(env, "drainDelta() ends windows of at most " +
+                                         std::to_string(limits::kMaxSyncWindowBuckets) +
+                                         " dirty buckets on the calling thread; use drainAsync()");
+  }
+  WindowDrain drain;
+  const char* error = nullptr;
+  if (!drain.Run(&s, end, &error)) args::ThrowCoded(env, "AllocationFailed", error);
+  return drain.ToJs(env);
+}
+
+Napi::Value PoolFilterStateWrap::DirtyBuckets(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(Ready(info.Env()).GetStats().dirtyBuckets));
 }
 
 Napi::Value PoolFilterStateWrap::Stats(const Napi::CallbackInfo& info) {

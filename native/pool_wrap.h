@@ -39,6 +39,9 @@ class PoolFilterStateWrap : public Napi::ObjectWrap<PoolFilterStateWrap> {
   Napi::Value Drain(const Napi::CallbackInfo& info);
   // Ends the window on a worker: encoded as a delta frame, or discarded and counted.
   Napi::Value DrainAsync(const Napi::CallbackInfo& info);  // pool_workers.cc
+  // DrainAsync on the calling thread, for at most limits::kMaxSyncWindowBuckets dirty buckets.
+  Napi::Value DrainDelta(const Napi::CallbackInfo& info);
+  Napi::Value DirtyBuckets(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
   Napi::Value Words(const Napi::CallbackInfo& info);
   Napi::Value CopyWordsAsync(const Napi::CallbackInfo& info);  // pool_workers.cc

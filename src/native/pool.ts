@@ -411,6 +411,16 @@ export class PoolFilterState {
     return this.native.drainAsync(end);
   }
 
+  /** drainAsync on the calling thread, for a window of at most nativeLimits.maxSyncWindowBuckets dirty buckets (RangeError above). */
+  drainDelta(end: WindowEnd | null): DrainedWindow | null {
+    return this.native.drainDelta(end);
+  }
+
+  /** Buckets touched since the window began: what ending it walks. */
+  get dirtyBuckets(): number {
+    return this.native.dirtyBuckets();
+  }
+
   stats(): PoolStats {
     return this.native.stats();
   }

@@ -435,10 +435,15 @@ export class PoolActor implements PoolFeed {
     return { end: { dcId: this.dcId, baseSequence: this.lastSequence, sequence: this.lastSequence + 1n }, listener };
   }
 
-  /** Drains the window and publishes it (or drops it without a listener). */
+  /**
+   * Drains the window and publishes it (or drops it without a listener). A small window ends here,
+   * at once (a worker round trip would add a fraction of a millisecond to every trickle delta); a
+   * larger one on a worker.
+   */
   private async flush(): Promise<void> {
     const window = this.windowEnd();
-    this.publish(window, await this.state.drainAsync(window.end));
+    const small = this.state.dirtyBuckets <= nativeLimits.maxSyncWindowBuckets;
+    this.publish(window, small ? this.state.drainDelta(window.end) : await this.state.drainAsync(window.end));
   }
 
   private publish(window: WindowClose, drained: DrainedWindow | null): void {

@@ -224,6 +224,31 @@ describe('publication window', () => {
     expect(discarded.hasPendingPublication()).toBe(false);
   });
 
+  test('drainDelta ends a small window on the calling thread as drainAsync does; above maxSyncWindowBuckets it refuses', async () => {
+    const format = { seed: SEED, bucketCount: 1 << 16 };
+    const twin = (blocks: number): PoolFilterState => {
+      const pool = new PoolFilterState(format);
+      const ids = BigUint64Array.from({ length: blocks }, (_, i) => BigInt(i + 1));
+      for (let at = 0; at < blocks; at += 10_000) expect(pool.store(1n, 0, at === 0 ? null : BigInt(at), null, ids.subarray(at, at + 10_000), ids.subarray(at, at + 10_000))).toBeNull();
+      return pool;
+    };
+    const end = { dcId: 3n, baseSequence: 4n, sequence: 5n };
+    const [a, b] = [twin(100), twin(100)];
+    expect(a.dirtyBuckets).toBe(b.stats().dirtyBuckets);
+    const sync = a.drainDelta(end);
+    expect(sync).toEqual(await b.drainAsync(end));
+    expect(sync!.payload).not.toBeNull();
+    expect(a.dirtyBuckets).toBe(0);
+    expect(a.drainDelta(end)).toBeNull();
+    expect(a.drainDelta(null)).toBeNull();
+    const large = twin(30_000);
+    expect(large.dirtyBuckets).toBeGreaterThan(nativeLimits.maxSyncWindowBuckets);
+    expectThrows(() => large.drainDelta(end), 'RangeError');
+    expect(large.hasPendingPublication()).toBe(true); // refused whole
+    expect((await large.drainAsync(end))!.imageCount).toBeGreaterThan(nativeLimits.maxSyncWindowBuckets);
+    expectThrows(() => (a.drainDelta as (...x: unknown[]) => unknown)(), 'TypeError');
+  });
+
   test('a window of more images than a delta frame carries: drainAsync gives the count alone, drain() refuses past its bound', async () => {
     // A clear of a source that holds 1.5 M blocks touches more than MAX_DELTA_IMAGES buckets and
     // more than nativeLimits.maxSyncFilterWords: only the async drain takes such a window.
