@@ -2,10 +2,8 @@
 // word copy, a window drain and its delta encoding) runs on a libuv worker thread while the pool is
 // marked busy.
 #include <cstring>
-#include <memory>
 #include <optional>
 #include <utility>
-#include <vector>
 
 #include "napi_args.h"
 #include "native_limits.h"
