@@ -19,6 +19,7 @@ function jest(args) {
 /** The phases' --json reports as one: counts summed, results concatenated. */
 function mergeReports(files, into) {
   const reports = files.filter((f) => fs.existsSync(f)).map((f) => JSON.parse(fs.readFileSync(f, 'utf8')));
+  if (reports.length === 0) return; // no report at all: the caller sees none, as after a crashed jest
   const merged = { ...reports[0], testResults: [] };
   for (const key of Object.keys(merged)) {
     if (key.startsWith('num')) merged[key] = reports.reduce((sum, r) => sum + (r[key] ?? 0), 0);
