@@ -63,6 +63,9 @@ describe('packed tarball', () => {
     // The emitted declarations of src/native/ import the addon's types from dist/binding.d.ts.
     expect(files).toEqual(expect.arrayContaining(['dist/src/native/addon.d.ts', 'dist/binding.d.ts']));
     expect(files.some((f) => f.startsWith('build/'))).toBe(false);
+    // What only development uses stays out: the testing addon's and the fuzz targets' sources, the test runners.
+    expect(files.filter((f) => /^native\/(testing|fuzz)\/|^scripts\/(test|test-asan|ts-hook)\.js$/.test(f))).toEqual([]);
+    expect(files).toEqual(expect.arrayContaining(['native/pool_window.cc', 'scripts/install.js', 'CMakeLists.txt']));
     tarball = path.join(work, packed[0].filename);
     config = path.join(work, 'relay.yaml');
     fs.writeFileSync(config, 'dcId: dc-packaged\nbind: 127.0.0.1:0\nendpoints: []\n');
