@@ -96,6 +96,8 @@ class PoolFilterState {
   // Publication window (§4.6). false: nothing to publish (the window is reset either way).
   bool Drain(std::vector<uint32_t>* buckets, std::vector<uint64_t>* values);
   bool HasPendingPublication() const { return pendingEvents_ > 0 || dirty_.size() > 0; }
+  // Buckets touched since the window began: what a Drain walks.
+  size_t DirtyBuckets() const { return dirty_.size(); }
 
   const ckf::Filter& filter() const { return filter_; }
   const Counters& counters() const { return counters_; }

@@ -146,13 +146,19 @@ Napi::Value PoolFilterStateWrap::HasPendingPublication(const Napi::CallbackInfo&
   return Napi::Boolean::New(info.Env(), Ready(info.Env()).HasPendingPublication());
 }
 
+namespace {
+// A window ended on the calling thread is bounded: `call` walks at most `limit` dirty buckets.
+void RequireSyncWindow(Napi::Env env, const PoolFilterState& s, size_t limit, const char* call) {
+  if (s.DirtyBuckets() <= limit) return;
+  throw Napi::RangeError::New(env, std::string(call) + " ends windows of at most " + std::to_string(limit) +
+                                       " dirty buckets on the calling thread; use drainAsync()");
+}
+}  // namespace
+
 Napi::Value PoolFilterStateWrap::Drain(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   PoolFilterState& s = Ready(env);
-  if (s.GetStats().dirtyBuckets > limits::kMaxSyncFilterWords) {
-    throw Napi::RangeError::New(env, "drain() walks at most " + std::to_string(limits::kMaxSyncFilterWords) +
-                                         " dirty buckets on the calling thread; use drainAsync()");
-  }
+  RequireSyncWindow(env, s, limits::kMaxSyncFilterWords, "drain()");
   return pooljs::DrainToJs(env, &s, &drainBuckets_, &drainValues_);
 }
 
@@ -161,11 +167,7 @@ Napi::Value PoolFilterStateWrap::DrainDelta(const Napi::CallbackInfo& info) {
   PoolFilterState& s = Ready(env);
   args::RequireCount(info, 1, "drainDelta(end: null | { dcId, baseSequence, sequence })");
   const WindowEnd end = WindowEndArg(info[0]);
-  if (s.GetStats().dirtyBuckets > limits::kMaxSyncWindowBuckets) {
-    throw Napi::RangeError::New(env, "drainDelta() ends windows of at most " +
-                                         std::to_string(limits::kMaxSyncWindowBuckets) +
-                                         " dirty buckets on the calling thread; use drainAsync()");
-  }
+  RequireSyncWindow(env, s, limits::kMaxSyncWindowBuckets, "drainDelta()");
   WindowDrain drain;
   const char* error = nullptr;
   if (!drain.Run(&s, end, &error)) args::ThrowCoded(env, "AllocationFailed", error);
@@ -173,7 +175,7 @@ Napi::Value PoolFilterStateWrap::DrainDelta(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value PoolFilterStateWrap::DirtyBuckets(const Napi::CallbackInfo& info) {
-  return Napi::Number::New(info.Env(), static_cast<double>(Ready(info.Env()).GetStats().dirtyBuckets));
+  return Napi::Number::New(info.Env(), static_cast<double>(Ready(info.Env()).DirtyBuckets()));
 }
 
 Napi::Value PoolFilterStateWrap::Stats(const Napi::CallbackInfo& info) {

@@ -1,5 +1,6 @@
 // N-API class PoolFilterState: owns one pool::PoolFilterState. Calls are serialized by the caller;
-// while an async call (applyBatchAsync, drainAsync, copyWordsAsync; pool_workers.cc) is in flight every other call throws Error{code: 'PoolBusy'}.
+// while an async call (applyBatchAsync, drainAsync, copyWordsAsync; pool_workers.cc) is in flight
+// every other call throws Error{code: 'PoolBusy'}.
 #pragma once
 #include <napi.h>
 

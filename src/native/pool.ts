@@ -14,10 +14,11 @@
 // - Every applied event counts as one pending event (even when it fails); drain() resets the count.
 // - Call sizes are bounded (nativeLimits, native/native_limits.h): a synchronous apply, store or
 //   remove above maxSyncBatchWords words, an async apply above maxAsyncBatchWords, words() above
-//   maxSyncFilterWords buckets and drain() above as many dirty buckets throw a RangeError and
-//   change nothing (drainAsync and copyWordsAsync have no such bound).
+//   maxSyncFilterWords buckets, drain() above as many dirty buckets and drainDelta() above
+//   maxSyncWindowBuckets throw a RangeError and change nothing (drainAsync and copyWordsAsync have
+//   no such bound).
 // - applyAsync() copies the encoded batch before it returns: the arrays are free to reuse at once.
-// - Not thread-safe by design: while an async call (apply, drain, discard, word copy) is in flight,
+// - Not thread-safe by design: while an async call (apply, drainAsync, word copy) is in flight,
 //   the caller must not call anything else on the same PoolFilterState; doing so throws Error{code: 'PoolBusy'}.
 // - close() frees the native memory at once; any later call throws Error{code: 'PoolClosed'}.
 //   Without close(), the memory is freed when the object is garbage-collected.

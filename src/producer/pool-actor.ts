@@ -421,8 +421,8 @@ export class PoolActor implements PoolFeed {
 
   /**
    * How the window ends now: a delta after the last sequence to the listener, or a discard without
-   * one. The window is walked, and the delta encoded, on a worker thread: its size is the buckets
-   * touched since the last one, which a clear of a large source makes millions.
+   * one. The native side walks the window and encodes the delta (on a worker unless it is small): its
+   * size is the buckets touched since the last one, which a clear of a large source makes millions.
    */
   private windowEnd(): WindowClose {
     if (this.timer) {
