@@ -327,3 +327,59 @@ export class EngineBatchDecoder {
     wordsOffset: number,
   ): boolean;
 }
+
+// --- ZMQ ingest sockets (native/zmq_ingest.cc) ---
+// A SUB socket on libzmq's C API in the context of the calling thread (one per JS environment),
+// read without a JS object per message. Monitor events and a ZAP handler on the same context keep
+// zeromq.js's connection semantics. Errors: TypeError for bad arguments; an Error with code
+// (EADDRINUSE, EINVAL, EPROTONOSUPPORT, EMFILE, ENOENT, EZMQ; ESOCKETCLOSED once closed).
+
+/** Fields of a received message's record (`stride` numbers each) and its status values. */
+export const zmqRecord: {
+  readonly stride: number;
+  readonly ok: number;
+  /** Not 3 frames: the record's third field is the frame count. */
+  readonly frameCount: number;
+  /** A sequence frame not 8 bytes long: the record's third field is its length. */
+  readonly sequenceLength: number;
+};
+/** The monitor events ingest acts on (libzmq's ZMQ_EVENT_* values). */
+export const zmqEvents: {
+  readonly connected: number;
+  readonly connectDelayed: number;
+  readonly connectRetried: number;
+  readonly accepted: number;
+  readonly disconnected: number;
+  readonly handshakeSucceeded: number;
+  readonly handshakeFailedAuth: number;
+};
+export interface ZmqSubscriberOptions {
+  receiveHighWaterMark: number;
+  maxMessageSize: number;
+  /** The context's socket limit (taken when the thread's context is created). */
+  maxSockets: number;
+  /** ZAP domain: every connection is judged by the allow-list registered under it (zmqAllowPeers). */
+  zapDomain?: string;
+}
+export class ZmqSubscriber {
+  /** onReadable: messages are queued (read them with receive()); onEvent: a monitor event (ZMQ_EVENT_*). */
+  constructor(options: ZmqSubscriberOptions, onReadable: () => void, onEvent: (event: number, value: number, address: string) => void);
+  readonly closed: boolean;
+  /** The last receive() stopped at a message its arena had no room left for (read it next). */
+  readonly pending: boolean;
+  subscribe(topic: string): void;
+  /** The bound endpoint (port 0 or * shows the chosen port). */
+  bind(endpoint: string): string;
+  connect(endpoint: string): void;
+  disconnect(endpoint: string): void;
+  /**
+   * Reads the queued messages, at most maxMessages (and what records / sequences hold): n >= 0 read,
+   * payloads copied into arena; or -bytes when the next payload needs an arena that large (it is kept).
+   * Payloads are valid until the next call.
+   */
+  receive(arena: Uint8Array, records: Uint32Array, sequences: BigUint64Array, maxMessages: number): number;
+  close(): void;
+}
+/** Registers the peers (IP addresses) a socket with ZAP domain `domain` accepts, in this thread's context. */
+export function zmqAllowPeers(domain: string, peers: string[], maxSockets: number): void;
+export function zmqForgetPeers(domain: string): void;

@@ -13,6 +13,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvrelay::InitCbi1(env, exports);
   kvrelay::InitEngineDecoder(env, exports);
   kvrelay::InitNativeLimits(env, exports);
+  kvrelay::InitZmqIngest(env, exports);
   return exports;
 }
 }  // namespace

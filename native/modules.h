@@ -11,4 +11,5 @@ void InitPackedBatch(Napi::Env env, Napi::Object exports);
 void InitCbi1(Napi::Env env, Napi::Object exports);
 void InitEngineDecoder(Napi::Env env, Napi::Object exports);
 void InitNativeLimits(Napi::Env env, Napi::Object exports);
+void InitZmqIngest(Napi::Env env, Napi::Object exports);
 }  // namespace kvrelay

@@ -304,12 +304,6 @@ export const INGEST_REPLAY_RECEIVE_HWM = 100_000;
  */
 export const INGEST_MESSAGES_PER_TURN = 16;
 /**
- * Messages of a burst read asking libzmq whether more are queued (~1.1 µs each) before the rest is
- * drained with a 0 receive timeout instead (no question, but ~4 µs for the EAGAIN that ends it): past
- * this many, draining costs less even when the burst ends before INGEST_MESSAGES_PER_TURN.
- */
-export const INGEST_DRAIN_AFTER = 4;
-/**
  * Contiguous live messages from a lower sequence that confirm an engine restart on one connection; a
  * shorter run that the old stream interrupts is dropped (engine-inputs.md §1.1: no epoch on the wire).
  */

@@ -25,8 +25,16 @@ export function encodeSequence(sequence: bigint): Buffer {
 }
 
 export function decodeSequence(frame: Buffer): bigint {
-  if (frame.length !== SEQUENCE_BYTES) throw new DecodeError(`sequence frame: ${frame.length} bytes, expected 8`);
+  if (frame.length !== SEQUENCE_BYTES) throw sequenceLengthError(frame.length);
   return frame.readBigUInt64BE(0);
+}
+
+export function sequenceLengthError(bytes: number): DecodeError {
+  return new DecodeError(`sequence frame: ${bytes} bytes, expected ${SEQUENCE_BYTES}`);
+}
+
+export function frameCountError(frames: number): DecodeError {
+  return new DecodeError(`message: ${frames} frames, expected 3`);
 }
 
 export function parseLiveMessage(frames: Buffer[]): LiveMessage {
@@ -34,9 +42,8 @@ export function parseLiveMessage(frames: Buffer[]): LiveMessage {
   return { topic: frames[0].toString('utf8'), sequence, payload: frames[2] };
 }
 
-/** The sequence of a live message (frames checked as parseLiveMessage does), without decoding its topic. */
-export function liveSequence(frames: Buffer[]): bigint {
-  if (frames.length !== 3) throw new DecodeError(`message: ${frames.length} frames, expected 3`);
+function liveSequence(frames: Buffer[]): bigint {
+  if (frames.length !== 3) throw frameCountError(frames.length);
   return decodeSequence(frames[1]);
 }
 

@@ -17,7 +17,7 @@ export interface ReplayHandle {
 
 export interface StreamHooks {
   /** Decode and hand one batch to the sink (malformed payloads are counted there). */
-  deliver(sequence: bigint, payload: Buffer): void;
+  deliver(sequence: bigint, payload: Uint8Array): void;
   /** The sink must forget this publisher's blocks. */
   reset(reason: ResetReason): void;
   gap(): void;
@@ -44,7 +44,7 @@ export interface StreamLimits {
 
 interface Held {
   sequence: bigint;
-  payload: Buffer;
+  payload: Uint8Array;
   /** Arrived while a replay ran: a gap it still shows is lost history, not a reason to replay again. */
   afterReplay: boolean;
   /** The gap this message revealed was counted when it started a replay. */
@@ -103,7 +103,7 @@ export class RankStream {
     this.forget('disconnect');
   }
 
-  live(sequence: bigint, payload: Buffer): void {
+  live(sequence: bigint, payload: Uint8Array): void {
     if (this.closed) return;
     const previous = this.lastLive;
     const suspect = this.suspect;
@@ -176,7 +176,7 @@ export class RankStream {
     this.suspect = [];
   }
 
-  replayed(handle: ReplayHandle, sequence: bigint, payload: Buffer): void {
+  replayed(handle: ReplayHandle, sequence: bigint, payload: Uint8Array): void {
     const replay = this.replay;
     if (replay?.handle !== handle) return;
     const first = !replay.answered;
@@ -250,7 +250,7 @@ export class RankStream {
     }
   }
 
-  private accept(sequence: bigint, payload: Buffer, mayReplay: boolean, gapCounted: boolean): void {
+  private accept(sequence: bigint, payload: Uint8Array, mayReplay: boolean, gapCounted: boolean): void {
     const last = this.last;
     if (last === null || sequence === last + 1n) return this.deliver(sequence, payload);
     // Already delivered by a replay, which can overtake the live connection.
@@ -261,7 +261,7 @@ export class RankStream {
     this.deliver(sequence, payload);
   }
 
-  private deliver(sequence: bigint, payload: Buffer): void {
+  private deliver(sequence: bigint, payload: Uint8Array): void {
     this.last = sequence;
     this.delivered = true;
     this.hooks.deliver(sequence, payload);
@@ -295,6 +295,7 @@ export class RankStream {
   }
 }
 
-function held(sequence: bigint, payload: Buffer, afterReplay: boolean, gapCounted: boolean): Held {
-  return { sequence, payload, afterReplay, gapCounted };
+function held(sequence: bigint, payload: Uint8Array, afterReplay: boolean, gapCounted: boolean): Held {
+  // A live payload is a view valid only during live() (the socket reuses its arena): held ones are copied.
+  return { sequence, payload: new Uint8Array(payload), afterReplay, gapCounted };
 }

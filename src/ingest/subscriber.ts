@@ -2,13 +2,11 @@
 // or bound for engines that dial in), per-rank ordering and replay (stream.ts), native decoding into
 // one packed batch per burst (burst.ts), and delivery to the producer's sink.
 import { isIP } from 'net';
-import { setImmediate as nextTurn } from 'timers/promises';
-import { Subscriber, type Observer } from 'zeromq';
 import {
   INGEST_LOG_MAX_PER_WINDOW,
   INGEST_MAX_MESSAGE_BYTES,
   INGEST_LOG_WINDOW_MS,
-  INGEST_DRAIN_AFTER,
+  INGEST_MAX_ZMQ_SOCKETS,
   INGEST_MESSAGES_PER_TURN,
   INGEST_RECEIVE_HWM,
   INGEST_REDIAL_MS,
@@ -19,14 +17,14 @@ import {
 } from '../config/defaults';
 import { MAX_U64 } from '../config/limits';
 import { EngineBatchDecoder } from '../native';
+import { ZmqSubscriber, zmqEvents, zmqRecord } from '../native/zmq-subscriber';
 import { PackedBurst } from './burst';
 import { rankEndpoint } from './endpoints';
-import { liveSequence } from './frames';
+import { frameCountError, sequenceLengthError } from './frames';
 import { requestReplay } from './replay';
 import { RankStream, type ReplayHandle } from './stream';
 import { ThrottledLogger } from './throttle';
 import { allowPeers } from './zap';
-import { ingestContext } from './zmq-context';
 import type { IngestLogger, IngestSink, KvEventEndpointConfig, ResetReason, SourceKey, SourceStats } from './types';
 
 export interface SubscriberOptions {
@@ -41,6 +39,9 @@ export interface SubscriberOptions {
   rankEndpoints?: string[];
 }
 
+/** A rank's first receive arena (grown to the largest message it reads, at most maxMessageBytes). */
+const INITIAL_ARENA_BYTES = 64 * 1024;
+
 const stderrLogger: IngestLogger = {
   warn: (obj, msg) => process.stderr.write(JSON.stringify({ level: 'warn', ...obj, msg }) + '\n'),
 };
@@ -53,7 +54,7 @@ export class KvEventSubscriber {
   readonly decoder: EngineBatchDecoder;
   private closed = false;
   /** The ZAP domain of a bound socket with a peer allow-list. */
-  private zap: Awaited<ReturnType<typeof allowPeers>> | undefined;
+  private zap: ReturnType<typeof allowPeers> | undefined;
 
   constructor(
     readonly config: KvEventEndpointConfig,
@@ -69,7 +70,7 @@ export class KvEventSubscriber {
   /** Opens every rank's socket (binds complete before this resolves; connects proceed in the background). */
   async start(): Promise<void> {
     const { config } = this;
-    if (config.mode === 'bind' && config.allowedPeers) this.zap = await allowPeers(config.allowedPeers);
+    if (config.mode === 'bind' && config.allowedPeers) this.zap = allowPeers(config.allowedPeers);
     for (let rank = config.dpStartRank; rank < config.dpStartRank + config.dpSize; rank++) {
       this.counter({ workerId: config.workerId, dpRank: rank });
       const sub = new RankSubscription(this, rank);
@@ -194,7 +195,7 @@ class RankSubscription {
   private readonly stats: SourceStats;
   endpoint: string;
   private readonly replayEndpoint: string | undefined;
-  private readonly socket: Subscriber;
+  private readonly socket: ZmqSubscriber;
   private readonly stream: RankStream;
   /** Other ranks its batches named since the last reset (a batch's own rank names its source). */
   private readonly seen = new Map<number, SourceKey>();
@@ -202,27 +203,36 @@ class RankSubscription {
   private readonly burst: PackedBurst;
   private flushQueued = false;
   /**
-   * The receive loop is filling the burst (from its first message to its flush): it flushes then, so
-   * no microtask flush is queued, which would run at the loop's next await and cut a 1-message burst.
+   * A burst is being read (from its first message to its flush): it flushes then, so no microtask
+   * flush is queued for a message it delivers.
    */
   private receiving = false;
-  private loop: Promise<void> = Promise.resolve();
-  private events: Promise<void> = Promise.resolve();
+  /** A burst was cut at INGEST_MESSAGES_PER_TURN: the next one is read next turn, not on a wake-up before. */
+  private continuing = false;
+  /** TCP connections up whose handshake has not (yet) succeeded. */
+  private unconfirmed = 0;
   private redial: NodeJS.Timeout | undefined;
+  /** What receive() fills: payloads, then per message its record and sequence. */
+  private arena = new Uint8Array(INITIAL_ARENA_BYTES);
+  private readonly records = new Uint32Array(INGEST_MESSAGES_PER_TURN * zmqRecord.stride);
+  private readonly sequences = new BigUint64Array(INGEST_MESSAGES_PER_TURN);
 
   constructor(
     private readonly owner: KvEventSubscriber,
     private readonly rank: number,
   ) {
     const { config } = owner;
-    this.socket = new Subscriber({
-      context: ingestContext(),
-      linger: 0,
-      receiveHighWaterMark: INGEST_RECEIVE_HWM,
-      maxMessageSize: owner.maxMessageBytes,
-      // With a domain, every accepted connection is judged by the ZAP handler (zap.ts) before its handshake.
-      ...(owner.zapDomain === null ? {} : { zapDomain: owner.zapDomain }),
-    });
+    this.socket = new ZmqSubscriber(
+      {
+        receiveHighWaterMark: INGEST_RECEIVE_HWM,
+        maxMessageSize: owner.maxMessageBytes,
+        maxSockets: INGEST_MAX_ZMQ_SOCKETS,
+        // With a domain, every accepted connection is judged by the ZAP handler (zap.ts) before its handshake.
+        ...(owner.zapDomain === null ? {} : { zapDomain: owner.zapDomain }),
+      },
+      () => this.readable(),
+      (event, _value, address) => this.event(event, address),
+    );
     this.source = { workerId: config.workerId, dpRank: rank };
     this.stats = owner.counter(this.source);
     this.endpoint = owner.options.rankEndpoints?.[rank - config.dpStartRank] ?? rankEndpoint(config.endpoint, rank, config.dpStartRank);
@@ -257,65 +267,46 @@ class RankSubscription {
   async open(): Promise<void> {
     const { socket } = this;
     socket.subscribe(this.owner.config.topic);
-    // Taken here so that a failure to create it (a socket limit) rejects open() and start() releases.
-    this.events = this.eventLoop(socket.events);
-    if (this.owner.config.mode === 'connect') {
-      socket.connect(this.endpoint);
-    } else {
-      await socket.bind(this.endpoint.replace(/:0$/, ':*'));
-      this.endpoint = socket.lastEndpoint ?? this.endpoint;
-    }
-    this.loop = this.receiveLoop();
+    if (this.owner.config.mode === 'connect') socket.connect(this.endpoint);
+    else this.endpoint = socket.bind(this.endpoint.replace(/:0$/, ':*'));
   }
 
   async close(): Promise<void> {
     this.stream.close();
     clearTimeout(this.redial);
-    if (!this.socket.closed) this.socket.close();
-    await Promise.all([this.loop, this.events]);
+    this.socket.close();
   }
 
   /**
-   * Connection events drive first-connect replay and disconnect resets. A connection counts once
-   * its ZMTP handshake succeeds: a TCP probe or port scan (accept, handshake error, disconnect)
-   * must not reset the worker. Read with receive() rather than events.on(): zeromq caches its
-   * emitter wiring process-wide, which breaks once the module is loaded a second time (as jest
-   * does per test file).
+   * Monitor events drive first-connect replay and disconnect resets. A connection counts once its
+   * ZMTP handshake succeeds: a TCP probe or port scan (accept, handshake error, disconnect) must not
+   * reset the worker.
    */
-  private async eventLoop(observer: Observer): Promise<void> {
+  private event(event: number, address: string): void {
     const stats = this.owner.counter(this.source);
-    let unconfirmed = 0; // TCP up, handshake not (yet) succeeded
-    while (!observer.closed && !this.socket.closed) {
-      let event;
-      try {
-        event = await observer.receive();
-      } catch {
-        return; // the socket (and with it the observer) closed
+    if (event === zmqEvents.connectRetried || event === zmqEvents.connectDelayed) {
+      this.cancelRedial();
+    } else if (event === zmqEvents.connected || event === zmqEvents.accepted) {
+      this.cancelRedial();
+      this.unconfirmed += 1;
+    } else if (event === zmqEvents.handshakeSucceeded) {
+      this.unconfirmed = Math.max(0, this.unconfirmed - 1);
+      stats.connections += 1;
+      this.stream.connected();
+    } else if (event === zmqEvents.handshakeFailedAuth) {
+      stats.refusedPeers += 1;
+      this.owner.warn({ dpRank: this.rank, peer: address }, 'KV-event publisher refused: not in allowedPeers');
+    } else if (event === zmqEvents.disconnected) {
+      this.armRedial();
+      if (this.unconfirmed > 0) {
+        this.unconfirmed -= 1;
+        return;
       }
-      if (event.type === 'connect:retry' || event.type === 'connect:delay') {
-        this.cancelRedial();
-      } else if (event.type === 'connect' || event.type === 'accept') {
-        this.cancelRedial();
-        unconfirmed += 1;
-      } else if (event.type === 'handshake') {
-        unconfirmed = Math.max(0, unconfirmed - 1);
-        stats.connections += 1;
-        this.stream.connected();
-      } else if (event.type === 'handshake:error:auth') {
-        stats.refusedPeers += 1;
-        this.owner.warn({ dpRank: this.rank, peer: event.address }, 'KV-event publisher refused: not in allowedPeers');
-      } else if (event.type === 'disconnect') {
-        this.armRedial();
-        if (unconfirmed > 0) {
-          unconfirmed -= 1;
-          continue;
-        }
-        stats.connections = Math.max(0, stats.connections - 1);
-        this.stream.disconnected();
-        // A bound socket may already hold the restarted engine's new connection (the old one's
-        // disconnect can be noticed late): that engine's history must be replayed after the reset.
-        if (stats.connections > 0) this.stream.connected();
-      }
+      stats.connections = Math.max(0, stats.connections - 1);
+      this.stream.disconnected();
+      // A bound socket may already hold the restarted engine's new connection (the old one's
+      // disconnect can be noticed late): that engine's history must be replayed after the reset.
+      if (stats.connections > 0) this.stream.connected();
     }
   }
 
@@ -343,66 +334,52 @@ class RankSubscription {
     this.redial = undefined;
   }
 
+  private readable(): void {
+    if (!this.continuing) this.readBurst();
+  }
+
   /**
-   * Per wake-up, everything the socket already holds (receive() reads at once while it is
-   * readable), up to INGEST_MESSAGES_PER_TURN messages, decoded into one burst: one hand-off to the
-   * sink per wake-up. A full burst yields to the event loop before the next one.
-   *
-   * zeromq.js asks libzmq for the socket's events (ZMQ_EVENTS: a getpid and a poll syscall) in every
-   * receive() and every `readable`, ~1.1 µs per message here. With a receive timeout of 0 it asks
-   * nothing and reads at once, rejecting with EAGAIN when nothing is queued, which costs more than the
-   * question (~4 µs: an Error, and libzmq polls its command pipe then). So a burst's first
-   * INGEST_DRAIN_AFTER messages are read as usual, and a longer one is drained with the timeout at 0.
+   * Everything the socket holds, up to INGEST_MESSAGES_PER_TURN messages, read in one native call and
+   * decoded into one burst: one hand-off to the sink per wake-up. A full burst (or one that filled the
+   * arena) reads the rest on the next turn: libzmq signals only new messages, so nothing else would.
    */
-  private async receiveLoop(): Promise<void> {
-    const { socket } = this;
-    while (!socket.closed) {
-      let handled = 0;
-      let draining = false;
-      try {
-        do {
-          const frames = draining ? await drained(socket) : await socket.receive();
-          if (frames === null) break;
-          this.receiving = true;
-          this.handle(frames);
-          handled += 1;
-          if (!draining && handled === INGEST_DRAIN_AFTER) {
-            socket.receiveTimeout = 0;
-            draining = true;
-          }
-        } while (handled < INGEST_MESSAGES_PER_TURN && (draining || socket.readable));
-      } catch (err) {
-        this.receiving = false;
-        this.flush();
-        if (socket.closed || this.owner.isClosed) return;
-        this.owner.warn({ dpRank: this.rank, err: String(err) }, 'KV-event receive failed');
-        continue;
-      } finally {
-        if (draining && !socket.closed) socket.receiveTimeout = -1;
-      }
-      this.receiving = false;
-      const cut = handled === INGEST_MESSAGES_PER_TURN;
-      this.flush(cut);
-      if (cut) await nextTurn();
+  private readBurst(): void {
+    this.continuing = false;
+    if (this.socket.closed) return;
+    let n = this.socket.receive(this.arena, this.records, this.sequences, INGEST_MESSAGES_PER_TURN);
+    while (n < 0) {
+      this.arena = new Uint8Array(Math.max(-n, 2 * this.arena.length));
+      n = this.socket.receive(this.arena, this.records, this.sequences, INGEST_MESSAGES_PER_TURN);
+    }
+    this.receiving = true;
+    for (let i = 0; i < n; i++) this.handle(i);
+    this.receiving = false;
+    const cut = n === INGEST_MESSAGES_PER_TURN;
+    this.flush(cut);
+    if (cut || this.socket.pending) {
+      this.continuing = true;
+      setImmediate(() => this.readBurst());
     }
   }
 
-  private handle(frames: Buffer[]): void {
-    let sequence;
-    try {
-      sequence = liveSequence(frames);
-    } catch (err) {
-      this.malformed(err as Error, 'live');
+  /** Message `i` of the last receive(). */
+  private handle(i: number): void {
+    const at = i * zmqRecord.stride;
+    const status = this.records[at];
+    if (status !== zmqRecord.ok) {
+      const detail = this.records[at + 2];
+      this.malformed(status === zmqRecord.frameCount ? frameCountError(detail) : sequenceLengthError(detail), 'live');
       return;
     }
-    // A connection's first message can be read before its handshake event (two sockets, two loops):
-    // it starts the connection all the same, or a busy engine's history would not be replayed.
+    // A connection's first message can be read before its handshake event: it starts the connection
+    // all the same, or a busy engine's history would not be replayed.
     if (this.stats.connections === 0) this.stream.connected();
-    this.stream.live(sequence, frames[2]);
+    const offset = this.records[at + 1];
+    this.stream.live(this.sequences[i], this.arena.subarray(offset, offset + this.records[at + 2]));
   }
 
   /** Decodes one batch into the burst; the sink gets the burst once the messages at hand are handled. */
-  private deliver(sequence: bigint, payload: Buffer): void {
+  private deliver(sequence: bigint, payload: Uint8Array): void {
     let r;
     try {
       r = this.burst.add(sequence, payload, this.rank);
@@ -479,15 +456,6 @@ class RankSubscription {
   }
 }
 
-/** The next queued message of a socket whose receive timeout is 0; null when none is queued. */
-async function drained(socket: Subscriber): Promise<Buffer[] | null> {
-  try {
-    return await socket.receive();
-  } catch (err) {
-    if ((err as { code?: string }).code === 'EAGAIN') return null;
-    throw err;
-  }
-}
 
 function validateConfig(c: KvEventEndpointConfig): void {
   if (typeof c.workerId !== 'bigint' || c.workerId < 0n || c.workerId > MAX_U64) throw new TypeError('workerId must be a u64 bigint');
