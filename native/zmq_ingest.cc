@@ -313,6 +313,8 @@ class ZmqSubscriberWrap : public Napi::ObjectWrap<ZmqSubscriberWrap> {
 
  private:
   void Release() {
+    // A socket closed with its monitor running is never reaped (its descriptors stay open).
+    if (socket_ != nullptr) zmq_socket_monitor(socket_, nullptr, 0);
     if (socket_ != nullptr) zmq_close(socket_);
     if (monitor_ != nullptr) zmq_close(monitor_);
     socket_ = monitor_ = nullptr;

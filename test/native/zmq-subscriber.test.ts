@@ -2,6 +2,7 @@
 // loopback: messages land in the caller's arena and records, malformed framing is reported per
 // message, a payload larger than the arena is kept until the arena grows, arguments are checked,
 // and a thread that ends with a socket open exits cleanly.
+import { readdirSync } from 'fs';
 import { Worker } from 'worker_threads';
 import { Publisher } from 'zeromq';
 import { encodeSequence } from '../../src/ingest/frames';
@@ -145,6 +146,18 @@ describe('ZmqSubscriber', () => {
     expect(sub.closed).toBe(true);
     expectThrows(() => sub.receive(b.arena, b.records, b.sequences, 2), 'Error', 'ESOCKETCLOSED');
     sub.close(); // twice is harmless
+  });
+
+  it('a closed socket releases its descriptors', async () => {
+    const descriptors = () => readdirSync('/proc/self/fd').length;
+    const before = descriptors();
+    const noop = () => undefined;
+    const subs = Array.from({ length: 200 }, () => new ZmqSubscriber(OPTIONS, noop, noop));
+    for (const sub of subs) sub.bind('tcp://127.0.0.1:*');
+    expect(descriptors()).toBeGreaterThan(before + 600);
+    for (const sub of subs) sub.close();
+    // libzmq's reaper thread closes them a moment later.
+    await waitFor(() => descriptors() < before + 20, 'the descriptors released');
   });
 
   it('a thread that ends with its sockets open exits cleanly', async () => {
