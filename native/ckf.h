@@ -49,9 +49,10 @@ class SeededXxh3 {
   uint64_t Of8(uint64_t x) const { return XXH3_rrmxmx(((x << 32) | (x >> 32)) ^ key8_, 8); }
   // = Xxh3(&v, 2, seed): bytes {v1, 0x02, v0, v1} (high to low), keyed, avalanche.
   uint64_t Of2(uint16_t v) const {
-    const uint32_t lo = v & 0xFF;
-    const uint32_t hi = v >> 8;
-    const uint32_t combined = (lo << 16) | (hi << 24) | hi | (2u << 8);
+    // v << 16 puts v1 and v0 in the top bytes, v >> 8 is v1 alone: ~5 instructions fewer per op than
+    // assembling the four bytes one by one.
+    const uint32_t x = v;
+    const uint32_t combined = (x << 16) | (x >> 8) | (2u << 8);
     return XXH64_avalanche(uint64_t{combined} ^ key2_);
   }
 
