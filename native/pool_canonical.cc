@@ -42,7 +42,6 @@ RawResult PoolFilterState::FinishRaw(RawOutcome outcome, uint64_t hash, uint32_t
 }
 
 __attribute__((always_inline)) inline RawOutcome PoolFilterState::InsertCanonicalCore(const BlockPlan& plan, uint32_t* kicks, std::vector<ckf::Write>* log) {
-  ++pendingEvents_;
   *kicks = 0;
   Ownership* own = owners_.Emplace(plan.canonical, Ownership{0, 0}, plan.owner).first;
   if (own == nullptr) throw std::bad_alloc();  // as the owner table's growth did before it reported it
@@ -55,7 +54,6 @@ __attribute__((always_inline)) inline RawOutcome PoolFilterState::InsertCanonica
 }
 
 __attribute__((always_inline)) inline RawOutcome PoolFilterState::RemoveCanonicalCore(const BlockPlan& plan, ckf::Write* write) {
-  ++pendingEvents_;
   Ownership* own = owners_.Find(plan.canonical, plan.owner);
   if (own == nullptr) {
     ++counters_.unknownRemovals;
@@ -70,6 +68,7 @@ __attribute__((always_inline)) inline RawOutcome PoolFilterState::RemoveCanonica
 }
 
 RawResult PoolFilterState::InsertCanonical(uint64_t hash) {
+  ++pendingEvents_;
   const uint64_t drawsBefore = filter_.rngDraws();
   uint32_t kicks = 0;
   rawWrites_.clear();
@@ -81,6 +80,7 @@ RawResult PoolFilterState::InsertCanonical(uint64_t hash) {
 }
 
 RawResult PoolFilterState::RemoveCanonical(uint64_t hash) {
+  ++pendingEvents_;
   const uint64_t drawsBefore = filter_.rngDraws();
   ckf::Write write{};
   BlockPlan plan;
@@ -91,21 +91,41 @@ RawResult PoolFilterState::RemoveCanonical(uint64_t hash) {
   return FinishRaw(outcome, hash, 0, drawsBefore, writes);
 }
 
+// Not inline: a call per block costs little, and a loop of its own keeps the hashing's constants and
+// the tables' addresses in registers.
+__attribute__((noinline)) void PoolFilterState::PlanCanonicalBlock(const uint64_t* hashes, size_t count,
+                                                                   BlockPlan* __restrict out) {
+  for (size_t i = 0; i < count; ++i) PlanCanonical(hashes[i], &out[i]);
+}
+
 void PoolFilterState::ApplyCanonicalBatch(const CanonicalOp* ops, const uint64_t* hashes, size_t count,
                                     RawOutcome* outcomes) {
-  // A plan does not depend on the state, so op i + kCanonicalLead is planned (its lines requested)
-  // while op i runs: the misses overlap the work instead of preceding it.
-  BlockPlan ring[kCanonicalRing];
-  const size_t lead = std::min(count, kCanonicalLead);
-  for (size_t i = 0; i < lead; ++i) PlanCanonical(hashes[i], &ring[i % kCanonicalRing]);
-  for (size_t i = 0; i < count; ++i) {
-    if (i + kCanonicalLead < count) {
-      PlanCanonical(hashes[i + kCanonicalLead], &ring[(i + kCanonicalLead) % kCanonicalRing]);
+  // A plan does not depend on the state, so the next kCanonicalBlock ops are planned (their lines
+  // requested) before this block runs: the misses overlap the work instead of preceding it. Planning
+  // and running a block each in a loop of their own keeps each loop's registers for its own work (one
+  // loop planning op i + 32 while running op i spilled them to the stack and back every op).
+  BlockPlan ring[2][kCanonicalBlock];
+  // Every op counts one pending event; counted here at once, less those an exception left unrun.
+  pendingEvents_ += count;
+  size_t i = 0;
+  try {
+    PlanCanonicalBlock(hashes, std::min(count, kCanonicalBlock), ring[0]);
+    for (size_t start = 0; start < count; start += kCanonicalBlock) {
+      const size_t block = start / kCanonicalBlock;
+      const size_t next = start + kCanonicalBlock;
+      if (next < count) PlanCanonicalBlock(hashes + next, std::min(count - next, kCanonicalBlock), ring[(block + 1) % 2]);
+      const BlockPlan* planned = ring[block % 2];
+      const size_t end = std::min(count, start + kCanonicalBlock);
+      for (; i < end; ++i) {
+        const BlockPlan& p = planned[i - start];
+        uint32_t kicks;
+        ckf::Write write;
+        outcomes[i] = ops[i] == CanonicalOp::kInsert ? InsertCanonicalCore(p, &kicks) : RemoveCanonicalCore(p, &write);
+      }
     }
-    const BlockPlan& plan = ring[i % kCanonicalRing];
-    uint32_t kicks;
-    ckf::Write write;
-    outcomes[i] = ops[i] == CanonicalOp::kInsert ? InsertCanonicalCore(plan, &kicks) : RemoveCanonicalCore(plan, &write);
+  } catch (...) {
+    pendingEvents_ -= count - i - 1;
+    throw;
   }
 }
 

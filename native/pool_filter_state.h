@@ -187,11 +187,17 @@ class PoolFilterState {
     const ckf::Prepared p = filter_.Prepare(hash);
     filter_.Prefetch(p);
     out->canonical = hash;
-    out->prepared = p;
+    // Field by field: a struct copy went through the stack, where an 8-byte load of the 2- and 4-byte
+    // stores waited for them (no store forwarding across two stores).
+    out->prepared.fp = p.fp;
+    out->prepared.a = p.a;
+    out->prepared.b = p.b;
     out->owner = owners_.Prefetch(hash);
     out->valid = true;
   }
   void ApplyChunk(uint8_t* errorsOut);
+  // ApplyCanonicalBatch's planning of one block of ops.
+  void PlanCanonicalBlock(const uint64_t* hashes, size_t count, BlockPlan* __restrict out);
 
   // --- raw canonical operations (pool_canonical.cc)
   RawOutcome InsertCanonicalCore(const BlockPlan& plan, uint32_t* kicks, std::vector<ckf::Write>* log = nullptr);
@@ -215,9 +221,8 @@ class PoolFilterState {
   // Blocks planned (and prefetched) at once: about three table lines each, so a chunk's lines stay in
   // L2 until it executes, and enough of them to keep the memory system busy.
   static constexpr size_t kPlanChunkBlocks = 512;
-  // ApplyCanonicalBatch plans this many ops ahead of the one it runs (ring: a power of two above it).
-  static constexpr size_t kCanonicalLead = 32;
-  static constexpr size_t kCanonicalRing = 64;
+  // ApplyCanonicalBatch plans a block of this many ops while the block before waits to run.
+  static constexpr size_t kCanonicalBlock = 32;
 
   // Scratch, kept to avoid allocations on the hot path. Block-indexed unless noted.
   std::vector<PackedEvent> chunk_;  // event-indexed
