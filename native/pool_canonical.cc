@@ -43,11 +43,14 @@ RawResult PoolFilterState::FinishRaw(RawOutcome outcome, uint64_t hash, uint32_t
 
 __attribute__((always_inline)) inline RawOutcome PoolFilterState::InsertCanonicalCore(const BlockPlan& plan, uint32_t* kicks, std::vector<ckf::Write>* log) {
   *kicks = 0;
-  Ownership* own = owners_.Emplace(plan.canonical, Ownership{0, 0}, plan.owner).first;
+  // A new entry starts at one owner, not resident: nothing to test.
+  const auto [own, inserted] = owners_.Emplace(plan.canonical, Ownership{1, 0}, plan.owner);
   if (own == nullptr) throw std::bad_alloc();  // as the owner table's growth did before it reported it
-  if (own->owners == kMaxOwners) return RawOutcome::kInvariantViolation;
-  ++own->owners;
-  if (own->resident) return RawOutcome::kOwnerBumped;
+  if (!inserted) {
+    if (own->owners == kMaxOwners) return RawOutcome::kInvariantViolation;
+    ++own->owners;
+    if (own->resident) return RawOutcome::kOwnerBumped;
+  }
   if (InsertPhysical(plan.prepared, own, maxKicks_, kicks, log)) return RawOutcome::kInserted;
   ++counters_.capacityFailures;
   return RawOutcome::kCapacityExhausted;

@@ -128,10 +128,15 @@ PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin&
     size_t owned = 0;
     for (; owned < newBlocks_.size(); ++owned) {
       const BlockPlan& block = blocks[newBlocks_[owned]];
-      Ownership* own = owners_.Emplace(block.canonical, Ownership{0, 0}, block.owner).first;
+      // A new entry starts at one owner with its admission claimed: nothing to test.
+      const auto [own, inserted] = owners_.Emplace(block.canonical, Ownership{1, 1}, block.owner);
       if (own == nullptr) {
         error = PoolError::kAllocationFailed;
         break;
+      }
+      if (inserted) {
+        admit_.push_back(1);
+        continue;
       }
       if (own->owners == kMaxOwners) {
         error = PoolError::kOwnershipDegreeOverflow;
