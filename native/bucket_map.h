@@ -403,11 +403,14 @@ class BucketMap {
         if (b == h.second && overflow != 0xFF) ++overflow;
       }
     }
+    // Left selects rather than branches: which of its buckets an erased key leaves is a coin flip, and
+    // the branch mispredicted ~0.4 times per erase (callgrind --branch-sim). b is one of h, so the
+    // line written is one the erase reads anyway.
     void Left(const Homes& h, size_t b, size_t from) {
       if constexpr (kCounted) {
-        if (b != h.second || h.first < from) return;
+        if (h.first < from) return;
         uint8_t& overflow = buckets[h.first].overflow;
-        if (overflow != 0xFF) --overflow;
+        overflow = static_cast<uint8_t>(overflow - ((b == h.second) & (overflow != 0xFF)));
       }
     }
 
