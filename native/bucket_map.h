@@ -430,7 +430,8 @@ class BucketMap {
     __attribute__((always_inline)) void EraseAt(const V* value, size_t from, HomesFn&& homesOf) {
       const char* p = reinterpret_cast<const char*>(value);
       const char* base = reinterpret_cast<const char*>(buckets.data());
-      if (p >= base && p < base + buckets.size() * sizeof(Bucket)) {
+      // The stash is almost always empty: then the value is in a bucket, no bounds to compare.
+      if (stash.empty() || (p >= base && p < base + buckets.size() * sizeof(Bucket))) {
         const size_t offset = static_cast<size_t>(p - base);
         const size_t bucket = offset / sizeof(Bucket);
         const int slot = static_cast<int>((offset % sizeof(Bucket) - offsetof(Bucket, values)) / sizeof(V));
