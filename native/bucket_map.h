@@ -46,6 +46,9 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "ckf.h"
 #include "zeroed_buffer.h"
@@ -314,6 +317,25 @@ class BucketMap {
              unsigned{b.keys[3] != 0} << 3;
     }
   }
+  // Bit s: slot s holds `key` (not 0). SSE2 is in every x86-64 (no -march needed): two 32-bit
+  // compares make a 64-bit one.
+  __attribute__((always_inline)) static unsigned MatchMask(const Bucket& b, uint64_t key) {
+#if defined(__SSE2__)
+    const __m128i k = _mm_set1_epi64x(static_cast<long long>(key));
+    __m128i low = _mm_cmpeq_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(b.keys)), k);
+    __m128i high = _mm_cmpeq_epi32(_mm_load_si128(reinterpret_cast<const __m128i*>(b.keys + 2)), k);
+    low = _mm_and_si128(low, _mm_shuffle_epi32(low, _MM_SHUFFLE(2, 3, 0, 1)));
+    high = _mm_and_si128(high, _mm_shuffle_epi32(high, _MM_SHUFFLE(2, 3, 0, 1)));
+    unsigned mask = static_cast<unsigned>(_mm_movemask_pd(_mm_castsi128_pd(low))) |
+                    static_cast<unsigned>(_mm_movemask_pd(_mm_castsi128_pd(high))) << 2;
+    if constexpr (kSlots == 5) mask |= unsigned{b.keys[4] == key} << 4;
+    return mask;
+#else
+    unsigned mask = 0;
+    for (int s = 0; s < kSlots; ++s) mask |= unsigned{b.keys[s] == key} << s;
+    return mask;
+#endif
+  }
   // With 8-byte values a bucket keeps its keys packed (slots [0, used) hold keys, the rest are 0), so
   // two key tests find how many slots are used and the first free one: counting zero keys took ~16
   // instructions per line, and an insertion reads two.
@@ -480,8 +502,27 @@ class BucketMap {
     zeroValue_ = value;
     return {&zeroValue_, true};
   }
+  // Find's lookup in the owner table (4-byte values). There Find mostly looks for keys that are
+  // present (releases of owners), and which line and slot hold one is a coin flip per key: both lines
+  // are compared whole and the slot selected, where the compare chains and the overflow test
+  // mispredicted ~0.6 times per raw canonical op (callgrind --branch-sim: 2.04 -> 1.46 per op, for
+  // ~20 instructions more per op; raw canonical ops ~10 % faster in wall clock, engine events the
+  // same). Lineage tables keep FindIn: there it was slower. Insertions keep FindIn too: their keys
+  // are mostly absent, and its chains then predict well.
+  __attribute__((always_inline)) static V* FindSelected(Table* t, uint64_t key, const Homes& h) {
+    const unsigned slots = MatchMask(t->buckets[h.first], key) | MatchMask(t->buckets[h.second], key) << 8;
+    if (slots == 0) {
+      for (Entry& e : t->stash) {
+        if (e.key == key) return &e.value;
+      }
+      return nullptr;
+    }
+    const unsigned s = static_cast<unsigned>(__builtin_ctz(slots));
+    const size_t bucket = h.first ^ ((h.first ^ h.second) & (size_t{0} - (s >> 3)));
+    return &t->buckets[bucket].values[s & 7];
+  }
   __attribute__((always_inline)) V* FindAt(uint64_t key, const Homes& h) {
-    V* found = FindIn(&table_, key, h, 0);
+    V* found = kCounted ? FindSelected(&table_, key, h) : FindIn(&table_, key, h, 0);
     if (found != nullptr || !Migrating()) return found;
     return FindIn(&old_, key, old_.HomesOf(key), cursor_);
   }
