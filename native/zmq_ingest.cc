@@ -169,6 +169,8 @@ class IngestZmq {
       zmq_close(router);
       ThrowZmq(env, "ZAP handler poll");
     }
+    // The handler serves sockets that keep the loop alive themselves; alone it must not.
+    uv_unref(reinterpret_cast<uv_handle_t*>(&zapWatch_->handle));
     WatchOpened();
     zap_ = router;
   }
