@@ -42,6 +42,12 @@ constexpr size_t kZapMaxFrames = 16;
   args::ThrowCoded(env, code, what + ": " + zmq_strerror(e));
 }
 
+// IPv4 peers of a dual-stack socket show as ::ffff:a.b.c.d: compared as a.b.c.d.
+std::string PeerAddress(std::string address) {
+  if (address.rfind("::ffff:", 0) == 0 && address.find('.') != std::string::npos) return address.substr(7);
+  return address;
+}
+
 bool Readable(void* socket) {
   uint32_t events = 0;
   size_t size = sizeof events;
@@ -202,9 +208,7 @@ class IngestZmq {
 
   void Answer(zmq_msg_t* frames) {
     auto text = [&](size_t i) { return std::string(static_cast<const char*>(zmq_msg_data(&frames[i])), zmq_msg_size(&frames[i])); };
-    std::string address = text(5);
-    // IPv4 peers of a dual-stack socket show as ::ffff:a.b.c.d.
-    if (address.rfind("::ffff:", 0) == 0 && address.find('.') != std::string::npos) address = address.substr(7);
+    const std::string address = PeerAddress(text(5));
     const auto domain = domains_.find(text(4));
     const bool allowed = domain != domains_.end() && domain->second.count(address) > 0;
     const std::string status = allowed ? "200" : "400";
@@ -553,9 +557,7 @@ Napi::Value AllowPeers(const Napi::CallbackInfo& info) {
   for (uint32_t i = 0; i < list.Length(); i++) {
     const Napi::Value v = list.Get(i);
     if (!v.IsString()) throw Napi::TypeError::New(env, "peers must be an array of strings");
-    std::string p = v.As<Napi::String>().Utf8Value();
-    if (p.rfind("::ffff:", 0) == 0 && p.find('.') != std::string::npos) p = p.substr(7);
-    peers.insert(std::move(p));
+    peers.insert(PeerAddress(v.As<Napi::String>().Utf8Value()));
   }
   const int maxSockets = static_cast<int>(args::UInt(args::Arg(info, 2), "maxSockets", INT32_MAX));
   IngestZmq::Of(env, maxSockets)->AllowPeers(env, args::Arg(info, 0).As<Napi::String>().Utf8Value(), std::move(peers));
