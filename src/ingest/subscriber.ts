@@ -348,7 +348,8 @@ class RankSubscription {
     if (this.socket.closed) return;
     let n = this.socket.receive(this.arena, this.records, this.sequences, INGEST_MESSAGES_PER_TURN);
     while (n < 0) {
-      this.arena = new Uint8Array(Math.max(-n, 2 * this.arena.length));
+      // Doubled, but never past the largest message a peer may send (which -n is at most).
+      this.arena = new Uint8Array(Math.max(-n, Math.min(2 * this.arena.length, this.owner.maxMessageBytes)));
       n = this.socket.receive(this.arena, this.records, this.sequences, INGEST_MESSAGES_PER_TURN);
     }
     this.receiving = true;

@@ -77,6 +77,17 @@ describe('message size bound', () => {
     expect(h.sub.stats()[0]).toMatchObject({ connections: 1 });
   });
 
+  it('a message larger than the receive arena (64 KiB) but within maxMessageBytes is delivered whole', async () => {
+    h = await connectHarness();
+    // ~200 KB of msgpack: the arena grows to hold it; a block size other than the pool's is counted, not stored.
+    const large: SimEvent[] = [{ type: 'BlockStored', blockHashes: [77n], parentBlockHash: null, tokenIds: Array.from({ length: 50_000 }, (_, i) => 1000 + i), blockSize: 50_000 }];
+    await h.engine.publish(store(1n));
+    await h.engine.publish(large);
+    await h.engine.publish(store(2n));
+    await waitFor(() => hashes().includes(2n), 'the batch after the large one');
+    expect(h.sub.stats()[0]).toMatchObject({ events: 3, malformed: 0, gaps: 0 });
+  });
+
   it('a replayed message above maxMessageBytes is never delivered (replay DEALER bound)', async () => {
     const engine = await new SimulatedEngine({ http: false }).start();
     await engine.publish(big, { dropLive: true }); // only the replay buffer has it
