@@ -125,7 +125,6 @@ class IngestZmq {
   void* context() const { return ctx_; }
   // A closed socket's monitor endpoint is released by libzmq's reaper later: names are never reused.
   uint64_t NextMonitor() { return nextMonitor_++; }
-  uv_loop_t* loop() const { return loop_; }
   void Opened(ZmqSubscriberWrap* s) { sockets_.insert(s); }
   void Closed(ZmqSubscriberWrap* s) { sockets_.erase(s); }
 
@@ -135,11 +134,17 @@ class IngestZmq {
   }
   void ForgetDomain(const std::string& domain) { domains_.erase(domain); }
 
-  // One watch closed (by a socket or by Cleanup); the last one of a teardown ends the context.
-  void WatchClosed() {
-    if (--watches_ == 0 && tearingDown_) Finish();
+  // Watches are counted: the teardown ends the context once libuv released the last one.
+  FdWatch* Watch(void* socket, void (*ready)(void*), void* owner) {
+    FdWatch* w = FdWatch::Start(loop_, socket, ready, owner);
+    if (w != nullptr) ++watches_;
+    return w;
   }
-  void WatchOpened() { ++watches_; }
+  void Unwatch(FdWatch** w) {
+    if (*w == nullptr) return;
+    (*w)->Close([](void* self) { static_cast<IngestZmq*>(self)->WatchClosed(); }, this);
+    *w = nullptr;
+  }
 
  private:
   IngestZmq(void* ctx, uv_loop_t* loop) : ctx_(ctx), loop_(loop) {}
@@ -152,6 +157,9 @@ class IngestZmq {
   }
 
   static void Cleanup(napi_async_cleanup_hook_handle, void* arg);
+  void WatchClosed() {
+    if (--watches_ == 0 && tearingDown_) Finish();
+  }
   void Finish() {
     if (ctx_ != nullptr) zmq_ctx_term(ctx_);
     ctx_ = nullptr;
@@ -170,14 +178,13 @@ class IngestZmq {
       zmq_close(router);
       ThrowZmq(env, "ZAP handler bind");
     }
-    zapWatch_ = FdWatch::Start(loop_, router, [](void* self) { static_cast<IngestZmq*>(self)->ServeZap(); }, this);
+    zapWatch_ = Watch(router, [](void* self) { static_cast<IngestZmq*>(self)->ServeZap(); }, this);
     if (zapWatch_ == nullptr) {
       zmq_close(router);
       ThrowZmq(env, "ZAP handler poll");
     }
     // The handler serves sockets that keep the loop alive themselves; alone it must not.
     uv_unref(reinterpret_cast<uv_handle_t*>(&zapWatch_->handle));
-    WatchOpened();
     zap_ = router;
   }
 
@@ -290,10 +297,8 @@ class ZmqSubscriberWrap : public Napi::ObjectWrap<ZmqSubscriberWrap> {
     onReadable_ = Napi::Persistent(args::Arg(info, 1).As<Napi::Function>());
     onEvent_ = Napi::Persistent(args::Arg(info, 2).As<Napi::Function>());
     async_ = std::make_unique<Napi::AsyncContext>(env, "kv-dc-relay:ZmqSubscriber");
-    dataWatch_ = FdWatch::Start(zmq_->loop(), socket_, [](void* s) { static_cast<ZmqSubscriberWrap*>(s)->DataReady(); }, this);
-    if (dataWatch_ != nullptr) zmq_->WatchOpened();
-    monitorWatch_ = FdWatch::Start(zmq_->loop(), monitor_, [](void* s) { static_cast<ZmqSubscriberWrap*>(s)->MonitorReady(); }, this);
-    if (monitorWatch_ != nullptr) zmq_->WatchOpened();
+    dataWatch_ = zmq_->Watch(socket_, [](void* s) { static_cast<ZmqSubscriberWrap*>(s)->DataReady(); }, this);
+    monitorWatch_ = zmq_->Watch(monitor_, [](void* s) { static_cast<ZmqSubscriberWrap*>(s)->MonitorReady(); }, this);
     if (dataWatch_ == nullptr || monitorWatch_ == nullptr) {
       CloseNative();
       throw Napi::Error::New(env, "cannot watch the SUB socket");
@@ -308,10 +313,8 @@ class ZmqSubscriberWrap : public Napi::ObjectWrap<ZmqSubscriberWrap> {
   // Closes sockets and watches; also the environment's teardown (the JS object may outlive it).
   void CloseNative() {
     if (socket_ == nullptr && monitor_ == nullptr) return;
-    auto closed = [](void* z) { static_cast<IngestZmq*>(z)->WatchClosed(); };
-    if (dataWatch_ != nullptr) dataWatch_->Close(closed, zmq_);
-    if (monitorWatch_ != nullptr) monitorWatch_->Close(closed, zmq_);
-    dataWatch_ = monitorWatch_ = nullptr;
+    zmq_->Unwatch(&dataWatch_);
+    zmq_->Unwatch(&monitorWatch_);
     ReleaseHeld();
     Release();
     zmq_->Closed(this);
@@ -319,9 +322,11 @@ class ZmqSubscriberWrap : public Napi::ObjectWrap<ZmqSubscriberWrap> {
 
  private:
   void Release() {
-    // A socket closed with its monitor running is never reaped (its descriptors stay open).
-    if (socket_ != nullptr) zmq_socket_monitor(socket_, nullptr, 0);
-    if (socket_ != nullptr) zmq_close(socket_);
+    if (socket_ != nullptr) {
+      // A socket closed with its monitor running is never reaped (its descriptors stay open).
+      zmq_socket_monitor(socket_, nullptr, 0);
+      zmq_close(socket_);
+    }
     if (monitor_ != nullptr) zmq_close(monitor_);
     socket_ = monitor_ = nullptr;
   }
@@ -538,10 +543,7 @@ void IngestZmq::Cleanup(napi_async_cleanup_hook_handle, void* arg) {
   // CloseNative() erases from sockets_: iterate over a copy.
   const std::unordered_set<ZmqSubscriberWrap*> open = self->sockets_;
   for (ZmqSubscriberWrap* s : open) s->CloseNative();
-  if (self->zapWatch_ != nullptr) {
-    self->zapWatch_->Close([](void* z) { static_cast<IngestZmq*>(z)->WatchClosed(); }, self);
-    self->zapWatch_ = nullptr;
-  }
+  self->Unwatch(&self->zapWatch_);
   if (self->zap_ != nullptr) zmq_close(self->zap_);
   self->zap_ = nullptr;
   if (self->watches_ == 0) self->Finish();
