@@ -73,10 +73,11 @@ export class KvEventSubscriber {
     if (config.mode === 'bind' && config.allowedPeers) this.zap = allowPeers(config.allowedPeers);
     for (let rank = config.dpStartRank; rank < config.dpStartRank + config.dpSize; rank++) {
       this.counter({ workerId: config.workerId, dpRank: rank });
-      const sub = new RankSubscription(this, rank);
-      this.ranks.push(sub);
       try {
-        await sub.open();
+        // Creating the socket can fail too (a descriptor or socket limit), like binding it.
+        const sub = new RankSubscription(this, rank);
+        this.ranks.push(sub);
+        sub.open();
       } catch (err) {
         // E.g. a bind port in use: release every socket opened so far, then report.
         await this.close();
@@ -98,7 +99,7 @@ export class KvEventSubscriber {
 
   async close(): Promise<void> {
     this.closed = true;
-    await Promise.all(this.ranks.map((r) => r.close()));
+    for (const r of this.ranks) r.close();
     this.zap?.release();
     this.zap = undefined;
   }
@@ -264,14 +265,14 @@ class RankSubscription {
     );
   }
 
-  async open(): Promise<void> {
+  open(): void {
     const { socket } = this;
     socket.subscribe(this.owner.config.topic);
     if (this.owner.config.mode === 'connect') socket.connect(this.endpoint);
     else this.endpoint = socket.bind(this.endpoint.replace(/:0$/, ':*'));
   }
 
-  async close(): Promise<void> {
+  close(): void {
     this.stream.close();
     clearTimeout(this.redial);
     this.socket.close();
