@@ -8,7 +8,7 @@ import { Publisher } from 'zeromq';
 import { encodeSequence } from '../../src/ingest/frames';
 import { addonOrigin } from '../../src/native';
 import { ZmqSubscriber, zmqEvents, zmqRecord } from '../../src/native/zmq-subscriber';
-import { waitFor } from '../support/waitFor';
+import { waitFor, waitForValue } from '../support/waitFor';
 import { expectThrows } from './hashing.helpers';
 
 const OPTIONS = { receiveHighWaterMark: 1000, maxMessageSize: 1 << 20, maxSockets: 1024 };
@@ -150,7 +150,14 @@ describe('ZmqSubscriber', () => {
 
   it('a closed socket releases its descriptors', async () => {
     const descriptors = () => readdirSync('/proc/self/fd').length;
-    const before = descriptors();
+    // Sockets an earlier test file of this worker closed may still be being reaped: a settled baseline.
+    let last = -1;
+    const before = await waitForValue(() => {
+      const now = descriptors();
+      const settled = now === last;
+      last = now;
+      return settled && now;
+    }, 'a settled descriptor count', 10_000, 50);
     const noop = () => undefined;
     const subs = Array.from({ length: 200 }, () => new ZmqSubscriber(OPTIONS, noop, noop));
     for (const sub of subs) sub.bind('tcp://127.0.0.1:*');
