@@ -204,21 +204,41 @@ test('pacing: the hub asks for longer slices while a queue fills, shorter once a
   const slow = new Recorder();
   await hub.subscribe(fast);
   await hub.subscribe(slow);
-  feed.publish([[0, 1n]]);
+  // One delta per turn of the event loop, as a slow engine's would come.
+  const publish = async (sequence: bigint) => {
+    feed.publish([[0, sequence]]);
+    await flush();
+  };
+  await publish(1n);
   expect(paces).toEqual([]); // every queue empty at stretch 1: nothing to ask
   slow.queue = 0.5;
-  feed.publish([[0, 2n]]);
-  feed.publish([[0, 3n]]);
+  await publish(2n);
+  await publish(3n);
   slow.queue = 0.1; // below the stretch occupancy, not drained: held
-  feed.publish([[0, 4n]]);
+  await publish(4n);
   slow.queue = 0;
-  feed.publish([[0, 5n]]);
-  feed.publish([[0, 6n]]);
+  await publish(5n);
+  await publish(6n);
   expect(paces).toEqual([2, 4, 2, 1]);
   slow.queue = 1;
-  for (let i = 0; i < 20; i += 1) feed.publish([[0, BigInt(7 + i)]]);
+  for (let i = 0; i < 20; i += 1) await publish(BigInt(7 + i));
   expect(paces.at(-1)).toBe(1024);
   expect(fast.frames).toHaveLength(26); // every delta still reaches everyone
   feed.retire();
   expect(paces.at(-1)).toBe(1);
+});
+
+test('pacing: deltas of one turn are judged once, at the first (the frames handed out in that turn cannot have been taken yet)', async () => {
+  const paces: number[] = [];
+  const feed = Object.assign(new TestPoolFeed(testProducer()), { pace: (stretch: number) => paces.push(stretch) });
+  const hub = new PoolHub(feed, context());
+  const reader = new Recorder();
+  await hub.subscribe(reader);
+  reader.queue = 0.5;
+  for (let i = 1; i <= 8; i += 1) feed.publish([[0, BigInt(i)]]);
+  expect(paces).toEqual([2]);
+  expect(reader.frames).toHaveLength(8);
+  await flush();
+  feed.publish([[0, 9n]]);
+  expect(paces).toEqual([2, 4]);
 });
