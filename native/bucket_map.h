@@ -15,9 +15,10 @@
 // - an erase clears its slot (8-byte values: the bucket's last key moves into it): O(1);
 // - the load stays in [0.66, 0.85]: 12.8 (16) bytes per slot, about what linear probing cost per entry
 //   at [0.65, 0.81] with 12 (16) byte slots, and above 0.85 the cuckoo paths grow (each step a miss).
-//   A growth step of x1.29 moves each entry ~4.5 times over a table's growth (x1.21 from 0.70: ~5.8):
-//   filling 10 M blocks over 64 sources took 7.8-8.1 s instead of 9.5-10.1, while the memory at rest
-//   stays at most 3.4 + 28.8 / 0.66 = 47 B per block (filter, owner, lineage; 41-44.5 measured).
+//   Growing by x1.29 moves each entry about 1 / (1.29 - 1) = 3.5 times over a table's growth (x1.21
+//   from 0.70: 4.7): filling 10 M blocks over 64 sources took 7.8-8.1 s instead of 9.5-10.1, while
+//   the memory at rest stays at most 3.4 + 28.8 / 0.66 = 47 B per block (filter, owner, lineage;
+//   41-44.5 measured).
 //
 // No operation takes time proportional to the table (BENCHMARKS.md "Incremental growth"): the pool
 // applies engine events synchronously on the relay's event loop, where a synchronous rehash of a few

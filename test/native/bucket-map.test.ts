@@ -39,9 +39,10 @@ describe.each([4, 8] as const)('BucketMap with %p-byte values vs std::unordered_
     const run = checkBucketMapGrowth(valueBytes, 4_000_000);
     expect(run.size).toBe(4_000_000 - run.erased);
     expect(run.growths).toBeGreaterThan(40);
-    // Every entry moved several times over the growths, none of it at once: a synchronous rehash
-    // would move the whole table (millions) in one insertion.
-    expect(run.migrated).toBeGreaterThan(4 * run.size);
+    // Every entry moved several times over the growths (about 1 / (1.29 - 1) = 3.5 times, growing by
+    // x1.29), none of it at once: a synchronous rehash would move the whole table (millions) in one
+    // insertion.
+    expect(run.migrated).toBeGreaterThan(2.5 * run.size);
     expect(run.finishes).toBe(0);
     expect(run.rebuilds).toBe(0);
     expect(run.maxOpMoves).toBeGreaterThan(0);
