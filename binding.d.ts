@@ -383,3 +383,5 @@ export class ZmqSubscriber {
 /** Registers the peers (IP addresses) a socket with ZAP domain `domain` accepts, in this thread's context. */
 export function zmqAllowPeers(domain: string, peers: string[], maxSockets: number): void;
 export function zmqForgetPeers(domain: string): void;
+/** SUB sockets of this thread's context not closed yet (each keeps the thread's event loop alive). */
+export function zmqOpenSockets(): number;

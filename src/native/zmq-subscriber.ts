@@ -11,3 +11,4 @@ export const zmqRecord = addon.zmqRecord;
 export const zmqEvents = addon.zmqEvents;
 export const zmqAllowPeers = addon.zmqAllowPeers;
 export const zmqForgetPeers = addon.zmqForgetPeers;
+export const zmqOpenSockets = addon.zmqOpenSockets;

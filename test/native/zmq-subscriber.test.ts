@@ -7,7 +7,7 @@ import { Worker } from 'worker_threads';
 import { Publisher } from 'zeromq';
 import { encodeSequence } from '../../src/ingest/frames';
 import { addonOrigin } from '../../src/native';
-import { ZmqSubscriber, zmqEvents, zmqRecord } from '../../src/native/zmq-subscriber';
+import { ZmqSubscriber, zmqEvents, zmqOpenSockets, zmqRecord } from '../../src/native/zmq-subscriber';
 import { waitFor, waitForValue } from '../support/waitFor';
 import { expectThrows } from './hashing.helpers';
 
@@ -146,6 +146,18 @@ describe('ZmqSubscriber', () => {
     expect(sub.closed).toBe(true);
     expectThrows(() => sub.receive(b.arena, b.records, b.sequences, 2), 'Error', 'ESOCKETCLOSED');
     sub.close(); // twice is harmless
+  });
+
+  it('counts the open sockets of its context until each is closed (the test environment checks 0 after every file)', () => {
+    const before = zmqOpenSockets();
+    const noop = () => undefined;
+    const subs = [new ZmqSubscriber(OPTIONS, noop, noop), new ZmqSubscriber(OPTIONS, noop, noop)];
+    expect(zmqOpenSockets()).toBe(before + 2);
+    subs[0].close();
+    subs[0].close();
+    expect(zmqOpenSockets()).toBe(before + 1);
+    subs[1].close();
+    expect(zmqOpenSockets()).toBe(before);
   });
 
   it('a closed socket releases its descriptors', async () => {
