@@ -4,6 +4,7 @@
 // A round fetches every target concurrently (timeout = one window). A successful scrape replaces the
 // worker's usage with what it reported for its declared ranks; a failed one (error, timeout, non-2xx)
 // clears it until the next success, so coverage drops instead of serving a stale value.
+import { fetchWithDeadline } from '../fetch-deadline';
 import { parseVllmKvUsage } from './prometheus';
 import { usageByRank, type RankUsage } from './ranks';
 
@@ -70,10 +71,11 @@ export class MetricsScraper {
   private async scrape(target: MetricsTarget): Promise<void> {
     let usage: RankUsage | undefined;
     try {
-      const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(this.windowMs)]);
-      const res = await fetch(target.url, { signal });
-      if (res.ok) usage = usageByRank(parseVllmKvUsage(await res.text()), target.dpStartRank, target.dpSize);
-      else res.body?.cancel().catch(() => undefined);
+      usage = await fetchWithDeadline(target.url, this.windowMs, this.abort.signal, async (res) => {
+        if (res.ok) return usageByRank(parseVllmKvUsage(await res.text()), target.dpStartRank, target.dpSize);
+        res.body?.cancel().catch(() => undefined);
+        return undefined;
+      });
     } catch {
       // No usable response: the observations are cleared below.
     }

@@ -5,6 +5,7 @@
 // worker's first HTTP response its availability is not authoritative (undefined); refused
 // connections and timeouts are not responses. After that, a 2xx answer means live and anything
 // else (non-2xx, refused, timeout) not live.
+import { fetchWithDeadline } from '../fetch-deadline';
 import type { Unsubscribe } from '../publication/source';
 
 export interface HealthTarget {
@@ -88,11 +89,11 @@ export class HealthMonitor {
   /** The HTTP answer (2xx or not), or undefined when there was no response at all. */
   private async probeOnce(probe: Probe): Promise<boolean | undefined> {
     try {
-      const signal = AbortSignal.any([probe.abort.signal, AbortSignal.timeout(this.probeMs)]);
-      const res = await fetch(probe.url, { signal });
-      // Only the status matters; discarding the body frees the connection.
-      res.body?.cancel().catch(() => undefined);
-      return res.ok;
+      return await fetchWithDeadline(probe.url, this.probeMs, probe.abort.signal, (res) => {
+        // Only the status matters; discarding the body frees the connection.
+        res.body?.cancel().catch(() => undefined);
+        return res.ok;
+      });
     } catch {
       return undefined;
     }

@@ -2,6 +2,7 @@ import * as http from 'http';
 import * as net from 'net';
 import type { AddressInfo } from 'net';
 import { HealthMonitor } from '../../src/topology';
+import { whileCollecting } from '../support/gc';
 
 const PROBE_MS = 50;
 
@@ -123,6 +124,20 @@ describe('HealthMonitor against real HTTP servers', () => {
     await availabilityBecomes(m, 4n, true);
     s.hang = true;
     await availabilityBecomes(m, 4n, false);
+  });
+
+  test('an unanswered probe times out while garbage collections run, and probing goes on', async () => {
+    // Node 20: inside AbortSignal.any(), an AbortSignal.timeout() a collection takes never fires.
+    const s = await server();
+    const m = monitor();
+    m.setTargets([{ workerId: 5n, url: s.url }]);
+    await availabilityBecomes(m, 5n, true);
+    s.hang = true;
+    await whileCollecting(async () => {
+      await availabilityBecomes(m, 5n, false);
+      s.hang = false;
+      await availabilityBecomes(m, 5n, true);
+    });
   });
 
   test('workers are independent; removing a target drops its availability with a change event', async () => {
