@@ -2,7 +2,7 @@ import { setFlagsFromString } from 'v8';
 import { runInNewContext } from 'vm';
 
 /** V8's gc(), without starting node with --expose-gc. */
-export function exposeGc(): () => void {
+function exposeGc(): () => void {
   setFlagsFromString('--expose-gc');
   return runInNewContext('gc') as () => void;
 }
