@@ -3,7 +3,8 @@
 // 20 % removals). First its max rate is measured as in ingest-scale on fresh chains (a firehose of
 // messages new to the pool, no subscriber; the blocks its pool applied); then a fresh relay process gets fresh messages paced at half that rate while a gRPC subscriber
 // of the pool times each message from its send to the first delta whose bucket images show the
-// message's marker block. Baseline, same run, same publishers and pace: the two bare hops the relay
+// message's marker block. The same again on a pool at equilibrium (ingest-scale's third workload: a
+// pre-fill, then every store evicts as many of the source's oldest blocks), whose tables do not grow. Baseline, same run, same publishers and pace: the two bare hops the relay
 // sits in (zeromq.js SUB → grpc-js stream in a process of its own, one frame per message carrying
 // the relay's delta bytes per message), timed the same way.
 //
@@ -29,7 +30,7 @@ import { testProducer } from '../test/support/test-source';
 import type { BenchResult } from './support/result';
 import { rawClients } from './support/bare-grpc';
 import { BARE_HOP_ID_BYTES } from './support/bare-hop';
-import { FIREHOSE_MESSAGES, freshIngestRate, publishers, relayConfig, relayIngestRate, TOPIC } from './support/firehose';
+import { equilibriumIngestRate, equilibriumMix, FIREHOSE_MESSAGES, freshIngestRate, prefillBatches, publishers, relayConfig, relayIngestRate, sendPrefill, TOPIC, type Prefill } from './support/firehose';
 import { catalogProducers, killWithThisProcess, metricSum, scrape, startRelayProcess, waitForLine } from './support/relay-process';
 import { round } from './support/timing';
 import { BLOCKS_PER_EVENT, BLOCKS_PER_MESSAGE, vllmBatches, type VllmBatches } from './support/vllm-batches';
@@ -38,6 +39,8 @@ const SOURCES = [1, 8];
 const MAX_RATE_WINDOW = { warmupMs: 1_000, measureMs: 2_000 };
 /** Fresh messages are built before the run (~1 ms each): a shorter window. */
 const FRESH_MAX_RATE_WINDOW = { warmupMs: 500, measureMs: 2_000 };
+/** Blocks the pool holds in the equilibrium runs (as ingest-scale's). */
+const EQUILIBRIUM_POOL_BLOCKS = Number(process.env.DELTA_LATENCY_POOL_BLOCKS ?? 4_194_304);
 /** The paced run: messages before this are not timed (the relay's first turns, JIT). */
 const PACED_WARMUP_MS = 1_000;
 const PACED_MEASURE_MS = Number(process.env.DELTA_LATENCY_MS ?? 2_000);
@@ -89,6 +92,8 @@ class PacedRun {
     private readonly pubs: Publisher[],
     private readonly sources: VllmBatches[],
     private readonly ratePerSecond: number,
+    /** Sequence of each source's message 0 (after a pre-fill's messages). */
+    private readonly firstSequence = 0n,
   ) {
     this.sentAt = sources.map((s) => new Float64Array(s.payloads.length));
     this.arrivedAt = sources.map((s) => new Float64Array(s.payloads.length));
@@ -153,7 +158,7 @@ class PacedRun {
       const now = performance.now();
       this.sentAt[source][index] = timed ? -now : now;
       this.messagesSent++;
-      return this.pubs[source].send([TOPIC, encodeSequence(BigInt(index)), this.sources[source].payloads[index]]);
+      return this.pubs[source].send([TOPIC, encodeSequence(this.firstSequence + BigInt(index)), this.sources[source].payloads[index]]);
     });
   }
 
@@ -216,18 +221,23 @@ function payloadOf(update: { payload: Uint8Array }): Buffer {
   return Buffer.from(update.payload.buffer, update.payload.byteOffset, update.payload.length);
 }
 
-/** Paced messages through a relay process to one SubscribeKvPool stream; also its delta bytes per message. */
+/**
+ * Paced messages through a relay process to one SubscribeKvPool stream (after `prefill`, applied before
+ * the subscriber joins); also its delta bytes per message.
+ */
 async function throughRelay(
   pubs: Publisher[],
   sources: VllmBatches[],
   ratePerSecond: number,
+  prefill?: Prefill,
 ): Promise<{ latency: Latencies; drops: string; deltaBytesPerMessage: number; sliceMaxMs: number }> {
   const relay = await startRelayProcess(relayConfig([{ model: 'bench', endpoints: pubs.map((p) => p.lastEndpoint!) }]));
   const client = rawClients(relay.address, 1)[0];
   try {
+    if (prefill) await sendPrefill(pubs, prefill, relay.metricsAddress);
     const producer = (await catalogProducers(relay.address, 1)).get('bench')!;
     const format = { seed: producer.ckfFormat!.seed, bucketCount: Number(producer.ckfFormat!.bucketCount) };
-    const run = new PacedRun(pubs, sources, ratePerSecond);
+    const run = new PacedRun(pubs, sources, ratePerSecond, BigInt(prefill?.payloads[0].length ?? 0));
     const matcher = new MarkerMatcher(format, sources, (s, i) => run.arrived(s, i));
     const call = (client as unknown as KvEventRelayClient).subscribeKvPool({
       subscriberId: 'bench-delta-latency',
@@ -303,44 +313,70 @@ async function throughBareHops(pubs: Publisher[], sources: VllmBatches[], ratePe
   }
 }
 
+interface Workload {
+  /** What the rows' names and notes call it. */
+  name: string;
+  /** The max rate the pool applied (blocks/s), measured as ingest-scale does. */
+  max(pubs: Publisher[], bound: number): Promise<number>;
+  /** The paced messages of each source, and the pre-fill the relay applies first. */
+  messages(sources: number, perSource: number): Promise<{ sources: VllmBatches[]; prefill?: Prefill }>;
+}
+
+const maxOptions = { blocksPerEvent: BLOCKS_PER_EVENT, blocksPerMessage: BLOCKS_PER_MESSAGE };
+
+const WORKLOADS: Workload[] = [
+  {
+    name: 'fresh chains',
+    max: async (pubs, bound) => (await freshIngestRate(pubs, bound, FRESH_MAX_RATE_WINDOW, { ...maxOptions, seed: 0xf7e5 })).appliedBlocksPerSecond,
+    messages: async (n, perSource) => ({ sources: Array.from({ length: n }, (_, s) => vllmBatches(0xde17a + s, perSource)) }),
+  },
+  {
+    name: `fresh chains on a pool at equilibrium (${round(EQUILIBRIUM_POOL_BLOCKS / 1e6, 2)} M blocks)`,
+    max: async (pubs, bound) =>
+      (await equilibriumIngestRate(pubs, bound, FRESH_MAX_RATE_WINDOW, { ...maxOptions, seed: 0xe9b1, poolBlocks: EQUILIBRIUM_POOL_BLOCKS })).appliedBlocksPerSecond,
+    messages: async (n, perSource) => {
+      const prefill = await prefillBatches(n, EQUILIBRIUM_POOL_BLOCKS, BLOCKS_PER_MESSAGE, BLOCKS_PER_EVENT, 0xe9b1 + 0x1000);
+      return { prefill, sources: Array.from({ length: n }, (_, s) => vllmBatches(0xde17a + s, perSource, equilibriumMix(s, prefill.heldPerSource, 0))) };
+    },
+  },
+];
+
 export async function run(): Promise<BenchResult[]> {
   const results: BenchResult[] = [];
   for (const n of SOURCES) {
     const pubs = await publishers(n);
     try {
       const firehose = (): Buffer[][] => Array.from({ length: n }, (_, s) => vllmBatches(0x5eed + s, FIREHOSE_MESSAGES).payloads);
-      // The max on fresh chains, as the paced run sends: a repeating firehose's stores are of blocks
-      // already held, so its rate (which bounds the fresh one) is no rate for fresh messages.
-      const max = FIXED_BLOCKS_PER_S
-        ? { appliedBlocksPerSecond: 2 * FIXED_BLOCKS_PER_S }
-        : await freshIngestRate(pubs, (await relayIngestRate(pubs, firehose(), MAX_RATE_WINDOW, { blocksPerEvent: BLOCKS_PER_EVENT })).appliedBlocksPerSecond, FRESH_MAX_RATE_WINDOW, {
-            blocksPerEvent: BLOCKS_PER_EVENT,
-            blocksPerMessage: BLOCKS_PER_MESSAGE,
-            seed: 0xf7e5,
+      // A repeating firehose's stores are of blocks already held, so its rate bounds the fresh ones
+      // (the supply of fresh messages for their max) but is no rate for fresh messages.
+      const bound = FIXED_BLOCKS_PER_S ? 0 : (await relayIngestRate(pubs, firehose(), MAX_RATE_WINDOW, { blocksPerEvent: BLOCKS_PER_EVENT })).appliedBlocksPerSecond;
+      for (const workload of WORKLOADS) {
+        // What the pool applied, not what ingest took: batches dropped on a full mailbox are no rate.
+        const max = FIXED_BLOCKS_PER_S ? 2 * FIXED_BLOCKS_PER_S : await workload.max(pubs, bound);
+        const ratePerSecond = max / 2 / BLOCKS_PER_MESSAGE;
+        // Fresh chains for every paced message (+ one probe per source), so each marker is new to the pool.
+        const perSource = 1 + Math.ceil((ratePerSecond * (PACED_WARMUP_MS + PACED_MEASURE_MS)) / 1000 / n);
+        const { sources, prefill } = await workload.messages(n, perSource);
+        const relay = await throughRelay(pubs, sources, ratePerSecond, prefill);
+        const bare = await throughBareHops(pubs, sources, ratePerSecond, relay.deltaBytesPerMessage);
+        const removals = prefill ? 'every other event a removal of the source\'s 32 oldest blocks' : '20 % removals';
+        const note =
+          `${FIXED_BLOCKS_PER_S ? 'DELTA_LATENCY_BLOCKS_PER_S: half of a max taken as' : 'half of the max'} ${round(max / 1e6, 2)} M blocks/s the pool applied in this run on ${workload.name} (${round(ratePerSecond, 0)} messages/s of 16 events × 32 blocks, bs 16, ${removals}); ` +
+          `relay p50 ${round(relay.latency.p50Ms)} ms, max ${round(relay.latency.maxMs)} ms over ${relay.latency.timed} messages, ` +
+          `${relay.latency.lost} timed messages lost (relay over the whole run: ${relay.drops}); bare p50 ${round(bare.p50Ms)} ms (${bare.lost} lost), ` +
+          `one frame per message of the relay's delta bytes per message (${Math.round(relay.deltaBytesPerMessage)} B); default publication (threshold ${DEFAULT_TIMING.publicationThreshold}, ` +
+          `delay ${DEFAULT_TIMING.publicationDelayMs} ms, adaptive slice: at most ${relay.sliceMaxMs} ms sampled every ${SLICE_SAMPLE_MS} ms); goal p99 <= 5 ms`;
+        for (const q of ['p99', 'p50'] as const) {
+          const key = `${q}Ms` as const;
+          results.push({
+            name: `event→delta ${q} at half the max ingest rate, ${n} source(s), ${workload.name}, relay process → gRPC subscriber`,
+            value: round(relay.latency[key]),
+            unit: 'ms',
+            baseline: { name: 'bare zeromq.js SUB → grpc-js stream hop, same messages and pace', value: round(bare[key]) },
+            ratio: round(relay.latency[key] / bare[key]),
+            ...(q === 'p99' ? { note } : {}),
           });
-      // What the pool applied, not what ingest took: batches dropped on a full mailbox are no rate.
-      const ratePerSecond = max.appliedBlocksPerSecond / 2 / BLOCKS_PER_MESSAGE;
-      // Fresh chains for every paced message (+ one probe per source), so each marker is new to the pool.
-      const perSource = 1 + Math.ceil((ratePerSecond * (PACED_WARMUP_MS + PACED_MEASURE_MS)) / 1000 / n);
-      const sources = Array.from({ length: n }, (_, s) => vllmBatches(0xde17a + s, perSource));
-      const relay = await throughRelay(pubs, sources, ratePerSecond);
-      const bare = await throughBareHops(pubs, sources, ratePerSecond, relay.deltaBytesPerMessage);
-      const note =
-        `${FIXED_BLOCKS_PER_S ? 'DELTA_LATENCY_BLOCKS_PER_S: half of a max taken as' : 'half of the max'} ${round(max.appliedBlocksPerSecond / 1e6, 2)} M blocks/s the pool applied in this run on fresh chains (${round(ratePerSecond, 0)} messages/s of 16 events × 32 blocks, bs 16, 20 % removals); ` +
-        `relay p50 ${round(relay.latency.p50Ms)} ms, max ${round(relay.latency.maxMs)} ms over ${relay.latency.timed} messages, ` +
-        `${relay.latency.lost} timed messages lost (relay over the whole run: ${relay.drops}); bare p50 ${round(bare.p50Ms)} ms (${bare.lost} lost), ` +
-        `one frame per message of the relay's delta bytes per message (${Math.round(relay.deltaBytesPerMessage)} B); default publication (threshold ${DEFAULT_TIMING.publicationThreshold}, ` +
-        `delay ${DEFAULT_TIMING.publicationDelayMs} ms, adaptive slice: at most ${relay.sliceMaxMs} ms sampled every ${SLICE_SAMPLE_MS} ms); goal p99 <= 5 ms`;
-      for (const q of ['p99', 'p50'] as const) {
-        const key = `${q}Ms` as const;
-        results.push({
-          name: `event→delta ${q} at half the max ingest rate, ${n} source(s), relay process → gRPC subscriber`,
-          value: round(relay.latency[key]),
-          unit: 'ms',
-          baseline: { name: 'bare zeromq.js SUB → grpc-js stream hop, same messages and pace', value: round(bare[key]) },
-          ratio: round(relay.latency[key] / bare[key]),
-          ...(q === 'p99' ? { note } : {}),
-        });
+        }
       }
     } finally {
       for (const p of pubs) p.close();

@@ -6,9 +6,11 @@
 // Two workloads: the firehose's 256 messages per source round robin (after the first pass its stores
 // are of blocks the source already holds, so the pool does little per block), and fresh messages,
 // every chain new to the pool (lineage, owner and filter inserts into growing tables: what engines
-// storing new prompts cost, and how the issue measured the relay from outside).
+// storing new prompts cost, and how the issue measured the relay from outside), and the same fresh
+// stores on a pool at equilibrium (each source's removals evict as many blocks as it stores, blocks a
+// pre-fill stored before the window: engines whose KV caches are full, the pool keeping its size).
 import type { BenchResult } from './support/result';
-import { bareSubscriberRate, FIREHOSE_MESSAGES, freshIngestRate, publishers, relayIngestRate, type IngestRate } from './support/firehose';
+import { bareSubscriberRate, equilibriumIngestRate, FIREHOSE_MESSAGES, freshIngestRate, publishers, relayIngestRate, type IngestRate } from './support/firehose';
 import { BLOCK_SIZE, BLOCKS_PER_EVENT, BLOCKS_PER_MESSAGE, EVENTS_PER_MESSAGE, vllmBatches } from './support/vllm-batches';
 
 const SOURCES = [1, 8];
@@ -18,6 +20,8 @@ const MEASURE_MS = Number(process.env.INGEST_SCALE_MS ?? 3_000);
 const FRESH_WINDOW = { warmupMs: 500, measureMs: Number(process.env.INGEST_SCALE_FRESH_MS ?? 2_000) };
 /** The relay's limits.ingestThreads (0 = ingest on its main thread); unset = the relay's default (one per core). */
 const INGEST_THREADS = process.env.INGEST_SCALE_THREADS === undefined ? undefined : Number(process.env.INGEST_SCALE_THREADS);
+/** Blocks the pool holds in the equilibrium runs (well past the caches: ~200 MB of pool state). */
+const EQUILIBRIUM_POOL_BLOCKS = Number(process.env.INGEST_SCALE_POOL_BLOCKS ?? 4_194_304);
 
 export async function run(): Promise<BenchResult[]> {
   const results: BenchResult[] = [];
@@ -29,18 +33,26 @@ export async function run(): Promise<BenchResult[]> {
       const bare = (await bareSubscriberRate(pubs, payloads, window)).messagesPerSecond * BLOCKS_PER_MESSAGE;
       const extra = INGEST_THREADS === undefined ? {} : { limits: { ingestThreads: INGEST_THREADS } };
       const relay = await relayIngestRate(pubs, payloads, window, { extra, blocksPerEvent: BLOCKS_PER_EVENT });
-      const kib = (payloads[0].reduce((a, p) => a + p.length, 0) / payloads[0].length / 1024).toFixed(1);
-      const row = (workload: string, r: IngestRate, windowNote: string): BenchResult => ({
+      const row = (workload: string, r: IngestRate, windowNote: string, removals = '20 % removals'): BenchResult => ({
         name: `blocks/s ingested by one relay process, ${n} source(s), vLLM map batches ${EVENTS_PER_MESSAGE} events × ${BLOCKS_PER_EVENT} blocks, ${workload}`,
         value: r.blocksPerSecond,
         unit: 'blocks/s',
         baseline: { name: 'bare zeromq.js SUB process, same frames', value: bare },
         ratio: r.blocksPerSecond / bare,
-        note: `bs ${BLOCK_SIZE}, 20 % removals, ${kib} KiB/message; ingest threads ${INGEST_THREADS ?? 'default (one per core)'}; goal >= 2 M blocks/s; relay CPU ${r.cpuMsPerMBlocks?.toFixed(0) ?? '?'} ms per M blocks; pool applied ${(r.appliedBlocksPerSecond / 1e6).toFixed(2)} M blocks/s (${r.mailboxOverflows} batches dropped on a full pool mailbox); ${r.gaps} gaps (PUB drops) in the window; ${windowNote}`,
+        note: `bs ${BLOCK_SIZE}, ${removals}, ${(r.bytesPerMessage / 1024).toFixed(1)} KiB/message; ingest threads ${INGEST_THREADS ?? 'default (one per core)'}; goal >= 2 M blocks/s; relay CPU ${r.cpuMsPerMBlocks?.toFixed(0) ?? '?'} ms per M blocks; pool applied ${(r.appliedBlocksPerSecond / 1e6).toFixed(2)} M blocks/s (${r.mailboxOverflows} batches dropped on a full pool mailbox); ${r.gaps} gaps (PUB drops) in the window; ${windowNote}`,
       });
       results.push(row(`${FIREHOSE_MESSAGES} messages per source round robin`, relay, `${MEASURE_MS / 1000} s window after ${WARMUP_MS / 1000} s warm-up`));
       const fresh = await freshIngestRate(pubs, relay.appliedBlocksPerSecond, FRESH_WINDOW, { extra, blocksPerEvent: BLOCKS_PER_EVENT, blocksPerMessage: BLOCKS_PER_MESSAGE, seed: 0xf7e5 });
       results.push(row('fresh chains (every block new to the pool)', fresh, `${FRESH_WINDOW.measureMs / 1000} s window after ${FRESH_WINDOW.warmupMs / 1000} s warm-up, ${fresh.messagesPerSource} messages per source`));
+      const steady = await equilibriumIngestRate(pubs, relay.appliedBlocksPerSecond, FRESH_WINDOW, { extra, blocksPerEvent: BLOCKS_PER_EVENT, blocksPerMessage: BLOCKS_PER_MESSAGE, seed: 0xe9b1, poolBlocks: EQUILIBRIUM_POOL_BLOCKS });
+      results.push(
+        row(
+          'fresh chains on a pool at equilibrium (removals evict as many blocks as stores add)',
+          steady,
+          `${FRESH_WINDOW.measureMs / 1000} s window after ${FRESH_WINDOW.warmupMs / 1000} s warm-up, ${steady.messagesPerSource} messages per source, after a pre-fill of ${(steady.poolBlocks / 1e6).toFixed(2)} M blocks, ${(steady.trackedBlocks / 1e6).toFixed(2)} M held at the window's end`,
+          'every other event a removal of the source\'s 32 oldest blocks',
+        ),
+      );
     } finally {
       for (const p of pubs) p.close();
     }

@@ -7,11 +7,17 @@ import { setImmediate as nextTurn } from 'timers/promises';
 import { Publisher } from 'zeromq';
 import { encodeSequence } from '../../src/ingest/frames';
 import { freshBatches } from './fresh-batches';
-import { BLOCK_SIZE } from './vllm-batches';
+import { BLOCK_SIZE, type Mix } from './vllm-batches';
 import { processCpuMs, type ThreadCpuMs } from './process';
 import { metricSum, scrape, startRelayProcess, waitForLine } from './relay-process';
 
-const SEND_HWM = 10_000;
+/**
+ * As vLLM's publisher (engine-inputs.md): a fresh run's supply is sent at once, faster than the relay
+ * takes it, and what does not fit the PUB's queue is dropped without a gap the relay could see.
+ */
+const SEND_HWM = 100_000;
+const SETTLE_POLL_MS = 50;
+const SETTLE_TIMEOUT_MS = 60_000;
 /** Sends between two yields of a firehose loop to the event loop. */
 const YIELD_EVERY = 64n;
 /** Distinct messages per source a firehose sends round-robin (hashes repeat; the relay's lineage absorbs it). */
@@ -40,6 +46,8 @@ export class Firehose {
     private readonly sockets: Publisher[],
     private readonly payloads: Buffer[][],
     private readonly repeat = true,
+    /** Sequence of each source's first message (a firehose that continues another one). */
+    private readonly firstSequence = 0n,
   ) {}
 
   start(): void {
@@ -48,13 +56,18 @@ export class Firehose {
 
   async stop(): Promise<void> {
     this.running = false;
+    await this.sent();
+  }
+
+  /** Settles once each message was sent (never for a repeating firehose, until stopped). */
+  async sent(): Promise<void> {
     await Promise.all(this.loops);
   }
 
   private async loop(socket: Publisher, payloads: Buffer[]): Promise<void> {
     for (let seq = 0n; this.running; seq++) {
       if (!this.repeat && seq === BigInt(payloads.length)) return;
-      await socket.send([TOPIC, encodeSequence(seq), payloads[Number(seq % BigInt(payloads.length))]]);
+      await socket.send([TOPIC, encodeSequence(this.firstSequence + seq), payloads[Number(seq % BigInt(payloads.length))]]);
       // A send the socket takes at once resolves as a microtask: while a relay fast enough to keep
       // the PUB queue short reads, the bench's timers and scrapes would not run (20 s windows seen).
       if (seq % YIELD_EVERY === 0n) await nextTurn();
@@ -108,6 +121,10 @@ export interface IngestRate {
   mailboxOverflows: number;
   /** Sequence gaps the relay saw: messages PUB dropped because the relay did not take them in time. */
   gaps: number;
+  /** Blocks the pool held at the window's end (kv_dc_relay_pool_tracked_blocks). */
+  trackedBlocks: number;
+  /** Mean payload bytes of the messages sent (first source). */
+  bytesPerMessage: number;
   /** Relay CPU time (user + system) in the window; undefined without /proc. */
   cpuMs: number | undefined;
   /** The same by thread kind. */
@@ -122,13 +139,15 @@ export interface RelayIngestOptions {
   blocksPerEvent: number;
   /** Send each message once (fresh messages) instead of round robin; default true. */
   repeat?: boolean;
+  /** Messages per source sent first, all of them applied before the firehose starts (its sequences follow them). */
+  prefill?: Prefill;
 }
 
 /** What a relay process takes from the publishers sending `payloads` as fast as they can. */
 export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], window: FirehoseWindow, options: RelayIngestOptions): Promise<IngestRate> {
   const relay = await startRelayProcess(relayConfig([{ model: 'bench', endpoints: pubs.map((p) => p.lastEndpoint!) }], options.extra));
-  const firehose = new Firehose(pubs, payloads, options.repeat ?? true);
-  const totals = async (): Promise<{ blocks: number; events: number; gaps: number; applied: number; overflows: number }> => {
+  const firehose = new Firehose(pubs, payloads, options.repeat ?? true, BigInt(options.prefill?.payloads[0].length ?? 0));
+  const totals = async (): Promise<{ blocks: number; events: number; gaps: number; applied: number; overflows: number; tracked: number }> => {
     const text = await scrape(relay.metricsAddress).catch((err: Error) => {
       throw new Error(`scraping the relay failed (${err.message})\n${relay.lastLog()}`);
     });
@@ -138,9 +157,11 @@ export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], w
       gaps: metricSum(text, 'kv_dc_relay_ingest_gaps_total'),
       applied: metricSum(text, 'kv_dc_relay_pool_events_applied_total'),
       overflows: metricSum(text, 'kv_dc_relay_pool_mailbox_overflows_total'),
+      tracked: metricSum(text, 'kv_dc_relay_pool_tracked_blocks'),
     };
   };
   try {
+    if (options.prefill) await sendPrefill(pubs, options.prefill, relay.metricsAddress);
     firehose.start();
     await new Promise((r) => setTimeout(r, window.warmupMs));
     const before = await totals();
@@ -162,6 +183,8 @@ export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], w
       appliedEventsPerSecond: applied / seconds,
       mailboxOverflows: after.overflows - before.overflows,
       gaps: after.gaps - before.gaps,
+      trackedBlocks: after.tracked,
+      bytesPerMessage: payloads[0].reduce((sum, p) => sum + p.length, 0) / payloads[0].length,
       cpuMs,
       threadCpuMs: threads0 && threads1 && { main: threads1.main - threads0.main, zmq: threads1.zmq - threads0.zmq, other: threads1.other - threads0.other },
       cpuMsPerMBlocks: cpuMs === undefined || blocks === 0 ? undefined : (cpuMs / blocks) * 1e6,
@@ -183,10 +206,83 @@ export async function freshIngestRate(
   window: FirehoseWindow,
   options: RelayIngestOptions & { blocksPerMessage: number; seed: number },
 ): Promise<IngestRate & { messagesPerSource: number }> {
-  const perSource = Math.ceil((1.1 * boundBlocksPerSecond * (window.warmupMs + window.measureMs)) / 1000 / options.blocksPerMessage / pubs.length);
+  const perSource = messagesFor(boundBlocksPerSecond, window, options.blocksPerMessage, pubs.length);
   const payloads = await freshBatches(pubs.map((_, s) => options.seed + s), perSource);
   const rate = await relayIngestRate(pubs, payloads, window, { ...options, repeat: false });
   return { ...rate, messagesPerSource: perSource };
+}
+
+/** A pre-fill: per source its messages, the blocks each source then holds, and the events in all. */
+export interface Prefill {
+  payloads: Buffer[][];
+  heldPerSource: number;
+  events: number;
+}
+
+/** Blocks each of `sources` sources holds after a pre-fill of `poolBlocks` between them (whole messages). */
+export function heldPerSource(sources: number, poolBlocks: number, blocksPerMessage: number): number {
+  return Math.ceil(poolBlocks / sources / blocksPerMessage) * blocksPerMessage;
+}
+
+/** Messages that make `sources` sources store `poolBlocks` blocks between them (vllm-batches.ts Mix prefill). */
+export async function prefillBatches(sources: number, poolBlocks: number, blocksPerMessage: number, blocksPerEvent: number, seed: number): Promise<Prefill> {
+  const perSource = heldPerSource(sources, poolBlocks, blocksPerMessage) / blocksPerMessage;
+  const payloads = await freshBatches(
+    Array.from({ length: sources }, (_, s) => seed + s),
+    perSource,
+    (source, at) => ({ kind: 'prefill', source, firstStored: at * blocksPerMessage }),
+  );
+  return { payloads, heldPerSource: perSource * blocksPerMessage, events: (perSource * blocksPerMessage * sources) / blocksPerEvent };
+}
+
+/** Sends a pre-fill through the publishers and waits until the relay's pools applied all of it. */
+export async function sendPrefill(pubs: Publisher[], prefill: Prefill, metricsAddress: string): Promise<void> {
+  const filling = new Firehose(pubs, prefill.payloads, false);
+  filling.start();
+  await filling.sent();
+  const deadline = performance.now() + SETTLE_TIMEOUT_MS;
+  while (metricSum(await scrape(metricsAddress), 'kv_dc_relay_pool_events_applied_total') < prefill.events) {
+    if (performance.now() > deadline) throw new Error(`the relay did not apply the ${prefill.events} pre-fill events within ${SETTLE_TIMEOUT_MS} ms`);
+    await new Promise((r) => setTimeout(r, SETTLE_POLL_MS));
+  }
+}
+
+/**
+ * relayIngestRate on a pool at equilibrium (vllm-batches.ts Mix): the sources first store
+ * `poolBlocks` blocks between them (a pre-fill, applied before the warm-up), then send fresh messages
+ * whose stores are new chains and whose removals evict each source's oldest blocks as many as it
+ * stores, so the pool keeps that size.
+ */
+export async function equilibriumIngestRate(
+  pubs: Publisher[],
+  boundBlocksPerSecond: number,
+  window: FirehoseWindow,
+  options: RelayIngestOptions & { blocksPerMessage: number; seed: number; poolBlocks: number },
+): Promise<IngestRate & { messagesPerSource: number; poolBlocks: number }> {
+  const perSource = messagesFor(boundBlocksPerSecond, window, options.blocksPerMessage, pubs.length);
+  const [prefill, steady] = await Promise.all([
+    prefillBatches(pubs.length, options.poolBlocks, options.blocksPerMessage, options.blocksPerEvent, options.seed + 0x1000),
+    freshBatches(
+      pubs.map((_, s) => options.seed + s),
+      perSource,
+      (source, at) => equilibriumMix(source, heldPerSource(pubs.length, options.poolBlocks, options.blocksPerMessage), at * options.blocksPerMessage),
+    ),
+  ]);
+  const rate = await relayIngestRate(pubs, steady, window, { ...options, repeat: false, prefill });
+  return { ...rate, messagesPerSource: perSource, poolBlocks: prefill.heldPerSource * pubs.length };
+}
+
+/**
+ * The equilibrium mix of the part of a source's messages that starts `blocksBefore` blocks into
+ * them, after a pre-fill of `held` blocks: half of a message's blocks are stores, half evictions.
+ */
+export function equilibriumMix(source: number, held: number, blocksBefore: number): Mix {
+  return { kind: 'equilibrium', source, firstStored: held + blocksBefore / 2, firstEvicted: blocksBefore / 2 };
+}
+
+/** Fresh messages per source that a window takes at `boundBlocksPerSecond` (the supply outlasts it). */
+function messagesFor(boundBlocksPerSecond: number, window: FirehoseWindow, blocksPerMessage: number, sources: number): number {
+  return Math.ceil((1.1 * boundBlocksPerSecond * (window.warmupMs + window.measureMs)) / 1000 / blocksPerMessage / sources);
 }
 
 export interface BareRate {

@@ -6,29 +6,34 @@
 import { availableParallelism } from 'os';
 import * as path from 'path';
 import { Worker } from 'worker_threads';
+import type { Mix } from './vllm-batches';
 
 const CHUNK_MESSAGES = 1_000;
 
 interface Chunk {
   seed: number;
   count: number;
+  mix: Mix;
 }
 
 const workerSource = `
   const { parentPort, workerData } = require('worker_threads');
   const { vllmBatches } = require(workerData.module);
   for (const chunk of workerData.chunks) {
-    const { payloads } = vllmBatches(chunk.seed, chunk.count);
+    const { payloads } = vllmBatches(chunk.seed, chunk.count, chunk.mix);
     const buffers = payloads.map((p) => p.buffer.slice(p.byteOffset, p.byteOffset + p.byteLength));
     parentPort.postMessage(buffers, buffers);
   }`;
 
-/** `perSource` fresh messages for each seed, as vllmBatches builds them (payloads only). */
-export async function freshBatches(seeds: number[], perSource: number): Promise<Buffer[][]> {
+/**
+ * `perSource` fresh messages for each seed, as vllmBatches builds them (payloads only), with the mix
+ * `mixAt` gives for the chunk of source `source` starting at message `at` (default: growing).
+ */
+export async function freshBatches(seeds: number[], perSource: number, mixAt: (source: number, at: number) => Mix = () => ({ kind: 'growing' })): Promise<Buffer[][]> {
   const chunks: { source: number; index: number; chunk: Chunk }[] = [];
   seeds.forEach((seed, source) => {
     for (let at = 0, index = 0; at < perSource; at += CHUNK_MESSAGES, index++) {
-      chunks.push({ source, index, chunk: { seed: seed * 7919 + index, count: Math.min(CHUNK_MESSAGES, perSource - at) } });
+      chunks.push({ source, index, chunk: { seed: seed * 7919 + index, count: Math.min(CHUNK_MESSAGES, perSource - at), mix: mixAt(source, at) } });
     }
   });
   const threads = Math.max(1, Math.min(availableParallelism(), chunks.length));
