@@ -369,7 +369,7 @@ export async function run(): Promise<BenchResult[]> {
         for (const q of ['p99', 'p50'] as const) {
           const key = `${q}Ms` as const;
           results.push({
-            name: `event→delta ${q} at half the max ingest rate, ${n} source(s), ${workload.name}, relay process → gRPC subscriber`,
+            name: `event→delta ${q} at ${FIXED_BLOCKS_PER_S ? `${round(FIXED_BLOCKS_PER_S / 1e6, 2)} M blocks/s` : 'half the max ingest rate'}, ${n} source(s), ${workload.name}, relay process → gRPC subscriber`,
             value: round(relay.latency[key]),
             unit: 'ms',
             baseline: { name: 'bare zeromq.js SUB → grpc-js stream hop, same messages and pace', value: round(bare[key]) },
