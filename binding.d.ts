@@ -215,6 +215,8 @@ export interface PoolBatchSummary {
   unknownRemovals: number;
   /** Lineage entries over all sources after the batch (PoolStats.lineageEntries). */
   trackedBlocks: number;
+  /** Fingerprints in the filter after the batch (PoolStats.residentCount). */
+  residentBlocks: number;
 }
 /** A publication window ended as the delta baseSequence -> sequence of the relay dcId. */
 export interface WindowEnd {

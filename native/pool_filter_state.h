@@ -103,6 +103,8 @@ class PoolFilterState {
   const Counters& counters() const { return counters_; }
   // Lineage entries over all sources (the tracked blocks maxTrackedBlocks bounds).
   uint64_t trackedBlocks() const { return lineageEntries_; }
+  // Fingerprints in the filter (what its load is made of).
+  uint64_t residentCount() const { return residentCount_; }
   Stats GetStats() const;
   // Bytes the state holds for its tables: filter words, owner and lineage tables, the window's bitmap.
   size_t MemoryBytes() const;

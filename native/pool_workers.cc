@@ -59,15 +59,12 @@ class ApplyBatchWorker : public PoolWorker {
   void Execute() override {
     const pool::Counters before = state_->counters();
     state_->ApplyBatch(batch_.meta.data(), batch_.meta.size(), batch_.words.data(), errors_);
-    capacity_ = state_->counters().capacityFailures - before.capacityFailures;
-    unknown_ = state_->counters().unknownRemovals - before.unknownRemovals;
-    trackedBlocks_ = state_->trackedBlocks();
+    summary_ = PoolFilterStateWrap::ApplySummary::Of(*state_, before);
     const char* error = nullptr;
     if (end_ && !drain_.Run(state_, *end_, &error)) SetError(error);
   }
   Napi::Value Result() override {
-    Napi::Object summary =
-        PoolFilterStateWrap::Summary(Env(), errorsRef_.Value(), capacity_, unknown_, trackedBlocks_);
+    Napi::Object summary = PoolFilterStateWrap::Summary(Env(), errorsRef_.Value(), summary_);
     if (end_) summary.Set("drained", drain_.ToJs(Env()));
     return summary;
   }
@@ -80,9 +77,7 @@ class ApplyBatchWorker : public PoolWorker {
   PoolFilterState* state_;
   std::optional<WindowEnd> end_;
   WindowDrain drain_;
-  uint64_t capacity_ = 0;
-  uint64_t unknown_ = 0;
-  uint64_t trackedBlocks_ = 0;
+  PoolFilterStateWrap::ApplySummary summary_{};
 };
 
 class DrainWorker : public PoolWorker {

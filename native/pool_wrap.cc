@@ -51,13 +51,19 @@ PoolFilterState& PoolFilterStateWrap::Ready(Napi::Env env) {
   return *state_;
 }
 
-Napi::Object PoolFilterStateWrap::Summary(Napi::Env env, Napi::Uint8Array errors, uint64_t capacity, uint64_t unknown,
-                                          uint64_t trackedBlocks) {
+PoolFilterStateWrap::ApplySummary PoolFilterStateWrap::ApplySummary::Of(const pool::PoolFilterState& s,
+                                                                       const pool::Counters& before) {
+  return ApplySummary{s.counters().capacityFailures - before.capacityFailures,
+                      s.counters().unknownRemovals - before.unknownRemovals, s.trackedBlocks(), s.residentCount()};
+}
+
+Napi::Object PoolFilterStateWrap::Summary(Napi::Env env, Napi::Uint8Array errors, const ApplySummary& summary) {
   Napi::Object out = Napi::Object::New(env);
   out.Set("errors", errors);
-  out.Set("capacityFailures", Napi::Number::New(env, static_cast<double>(capacity)));
-  out.Set("unknownRemovals", Napi::Number::New(env, static_cast<double>(unknown)));
-  out.Set("trackedBlocks", Napi::Number::New(env, static_cast<double>(trackedBlocks)));
+  out.Set("capacityFailures", Napi::Number::New(env, static_cast<double>(summary.capacityFailures)));
+  out.Set("unknownRemovals", Napi::Number::New(env, static_cast<double>(summary.unknownRemovals)));
+  out.Set("trackedBlocks", Napi::Number::New(env, static_cast<double>(summary.trackedBlocks)));
+  out.Set("residentBlocks", Napi::Number::New(env, static_cast<double>(summary.residentBlocks)));
   return out;
 }
 
@@ -68,8 +74,7 @@ Napi::Value PoolFilterStateWrap::ApplyBatch(const Napi::CallbackInfo& info) {
   auto errors = Napi::Uint8Array::New(env, batch_.events());
   const pool::Counters before = s.counters();
   s.ApplyBatch(batch_.meta.data(), batch_.meta.size(), batch_.words.data(), errors.Data());
-  return Summary(env, errors, s.counters().capacityFailures - before.capacityFailures,
-                 s.counters().unknownRemovals - before.unknownRemovals, s.trackedBlocks());
+  return Summary(env, errors, ApplySummary::Of(s, before));
 }
 
 namespace {

@@ -21,9 +21,16 @@ class PoolFilterStateWrap : public Napi::ObjectWrap<PoolFilterStateWrap> {
   pool::PoolFilterState& Ready(Napi::Env env);
   void SetBusy(bool busy) { busy_ = busy; }
   pool::PoolFilterState* state() { return state_.get(); }
-  // The result of an apply: { errors, capacityFailures, unknownRemovals }.
-  static Napi::Object Summary(Napi::Env env, Napi::Uint8Array errors, uint64_t capacity, uint64_t unknown,
-                              uint64_t trackedBlocks);
+  // What an apply changed (counters since `before`) and left (sizes), taken on the applying thread.
+  struct ApplySummary {
+    uint64_t capacityFailures;
+    uint64_t unknownRemovals;
+    uint64_t trackedBlocks;
+    uint64_t residentBlocks;
+    static ApplySummary Of(const pool::PoolFilterState& s, const pool::Counters& before);
+  };
+  // The result of an apply: { errors, capacityFailures, unknownRemovals, trackedBlocks, residentBlocks }.
+  static Napi::Object Summary(Napi::Env env, Napi::Uint8Array errors, const ApplySummary& summary);
 
  private:
   Napi::Value ApplyBatch(const Napi::CallbackInfo& info);

@@ -25,6 +25,10 @@ export interface PoolMetrics {
   storesRejectedAtLimit: number;
   /** Blocks the pool tracks now (lineage entries over all its sources). */
   trackedBlocks: number;
+  /** Fingerprints in the pool's CKF now (tracked blocks less duplicates and capacity omissions). */
+  filterResidentBlocks: number;
+  /** Those over the CKF's slots (4 per bucket): near 1 every new block walks maxKicks relocations and most are omitted. */
+  filterLoad: number;
 }
 
 export interface ProducerMetrics {
@@ -186,6 +190,13 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
   counter('kv_dc_relay_pool_mailbox_overflows_total', 'Engine batches dropped on a full pool mailbox (the source is reset)', ['pool'], pool('mailboxOverflows'));
   counter('kv_dc_relay_pool_stores_rejected_at_limit_total', 'Stores rejected whole at limits.maxTrackedBlocksPerPool', ['pool'], pool('storesRejectedAtLimit'));
   gauge('kv_dc_relay_pool_tracked_blocks', 'Blocks a pool tracks (engine lineage entries over all its sources)', ['pool'], pool('trackedBlocks'));
+  gauge('kv_dc_relay_pool_filter_resident_blocks', 'Fingerprints in a pool\'s CKF', ['pool'], pool('filterResidentBlocks'));
+  gauge(
+    'kv_dc_relay_pool_filter_load',
+    'Fingerprints over CKF slots: past ~0.95 new blocks are omitted after maxKicks relocations each and ingest slows sharply (size expectedUniqueBlocks for the pool)',
+    ['pool'],
+    pool('filterLoad'),
+  );
   const tls = providers.tls;
   if (tls) {
     gauge('kv_dc_relay_tls_certificate_expiry_timestamp_seconds', 'notAfter of the relay certificate in service', [], (set) => set({}, tls().certificateExpirySeconds));

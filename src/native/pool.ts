@@ -68,6 +68,8 @@ export interface PoolBatchResult {
   unknownRemovals: number;
   /** Tracked blocks (lineage entries, all sources) after the batch: stats().lineageEntries without building stats. */
   trackedBlocks: number;
+  /** Fingerprints in the filter after the batch: stats().residentCount without building stats. */
+  residentBlocks: number;
 }
 
 export interface BucketImages {
@@ -288,6 +290,7 @@ function toResult(summary: Binding.PoolBatchSummary): PoolBatchResult {
     capacityFailures: summary.capacityFailures,
     unknownRemovals: summary.unknownRemovals,
     trackedBlocks: summary.trackedBlocks,
+    residentBlocks: summary.residentBlocks,
   };
 }
 

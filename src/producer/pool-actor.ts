@@ -38,6 +38,7 @@ import {
 } from '../config/defaults';
 import { ThrottledLogger } from '../ingest/throttle';
 import { MAX_U64 } from '../config/limits';
+import { CKF_SLOTS_PER_BUCKET } from '../wire/constants';
 import {
   META_STRIDE,
   packedBlockCount,
@@ -170,7 +171,7 @@ export class PoolActor implements PoolFeed {
   /** Blocks of the events applied since the last drain. */
   private pendingBlocks = 0;
   private ended: 'retired' | 'fenced' | undefined;
-  private readonly counters: Omit<PoolMetrics, 'pool' | 'publicationSliceMs'> = {
+  private readonly counters: Omit<PoolMetrics, 'pool' | 'publicationSliceMs' | 'filterLoad'> = {
     eventsApplied: 0,
     eventsDroppedBlockSize: 0,
     eventErrors: 0,
@@ -182,13 +183,17 @@ export class PoolActor implements PoolFeed {
     mailboxOverflows: 0,
     storesRejectedAtLimit: 0,
     trackedBlocks: 0,
+    filterResidentBlocks: 0,
   };
+  /** Fingerprint slots of the pool's CKF. */
+  private readonly filterSlots: number;
 
   constructor(private readonly options: PoolActorOptions) {
     this.producer = options.producer;
     this.dcId = options.dcId;
     const ckf = options.producer.ckfFormat;
     if (!ckf) throw new TypeError('producer identity without a CKF format');
+    this.filterSlots = Number(ckf.bucketCount) * CKF_SLOTS_PER_BUCKET;
     this.state = new PoolFilterState({
       bucketCount: Number(ckf.bucketCount),
       seed: ckf.seed,
@@ -341,7 +346,7 @@ export class PoolActor implements PoolFeed {
   }
 
   metrics(): PoolMetrics {
-    return { pool: this.options.key, ...this.counters, publicationSliceMs: this.sliceDelayMs() };
+    return { pool: this.options.key, ...this.counters, filterLoad: this.counters.filterResidentBlocks / this.filterSlots, publicationSliceMs: this.sliceDelayMs() };
   }
 
   pace(stretch: number): void {
@@ -391,6 +396,20 @@ export class PoolActor implements PoolFeed {
     this.counters.capacityFailures += result.capacityFailures;
     this.counters.unknownRemovals += result.unknownRemovals;
     this.counters.trackedBlocks = result.trackedBlocks;
+    this.counters.filterResidentBlocks = result.residentBlocks;
+    if (result.capacityFailures > 0) {
+      // Not a fault (hashing-ckf-cbi1.md §4.3: the blocks stay owned and are offered again), but a
+      // pool past its CKF's capacity walks maxKicks relocations for every new block, so say it.
+      this.warnings.warn(
+        {
+          pool: this.options.key,
+          capacityFailures: this.counters.capacityFailures,
+          filterLoad: Number((result.residentBlocks / this.filterSlots).toFixed(3)),
+          trackedBlocks: result.trackedBlocks,
+        },
+        'CKF at capacity: new blocks omitted from the filter after maxKicks relocations each (ingest slows sharply); size expectedUniqueBlocks for this pool',
+      );
+    }
     if (result.errorCount === 0) return;
     let wordsAt = 0;
     result.outcomes.forEach((error, i) => {

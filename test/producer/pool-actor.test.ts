@@ -6,10 +6,11 @@ import type { PackedEngineEvents } from '../../src/ingest/types';
 import type { SimEvent } from '../../src/sim/encode';
 import { packEngineBatch } from '../support/packed';
 import type { ProducerIdentity } from '../../src/wire/types';
+import pino from 'pino';
 import { silentLogger } from '../../src/log';
 import { waitFor } from '../support/waitFor';
 import { withStallMonitor } from '../../bench/support/stall';
-import { ACTOR_MAILBOX_CAPACITY, PENDING_EVENT_PERMITS, PACING_MAX_SLICE_BLOCKS, PACING_MAX_SLICE_MS, PENDING_BLOCK_PERMITS } from '../../src/config/defaults';
+import { ACTOR_MAILBOX_CAPACITY, INGEST_LOG_MAX_PER_WINDOW, PENDING_EVENT_PERMITS, PACING_MAX_SLICE_BLOCKS, PACING_MAX_SLICE_MS, PENDING_BLOCK_PERMITS } from '../../src/config/defaults';
 
 const SEED = 0x5deece66d1b54a33n;
 const BUCKETS = 1024;
@@ -386,6 +387,41 @@ test('at the tracked-block limit new stores are rejected (counted) and removals 
   img = await a.attach(new Recorder());
   expect(filterContains(img.words, canonical(rejected)[0], SEED)).toBe(true);
   expect(a.metrics()).toMatchObject({ trackedBlocks: 2, storesRejectedAtLimit: 1 });
+});
+
+test('past its CKF capacity a pool counts the omitted blocks, reports the filter load and warns, throttled', async () => {
+  const warnings: { msg: string; filterLoad: number; capacityFailures: number }[] = [];
+  const logger = pino({ level: 'warn' }, { write: (line: string) => warnings.push(JSON.parse(line)) });
+  const buckets = 8;
+  const a = new PoolActor({
+    key: 'pool',
+    producer: { ...producer, ckfFormat: { ...producer.ckfFormat!, bucketCount: BigInt(buckets) } },
+    dcId: DC,
+    publicationThreshold: 1,
+    publicationDelayMs: 1,
+    logger,
+  });
+  actors.push(a);
+  expect(a.metrics()).toMatchObject({ filterResidentBlocks: 0, filterLoad: 0 });
+  // Three times the filter's 32 slots, one root block each, in events of their own.
+  const blocks = 3 * buckets * 4;
+  for (let b = 0; b < blocks; b++) a.events(batch([stored([BigInt(1000 + b)], tokens(BS, 10 * b))]));
+  await a.idle();
+  const m = a.metrics();
+  expect(m.trackedBlocks).toBe(blocks);
+  expect(m.capacityFailures).toBeGreaterThan(0);
+  expect(m.filterResidentBlocks).toBe(blocks - m.capacityFailures);
+  expect(m.filterLoad).toBeCloseTo(m.filterResidentBlocks / (buckets * 4), 9);
+  expect(m.filterLoad).toBeGreaterThan(0.75);
+  expect(m.filterLoad).toBeLessThanOrEqual(1);
+  expect(warnings.length).toBeGreaterThan(0);
+  expect(warnings.length).toBeLessThanOrEqual(INGEST_LOG_MAX_PER_WINDOW);
+  expect(warnings[0].msg).toMatch(/CKF at capacity.*expectedUniqueBlocks/);
+  expect(warnings[0].capacityFailures).toBeGreaterThan(0);
+  // Removals free slots: the load the gauge reports follows the filter down.
+  for (let b = 0; b < blocks; b++) a.events(batch([{ type: 'BlockRemoved', blockHashes: [BigInt(1000 + b)] }]));
+  await a.idle();
+  expect(a.metrics()).toMatchObject({ trackedBlocks: 0, filterResidentBlocks: 0, filterLoad: 0 });
 });
 
 test('detach drops deltas again without advancing; retire tells the listener', async () => {
