@@ -33,13 +33,13 @@ export async function run(): Promise<BenchResult[]> {
       const bare = (await bareSubscriberRate(pubs, payloads, window)).messagesPerSecond * BLOCKS_PER_MESSAGE;
       const extra = INGEST_THREADS === undefined ? {} : { limits: { ingestThreads: INGEST_THREADS } };
       const relay = await relayIngestRate(pubs, payloads, window, { extra, blocksPerEvent: BLOCKS_PER_EVENT });
-      const row = (workload: string, r: IngestRate, windowNote: string, removals = '20 % removals'): BenchResult => ({
+      const row = (workload: string, r: IngestRate & { exhausted?: boolean }, windowNote: string, removals = '20 % removals'): BenchResult => ({
         name: `blocks/s ingested by one relay process, ${n} source(s), vLLM map batches ${EVENTS_PER_MESSAGE} events × ${BLOCKS_PER_EVENT} blocks, ${workload}`,
         value: r.blocksPerSecond,
         unit: 'blocks/s',
         baseline: { name: 'bare zeromq.js SUB process, same frames', value: bare },
         ratio: r.blocksPerSecond / bare,
-        note: `bs ${BLOCK_SIZE}, ${removals}, ${(r.bytesPerMessage / 1024).toFixed(1)} KiB/message; ingest threads ${INGEST_THREADS ?? 'default (one per core)'}; goal >= 2 M blocks/s; relay CPU ${r.cpuMsPerMBlocks?.toFixed(0) ?? '?'} ms per M blocks; pool applied ${(r.appliedBlocksPerSecond / 1e6).toFixed(2)} M blocks/s (${r.mailboxOverflows} batches dropped on a full pool mailbox); ${r.gaps} gaps (PUB drops) in the window; ${windowNote}`,
+        note: `bs ${BLOCK_SIZE}, ${removals}, ${(r.bytesPerMessage / 1024).toFixed(1)} KiB/message; ingest threads ${INGEST_THREADS ?? 'default (one per core)'}; goal >= 2 M blocks/s; relay CPU ${r.cpuMsPerMBlocks?.toFixed(0) ?? '?'} ms per M blocks; pool applied ${(r.appliedBlocksPerSecond / 1e6).toFixed(2)} M blocks/s (${r.mailboxOverflows} batches dropped on a full pool mailbox); ${r.gaps} gaps (PUB drops) in the window; ${windowNote}${r.exhausted ? '; the supply ran out before the window ended: a lower bound' : ''}`,
       });
       results.push(row(`${FIREHOSE_MESSAGES} messages per source round robin`, relay, `${MEASURE_MS / 1000} s window after ${WARMUP_MS / 1000} s warm-up`));
       const fresh = await freshIngestRate(pubs, relay.appliedBlocksPerSecond, FRESH_WINDOW, { extra, blocksPerEvent: BLOCKS_PER_EVENT, blocksPerMessage: BLOCKS_PER_MESSAGE, seed: 0xf7e5 });

@@ -123,6 +123,8 @@ export interface IngestRate {
   gaps: number;
   /** Blocks the pool held at the window's end (kv_dc_relay_pool_tracked_blocks). */
   trackedBlocks: number;
+  /** Blocks ingest took from the relay's start to the window's end (a pre-fill's included). */
+  ingestedBlocks: number;
   /** Mean payload bytes of the messages sent (first source). */
   bytesPerMessage: number;
   /** Relay CPU time (user + system) in the window; undefined without /proc. */
@@ -184,6 +186,7 @@ export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], w
       mailboxOverflows: after.overflows - before.overflows,
       gaps: after.gaps - before.gaps,
       trackedBlocks: after.tracked,
+      ingestedBlocks: after.blocks,
       bytesPerMessage: payloads[0].reduce((sum, p) => sum + p.length, 0) / payloads[0].length,
       cpuMs,
       threadCpuMs: threads0 && threads1 && { main: threads1.main - threads0.main, zmq: threads1.zmq - threads0.zmq, other: threads1.other - threads0.other },
@@ -193,6 +196,13 @@ export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], w
     await firehose.stop();
     await relay.stop();
   }
+}
+
+/** A rate on messages sent once: how many per source, and whether the relay took them all by the window's end. */
+export interface FreshRate extends IngestRate {
+  messagesPerSource: number;
+  /** The supply ran out before the window ended: the rate is a lower bound. */
+  exhausted: boolean;
 }
 
 /**
@@ -205,11 +215,11 @@ export async function freshIngestRate(
   boundBlocksPerSecond: number,
   window: FirehoseWindow,
   options: RelayIngestOptions & { blocksPerMessage: number; seed: number },
-): Promise<IngestRate & { messagesPerSource: number }> {
+): Promise<FreshRate> {
   const perSource = messagesFor(boundBlocksPerSecond, window, options.blocksPerMessage, pubs.length);
   const payloads = await freshBatches(pubs.map((_, s) => options.seed + s), perSource);
   const rate = await relayIngestRate(pubs, payloads, window, { ...options, repeat: false });
-  return { ...rate, messagesPerSource: perSource };
+  return { ...rate, messagesPerSource: perSource, exhausted: rate.ingestedBlocks >= perSource * pubs.length * options.blocksPerMessage };
 }
 
 /** A pre-fill: per source its messages, the blocks each source then holds, and the events in all. */
@@ -258,7 +268,7 @@ export async function equilibriumIngestRate(
   boundBlocksPerSecond: number,
   window: FirehoseWindow,
   options: RelayIngestOptions & { blocksPerMessage: number; seed: number; poolBlocks: number },
-): Promise<IngestRate & { messagesPerSource: number; poolBlocks: number }> {
+): Promise<FreshRate & { poolBlocks: number }> {
   const perSource = messagesFor(boundBlocksPerSecond, window, options.blocksPerMessage, pubs.length);
   const [prefill, steady] = await Promise.all([
     prefillBatches(pubs.length, options.poolBlocks, options.blocksPerMessage, options.blocksPerEvent, options.seed + 0x1000),
@@ -269,7 +279,8 @@ export async function equilibriumIngestRate(
     ),
   ]);
   const rate = await relayIngestRate(pubs, steady, window, { ...options, repeat: false, prefill });
-  return { ...rate, messagesPerSource: perSource, poolBlocks: prefill.heldPerSource * pubs.length };
+  const poolBlocks = prefill.heldPerSource * pubs.length;
+  return { ...rate, messagesPerSource: perSource, poolBlocks, exhausted: rate.ingestedBlocks >= poolBlocks + perSource * pubs.length * options.blocksPerMessage };
 }
 
 /**
@@ -280,9 +291,12 @@ export function equilibriumMix(source: number, held: number, blocksBefore: numbe
   return { kind: 'equilibrium', source, firstStored: held + blocksBefore / 2, firstEvicted: blocksBefore / 2 };
 }
 
-/** Fresh messages per source that a window takes at `boundBlocksPerSecond` (the supply outlasts it). */
+/**
+ * Fresh messages per source that a window takes at 1.5 × `boundBlocksPerSecond` (the supply outlasts
+ * it: the relay took equilibrium messages faster than the repeating firehose that gives the bound).
+ */
 function messagesFor(boundBlocksPerSecond: number, window: FirehoseWindow, blocksPerMessage: number, sources: number): number {
-  return Math.ceil((1.1 * boundBlocksPerSecond * (window.warmupMs + window.measureMs)) / 1000 / blocksPerMessage / sources);
+  return Math.ceil((1.5 * boundBlocksPerSecond * (window.warmupMs + window.measureMs)) / 1000 / blocksPerMessage / sources);
 }
 
 export interface BareRate {
