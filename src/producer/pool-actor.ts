@@ -346,7 +346,11 @@ export class PoolActor implements PoolFeed {
   }
 
   metrics(): PoolMetrics {
-    return { pool: this.options.key, ...this.counters, filterLoad: this.counters.filterResidentBlocks / this.filterSlots, publicationSliceMs: this.sliceDelayMs() };
+    return { pool: this.options.key, ...this.counters, filterLoad: this.filterLoad(), publicationSliceMs: this.sliceDelayMs() };
+  }
+
+  private filterLoad(): number {
+    return this.counters.filterResidentBlocks / this.filterSlots;
   }
 
   pace(stretch: number): void {
@@ -404,7 +408,7 @@ export class PoolActor implements PoolFeed {
         {
           pool: this.options.key,
           capacityFailures: this.counters.capacityFailures,
-          filterLoad: Number((result.residentBlocks / this.filterSlots).toFixed(3)),
+          filterLoad: Number(this.filterLoad().toFixed(3)),
           trackedBlocks: result.trackedBlocks,
         },
         'CKF at capacity: new blocks omitted from the filter after maxKicks relocations each (ingest slows sharply); size expectedUniqueBlocks for this pool',
