@@ -33,7 +33,7 @@ import { BARE_HOP_ID_BYTES } from './support/bare-hop';
 import { equilibriumIngestRate, equilibriumMix, FIREHOSE_MESSAGES, freshIngestRate, prefillBatches, publishers, relayConfig, relayIngestRate, sendPrefill, TOPIC, type Prefill } from './support/firehose';
 import { catalogProducers, killWithThisProcess, metricSum, scrape, startRelayProcess, waitForLine } from './support/relay-process';
 import { round } from './support/timing';
-import { BLOCKS_PER_EVENT, BLOCKS_PER_MESSAGE, vllmBatches, type VllmBatches } from './support/vllm-batches';
+import { BLOCKS_PER_EVENT, BLOCKS_PER_MESSAGE, REMOVALS, vllmBatches, type VllmBatches } from './support/vllm-batches';
 
 const SOURCES = [1, 8];
 const MAX_RATE_WINDOW = { warmupMs: 1_000, measureMs: 2_000 };
@@ -316,10 +316,13 @@ async function throughBareHops(pubs: Publisher[], sources: VllmBatches[], ratePe
 interface Workload {
   /** What the rows' names and notes call it. */
   name: string;
+  mix: keyof typeof REMOVALS;
+  /** What the relay applies first, built once per source count for both relay processes. */
+  prefill?(sources: number): Promise<Prefill>;
   /** The max rate the pool applied (blocks/s), measured as ingest-scale does. */
-  max(pubs: Publisher[], bound: number): Promise<number>;
-  /** The paced messages of each source, and the pre-fill the relay applies first. */
-  messages(sources: number, perSource: number): Promise<{ sources: VllmBatches[]; prefill?: Prefill }>;
+  max(pubs: Publisher[], bound: number, prefill?: Prefill): Promise<number>;
+  /** The paced messages of each source. */
+  messages(sources: number, perSource: number, prefill?: Prefill): VllmBatches[];
 }
 
 const maxOptions = { blocksPerEvent: BLOCKS_PER_EVENT, blocksPerMessage: BLOCKS_PER_MESSAGE };
@@ -327,17 +330,17 @@ const maxOptions = { blocksPerEvent: BLOCKS_PER_EVENT, blocksPerMessage: BLOCKS_
 const WORKLOADS: Workload[] = [
   {
     name: 'fresh chains',
+    mix: 'growing',
     max: async (pubs, bound) => (await freshIngestRate(pubs, bound, FRESH_MAX_RATE_WINDOW, { ...maxOptions, seed: 0xf7e5 })).appliedBlocksPerSecond,
-    messages: async (n, perSource) => ({ sources: Array.from({ length: n }, (_, s) => vllmBatches(0xde17a + s, perSource)) }),
+    messages: (n, perSource) => Array.from({ length: n }, (_, s) => vllmBatches(0xde17a + s, perSource)),
   },
   {
     name: `fresh chains on a pool at equilibrium (${round(EQUILIBRIUM_POOL_BLOCKS / 1e6, 2)} M blocks)`,
-    max: async (pubs, bound) =>
-      (await equilibriumIngestRate(pubs, bound, FRESH_MAX_RATE_WINDOW, { ...maxOptions, seed: 0xe9b1, poolBlocks: EQUILIBRIUM_POOL_BLOCKS })).appliedBlocksPerSecond,
-    messages: async (n, perSource) => {
-      const prefill = await prefillBatches(n, EQUILIBRIUM_POOL_BLOCKS, BLOCKS_PER_MESSAGE, BLOCKS_PER_EVENT, 0xe9b1 + 0x1000);
-      return { prefill, sources: Array.from({ length: n }, (_, s) => vllmBatches(0xde17a + s, perSource, equilibriumMix(s, prefill.heldPerSource, 0))) };
-    },
+    mix: 'equilibrium',
+    prefill: (n) => prefillBatches(n, EQUILIBRIUM_POOL_BLOCKS, BLOCKS_PER_MESSAGE, BLOCKS_PER_EVENT, 0xf111),
+    max: async (pubs, bound, prefill) =>
+      (await equilibriumIngestRate(pubs, bound, FRESH_MAX_RATE_WINDOW, { ...maxOptions, seed: 0xe9b1, prefill: prefill! })).appliedBlocksPerSecond,
+    messages: (n, perSource, prefill) => Array.from({ length: n }, (_, s) => vllmBatches(0xde17a + s, perSource, equilibriumMix(s, prefill!.heldPerSource, 0))),
   },
 ];
 
@@ -352,16 +355,16 @@ export async function run(): Promise<BenchResult[]> {
       const bound = FIXED_BLOCKS_PER_S ? 0 : (await relayIngestRate(pubs, firehose(), MAX_RATE_WINDOW, { blocksPerEvent: BLOCKS_PER_EVENT })).appliedBlocksPerSecond;
       for (const workload of WORKLOADS) {
         // What the pool applied, not what ingest took: batches dropped on a full mailbox are no rate.
-        const max = FIXED_BLOCKS_PER_S ? 2 * FIXED_BLOCKS_PER_S : await workload.max(pubs, bound);
+        const prefill = await workload.prefill?.(n);
+        const max = FIXED_BLOCKS_PER_S ? 2 * FIXED_BLOCKS_PER_S : await workload.max(pubs, bound, prefill);
         const ratePerSecond = max / 2 / BLOCKS_PER_MESSAGE;
         // Fresh chains for every paced message (+ one probe per source), so each marker is new to the pool.
         const perSource = 1 + Math.ceil((ratePerSecond * (PACED_WARMUP_MS + PACED_MEASURE_MS)) / 1000 / n);
-        const { sources, prefill } = await workload.messages(n, perSource);
+        const sources = workload.messages(n, perSource, prefill);
         const relay = await throughRelay(pubs, sources, ratePerSecond, prefill);
         const bare = await throughBareHops(pubs, sources, ratePerSecond, relay.deltaBytesPerMessage);
-        const removals = prefill ? 'every other event a removal of the source\'s 32 oldest blocks' : '20 % removals';
         const note =
-          `${FIXED_BLOCKS_PER_S ? 'DELTA_LATENCY_BLOCKS_PER_S: half of a max taken as' : 'half of the max'} ${round(max / 1e6, 2)} M blocks/s the pool applied in this run on ${workload.name} (${round(ratePerSecond, 0)} messages/s of 16 events × 32 blocks, bs 16, ${removals}); ` +
+          `${FIXED_BLOCKS_PER_S ? 'DELTA_LATENCY_BLOCKS_PER_S: half of a max taken as' : 'half of the max'} ${round(max / 1e6, 2)} M blocks/s the pool applied in this run on ${workload.name} (${round(ratePerSecond, 0)} messages/s of 16 events × 32 blocks, bs 16, ${REMOVALS[workload.mix]}); ` +
           `relay p50 ${round(relay.latency.p50Ms)} ms, max ${round(relay.latency.maxMs)} ms over ${relay.latency.timed} messages, ` +
           `${relay.latency.lost} timed messages lost (relay over the whole run: ${relay.drops}); bare p50 ${round(bare.p50Ms)} ms (${bare.lost} lost), ` +
           `one frame per message of the relay's delta bytes per message (${Math.round(relay.deltaBytesPerMessage)} B); default publication (threshold ${DEFAULT_TIMING.publicationThreshold}, ` +

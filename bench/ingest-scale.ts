@@ -10,8 +10,8 @@
 // stores on a pool at equilibrium (each source's removals evict as many blocks as it stores, blocks a
 // pre-fill stored before the window: engines whose KV caches are full, the pool keeping its size).
 import type { BenchResult } from './support/result';
-import { bareSubscriberRate, equilibriumIngestRate, FIREHOSE_MESSAGES, freshIngestRate, publishers, relayIngestRate, type IngestRate } from './support/firehose';
-import { BLOCK_SIZE, BLOCKS_PER_EVENT, BLOCKS_PER_MESSAGE, EVENTS_PER_MESSAGE, vllmBatches } from './support/vllm-batches';
+import { bareSubscriberRate, equilibriumIngestRate, FIREHOSE_MESSAGES, freshIngestRate, prefillBatches, publishers, relayIngestRate, type IngestRate } from './support/firehose';
+import { BLOCK_SIZE, BLOCKS_PER_EVENT, BLOCKS_PER_MESSAGE, EVENTS_PER_MESSAGE, REMOVALS, vllmBatches } from './support/vllm-batches';
 
 const SOURCES = [1, 8];
 const WARMUP_MS = 1_000;
@@ -33,7 +33,7 @@ export async function run(): Promise<BenchResult[]> {
       const bare = (await bareSubscriberRate(pubs, payloads, window)).messagesPerSecond * BLOCKS_PER_MESSAGE;
       const extra = INGEST_THREADS === undefined ? {} : { limits: { ingestThreads: INGEST_THREADS } };
       const relay = await relayIngestRate(pubs, payloads, window, { extra, blocksPerEvent: BLOCKS_PER_EVENT });
-      const row = (workload: string, r: IngestRate & { exhausted?: boolean }, windowNote: string, removals = '20 % removals'): BenchResult => ({
+      const row = (workload: string, r: IngestRate & { exhausted?: boolean }, windowNote: string, removals = REMOVALS.growing): BenchResult => ({
         name: `blocks/s ingested by one relay process, ${n} source(s), vLLM map batches ${EVENTS_PER_MESSAGE} events × ${BLOCKS_PER_EVENT} blocks, ${workload}`,
         value: r.blocksPerSecond,
         unit: 'blocks/s',
@@ -44,13 +44,14 @@ export async function run(): Promise<BenchResult[]> {
       results.push(row(`${FIREHOSE_MESSAGES} messages per source round robin`, relay, `${MEASURE_MS / 1000} s window after ${WARMUP_MS / 1000} s warm-up`));
       const fresh = await freshIngestRate(pubs, relay.appliedBlocksPerSecond, FRESH_WINDOW, { extra, blocksPerEvent: BLOCKS_PER_EVENT, blocksPerMessage: BLOCKS_PER_MESSAGE, seed: 0xf7e5 });
       results.push(row('fresh chains (every block new to the pool)', fresh, `${FRESH_WINDOW.measureMs / 1000} s window after ${FRESH_WINDOW.warmupMs / 1000} s warm-up, ${fresh.messagesPerSource} messages per source`));
-      const steady = await equilibriumIngestRate(pubs, relay.appliedBlocksPerSecond, FRESH_WINDOW, { extra, blocksPerEvent: BLOCKS_PER_EVENT, blocksPerMessage: BLOCKS_PER_MESSAGE, seed: 0xe9b1, poolBlocks: EQUILIBRIUM_POOL_BLOCKS });
+      const prefill = await prefillBatches(n, EQUILIBRIUM_POOL_BLOCKS, BLOCKS_PER_MESSAGE, BLOCKS_PER_EVENT, 0xf111);
+      const steady = await equilibriumIngestRate(pubs, relay.appliedBlocksPerSecond, FRESH_WINDOW, { extra, blocksPerEvent: BLOCKS_PER_EVENT, blocksPerMessage: BLOCKS_PER_MESSAGE, seed: 0xe9b1, prefill });
       results.push(
         row(
           'fresh chains on a pool at equilibrium (removals evict as many blocks as stores add)',
           steady,
           `${FRESH_WINDOW.measureMs / 1000} s window after ${FRESH_WINDOW.warmupMs / 1000} s warm-up, ${steady.messagesPerSource} messages per source, after a pre-fill of ${(steady.poolBlocks / 1e6).toFixed(2)} M blocks, ${(steady.trackedBlocks / 1e6).toFixed(2)} M held at the window's end`,
-          'every other event a removal of the source\'s 32 oldest blocks',
+          REMOVALS.equilibrium,
         ),
       );
     } finally {

@@ -229,14 +229,9 @@ export interface Prefill {
   events: number;
 }
 
-/** Blocks each of `sources` sources holds after a pre-fill of `poolBlocks` between them (whole messages). */
-export function heldPerSource(sources: number, poolBlocks: number, blocksPerMessage: number): number {
-  return Math.ceil(poolBlocks / sources / blocksPerMessage) * blocksPerMessage;
-}
-
-/** Messages that make `sources` sources store `poolBlocks` blocks between them (vllm-batches.ts Mix prefill). */
+/** Messages that make `sources` sources store `poolBlocks` blocks between them, in whole messages (vllm-batches.ts Mix prefill). */
 export async function prefillBatches(sources: number, poolBlocks: number, blocksPerMessage: number, blocksPerEvent: number, seed: number): Promise<Prefill> {
-  const perSource = heldPerSource(sources, poolBlocks, blocksPerMessage) / blocksPerMessage;
+  const perSource = Math.ceil(poolBlocks / sources / blocksPerMessage);
   const payloads = await freshBatches(
     Array.from({ length: sources }, (_, s) => seed + s),
     perSource,
@@ -258,27 +253,24 @@ export async function sendPrefill(pubs: Publisher[], prefill: Prefill, metricsAd
 }
 
 /**
- * relayIngestRate on a pool at equilibrium (vllm-batches.ts Mix): the sources first store
- * `poolBlocks` blocks between them (a pre-fill, applied before the warm-up), then send fresh messages
- * whose stores are new chains and whose removals evict each source's oldest blocks as many as it
- * stores, so the pool keeps that size.
+ * relayIngestRate on a pool at equilibrium (vllm-batches.ts Mix): the sources first store `prefill`
+ * (applied before the warm-up), then send fresh messages whose stores are new chains and whose
+ * removals evict each source's oldest blocks as many as it stores, so the pool keeps the pre-fill's size.
  */
 export async function equilibriumIngestRate(
   pubs: Publisher[],
   boundBlocksPerSecond: number,
   window: FirehoseWindow,
-  options: RelayIngestOptions & { blocksPerMessage: number; seed: number; poolBlocks: number },
+  options: RelayIngestOptions & { blocksPerMessage: number; seed: number; prefill: Prefill },
 ): Promise<FreshRate & { poolBlocks: number }> {
+  const { prefill } = options;
   const perSource = messagesFor(boundBlocksPerSecond, window, options.blocksPerMessage, pubs.length);
-  const [prefill, steady] = await Promise.all([
-    prefillBatches(pubs.length, options.poolBlocks, options.blocksPerMessage, options.blocksPerEvent, options.seed + 0x1000),
-    freshBatches(
-      pubs.map((_, s) => options.seed + s),
-      perSource,
-      (source, at) => equilibriumMix(source, heldPerSource(pubs.length, options.poolBlocks, options.blocksPerMessage), at * options.blocksPerMessage),
-    ),
-  ]);
-  const rate = await relayIngestRate(pubs, steady, window, { ...options, repeat: false, prefill });
+  const steady = await freshBatches(
+    pubs.map((_, s) => options.seed + s),
+    perSource,
+    (source, at) => equilibriumMix(source, prefill.heldPerSource, at * options.blocksPerMessage),
+  );
+  const rate = await relayIngestRate(pubs, steady, window, { ...options, repeat: false });
   const poolBlocks = prefill.heldPerSource * pubs.length;
   return { ...rate, messagesPerSource: perSource, poolBlocks, exhausted: rate.ingestedBlocks >= poolBlocks + perSource * pubs.length * options.blocksPerMessage };
 }

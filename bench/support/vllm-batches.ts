@@ -35,6 +35,12 @@ export interface VllmBatches {
  */
 export type Mix = { kind: 'growing' } | { kind: 'prefill'; source: number; firstStored: number } | { kind: 'equilibrium'; source: number; firstStored: number; firstEvicted: number };
 
+/** How a row's note names a mix's removals. */
+export const REMOVALS: Record<'growing' | 'equilibrium', string> = {
+  growing: '20 % removals',
+  equilibrium: "every other event a removal of the source's 32 oldest blocks",
+};
+
 /** Engine block id of the `index`-th block source `source` stored: a range of its own, apart from random ids. */
 export function numberedBlock(source: number, index: number): bigint {
   return (BigInt(0x7e00_0000 + source) << 32n) | BigInt(index);
