@@ -1,7 +1,10 @@
 // Misbehaving SubscribeKvPool consumers in a process of their own (faulty-consumers-child.ts), the
 // way remote consumers are: their sessions, buffers and garbage cost the relay what they cost it, and
 // nothing in the process that measures the well-behaved ones (a collection there, paid for their
-// snapshot bytes, would show up as those ones' latency).
+// snapshot bytes, would show up as those ones' latency). One process serves a test's successive
+// groups, so that a test comparing rounds with and without a group runs the same processes in both
+// (a process started for each group would add its start-up, a compile and collections of its own,
+// to the rounds with the group only).
 import { fork, type ChildProcess } from 'child_process';
 import * as path from 'path';
 import type { ProducerIdentity } from '../../src/wire/types';
@@ -10,7 +13,7 @@ import { ROOT } from './cli-process';
 const HOOK = path.join(ROOT, 'scripts', 'ts-hook.js');
 const CHILD = path.join(__dirname, 'faulty-consumers-child.ts');
 
-export interface FaultyPlan {
+export interface FaultyGroup {
   address: string;
   producer: ProducerIdentity;
   /** Subscriber id prefix, unique per group. */
@@ -25,45 +28,51 @@ export interface FaultyPlan {
   drops: number;
 }
 
-export type FaultyCommand = { kind: 'stopReading' } | { kind: 'finish' };
-export type FaultyReport = { kind: 'joined' } | { kind: 'stopped' } | { kind: 'ended'; ends: [number, string | undefined][] };
+export type FaultyCommand = { kind: 'join'; group: FaultyGroup } | { kind: 'stopReading' } | { kind: 'finish' } | { kind: 'leave' };
+export type FaultyReport = { kind: 'joined' } | { kind: 'stopped' } | { kind: 'ended'; ends: [number, string | undefined][] } | { kind: 'left' };
 
 export class FaultyConsumers {
   private readonly child: ChildProcess;
   private readonly closed: Promise<void>;
   private stderrText = '';
 
-  constructor(plan: FaultyPlan) {
+  constructor() {
     this.child = fork(CHILD, [], { execArgv: ['-r', HOOK], serialization: 'advanced', stdio: ['ignore', 'ignore', 'pipe', 'ipc'] });
     this.child.stderr!.on('data', (b: Buffer) => (this.stderrText += b.toString()));
     this.closed = new Promise((resolve) => this.child.once('close', () => resolve()));
-    this.child.send(plan);
   }
 
-  /** Resolves once every never-reader and slow reader has its response headers and the drops are cancelled. */
-  joined(): Promise<void> {
-    return this.next('joined').then(() => undefined);
+  /** Opens a group's streams; resolves once every never-reader and slow reader has its response headers and the drops are cancelled. */
+  join(group: FaultyGroup): Promise<void> {
+    return this.command({ kind: 'join', group }, 'joined');
   }
 
   stopReading(): Promise<void> {
-    this.child.send({ kind: 'stopReading' } satisfies FaultyCommand);
-    return this.next('stopped').then(() => undefined);
+    return this.command({ kind: 'stopReading' }, 'stopped');
   }
 
   /** Reads every never-reader and slow reader to its end; their (grpc-status, reason trailer) in order. */
   async finish(): Promise<[number, string | undefined][]> {
-    this.child.send({ kind: 'finish' } satisfies FaultyCommand);
-    const report = await this.next('ended');
+    const report = await this.request({ kind: 'finish' }, 'ended');
     return report.kind === 'ended' ? report.ends : [];
   }
 
-  /** Ends the process; its connections close with it. */
+  /** Destroys the group's sessions: its connections close, as a departed client's do. */
+  leave(): Promise<void> {
+    return this.command({ kind: 'leave' }, 'left');
+  }
+
+  /** Ends the process; whatever connections are left close with it. */
   async close(): Promise<void> {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
     await this.closed;
   }
 
-  private next(kind: FaultyReport['kind']): Promise<FaultyReport> {
+  private async command(command: FaultyCommand, kind: FaultyReport['kind']): Promise<void> {
+    await this.request(command, kind);
+  }
+
+  private request(command: FaultyCommand, kind: FaultyReport['kind']): Promise<FaultyReport> {
     return new Promise((resolve, reject) => {
       const onMessage = (report: FaultyReport): void => {
         if (report.kind !== kind) return;
@@ -74,6 +83,7 @@ export class FaultyConsumers {
       const onExit = (code: number | null): void => reject(new Error(`faulty consumers exited ${code} before '${kind}': ${this.stderrText}`));
       this.child.on('message', onMessage);
       this.child.once('exit', onExit);
+      this.child.send(command);
     });
   }
 }
