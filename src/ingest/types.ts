@@ -50,6 +50,8 @@ export interface IngestSink {
    * could not be decoded, which is counted as malformed).
    * May return a promise that settles once the batches were applied: an ingest thread holds the
    * burst's hand-off slot until then, so ingest waits for the pool instead of overfilling it.
+   * The arrays are views of memory the ingest side writes again once the call returns: a sink copies
+   * what it keeps before it returns.
    */
   events(b: PackedEngineEvents): void | Promise<void>;
   /**

@@ -1,10 +1,11 @@
 // Ingest threads (limits.ingestThreads): engine workers' subscriptions run on worker threads over
-// real ZMQ sockets, their decoded bursts handed to the main thread as transferred buffers. Order
+// real ZMQ sockets, their decoded bursts handed to the main thread in a ring of shared memory (or a
+// transferred buffer when it has no room). Order
 // per rank across bursts and threads, a thread's death (reset, counted, restarted, replayed), the
 // bounded hand-off, and the pure parts (burst packing, the shard hash).
 import type { SimEvent } from '../../src/sim/encode';
 import { SimulatedEngine } from '../../src/sim/engine';
-import { burstBytes, HandoffBuilder, HandoffCounter, readHandoff, unpackBurst } from '../../src/ingest/threads/handoff';
+import { burstBytes, HandoffBuilder, HandoffCounter, HandoffRing, readHandoff, unpackBurst } from '../../src/ingest/threads/handoff';
 import { threadOf } from '../../src/ingest/threads/shard';
 import { IngestThreads, type IngestThreadsOptions } from '../../src/ingest/threads/threads';
 import type { KvEventEndpointConfig, KvEventSubscription, PackedEngineEvents, SourceStats } from '../../src/ingest/types';
@@ -116,14 +117,61 @@ test('the bursts of a turn and the counters changed up to them pack into one tra
   expect(builder.isEmpty).toBe(true);
   expect(burstBytes(a) % 8).toBe(0); // the next burst's 8-byte arrays stay aligned
   expect({ messages: h.messages, blocks: h.blocks, ids: h.bursts.map((x) => x.id) }).toEqual({ messages: 3, blocks: 7, ids: [1, 2] });
-  const moved = structuredClone(h.buffer, { transfer: [h.buffer] });
-  expect(h.buffer.byteLength).toBe(0); // moved, not copied
+  expect(h.buffer).toBeInstanceOf(ArrayBuffer); // no ring: a buffer of its own
+  const own = h.buffer as ArrayBuffer;
+  expect({ base: h.base, length: h.length }).toEqual({ base: 0, length: own.byteLength });
+  const moved = structuredClone(own, { transfer: [own] });
+  expect(own.byteLength).toBe(0); // moved, not copied
   const read = readHandoff(moved);
   expect({ messages: read.messages, blocks: read.blocks, stats: read.stats }).toEqual({ messages: 3, blocks: 7, stats });
   expect(read.bursts.map((x) => [x.id, x.workerId])).toEqual([[1, a.workerId], [2, 5n]]);
   expect(unpackBurst(moved, read.bursts[0])).toEqual(a);
   expect(unpackBurst(moved, read.bursts[1])).toEqual(b);
-  expect(readHandoff(structuredClone(builder.take([])).buffer)).toMatchObject({ bursts: [], stats: [], messages: 0 });
+  expect(readHandoff(structuredClone(builder.take([]).buffer as ArrayBuffer))).toMatchObject({ bursts: [], stats: [], messages: 0 });
+
+  // Into a ring, after a hand-off already there: read back from its region, as the main thread does.
+  const ring = new HandoffRing(4096);
+  ring.posted(0, 64);
+  builder.add(1, a, 6);
+  builder.add(2, b, 1);
+  const inRing = builder.take(stats, ring);
+  expect({ buffer: inRing.buffer, base: inRing.base, length: inRing.length }).toEqual({ buffer: ring.data, base: 64, length: h.length });
+  const mainSide = new HandoffRing({ data: ring.data, control: ring.control });
+  const fromRing = readHandoff(mainSide.data, inRing.base, inRing.length);
+  expect({ messages: fromRing.messages, blocks: fromRing.blocks, stats: fromRing.stats }).toEqual({ messages: 3, blocks: 7, stats });
+  expect(unpackBurst(mainSide.data, fromRing.bursts[0])).toEqual(a);
+  expect(unpackBurst(mainSide.data, fromRing.bursts[1])).toEqual(b);
+  // No room left before the unread one at 0: a buffer of its own again.
+  ring.posted(inRing.base, 4096 - 64 - 8);
+  builder.add(1, a, 6);
+  const outside = builder.take([], ring);
+  expect(outside.buffer).toBeInstanceOf(ArrayBuffer);
+  expect(unpackBurst(outside.buffer, readHandoff(outside.buffer).bursts[0])).toEqual(a);
+});
+
+test('the hand-off ring places a hand-off only where nothing unread lies, wraps, and frees what the main thread read', () => {
+  const thread = new HandoffRing(64);
+  const main = new HandoffRing({ data: thread.data, control: thread.control });
+  expect(thread.place(16)).toBe(0);
+  thread.posted(0, 16);
+  expect(thread.place(48)).toBeUndefined(); // would fill the ring: head and tail would meet
+  expect(thread.place(40)).toBe(16);
+  thread.posted(16, 40);
+  expect(thread.place(8)).toBeUndefined(); // no room at the end, and the start is unread
+  main.read(16);
+  expect(thread.place(16)).toBeUndefined(); // wrapped, it would reach the unread one at 16
+  expect(thread.place(8)).toBe(0);
+  thread.posted(0, 8);
+  expect(thread.place(8)).toBeUndefined(); // 8..16 would meet the tail
+  main.read(56);
+  expect(thread.place(48)).toBeUndefined(); // 8..56 would meet the tail at 56
+  expect(thread.place(40)).toBe(8);
+  thread.posted(8, 40);
+  main.read(8);
+  main.read(48); // all read: the head at 48 and the tail meet
+  expect(thread.place(8)).toBe(48);
+  expect(thread.place(16)).toBe(0); // past the end: wrapped, everything before 48 is free
+  expect(thread.place(48)).toBeUndefined();
 });
 
 test('the hand-off counter bounds messages, blocks and bytes in flight, always takes one hand-off, and gives up after its wait', () => {
@@ -223,6 +271,34 @@ async function stallMainThread(engine: SimulatedEngine, ms: number): Promise<voi
   await Promise.all(sends);
   Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
+
+test('a small hand-off ring: it wraps again and again, hand-offs that find no room go in buffers of their own, and every batch arrives whole and in order', async () => {
+  const sink = new RecordingSink();
+  // A ring of 4 KiB: a few hand-offs of these 1-block messages fill it.
+  const r = await start([7n, 8n], sink, { handoff: { maxBytes: 1024, waitMs: 30_000 } }, { dpSize: 2 });
+  const perRank = 600;
+  for (let n = 0; n < perRank; n += 50) {
+    const round = Array.from({ length: 50 }, (_, k) => n + k);
+    await Promise.all(r.engines.flatMap((e) => round.flatMap((m) => [e.publish(store(m), { rank: 0 }), e.publish(store(m), { rank: 1 })])));
+  }
+  await waitFor(() => sink.batches.length === 2 * 2 * perRank, 'every batch', DEADLINE_MS);
+  const expected = Array.from({ length: perRank }, (_, n) => BigInt(n));
+  // Every source stored the same tokens at each n: one token hash per n, the same on all four.
+  const tokenHashes: unknown[][] = [];
+  for (const id of [7n, 8n]) {
+    for (const dpRank of [0, 1]) {
+      const mine = sink.batches.filter((b) => b.source.workerId === id && b.source.dpRank === dpRank);
+      expect(mine.map((b) => b.sequence)).toEqual(expected);
+      const stored = mine.map((b) => (b.events.length === 1 && b.events[0].kind === 'stored' ? b.events[0] : undefined));
+      expect(stored.map((e) => [e?.parentHash, e?.blockHashes])).toEqual(expected.map((n) => [n === 0n ? null : n, [n + 1n]]));
+      tokenHashes.push(stored.map((e) => e?.tokensHashes));
+    }
+  }
+  for (const other of tokenHashes.slice(1)) expect(other).toEqual(tokenHashes[0]);
+  expect(new Set(tokenHashes[0].map((t) => String(t))).size).toBe(perRank);
+  expect(sink.resets).toEqual([]);
+  expect(r.threads.restarts).toBe(0);
+});
 
 test('a main thread that is slow to take bursts holds the ingest thread back (back-pressure): nothing lost, order kept', async () => {
   const sink = new RecordingSink();

@@ -1,7 +1,7 @@
 // The hand-off of decoded bursts from an ingest thread to the main thread: every burst its sockets
-// decoded in one turn of the thread, copied into one ArrayBuffer that is transferred (moved, not
-// cloned) with one postMessage, and the shared count of what was handed off and not yet applied by
-// the pools. That count bounds the pool mailboxes' share of this thread (messages, blocks) and the
+// decoded in one turn of the thread, copied into one region of a ring of shared memory (or, when the
+// ring has no room, into an ArrayBuffer that is transferred) and announced with one postMessage, and
+// the shared count of what was handed off and not yet applied by the pools. That count bounds the pool mailboxes' share of this thread (messages, blocks) and the
 // bytes in flight, and what the main thread finds queued on a port (it handles a port's queue in one go).
 // The buffer also carries its own index (where each burst sits) and the counters changed up to it,
 // as 8-byte slots ahead of the bursts: the postMessage then clones no object (a clone of the index
@@ -27,9 +27,12 @@ export interface ChangedStats {
   stats: SourceStats[];
 }
 
-/** One hand-off: its buffer is what one postMessage carries (readHandoff() gives the rest back). */
+/** One hand-off: `length` bytes at `base` of its buffer (readHandoff() gives the rest back). */
 export interface Handoff {
-  buffer: ArrayBuffer;
+  /** The thread's ring (HandoffRing.data), or an ArrayBuffer of its own that the postMessage transfers. */
+  buffer: ArrayBuffer | SharedArrayBuffer;
+  base: number;
+  length: number;
   bursts: HandedOffBurst[];
   /** Counters changed up to these bursts. */
   stats: ChangedStats[];
@@ -100,21 +103,27 @@ export class HandoffBuilder {
     this.blockCount += blocks;
   }
 
-  /** The collected bursts and `stats` in a buffer of their own (one copy); the builder is empty again. */
-  take(stats: ChangedStats[]): Handoff {
+  /**
+   * The collected bursts and `stats`, copied once: into `ring` where it has room, else into a buffer
+   * of their own. The builder is empty again.
+   */
+  take(stats: ChangedStats[], ring?: HandoffRing): Handoff {
     let slots = HEAD_SLOTS + BURST_SLOTS * this.bursts.length;
     for (const c of stats) slots += STATS_HEAD_SLOTS + STATS_RECORD_SLOTS * c.stats.length;
-    const buffer = new ArrayBuffer(8 * slots + this.length);
-    new Uint8Array(buffer, 8 * slots).set(new Uint8Array(this.staging, 0, this.length));
-    const f = new Float64Array(buffer, 0, slots);
-    const u = new BigUint64Array(buffer, 0, slots);
+    const length = 8 * slots + this.length;
+    const placed = ring?.place(length);
+    const buffer = placed === undefined ? new ArrayBuffer(length) : ring!.data;
+    const base = placed ?? 0;
+    new Uint8Array(buffer, base + 8 * slots, this.length).set(new Uint8Array(this.staging, 0, this.length));
+    const f = new Float64Array(buffer, base, slots);
+    const u = new BigUint64Array(buffer, base, slots);
     f[0] = this.messageCount;
     f[1] = this.blockCount;
     f[2] = this.bursts.length;
     f[3] = stats.length;
     let at = HEAD_SLOTS;
     for (const b of this.bursts) {
-      b.at += 8 * slots;
+      b.at += base + 8 * slots;
       f[at] = b.id;
       f[at + 1] = b.at;
       f[at + 2] = b.words;
@@ -133,7 +142,7 @@ export class HandoffBuilder {
         at += STATS_RECORD_SLOTS;
       }
     }
-    const handoff: Handoff = { buffer, bursts: this.bursts, stats, messages: this.messageCount, blocks: this.blockCount };
+    const handoff: Handoff = { buffer, base, length, bursts: this.bursts, stats, messages: this.messageCount, blocks: this.blockCount };
     this.length = 0;
     this.bursts = [];
     this.messageCount = 0;
@@ -142,13 +151,13 @@ export class HandoffBuilder {
   }
 }
 
-/** A received hand-off buffer's bursts and counters (as take() returned them). */
-export function readHandoff(buffer: ArrayBuffer): Handoff {
-  const head = new Float64Array(buffer, 0, HEAD_SLOTS);
+/** A received hand-off's bursts and counters (as take() returned them). */
+export function readHandoff(buffer: ArrayBuffer | SharedArrayBuffer, base = 0, length = buffer.byteLength): Handoff {
+  const head = new Float64Array(buffer, base, HEAD_SLOTS);
   const [messages, blocks, burstCount, statsCount] = head;
-  // The index's own length is known only once it is read: views over every whole slot of the buffer.
-  const f = new Float64Array(buffer, 0, buffer.byteLength >> 3);
-  const u = new BigUint64Array(buffer, 0, buffer.byteLength >> 3);
+  // The index's own length is known only once it is read: views over every whole slot of the hand-off.
+  const f = new Float64Array(buffer, base, length >> 3);
+  const u = new BigUint64Array(buffer, base, length >> 3);
   const bursts: HandedOffBurst[] = [];
   let at = HEAD_SLOTS;
   for (let i = 0; i < burstCount; i++, at += BURST_SLOTS) {
@@ -163,15 +172,15 @@ export function readHandoff(buffer: ArrayBuffer): Handoff {
     for (let k = 0; k < count; k++, at += STATS_RECORD_SLOTS) sources.push(readStats(f, u, at));
     stats.push({ id, stats: sources });
   }
-  return { buffer, bursts, stats, messages, blocks };
+  return { buffer, base, length, bursts, stats, messages, blocks };
 }
 
 /** Views over a received burst's section of its hand-off's buffer (no copy). */
-export function unpackBurst(buffer: ArrayBuffer, h: HandedOffBurst): PackedEngineEvents {
+export function unpackBurst(buffer: ArrayBuffer | SharedArrayBuffer, h: HandedOffBurst): PackedEngineEvents {
   return { workerId: h.workerId, messages: h.messages, droppedBlockSize: h.droppedBlockSize, ...layout(buffer, h.at, h.words, h.meta, h.messages) };
 }
 
-function layout(buffer: ArrayBuffer, at: number, words: number, meta: number, messages: number) {
+function layout(buffer: ArrayBuffer | SharedArrayBuffer, at: number, words: number, meta: number, messages: number) {
   // 8-byte arrays first, so the 4-byte ones that follow stay aligned.
   const metaAt = at + 8 * (words + messages);
   return {
@@ -180,6 +189,51 @@ function layout(buffer: ArrayBuffer, at: number, words: number, meta: number, me
     meta: new Uint32Array(buffer, metaAt, meta),
     messageInfo: new Uint32Array(buffer, metaAt + 4 * meta, messages * MESSAGE_INFO_STRIDE),
   };
+}
+
+/**
+ * The shared memory an ingest thread writes its hand-offs into, one per thread incarnation. A
+ * hand-off announced by postMessage over a region of it allocates nothing on the main thread: each
+ * transferred ArrayBuffer counted as new external memory there, and at full ingest (~70 MB/s of
+ * hand-offs) V8 answered with a scavenge every ~200 ms, pausing the event loop 1-7 ms each time.
+ * The main thread reads a hand-off at once (IngestSink.events copies what it keeps), in the order the
+ * thread posted them, so a region is free again as soon as its message was handled: the ring's tail
+ * is the end of the last one read, and the thread writes only where no unread hand-off lies.
+ */
+export class HandoffRing {
+  readonly data: SharedArrayBuffer;
+  readonly control: SharedArrayBuffer;
+  private readonly tail: Int32Array;
+  /** Thread side: where the next hand-off goes (the end of the last one posted). */
+  private head = 0;
+
+  /** `bytes` (8-aligned, below 2^31) for a new ring, or the shared memory of one made elsewhere. */
+  constructor(from: number | { data: SharedArrayBuffer; control: SharedArrayBuffer }) {
+    this.data = typeof from === 'number' ? new SharedArrayBuffer(from) : from.data;
+    this.control = typeof from === 'number' ? new SharedArrayBuffer(4) : from.control;
+    this.tail = new Int32Array(this.control);
+  }
+
+  /**
+   * Thread side: where a hand-off of `bytes` fits, or undefined. The head never catches up with the
+   * tail, so equal head and tail mean that every hand-off was read.
+   */
+  place(bytes: number): number | undefined {
+    const tail = Atomics.load(this.tail, 0);
+    if (this.head < tail) return this.head + bytes < tail ? this.head : undefined;
+    if (this.head + bytes < this.data.byteLength) return this.head;
+    return bytes < tail ? 0 : undefined;
+  }
+
+  /** Thread side: the hand-off placed at `base` was posted. */
+  posted(base: number, bytes: number): void {
+    this.head = base + bytes;
+  }
+
+  /** Main side: the hand-off that ends at `end` was read; its region, and every one before it, is free. */
+  read(end: number): void {
+    Atomics.store(this.tail, 0, end);
+  }
 }
 
 const MESSAGES = 0;

@@ -9,6 +9,8 @@ import type { HandoffBounds } from './handoff';
 export interface ThreadData {
   /** The shared in-flight counter of its hand-off (HandoffCounter). */
   handoff: SharedArrayBuffer;
+  /** The shared memory of its hand-off ring (HandoffRing). */
+  ring: { data: SharedArrayBuffer; control: SharedArrayBuffer };
   bounds: HandoffBounds;
   statsIntervalMs: number;
   /** How long the thread waits for its subscribers to close before it ends anyway. */
@@ -32,8 +34,11 @@ export type FromThread =
   | { type: 'opened'; id: number; endpoints: string[] }
   | { type: 'failed'; id: number; message: string }
   | { type: 'closed'; id: number }
-  /** The bursts of one thread turn, of any of its subscriptions, and the counters changed up to them (Handoff.buffer). */
-  | { type: 'events'; buffer: ArrayBuffer }
+  /**
+   * The bursts of one thread turn, of any of its subscriptions, and the counters changed up to them:
+   * `length` bytes at `base` of the thread's ring, or of `buffer` (transferred) when the ring had no room.
+   */
+  | { type: 'events'; base: number; length: number; buffer?: ArrayBuffer }
   | { type: 'reset'; id: number; source: SourceKey; reason: ResetReason }
   | { type: 'stats'; id: number; stats: SourceStats[] }
   | { type: 'warn'; obj: object; msg: string }

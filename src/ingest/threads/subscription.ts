@@ -136,7 +136,7 @@ export class ThreadSubscription implements KvEventSubscription {
   }
 
   /** A burst (in a hand-off's buffer) for the sink; the promise the sink may return (its batches applied), if any. */
-  take(buffer: ArrayBuffer, burst: HandedOffBurst): void | Promise<void> {
+  take(buffer: ArrayBuffer | SharedArrayBuffer, burst: HandedOffBurst): void | Promise<void> {
     if (this.closed) return;
     try {
       return this.sink.events(unpackBurst(buffer, burst));

@@ -11,13 +11,14 @@ import {
   INGEST_HANDOFF_MAX_BLOCKS,
   INGEST_HANDOFF_MAX_BYTES,
   INGEST_HANDOFF_MAX_MESSAGES,
+  INGEST_HANDOFF_RING_PER_BYTES_BOUND,
   INGEST_HANDOFF_WAIT_MS,
   INGEST_THREAD_CLOSE_TIMEOUT_MS,
   INGEST_THREAD_RESTART_MS,
   INGEST_THREAD_STATS_MS,
 } from '../../config/defaults';
 import type { IngestSink, KvEventEndpointConfig, KvEventSubscription } from '../types';
-import { HandoffCounter, readHandoff, type Handoff, type HandoffBounds } from './handoff';
+import { HandoffCounter, HandoffRing, readHandoff, type Handoff, type HandoffBounds } from './handoff';
 import type { FromThread, ThreadSubscriberOptions, ToThread } from './protocol';
 import { threadOf } from './shard';
 import { spawnThread } from './spawn';
@@ -126,21 +127,25 @@ class IngestThread implements SubscriptionHost {
   private start(): void {
     // A fresh counter per incarnation: a dead thread's bursts in flight are never taken.
     const handoff = new HandoffCounter();
+    const bounds = {
+      maxMessages: Math.max(1, Math.floor(INGEST_HANDOFF_MAX_MESSAGES / this.options.threads)),
+      maxBlocks: Math.floor(INGEST_HANDOFF_MAX_BLOCKS / this.options.threads),
+      maxBytes: Math.floor(INGEST_HANDOFF_MAX_BYTES / this.options.threads),
+      waitMs: INGEST_HANDOFF_WAIT_MS,
+      ...this.options.handoff,
+    };
+    // 8-aligned: every hand-off's 8-byte arrays are.
+    const ring = new HandoffRing(8 * Math.ceil((INGEST_HANDOFF_RING_PER_BYTES_BOUND * bounds.maxBytes) / 8));
     const worker = spawnThread({
       handoff: handoff.shared,
-      bounds: {
-        maxMessages: Math.max(1, Math.floor(INGEST_HANDOFF_MAX_MESSAGES / this.options.threads)),
-        maxBlocks: Math.floor(INGEST_HANDOFF_MAX_BLOCKS / this.options.threads),
-        maxBytes: Math.floor(INGEST_HANDOFF_MAX_BYTES / this.options.threads),
-        waitMs: INGEST_HANDOFF_WAIT_MS,
-        ...this.options.handoff,
-      },
+      ring: { data: ring.data, control: ring.control },
+      bounds,
       statsIntervalMs: this.options.statsIntervalMs ?? INGEST_THREAD_STATS_MS,
       closeTimeoutMs: INGEST_THREAD_CLOSE_TIMEOUT_MS,
     });
     this.worker = worker;
     worker.on('message', (m: FromThread) => {
-      if (this.worker === worker) this.dispatch(m, handoff);
+      if (this.worker === worker) this.dispatch(m, handoff, ring);
     });
     // E.g. out of memory; an uncaught error in the thread's code arrives as 'fatal' instead.
     worker.on('error', (err) => this.logger.error({ thread: this.index, err: err.message }, 'ingest thread failed'));
@@ -148,13 +153,18 @@ class IngestThread implements SubscriptionHost {
     for (const s of this.subscriptions.values()) this.post(s.openMessage());
   }
 
-  private dispatch(m: FromThread, handoff: HandoffCounter): void {
+  private dispatch(m: FromThread, handoff: HandoffCounter, ring: HandoffRing): void {
     if (m.type === 'warn') return this.logger.warn(m.obj, m.msg);
     if (m.type === 'fatal') return this.logger.error({ thread: this.index, err: m.message }, 'ingest thread failed');
     if (m.type === 'events') {
-      const h = readHandoff(m.buffer);
-      for (const { id, stats } of h.stats) this.subscriptions.get(id)?.received({ type: 'stats', id, stats });
-      return this.take(h, handoff);
+      try {
+        const h = readHandoff(m.buffer ?? ring.data, m.base, m.length);
+        for (const { id, stats } of h.stats) this.subscriptions.get(id)?.received({ type: 'stats', id, stats });
+        return this.take(h, handoff);
+      } finally {
+        // Every burst's sink copied what it keeps (IngestSink.events): the region may be written again.
+        if (!m.buffer) ring.read(m.base + m.length);
+      }
     }
     this.subscriptions.get(m.id)?.received(m);
     if (m.type === 'closed') {
@@ -166,7 +176,7 @@ class IngestThread implements SubscriptionHost {
 
   /** The hand-off's room is free once the sinks applied all of its bursts (back-pressure through the pools). */
   private take(h: Handoff, handoff: HandoffCounter): void {
-    const size = { messages: h.messages, blocks: h.blocks, bytes: h.buffer.byteLength };
+    const size = { messages: h.messages, blocks: h.blocks, bytes: h.length };
     // Bursts of one pool share the promise of its inbox.
     const applied = new Set<Promise<void>>();
     try {
