@@ -387,3 +387,11 @@ export function zmqAllowPeers(domain: string, peers: string[], maxSockets: numbe
 export function zmqForgetPeers(domain: string): void;
 /** SUB sockets of this thread's context not closed yet (each keeps the thread's event loop alive). */
 export function zmqOpenSockets(): number;
+/**
+ * Sets the calling thread's fair-scheduler slice (sched_attr.sched_runtime) to `microseconds`, an
+ * integer in [100, 100000]. Returns false where the kernel or a sandbox does not let it be set (the
+ * thread keeps its slice); RangeError / TypeError on a bad argument.
+ */
+export function setThreadSlice(microseconds: number): boolean;
+/** The calling thread's slice in microseconds, or null where the kernel does not report one. */
+export function threadSlice(): number | null;

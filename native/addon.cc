@@ -14,6 +14,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvrelay::InitEngineDecoder(env, exports);
   kvrelay::InitNativeLimits(env, exports);
   kvrelay::InitZmqIngest(env, exports);
+  kvrelay::InitThreadSlice(env, exports);
   return exports;
 }
 }  // namespace

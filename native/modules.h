@@ -12,4 +12,5 @@ void InitCbi1(Napi::Env env, Napi::Object exports);
 void InitEngineDecoder(Napi::Env env, Napi::Object exports);
 void InitNativeLimits(Napi::Env env, Napi::Object exports);
 void InitZmqIngest(Napi::Env env, Napi::Object exports);
+void InitThreadSlice(Napi::Env env, Napi::Object exports);
 }  // namespace kvrelay

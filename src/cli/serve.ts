@@ -5,9 +5,10 @@
 // 2; SIGINT/SIGTERM shut down (health NOT_SERVING, streams end, connections closed) and exit 0
 // within 5 s. The config file is watched; valid changes to `endpoints` apply live.
 import { parseArgs } from 'util';
-import { SHUTDOWN_DEADLINE_MS } from '../config/defaults';
+import { EVENT_LOOP_SLICE_US, SHUTDOWN_DEADLINE_MS } from '../config/defaults';
 import { ConfigError } from '../config/errors';
 import { createLogger } from '../log';
+import { setThreadSlice } from '../native';
 import { startRelay, type RunningRelay } from '../server/start-relay';
 
 export const SERVE_USAGE =
@@ -27,6 +28,9 @@ export async function serveCommand(argv: string[]): Promise<number> {
     return 2;
   }
   const logger = createLogger();
+  // The process's own main thread, before the relay starts the threads that inherit it (ingest, ZMQ
+  // I/O): an embedder's startRelay() leaves its threads' scheduling alone.
+  const sliced = setThreadSlice(EVENT_LOOP_SLICE_US);
   // Installed before starting, so a signal during startup still ends in an orderly shutdown.
   const signalled = new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGINT', () => resolve('SIGINT'));
@@ -44,6 +48,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     logger.fatal({ err: (err as Error).message }, 'relay failed to start');
     return 1;
   }
+  logger.info({ sliceUs: EVENT_LOOP_SLICE_US, applied: sliced }, 'scheduler slice');
   // A transport failure was logged where it happened; it stops the relay like a signal, but exits 1.
   const signal = await Promise.race([signalled, relay.failed.then(() => undefined)]);
   if (signal) logger.info({ signal }, 'signal received');

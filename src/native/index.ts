@@ -5,3 +5,4 @@ export * from './hashing';
 export * from './pool';
 export { addonOrigin, type AddonOrigin } from './addon';
 export { nativeLimits } from './limits';
+export { setThreadSlice, threadSlice } from './thread-slice';

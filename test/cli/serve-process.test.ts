@@ -5,6 +5,7 @@ import * as fs from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
+import { EVENT_LOOP_SLICE_US } from '../../src/config/defaults';
 import { makeClient } from '../../src/wire/service';
 import type { KvPoolCatalogUpdate } from '../../src/wire/types';
 import { loggedAddress, spawnCli } from '../support/cli-process';
@@ -116,4 +117,22 @@ test.each(['SIGTERM', 'SIGINT'] as const)('serve logs "listening", serves, and o
   expect(ms).toBeLessThan(5000);
   // Every stderr line is a JSON log event.
   for (const line of r.stderr().trim().split('\n')) expect(() => JSON.parse(line)).not.toThrow();
+});
+
+test('serve gives its event loop a short scheduler slice where the kernel allows it, and says whether it did', async () => {
+  const r = run(['serve', '--config', write('slice.json', '{"dcId": "dc-a"}'), '--bind', '127.0.0.1:0']);
+  await listening(r);
+  const event = await waitForValue(() => {
+    const events = r.stderr().trim().split('\n').map((l) => JSON.parse(l) as { msg: string; sliceUs?: number; applied?: boolean });
+    return events.find((e) => e.msg === 'scheduler slice');
+  }, 'the scheduler slice event', 15_000, 20);
+  expect(event.sliceUs).toBe(EVENT_LOOP_SLICE_US);
+  expect(typeof event.applied).toBe('boolean');
+  // The kernel's own account of the main thread (Linux 6.6+ shows se.slice, in ns).
+  const pid = r.child.pid!;
+  const slice = /^se\.slice\s*:\s*(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/task/${pid}/sched`, 'utf8'))?.[1];
+  if (event.applied) expect(Number(slice)).toBe(EVENT_LOOP_SLICE_US * 1000);
+  else expect(slice === undefined || Number(slice) !== EVENT_LOOP_SLICE_US * 1000).toBe(true);
+  r.child.kill('SIGTERM');
+  expect((await r.exit).code).toBe(0);
 });
