@@ -341,9 +341,10 @@ export const INGEST_HANDOFF_MAX_BYTES = 512 * 1024;
 /** ...for at most this long; then the hand-off is dropped, its sources reset ('overflow') and replayed from 0, as on a full pool mailbox. */
 export const INGEST_HANDOFF_WAIT_MS = 1_000;
 /**
- * A thread's hand-off ring (HandoffRing), in multiples of its bytes bound: what is in flight, the
- * hand-offs read but not yet applied, and the end skipped where one wraps. A hand-off that finds no
- * room travels in a transferred buffer of its own instead.
+ * A thread's hand-off ring (HandoffRing), in multiples of its bytes bound: the hand-offs posted and
+ * not read yet (the bound counts them until applied, so they stay under it), one that exceeds the
+ * bound alone, and the end skipped where one wraps. A hand-off that finds no room travels in a
+ * transferred buffer of its own instead.
  */
 export const INGEST_HANDOFF_RING_PER_BYTES_BOUND = 4;
 /** An ingest thread reports its sources' counters this often... */

@@ -1,11 +1,12 @@
 // The hand-off of decoded bursts from an ingest thread to the main thread: every burst its sockets
 // decoded in one turn of the thread, copied into one region of a ring of shared memory (or, when the
 // ring has no room, into an ArrayBuffer that is transferred) and announced with one postMessage, and
-// the shared count of what was handed off and not yet applied by the pools. That count bounds the pool mailboxes' share of this thread (messages, blocks) and the
-// bytes in flight, and what the main thread finds queued on a port (it handles a port's queue in one go).
-// The buffer also carries its own index (where each burst sits) and the counters changed up to it,
-// as 8-byte slots ahead of the bursts: the postMessage then clones no object (a clone of the index
-// and counters as objects cost ~2-3 times the CPU of the rest of the postMessage, on each side).
+// the shared count of what was handed off and not yet applied by the pools. That count bounds the
+// pool mailboxes' share of this thread (messages, blocks) and the bytes in flight, and what the main
+// thread finds queued on a port (it handles a port's queue in one go). The hand-off also carries its
+// own index (where each burst sits) and the counters changed up to it, as 8-byte slots ahead of the
+// bursts: the postMessage then clones no object (a clone of the index and counters as objects cost
+// ~2-3 times the CPU of the rest of the postMessage, on each side).
 import { MESSAGE_INFO_STRIDE, type PackedEngineEvents, type SourceStats } from '../types';
 import { readStats, STATS_RECORD_SLOTS, writeStats } from './stats-record';
 

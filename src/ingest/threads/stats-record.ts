@@ -1,6 +1,6 @@
 // A source's counters (SourceStats) as fixed 8-byte slots, so they cross to the main thread inside a
-// hand-off's transferred buffer: a structured clone of the same objects cost more than the rest of
-// the hand-off's postMessage.
+// hand-off's memory: a structured clone of the same objects cost more than the rest of the
+// hand-off's postMessage.
 import type { IngestCounters, SourceStats } from '../types';
 
 /** Every counter of IngestCounters, in record order. */
