@@ -43,12 +43,12 @@ export class FaultyConsumers {
   }
 
   /** Opens a group's streams; resolves once every never-reader and slow reader has its response headers and the drops are cancelled. */
-  join(group: FaultyGroup): Promise<void> {
-    return this.command({ kind: 'join', group }, 'joined');
+  async join(group: FaultyGroup): Promise<void> {
+    await this.request({ kind: 'join', group }, 'joined');
   }
 
-  stopReading(): Promise<void> {
-    return this.command({ kind: 'stopReading' }, 'stopped');
+  async stopReading(): Promise<void> {
+    await this.request({ kind: 'stopReading' }, 'stopped');
   }
 
   /** Reads every never-reader and slow reader to its end; their (grpc-status, reason trailer) in order. */
@@ -58,18 +58,14 @@ export class FaultyConsumers {
   }
 
   /** Destroys the group's sessions: its connections close, as a departed client's do. */
-  leave(): Promise<void> {
-    return this.command({ kind: 'leave' }, 'left');
+  async leave(): Promise<void> {
+    await this.request({ kind: 'leave' }, 'left');
   }
 
   /** Ends the process; whatever connections are left close with it. */
   async close(): Promise<void> {
     if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGKILL');
     await this.closed;
-  }
-
-  private async command(command: FaultyCommand, kind: FaultyReport['kind']): Promise<void> {
-    await this.request(command, kind);
   }
 
   private request(command: FaultyCommand, kind: FaultyReport['kind']): Promise<FaultyReport> {
