@@ -36,11 +36,21 @@ export interface RelayProcess {
 
 const KEPT_LOG_LINES = 20;
 
+/** Signals that end a bench from outside (Ctrl-C, `kill`, a closed terminal). */
+const ENDING_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+let exitOnSignal = false;
+
 /**
- * Kills `child` if this process exits first, e.g. on an exception thrown past a bench's cleanup: no
- * relay, firehose or bare hop is left running on the shared machine.
+ * Kills `child` if this process exits first, e.g. on an exception thrown past a bench's cleanup, or
+ * on a signal that ends the bench: no relay, firehose or bare hop is left running on the shared
+ * machine. A signal's default action ends the process without its 'exit' event (a relay left from a
+ * bench killed with `kill` ran on for an hour), so the first call turns those signals into an exit.
  */
 export function killWithThisProcess(child: ChildProcess, cleanup: () => void = () => undefined): void {
+  if (!exitOnSignal) {
+    exitOnSignal = true;
+    for (const signal of ENDING_SIGNALS) process.once(signal, () => process.exit(128 + os.constants.signals[signal]));
+  }
   const kill = (): void => {
     child.kill('SIGKILL');
     cleanup();
