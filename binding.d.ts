@@ -205,6 +205,8 @@ export interface NativeLimits {
   readonly maxSyncHashInputs: number;
   /** Dirty buckets of a window drainDelta ends on the calling thread. */
   readonly maxSyncWindowBuckets: number;
+  /** Async calls one PoolFilterState holds in flight (run in the order made); PoolBusy past it. */
+  readonly maxQueuedPoolCalls: number;
 }
 export const nativeLimits: NativeLimits;
 

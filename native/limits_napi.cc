@@ -15,6 +15,7 @@ void InitNativeLimits(Napi::Env env, Napi::Object exports) {
   o.Set("maxAsyncHashInputs", num(limits::kMaxAsyncHashInputs));
   o.Set("maxSyncHashInputs", num(limits::kMaxSyncHashInputs));
   o.Set("maxSyncWindowBuckets", num(limits::kMaxSyncWindowBuckets));
+  o.Set("maxQueuedPoolCalls", num(limits::kMaxQueuedPoolCalls));
   o.Freeze();
   exports.Set("nativeLimits", o);
 }

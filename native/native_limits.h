@@ -19,6 +19,10 @@ constexpr size_t kMaxSyncFilterWords = size_t{1} << 20;
 // Dirty buckets of a publication window ended on the calling thread (drainDelta): a walk and an
 // encode of 2^14 images, tens of microseconds; a larger window ends on a worker (drainAsync).
 constexpr size_t kMaxSyncWindowBuckets = size_t{1} << 14;
+// Async calls one PoolFilterState holds in flight (queued, run in order by one worker): room for the
+// next apply to be queued while one runs, so the pool's thread never idles for a round trip through
+// the event loop, and for a drain or word copy behind them.
+constexpr size_t kMaxQueuedPoolCalls = 3;
 // Tokens + prompt offsets hashBatchAsync copies before queueing (64 MiB of u32).
 constexpr size_t kMaxAsyncHashInputs = size_t{1} << 24;
 // Tokens (+ prompt offsets) hashed synchronously (blockHashes, sequenceHashes, hashBatch): 2^22, about

@@ -46,7 +46,7 @@ PoolFilterStateWrap::PoolFilterStateWrap(const Napi::CallbackInfo& info) : Napi:
 }
 
 PoolFilterState& PoolFilterStateWrap::Ready(Napi::Env env) {
-  if (busy_) args::ThrowCoded(env, "PoolBusy", "an async call on this PoolFilterState is still in flight");
+  if (inFlight_ > 0) args::ThrowCoded(env, "PoolBusy", "an async call on this PoolFilterState is still in flight");
   if (!state_) args::ThrowCoded(env, "PoolClosed", "PoolFilterState is closed");
   return *state_;
 }
@@ -192,7 +192,7 @@ Napi::Value PoolFilterStateWrap::Words(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value PoolFilterStateWrap::Close(const Napi::CallbackInfo& info) {
-  if (busy_) args::ThrowCoded(info.Env(), "PoolBusy", "cannot close while an async call is in flight");
+  if (inFlight_ > 0) args::ThrowCoded(info.Env(), "PoolBusy", "cannot close while an async call is in flight");
   state_.reset();
   return info.Env().Undefined();
 }

@@ -1,16 +1,23 @@
-// N-API class PoolFilterState: owns one pool::PoolFilterState. Calls are serialized by the caller;
-// while an async call (applyBatchAsync, drainAsync, copyWordsAsync; pool_workers.cc) is in flight
-// every other call throws Error{code: 'PoolBusy'}.
+// N-API class PoolFilterState: owns one pool::PoolFilterState. Calls are serialized by the caller.
+// Async calls (applyBatchAsync, drainAsync, copyWordsAsync; pool_workers.cc) may be queued behind
+// each other, up to limits::kMaxQueuedPoolCalls, and run in the order they were made, one after
+// another on one worker thread; while any is in flight every synchronous call throws
+// Error{code: 'PoolBusy'}.
 #pragma once
 #include <napi.h>
 
+#include <cstdint>
+#include <deque>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "pool_batch_napi.h"
 #include "pool_filter_state.h"
 
 namespace kvrelay {
+
+class PoolTask;  // an async call (pool_workers.cc)
 
 class PoolFilterStateWrap : public Napi::ObjectWrap<PoolFilterStateWrap> {
  public:
@@ -19,7 +26,15 @@ class PoolFilterStateWrap : public Napi::ObjectWrap<PoolFilterStateWrap> {
 
   // The state, or a thrown PoolBusy / PoolClosed.
   pool::PoolFilterState& Ready(Napi::Env env);
-  void SetBusy(bool busy) { busy_ = busy; }
+  // Async calls (pool_workers.cc). Enter admits one more (a thrown PoolBusy past
+  // limits::kMaxQueuedPoolCalls, PoolClosed) and Leave, on the main thread, ends it once it settled.
+  void Enter(Napi::Env env);
+  void Leave() { --inFlight_; }
+  // Queues an admitted call; the pool's runner takes it after those queued before it.
+  void Submit(Napi::Env env, std::unique_ptr<PoolTask> task);
+  // On the runner's thread: the next queued call, or null (the runner then ends; the next Submit
+  // starts another).
+  PoolTask* NextTask();
   pool::PoolFilterState* state() { return state_.get(); }
   // What an apply changed (counters since `before`) and left (sizes), taken on the applying thread.
   struct ApplySummary {
@@ -56,7 +71,12 @@ class PoolFilterStateWrap : public Napi::ObjectWrap<PoolFilterStateWrap> {
   Napi::Value Close(const Napi::CallbackInfo& info);
 
   std::unique_ptr<pool::PoolFilterState> state_;
-  bool busy_ = false;
+  // Main thread only: async calls admitted and not yet settled.
+  uint32_t inFlight_ = 0;
+  // Shared with the runner's thread: calls queued and not yet taken, and whether a runner is on them.
+  std::mutex tasksMutex_;
+  std::deque<PoolTask*> tasks_;
+  bool runnerActive_ = false;
   PackedBatch batch_;  // the synchronous apply's copy of its arguments (storage reused)
   std::vector<uint32_t> drainBuckets_;
   std::vector<uint64_t> drainValues_;

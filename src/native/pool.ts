@@ -18,8 +18,10 @@
 //   maxSyncWindowBuckets throw a RangeError and change nothing (drainAsync and copyWordsAsync have
 //   no such bound).
 // - applyAsync() copies the encoded batch before it returns: the arrays are free to reuse at once.
-// - Not thread-safe by design: while an async call (apply, drainAsync, word copy) is in flight,
-//   the caller must not call anything else on the same PoolFilterState; doing so throws Error{code: 'PoolBusy'}.
+// - Not thread-safe by design: while an async call (apply, drainAsync, word copy) is in flight, a
+//   synchronous call on the same PoolFilterState throws Error{code: 'PoolBusy'}. Async calls made
+//   meanwhile are queued and run in the order they were made, up to nativeLimits.maxQueuedPoolCalls
+//   in flight (PoolBusy past it): the next apply so starts the moment the one before ends.
 // - close() frees the native memory at once; any later call throws Error{code: 'PoolClosed'}.
 //   Without close(), the memory is freed when the object is garbage-collected.
 import type * as Binding from '../../binding';
@@ -323,9 +325,9 @@ export class PoolFilterState {
   }
 
   /**
-   * Applies events on a worker thread (big batches). Until it settles: no other call on this
-   * PoolFilterState (PoolBusy). The batch is copied before this returns, so a PoolEventBatch passed
-   * in may be reset and reused at once.
+   * Applies events on a worker thread (big batches), after the async calls made before it. Until it
+   * settles: no synchronous call on this PoolFilterState (PoolBusy). The batch is copied before this
+   * returns, so a PoolEventBatch passed in may be reset and reused at once.
    */
   async applyAsync(events: readonly PoolEvent[] | PoolEventBatch): Promise<PoolBatchResult> {
     const { meta, words } = encode(events, this.scratch).packed();
@@ -434,7 +436,7 @@ export class PoolFilterState {
     return this.native.words();
   }
 
-  /** A copy of every bucket word taken on a worker thread. No other call until it settles. */
+  /** A copy of every bucket word taken on a worker thread, after the async calls made before it. */
   copyWordsAsync(): Promise<BigUint64Array> {
     return this.native.copyWordsAsync();
   }

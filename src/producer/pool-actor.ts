@@ -4,12 +4,18 @@
 // native pool state, serialized through one command chain (so a snapshot barrier never interleaves
 // with an apply). The batches handed over in one event-loop turn (each ingest thread's hand-off is
 // a port message of its own) are applied together, in slices of about SLICE_BLOCKS blocks, each on
-// a libuv worker thread: the pool stays single-writer (one apply in flight, chained), and the event
-// loop, which serves every gRPC stream, heartbeat and timer, never runs an apply (a synchronous apply
-// held it for ~60 % of its time at 3 M blocks/s, and a growing table's rehash for tens of ms).
-// After each slice the publication window is checked: `publicationThreshold` pending events or more
-// publish one delta at once; otherwise the first pending event of a window arms a one-shot
-// `publicationDelayMs` timer that flushes whatever is pending. Unlike the reference, which checks
+// a libuv worker thread: the event loop, which serves every gRPC stream, heartbeat and timer, never
+// runs an apply (a synchronous apply held it for ~60 % of its time at 3 M blocks/s, and a growing
+// table's rehash for tens of ms). The pool stays single-writer: the native state runs its async calls
+// one after another in the order they were made, and the next slice is handed over while one runs
+// (APPLIES_IN_FLIGHT), so the pool's thread goes straight on to it instead of idling while the event
+// loop, woken by the finished slice, handles it and makes the next call (a growing pool's applies
+// were busy only ~60 % of a window with one apply in flight). Results are handled in order.
+// When a slice is handed over it is known whether it ends the publication window:
+// `publicationThreshold` pending events or more publish one delta at once, drained and encoded by the
+// same worker job; otherwise the first pending event of a window arms a one-shot `publicationDelayMs`
+// timer that flushes whatever is pending. At most one window end is in flight, since each delta's base
+// is the sequence the one before it published. Unlike the reference, which checks
 // after every command, a backlog (many thresholds' worth in one slice) so becomes one delta rather
 // than one per threshold: deltas cut inside one slice would reach the transport in the same turn
 // anyway, so merging them costs no latency, and a burst of frames written in one turn (taken only
@@ -62,6 +68,12 @@ const SLICE_BLOCKS = 4096;
 
 /** Inbox buffers kept for reuse: about the slices in flight while ingest threads fill the mailbox. */
 const SPARE_INBOXES = 8;
+
+/**
+ * Applies handed to the native state at once: one running and the next queued behind it, which the
+ * pool's worker thread takes as soon as the first ends (at most nativeLimits.maxQueuedPoolCalls).
+ */
+const APPLIES_IN_FLIGHT = 2;
 
 /** Event boundaries of a packed batch: events [from, to) occupy words [wordsFrom, wordsTo). */
 interface Slice {
@@ -168,8 +180,13 @@ export class PoolActor implements PoolFeed {
   private timer: NodeJS.Timeout | undefined;
   /** The listener's pacing request: the configured slice times this. */
   private stretch = 1;
-  /** Blocks of the events applied since the last drain. */
+  /** Events and blocks handed to the native state since the last window end was handed over (its pending events). */
+  private pendingEvents = 0;
   private pendingBlocks = 0;
+  /** Handling of the applies handed over and not yet handled, oldest first (never rejects). */
+  private readonly applying: Promise<void>[] = [];
+  /** An apply that ends the window is in flight: the next may not, until its delta took a sequence. */
+  private windowEndInFlight = false;
   private ended: 'retired' | 'fenced' | undefined;
   private readonly counters: Omit<PoolMetrics, 'pool' | 'publicationSliceMs' | 'filterLoad'> = {
     eventsApplied: 0,
@@ -250,7 +267,7 @@ export class PoolActor implements PoolFeed {
     }
     if (this.overflowed.size === 0) {
       // After every command queued so far, the open inbox (and its reset) included.
-      void this.chain.then(() => {
+      void this.idle().then(() => {
         const reports = [...this.overflowed.values()];
         this.overflowed.clear();
         for (const r of reports) this.options.onOverflow?.(r.source, r.batches);
@@ -300,13 +317,16 @@ export class PoolActor implements PoolFeed {
       try {
         await this.apply(inbox.events);
       } finally {
-        this.queuedBatches -= inbox.batches;
-        this.queuedEvents -= inbox.eventCount;
-        this.queuedBlocks -= inbox.blocks;
-        applied();
+        // Once its applies were handled: their results name its events.
+        void this.settled().then(() => {
+          this.queuedBatches -= inbox.batches;
+          this.queuedEvents -= inbox.eventCount;
+          this.queuedBlocks -= inbox.blocks;
+          applied();
+          inbox.events.reset();
+          if (this.spares.length < SPARE_INBOXES) this.spares.push(inbox.events);
+        });
       }
-      inbox.events.reset();
-      if (this.spares.length < SPARE_INBOXES) this.spares.push(inbox.events);
     });
     this.inbox = inbox;
     return inbox.events;
@@ -340,9 +360,14 @@ export class PoolActor implements PoolFeed {
     return this.end('retired');
   }
 
-  /** Waits until every command queued so far has run (tests, orderly shutdown). */
+  /** Waits until every command queued so far has run and its applies were handled (tests, orderly shutdown). */
   idle(): Promise<void> {
-    return this.chain;
+    return this.chain.then(() => this.settled());
+  }
+
+  /** Settles once every apply handed over so far was handled. */
+  private settled(): Promise<void> {
+    return this.applying[this.applying.length - 1] ?? Promise.resolve();
   }
 
   metrics(): PoolMetrics {
@@ -372,26 +397,53 @@ export class PoolActor implements PoolFeed {
     this.chain = this.chain.then(command).catch((err: Error) => this.fence(`pool actor command failed: ${err.message}`));
   }
 
+  /**
+   * Hands the batch's slices to the native state, at most APPLIES_IN_FLIGHT at a time; returns once
+   * the last was handed over (settled() then covers their handling). The batch must stay unchanged
+   * until then: results are reported against its events.
+   */
   private async apply(batch: PoolEventBatch): Promise<void> {
     const { meta, words } = batch.packed();
     const count = meta.length / META_STRIDE;
-    for (let s = slice(meta, 0, count, 0); s.from < count && !this.ended; s = slice(meta, s.to, count, s.wordsTo)) {
+    for (let s = slice(meta, 0, count, 0); s.from < count; s = slice(meta, s.to, count, s.wordsTo)) {
+      while (this.applying.length >= APPLIES_IN_FLIGHT) await this.applying[0];
+      if (this.ended) return;
+      this.pendingEvents += s.to - s.from;
       this.pendingBlocks += s.blocks;
       const m = meta.subarray(s.from * META_STRIDE, s.to * META_STRIDE);
       const w = words.subarray(s.wordsFrom, s.wordsTo);
       // Every applied event is pending until the window ends, so whether this slice ends it is known
       // now: then the same worker job drains (and encodes) it, without a second trip.
-      const ends = this.state.pendingEvents + (s.to - s.from) >= this.sliceThreshold() || this.pendingBlocks >= PACING_MAX_SLICE_BLOCKS;
+      const ends = !this.windowEndInFlight && (this.pendingEvents >= this.sliceThreshold() || this.pendingBlocks >= PACING_MAX_SLICE_BLOCKS);
       const window = ends ? this.windowEnd() : undefined;
-      const result = await this.state.applyPackedAsync(m, w, window?.end);
-      this.account(m, w, result);
-      if (result.outcomes.includes('IndexerInvariantViolation')) {
-        this.fence('IndexerInvariantViolation');
-        return;
-      }
-      if (window) this.publish(window, result.drained ?? null);
-      else this.armTimer();
+      if (window) this.windowEndInFlight = true;
+      // Settled at once (the handler below may run later): a rejection is never left unhandled.
+      const outcome = this.state.applyPackedAsync(m, w, window?.end).then(
+        (result) => ({ result }),
+        (err: Error) => ({ err }),
+      );
+      const handled = this.settled()
+        .then(() => outcome)
+        .then((o) => {
+          if (window) this.windowEndInFlight = false;
+          if ('err' in o) this.fence(`pool actor command failed: ${o.err.message}`);
+          else this.applied(m, w, o.result, window);
+        });
+      this.applying.push(handled);
+      void handled.then(() => this.applying.shift());
     }
+  }
+
+  /** One slice's result, in the order the slices were handed over. */
+  private applied(meta: Uint32Array, words: BigUint64Array, result: PoolBatchResult & { drained?: DrainedWindow | null }, window: WindowClose | undefined): void {
+    if (this.ended) return;
+    this.account(meta, words, result);
+    if (result.outcomes.includes('IndexerInvariantViolation')) {
+      this.fence('IndexerInvariantViolation');
+      return;
+    }
+    if (window) this.publish(window, result.drained ?? null);
+    else this.armTimer();
   }
 
   private account(meta: Uint32Array, words: BigUint64Array, result: PoolBatchResult): void {
@@ -435,7 +487,7 @@ export class PoolActor implements PoolFeed {
   }
 
   private armTimer(): void {
-    if (this.timer || this.state.pendingEvents === 0) return;
+    if (this.timer || this.pendingEvents === 0) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.enqueue(() => this.flush());
@@ -452,6 +504,7 @@ export class PoolActor implements PoolFeed {
       clearTimeout(this.timer);
       this.timer = undefined;
     }
+    this.pendingEvents = 0;
     this.pendingBlocks = 0;
     const listener = this.listener;
     if (!listener || this.lastSequence === MAX_U64) return { end: null, listener };
@@ -464,6 +517,8 @@ export class PoolActor implements PoolFeed {
    * larger one on a worker.
    */
   private async flush(): Promise<void> {
+    await this.settled();
+    if (this.ended) return;
     const window = this.windowEnd();
     const small = this.state.dirtyBuckets <= nativeLimits.maxSyncWindowBuckets;
     this.publish(window, small ? this.state.drainDelta(window.end) : await this.state.drainAsync(window.end));
@@ -500,7 +555,7 @@ export class PoolActor implements PoolFeed {
 
   private end(how: 'retired'): Promise<void> {
     this.inbox = undefined;
-    const done = this.chain.then(() => {
+    const done = this.idle().then(() => {
       if (this.ended) return;
       this.stop(how);
       this.listener?.retired();
@@ -514,6 +569,8 @@ export class PoolActor implements PoolFeed {
     this.ended = how;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
-    this.state.close();
+    // Applies still in flight finish first (the native state refuses to close under them); their
+    // results are ignored.
+    void this.settled().then(() => this.state.close());
   }
 }

@@ -534,14 +534,13 @@ describe('packed batches', () => {
 });
 
 describe('async calls, snapshots and lifetime', () => {
-  test('every call throws PoolBusy while an async call is in flight', async () => {
+  test('every synchronous call throws PoolBusy while an async call is in flight', async () => {
     const pool = new PoolFilterState({ bucketCount: 1 << 16 });
     const { events } = workload(11, 3000, 5000);
     const pending = pool.applyAsync(events);
     expect(thrown(() => pool.store(1n, 0, null, null, [1n], [1n])).code).toBe('PoolBusy');
     expect(thrown(() => pool.words()).code).toBe('PoolBusy');
     expect(thrown(() => pool.close()).code).toBe('PoolBusy');
-    await expect(pool.applyAsync(events)).rejects.toMatchObject({ code: 'PoolBusy' });
     const result = await pending;
     expect(result.errorCount).toBe(0);
     expect(pool.stats().pendingEvents).toBe(events.length);
@@ -549,6 +548,45 @@ describe('async calls, snapshots and lifetime', () => {
     const copying = pool.copyWordsAsync();
     expect(thrown(() => pool.drain()).code).toBe('PoolBusy');
     expect(await copying).toEqual(pool.words());
+  });
+
+  test('async calls made while others are in flight run in the order made, up to maxQueuedPoolCalls', async () => {
+    const { events } = workload(12, 6000, 5000);
+    const parts = [events.slice(0, 2000), events.slice(2000, 4000), events.slice(4000)];
+    const format = { bucketCount: 1 << 12, seed: SEED };
+    const sequential = new PoolFilterState(format);
+    const expected: ReturnType<PoolFilterState['apply']>[] = [];
+    for (const part of parts) expected.push(sequential.apply(part));
+    const expectedDelta = sequential.drainDelta({ dcId: 1n, baseSequence: 0n, sequence: 1n });
+
+    const queued = new PoolFilterState(format);
+    expect(nativeLimits.maxQueuedPoolCalls).toBe(3);
+    const batches = parts.map((part) => {
+      const b = new PoolEventBatch();
+      for (const ev of part) b.add(ev);
+      return b.packed();
+    });
+    const applies = batches.slice(0, 2).map((b) => queued.applyPackedAsync(b.meta, b.words));
+    // The last apply ends the window in its own job, after the two before it.
+    const last = queued.applyPackedAsync(batches[2].meta, batches[2].words, { dcId: 1n, baseSequence: 0n, sequence: 1n });
+    // A fourth is refused and changes nothing; so is every synchronous call.
+    expect(thrown(() => queued.copyWordsAsync()).code).toBe('PoolBusy');
+    await expect(queued.applyAsync(parts[0])).rejects.toMatchObject({ code: 'PoolBusy' });
+    expect(thrown(() => queued.stats()).code).toBe('PoolBusy');
+    const results = [...(await Promise.all(applies)), await last];
+    results.forEach((r, i) => expect({ ...r, drained: undefined }).toEqual({ ...expected[i], drained: undefined }));
+    expect(results[2].drained).toEqual(expectedDelta);
+    expect(queued.words()).toEqual(sequential.words());
+    expect(queued.stats()).toEqual(sequential.stats());
+  });
+
+  test('async calls on a closed pool are refused', async () => {
+    const pool = new PoolFilterState({ bucketCount: 1 << 10 });
+    await pool.copyWordsAsync();
+    pool.close();
+    expect(thrown(() => pool.copyWordsAsync()).code).toBe('PoolClosed');
+    expect(thrown(() => pool.drainAsync(null)).code).toBe('PoolClosed');
+    await expect(pool.applyAsync([{ kind: 'cleared', workerId: 1n, dpRank: 0 }])).rejects.toMatchObject({ code: 'PoolClosed' });
   });
 
   test('copyWordsAsync of a 2^24-bucket pool', async () => {

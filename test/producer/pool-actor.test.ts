@@ -1,6 +1,7 @@
 // The pool actor end to end over the real native pool state, hashing and CBI1 encoder.
 import { CBI1, decodeFrame, filterContains, saltSeed, sequenceHashes, type DecodedDelta } from '../../src/native';
 import { PoolActor, type PoolActorOptions } from '../../src/producer/pool-actor';
+import type { PoolFilterState } from '../../src/native';
 import type { DeltaFrame, PoolListener } from '../../src/publication/source';
 import type { PackedEngineEvents } from '../../src/ingest/types';
 import type { SimEvent } from '../../src/sim/encode';
@@ -56,8 +57,8 @@ class Recorder implements PoolListener {
   fenced(reason: string): void {
     this.fencedReasons.push(reason);
   }
-  decoded(): DecodedDelta[] {
-    return this.deltas.map((d) => decodeFrame(format, d.payload) as DecodedDelta);
+  decoded(bucketCount = BUCKETS): DecodedDelta[] {
+    return this.deltas.map((d) => decodeFrame({ ...format, bucketCount }, d.payload) as DecodedDelta);
   }
 }
 
@@ -182,6 +183,46 @@ test('a batch past the threshold publishes one delta at the end of its apply tur
   expect(img.sequence).toBe(1n);
   const words = applyDeltas(image.words, rec.decoded());
   for (const t of toks) expect(filterContains(words, canonical(t)[0], SEED)).toBe(true);
+});
+
+test('a backlog is applied with the next slice handed over while one runs; deltas stay contiguous and exact', async () => {
+  const a = actor(1, 10_000, 1 << 14);
+  const rec = new Recorder();
+  const image = await a.attach(rec);
+  // Observes the real native calls: how many applies the actor has handed over and not yet settled.
+  const state = (a as unknown as { state: PoolFilterState }).state;
+  const applyPackedAsync = state.applyPackedAsync.bind(state);
+  let inFlight = 0;
+  const seen: number[] = [];
+  state.applyPackedAsync = (meta, words, end) => {
+    seen.push(++inFlight);
+    const p = applyPackedAsync(meta, words, end);
+    void p.finally(() => inFlight--);
+    return p;
+  };
+  // Ten batches of 16 events × 256 blocks in one turn: ten slices of 4096 blocks, each past the
+  // threshold of 1 event, so each would end a window if no window end were in flight.
+  const prompts: Uint32Array[] = [];
+  for (let b = 0; b < 10; b++) {
+    const events = Array.from({ length: 16 }, (_, e) => {
+      const first = (b * 16 + e) * 256;
+      const t = tokens(256 * BS, 1_000_000 + first * BS);
+      prompts.push(t);
+      return stored(Array.from({ length: 256 }, (_, i) => BigInt(1 + first + i)), t);
+    });
+    a.events(batch(events));
+  }
+  await a.idle();
+  expect(a.metrics().eventsApplied).toBe(160);
+  expect(Math.max(...seen)).toBe(2);
+  // Every delta continues the one before, so a replica that applies them has the pool's image.
+  expect(rec.deltas.length).toBeGreaterThan(1);
+  rec.deltas.forEach((d, i) => expect([d.baseSequence, d.sequence]).toEqual([BigInt(i), BigInt(i + 1)]));
+  const after = await a.attach(new Recorder());
+  expect(after.sequence).toBe(BigInt(rec.deltas.length));
+  expect(applyDeltas(image.words, rec.decoded(1 << 14))).toEqual(after.words);
+  const missing = prompts.flatMap((t) => canonical(t)).filter((h) => !filterContains(after.words, h, SEED)).length;
+  expect(missing).toBe(a.metrics().capacityFailures);
 });
 
 test('an event bigger than a slice is applied whole (a slice of its own) with the same result', async () => {
