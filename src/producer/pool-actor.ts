@@ -10,7 +10,7 @@
 // one after another in the order they were made, and the next slice is handed over while one runs
 // (APPLIES_IN_FLIGHT), so the pool's thread goes straight on to it instead of idling while the event
 // loop, woken by the finished slice, handles it and makes the next call (a growing pool's applies
-// were busy only ~60 % of a window with one apply in flight). Results are handled in order.
+// were busy ~75 % of a window with one apply in flight). Results are handled in order.
 // When a slice is handed over it is known whether it ends the publication window:
 // `publicationThreshold` pending events or more publish one delta at once, drained and encoded by the
 // same worker job; otherwise the first pending event of a window arms a one-shot `publicationDelayMs`
