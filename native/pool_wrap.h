@@ -32,6 +32,8 @@ class PoolFilterStateWrap : public Napi::ObjectWrap<PoolFilterStateWrap> {
   void Leave() { --inFlight_; }
   // Queues an admitted call; the pool's runner takes it after those queued before it.
   void Submit(Napi::Env env, std::unique_ptr<PoolTask> task);
+  // A runner that gave its thread back with calls still queued: another takes them up.
+  void Resume(Napi::Env env);
   // On the runner's thread: the next queued call, or null (the runner then ends; the next Submit
   // starts another).
   PoolTask* NextTask();
