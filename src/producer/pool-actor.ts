@@ -426,8 +426,13 @@ export class PoolActor implements PoolFeed {
         .then(() => outcome)
         .then((o) => {
           if (window) this.windowEndInFlight = false;
-          if ('err' in o) this.fence(`pool actor command failed: ${o.err.message}`);
-          else this.applied(m, w, o.result, window);
+          // Never rejects: a failure here fences, as a failed command does.
+          try {
+            if ('err' in o) throw o.err;
+            this.applied(m, w, o.result, window);
+          } catch (err) {
+            this.fence(`pool actor command failed: ${(err as Error).message}`);
+          }
         });
       this.applying.push(handled);
       void handled.then(() => this.applying.shift());

@@ -225,6 +225,21 @@ test('a backlog is applied with the next slice handed over while one runs; delta
   expect(missing).toBe(a.metrics().capacityFailures);
 });
 
+test('a failure while a result is handled fences the generation; the actor still settles', async () => {
+  const a = actor(1, 10_000);
+  class Throwing extends Recorder {
+    override delta(): void {
+      throw new Error('listener broke');
+    }
+  }
+  const rec = new Throwing();
+  await a.attach(rec);
+  a.events(batch([stored([1n], tokens(4, 600))]));
+  await a.idle();
+  expect(rec.fencedReasons).toEqual(['pool actor command failed: listener broke']);
+  expect(a.isEnded).toBe(true);
+});
+
 test('an event bigger than a slice is applied whole (a slice of its own) with the same result', async () => {
   const a = actor(16, 1, 8192);
   const n = 5000;
