@@ -417,22 +417,16 @@ export class PoolActor implements PoolFeed {
       const ends = !this.windowEndInFlight && (this.pendingEvents >= this.sliceThreshold() || this.pendingBlocks >= PACING_MAX_SLICE_BLOCKS);
       const window = ends ? this.windowEnd() : undefined;
       if (window) this.windowEndInFlight = true;
-      // Settled at once (the handler below may run later): a rejection is never left unhandled.
-      const outcome = this.state.applyPackedAsync(m, w, window?.end).then(
-        (result) => ({ result }),
-        (err: Error) => ({ err }),
-      );
+      const result = this.state.applyPackedAsync(m, w, window?.end);
+      // Handled in its turn below; marked handled now, so a rejection waiting for it is not reported.
+      result.catch(() => undefined);
+      // Never rejects: a failure fences, as a failed command does.
       const handled = this.settled()
-        .then(() => outcome)
-        .then((o) => {
+        .then(() => result)
+        .then((r) => this.applied(m, w, r, window))
+        .catch((err: Error) => this.fence(`pool actor command failed: ${err.message}`))
+        .finally(() => {
           if (window) this.windowEndInFlight = false;
-          // Never rejects: a failure here fences, as a failed command does.
-          try {
-            if ('err' in o) throw o.err;
-            this.applied(m, w, o.result, window);
-          } catch (err) {
-            this.fence(`pool actor command failed: ${(err as Error).message}`);
-          }
         });
       this.applying.push(handled);
       void handled.then(() => this.applying.shift());
