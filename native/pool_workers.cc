@@ -26,7 +26,8 @@ using pool::PoolFilterState;
 // arguments were validated (its constructor admits it), so a call that throws is never counted.
 class PoolTask {
  public:
-  PoolTask(Napi::Env env, PoolFilterStateWrap* wrap) : state_(wrap->state()), deferred_(Napi::Promise::Deferred::New(env)) {
+  PoolTask(Napi::Env env, PoolFilterStateWrap* wrap)
+      : state_(wrap->state()), deferred_(Napi::Promise::Deferred::New(env)) {
     wrap->Enter(env);
     self_ = Napi::Persistent(wrap->Value());
   }
