@@ -32,7 +32,8 @@
 // mid-drain (keys crafted against its seed) rebuilds at once under another seed. Around that:
 // - a table prepares its successor at load 0.83 and has its pages faulted in on another thread
 //   (ZeroedBuffer::PopulateInBackground), because the first insertions into a fresh table touch all
-//   of its pages, and zeroing them was most of a growth's cost left on the event loop;
+//   of its pages, and zeroing them was most of a growth's cost left on the event loop; a table whose
+//   successor is not in yet takes keys past 0.85 (up to 0.92) rather than switch to it;
 // - a drain gives the old table's pages back as it passes them (ZeroedBuffer::ReleaseFront), so the
 //   transient peak (both tables) falls while it drains, and no 100+ MiB munmap (~10 ms in small
 //   pages) comes at its end.
@@ -213,7 +214,9 @@ class BucketMap {
     if (const char* broken = TableInvariant(table_, 0, false)) return broken;
     if (next_.size != 0 || !next_.stash.empty()) return "entries in a prepared table";
     if (Pending() && Migrating()) return "a table prepared during a drain";
-    if (!Fits(Entries())) return "entries past the load bound";
+    if (!Fits(Entries()) && (Migrating() || !Pending() || Entries() > WaitEntries(table_.buckets.size()))) {
+      return "entries past the load bound";
+    }
     if (!Migrating()) return old_.size == 0 && old_.stash.empty() ? nullptr : "entries in a table not draining";
     if (const char* broken = TableInvariant(old_, cursor_, true)) return broken;
     if (old_.size == 0) return "a drained table kept";
@@ -290,10 +293,14 @@ class BucketMap {
   // A table prepares its successor at kPrepareLoad, so that the successor's pages are in by kMaxLoad
   // (ZeroedBuffer::PopulateInBackground), and drops it again below kDropLoad. The lead is 0.02 of the
   // slots: on a machine that zeroes memory at GB/s that is far more than the population takes at any
-  // ingest rate; on the project's VM, whose host backs fresh pages at ~0.5 GB/s, not always (the
-  // pages the population has not reached yet then fault in on use, as without it).
+  // ingest rate; on the project's VM, whose host backs fresh pages at ~0.5 GB/s, not always: the
+  // table then waits for them up to kWaitLoad (past it the pages not reached yet fault in on use).
   static constexpr size_t kPrepareLoadPer1024 = 850;  // 0.83
   static constexpr size_t kDropLoadPer1024 = 819;     // 0.80
+  // How far past kMaxLoad a table takes keys while its successor's pages come in (WaitsForSuccessor).
+  // A successor sized from kMaxLoad still holds a drain from here (StartMigration's room), and the
+  // cuckoo paths, longer up here, are cheaper than the page faults they spare.
+  static constexpr size_t kWaitLoadPer1024 = 942;  // 0.92
   static constexpr size_t kMinBuckets = 4;
   // Stash room of a fresh table: at least this, and twice what a rebuild left there, so keys a seed
   // cannot place (crafted, or very unlucky) cost a rebuild only after the stash doubled.
@@ -308,6 +315,7 @@ class BucketMap {
   }
   static size_t MaxEntries(size_t buckets) { return buckets * kSlots * kMaxLoadPer1024 / 1024; }
   static size_t PrepareEntries(size_t buckets) { return buckets * kSlots * kPrepareLoadPer1024 / 1024; }
+  static size_t WaitEntries(size_t buckets) { return buckets * kSlots * kWaitLoadPer1024 / 1024; }
   bool Fits(size_t entries) const { return entries <= MaxEntries(table_.buckets.size()); }
   size_t Entries() const { return table_.size + old_.size; }
   bool Migrating() const { return old_.buckets.size() != 0; }
@@ -582,6 +590,26 @@ class BucketMap {
     NoteMoves(before);
   }
 
+  // Moves to a bigger table (the prepared successor if it is big enough) and drains this insertion's
+  // share into it. Throws std::bad_alloc.
+  void Grow() {
+    // Mid-drain only after a failed allocation left the drain behind (see Invariant).
+    if (Migrating()) {
+      ++finishes_;
+      FinishMigration();
+    }
+    if (!Pending() || MaxEntries(next_.buckets.size()) < Entries() + 1) Prepare(CapacityFor(Entries() + 1));
+    Switch();
+    Drain(kDrainSteps);  // this insertion's share too: StartMigration's sizing counts on it
+  }
+  // Past kMaxLoad, the table keeps taking keys (up to kWaitLoad) while its prepared successor's pages
+  // are still coming in: switching then had this thread fault in (zero) the rest of them, since a
+  // fresh table's random insertions touch every page within a few thousand keys. On the project's VM
+  // (~1.5 ms per MiB) a 1-source pool growing at 1 M blocks/s stalled 30-60 ms at a time for it.
+  bool WaitsForSuccessor(size_t entries) const {
+    return !Migrating() && Pending() && entries <= WaitEntries(table_.buckets.size()) && !next_.buckets.Populated();
+  }
+
   // Emplace of an absent key past the fast path: both candidates full, or a drain to advance, or the
   // table at its load bound.
   __attribute__((noinline)) std::pair<V*, bool> EmplaceSlow(uint64_t key, const V& value, Homes h) {
@@ -600,18 +628,17 @@ class BucketMap {
           // The growth itself tries again.
         }
       }
-      if (!Fits(Entries() + 1)) {
-        // Mid-drain only after a failed allocation left the drain behind (see Invariant).
-        if (Migrating()) {
-          ++finishes_;
-          FinishMigration();
-        }
-        if (!Pending() || MaxEntries(next_.buckets.size()) < Entries() + 1) Prepare(CapacityFor(Entries() + 1));
-        Switch();
-        Drain(kDrainSteps);  // this insertion's share too: StartMigration's sizing counts on it
+      const bool waiting = !Fits(Entries() + 1) && WaitsForSuccessor(Entries() + 1);
+      if (!Fits(Entries() + 1) && !waiting) {
+        Grow();
         h = table_.HomesOf(key);
       }
       V* placed = Place(&table_, key, value, h);
+      if (placed == nullptr && waiting) {
+        // Past kMaxLoad the paths are long, and this key found none: the successor now.
+        Grow();
+        placed = Place(&table_, key, value, table_.HomesOf(key));
+      }
       if (placed == nullptr) {
         // Neither a cuckoo path nor stash room (the load fits, so the keys are unlucky or crafted under
         // this seed): another seed. A fresh table, or a rebuilt one (its stash at most half full), has

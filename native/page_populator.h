@@ -64,12 +64,40 @@ class Populator {
     if (job->done.load(std::memory_order_relaxed)) return false;
     job->cancelled = true;
     job->orphaned = true;
+    ready_.notify_all();  // a held thread waiting on this job lets it go
     return true;
   }
   // Called by a buffer giving pages back: the rest of it is not wanted any more.
   void Cancel(Populating* job) {
     std::lock_guard<std::mutex> lock(mutex_);
     job->cancelled = true;
+    ready_.notify_all();
+  }
+  // Around the caller's own mmap, munmap and madvise calls (AddressSpaceChange): each waits for the
+  // address-space lock, which the thread holds while it faults a huge page in (~4 ms on the project's
+  // VM), so the thread starts no new page until they are done. A growth's few buffers so waited ~50 ms
+  // in all, one page per call, on the thread that applies the pool's events.
+  void Pause() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    ++pausers_;
+  }
+  void Resume() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    --pausers_;
+    ready_.notify_all();
+  }
+  // For tests: while held, the thread faults nothing in (a successor then stays unpopulated, as on a
+  // machine whose population lags the inserts).
+  void Hold(bool held) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    held_ = held;
+    ready_.notify_all();
+  }
+  // For tests: returns once every job added so far is done (not held), or false after `timeout`.
+  template <typename Duration>
+  bool WaitIdle(Duration timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return idle_.wait_for(lock, timeout, [this] { return jobs_.empty() && !busy_; });
   }
 
  private:
@@ -81,14 +109,16 @@ class Populator {
       std::shared_ptr<Populating> job;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        ready_.wait(lock, [this] { return !jobs_.empty(); });
+        ready_.wait(lock, [this] { return !jobs_.empty() && Free(); });
         job = std::move(jobs_.front());
         jobs_.pop_front();
+        busy_ = true;
       }
       char* base = static_cast<char*>(job->base);
       for (size_t at = 0; at < job->length; at += kChunk) {
         {
-          std::lock_guard<std::mutex> lock(mutex_);
+          std::unique_lock<std::mutex> lock(mutex_);
+          ready_.wait(lock, [this, &job] { return Free() || job->cancelled; });
           if (job->cancelled) break;
         }
         if (madvise(base + at, std::min(kChunk, job->length - at), MADV_POPULATE_WRITE) != 0) break;
@@ -96,13 +126,31 @@ class Populator {
       std::lock_guard<std::mutex> lock(mutex_);
       job->done.store(true, std::memory_order_release);
       if (job->orphaned) munmap(job->base, job->length);
+      busy_ = false;
+      idle_.notify_all();
     }
   }
 
+  // Under mutex_: neither held by a test nor paused around an address-space change.
+  bool Free() const { return !held_ && pausers_ == 0; }
+
   std::mutex mutex_;
   std::condition_variable ready_;
+  std::condition_variable idle_;
   std::deque<std::shared_ptr<Populating>> jobs_;
   bool started_ = false;
+  bool held_ = false;
+  bool busy_ = false;  // a job taken from jobs_ and not done yet
+  int pausers_ = 0;
+};
+
+// Scope of the caller's address-space changes (see Populator::Pause).
+class AddressSpaceChange {
+ public:
+  AddressSpaceChange() { Populator::Instance().Pause(); }
+  ~AddressSpaceChange() { Populator::Instance().Resume(); }
+  AddressSpaceChange(const AddressSpaceChange&) = delete;
+  AddressSpaceChange& operator=(const AddressSpaceChange&) = delete;
 };
 }  // namespace pages
 }  // namespace kvrelay

@@ -27,6 +27,7 @@ class ZeroedBuffer {
       // Over-map by one huge page and trim so the table starts on a 2 MiB boundary. The length is
       // rounded to small pages only: a tail rounded up to a huge page would be faulted in whole.
       mapped_ = (bytes + kSmallPage - 1) / kSmallPage * kSmallPage;
+      const pages::AddressSpaceChange change;
       void* raw = mmap(nullptr, mapped_ + kHugePage, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
       if (raw == MAP_FAILED) throw std::bad_alloc();
       const uintptr_t start = reinterpret_cast<uintptr_t>(raw);
@@ -57,6 +58,7 @@ class ZeroedBuffer {
     if (data_ == nullptr) return;
     if (mapped_ != 0) {
       if (populating_ != nullptr && pages::Populator::Instance().Orphan(populating_.get())) return;
+      const pages::AddressSpaceChange change;
       munmap(data_, mapped_);
     } else {
       std::free(data_);
@@ -82,6 +84,9 @@ class ZeroedBuffer {
     if (pages::Populator::Instance().Add(job)) populating_ = std::move(job);
   }
 
+  // No page left for PopulateInBackground's thread to fault in (or none asked of it).
+  bool Populated() const { return populating_ == nullptr || populating_->done.load(std::memory_order_acquire); }
+
   // Bytes the buffer holds: less what ReleaseFront gave back.
   size_t HeldBytes() const { return count_ * sizeof(T) - released_; }
 
@@ -94,6 +99,7 @@ class ZeroedBuffer {
     const size_t bytes = count * sizeof(T) / kHugePage * kHugePage;
     if (bytes <= released_) return;
     if (populating_ != nullptr) pages::Populator::Instance().Cancel(populating_.get());
+    const pages::AddressSpaceChange change;
     madvise(reinterpret_cast<char*>(data_) + released_, bytes - released_, MADV_DONTNEED);
     released_ = bytes;
   }

@@ -11,6 +11,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvrelay::testing::InitRng(env, exports);
   kvrelay::testing::InitHashingBench(env, exports);
   kvrelay::testing::InitBucketMapCheck(env, exports);
+  kvrelay::testing::InitPagePopulatorCheck(env, exports);
   return exports;
 }
 }  // namespace

@@ -4,6 +4,7 @@
 // at the first difference or broken invariant, naming the operation.
 #include <napi.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -305,11 +306,64 @@ Napi::Value CheckBucketMapGrowth(const Napi::CallbackInfo& info) {
   return valueBytes == 4 ? Growth<uint32_t>(env, entries) : Growth<uint64_t>(env, entries);
 }
 
+// The load (entries / slots) of the table each growth left, from a mapped table on (a successor
+// populated in the background): the first such growth's, with the populating thread held when `held`
+// (the successor's pages not in), else waited for after each prepare (the pages in).
+template <typename V>
+double LoadAtGrowth(Napi::Env env, bool held) {
+  constexpr size_t kMappedBuckets = 4096;  // 256 KiB of buckets: mapped, populated in the background
+  BucketMap<V> map;
+  uint64_t rng = 11;
+  uint64_t prepared = 0;
+  pages::Populator& populator = pages::Populator::Instance();
+  populator.Hold(held);
+  double load = 0;
+  for (uint64_t i = 0; i < (uint64_t{1} << 24) && load == 0; ++i) {
+    const typename BucketMap<V>::Shape before = map.GetShape();
+    const size_t sizeBefore = map.size();
+    if (map.Emplace(ckf::SplitmixNext(&rng) | 1, static_cast<V>(i)).first == nullptr) {
+      populator.Hold(false);
+      throw Napi::Error::New(env, "allocation failed");
+    }
+    const typename BucketMap<V>::Shape after = map.GetShape();
+    if (!held && after.prepared != prepared && !populator.WaitIdle(std::chrono::seconds(30))) {
+      throw Napi::Error::New(env, "a successor's pages did not come in within 30 s");
+    }
+    prepared = after.prepared;
+    if (i % 256 == 0) {
+      if (const char* broken = map.Invariant()) {
+        populator.Hold(false);
+        throw Napi::Error::New(env, broken);
+      }
+    }
+    if (after.growths != before.growths && before.buckets >= kMappedBuckets && before.oldBuckets == 0) {
+      load = static_cast<double>(sizeBefore) / static_cast<double>(before.buckets * BucketMap<V>::kSlots);
+    }
+  }
+  populator.Hold(false);
+  if (const char* broken = map.Invariant()) throw Napi::Error::New(env, broken);
+  return load;
+}
+
+// (valueBytes) -> { held, populated }: the load at which a mapped table moved to its successor when the
+// successor's pages were not in yet (the populating thread held), and when they were.
+Napi::Value CheckBucketMapWaitsForSuccessor(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const uint32_t valueBytes = ValueBytes(info, 0);
+  Napi::Object out = Napi::Object::New(env);
+  const bool counted = valueBytes == 4;
+  out.Set("held", counted ? LoadAtGrowth<uint32_t>(env, true) : LoadAtGrowth<uint64_t>(env, true));
+  out.Set("populated", counted ? LoadAtGrowth<uint32_t>(env, false) : LoadAtGrowth<uint64_t>(env, false));
+  return out;
+}
+
 }  // namespace
 
 void InitBucketMapCheck(Napi::Env env, Napi::Object exports) {
   exports.Set("checkBucketMap", Napi::Function::New(env, CheckBucketMap, "checkBucketMap"));
   exports.Set("checkBucketMapGrowth", Napi::Function::New(env, CheckBucketMapGrowth, "checkBucketMapGrowth"));
+  exports.Set("checkBucketMapWaitsForSuccessor",
+              Napi::Function::New(env, CheckBucketMapWaitsForSuccessor, "checkBucketMapWaitsForSuccessor"));
 }
 
 }  // namespace testing

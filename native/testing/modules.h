@@ -11,5 +11,6 @@ void InitCanonicalPool(Napi::Env env, Napi::Object exports);
 void InitRng(Napi::Env env, Napi::Object exports);
 void InitHashingBench(Napi::Env env, Napi::Object exports);
 void InitBucketMapCheck(Napi::Env env, Napi::Object exports);
+void InitPagePopulatorCheck(Napi::Env env, Napi::Object exports);
 }  // namespace testing
 }  // namespace kvrelay

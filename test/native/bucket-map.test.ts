@@ -5,7 +5,7 @@
 // drain while keys are found, inserted and erased in both tables, walk cuckoo paths, fill its stash,
 // migrate under a new seed, rebuild mid-drain and finish a drain for a large Reserve. The pool vectors
 // (pool.test.ts, pool-plan.test.ts, ckf.test.ts) check it through the owner counts and lineage they observe.
-import { checkBucketMap, checkBucketMapGrowth } from '../support/native-testing';
+import { checkBucketMap, checkBucketMapGrowth, checkBucketMapWaitsForSuccessor } from '../support/native-testing';
 import { expectThrows } from './hashing.helpers';
 
 describe.each([4, 8] as const)('BucketMap with %p-byte values vs std::unordered_map', (valueBytes) => {
@@ -48,6 +48,13 @@ describe.each([4, 8] as const)('BucketMap with %p-byte values vs std::unordered_
     expect(run.maxOpMoves).toBeGreaterThan(0);
     expect(run.maxOpMoves).toBeLessThanOrEqual(run.maxMovesPerOp);
     expect(run.maxOpMoves).toBeLessThanOrEqual(64);
+  });
+
+  it('takes keys past its load bound while the pages of its successor are not in, and moves at the bound once they are', () => {
+    const loads = checkBucketMapWaitsForSuccessor(valueBytes);
+    // 0.85 (870/1024) is the load a table moves at; 0.92 (942/1024) how far it waits for the pages.
+    expect(loads.populated).toBeCloseTo(870 / 1024, 3);
+    expect(loads.held).toBeCloseTo(942 / 1024, 3);
   });
 });
 

@@ -113,6 +113,12 @@ export interface BucketMapGrowth {
   maxMovesPerOp: number;
 }
 
+/** The load a mapped table moved to its successor at: with the successor's pages not in yet, and in. */
+export interface BucketMapSuccessorLoads {
+  held: number;
+  populated: number;
+}
+
 interface TestingBinding {
   CanonicalPool: new (bucketCount: number, seed: bigint, maxKicks: number) => CanonicalPool;
   laneRngSeed(seed: bigint, lane: number | bigint): bigint;
@@ -122,6 +128,8 @@ interface TestingBinding {
   benchPoolMemoryNative(sources: number, blocks: number): NativeMemoryBench;
   checkBucketMap(seed: bigint, operations: number, keySpace: number, valueBytes: 4 | 8): BucketMapCheck;
   checkBucketMapGrowth(valueBytes: 4 | 8, entries: number): BucketMapGrowth;
+  checkBucketMapWaitsForSuccessor(valueBytes: 4 | 8): BucketMapSuccessorLoads;
+  checkPopulatorPause(): { whilePaused: boolean; afterResume: boolean };
   xxh3BlocksBaseline(
     tokens: Uint32Array,
     promptOffsets: Uint32Array,
@@ -199,6 +207,16 @@ export function checkBucketMap(seed: bigint, operations: number, keySpace: numbe
 /** native/bucket_map.h grown from empty to `entries` random keys: the most entries one operation moved. */
 export function checkBucketMapGrowth(valueBytes: 4 | 8, entries: number): BucketMapGrowth {
   return testingAddon.checkBucketMapGrowth(valueBytes, entries);
+}
+
+/** native/bucket_map.h: when a table moves to its prepared successor, with its pages held back and in. */
+export function checkBucketMapWaitsForSuccessor(valueBytes: 4 | 8): BucketMapSuccessorLoads {
+  return testingAddon.checkBucketMapWaitsForSuccessor(valueBytes);
+}
+
+/** native/page_populator.h: a background population waits while the caller changes the address space. */
+export function checkPopulatorPause(): { whilePaused: boolean; afterResume: boolean } {
+  return testingAddon.checkPopulatorPause();
 }
 
 /** Benchmark baseline: raw XXH3 over exactly the windows hashBatch reads (xor of the hashes). */
