@@ -628,8 +628,9 @@ class BucketMap {
           // The growth itself tries again.
         }
       }
-      const bool waiting = !Fits(Entries() + 1) && WaitsForSuccessor(Entries() + 1);
-      if (!Fits(Entries() + 1) && !waiting) {
+      const bool full = !Fits(Entries() + 1);
+      const bool waiting = full && WaitsForSuccessor(Entries() + 1);
+      if (full && !waiting) {
         Grow();
         h = table_.HomesOf(key);
       }
