@@ -26,6 +26,8 @@ export interface PackedEngineEvents {
   messageInfo: Uint32Array;
   /** Stores dropped because their block size is not the pool's (counted by the pool). */
   droppedBlockSize: number;
+  /** When its first message was decoded, just after its socket read (src/clock.ts wallClockMs). */
+  receivedAtMs: number;
   /**
    * The socket still held messages when the burst was cut at INGEST_MESSAGES_PER_TURN: its next
    * burst follows one event-loop turn later.

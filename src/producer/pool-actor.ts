@@ -29,6 +29,7 @@
 // (wire-contract.md §8.2): a batch that does not fit is dropped and its source reset, as on a gap
 // (later batches rebuild it from live events), and counted — the actor never grows with its backlog.
 import { setImmediate as nextTurn } from 'timers/promises';
+import { wallClockMs } from '../clock';
 import type { Logger } from '../log';
 import { MESSAGE_INFO_STRIDE, type PackedEngineEvents, type SourceKey } from '../ingest/types';
 import type { DeltaFrame, PoolFeed, PoolImage, PoolListener } from '../publication/source';
@@ -111,6 +112,8 @@ interface Inbox {
   batches: number;
   eventCount: number;
   blocks: number;
+  /** When the oldest of its batches was received (wallClockMs); Infinity for none (a reset alone). */
+  receivedAtMs: number;
   /** Settles once the inbox was applied (or its apply failed). */
   applied: Promise<void>;
 }
@@ -144,12 +147,19 @@ export interface PoolActorOptions {
    * dropped: a replay asked for at once would arrive at a mailbox still full and be dropped again.
    */
   onOverflow?(source: SourceKey, batches: number): void;
+  /**
+   * A delta went to the listener, `latencyMs` after the ingest receive of its oldest engine message
+   * (the relay's own share of event→delta: hand-off, mailbox, apply, drain and encode).
+   */
+  onDeltaPublished?(latencyMs: number): void;
 }
 
 /** How a window ends: as the delta `end` to `listener`, or (end null) discarded. */
 interface WindowClose {
   end: WindowEnd | null;
   listener: PoolListener | undefined;
+  /** When the oldest batch in the window was received (PoolActor.pendingSinceMs). */
+  sinceMs: number;
 }
 
 export class PoolActor implements PoolFeed {
@@ -183,6 +193,12 @@ export class PoolActor implements PoolFeed {
   /** Events and blocks handed to the native state since the last window end was handed over (its pending events). */
   private pendingEvents = 0;
   private pendingBlocks = 0;
+  /**
+   * When the oldest batch of the pending events was received (Infinity: none stamped). An inbox's
+   * slices all carry its oldest batch's time, so a window ended inside an inbox is measured from
+   * there: the latency reported is at most the delta's real one plus one inbox's (~1 slice) span.
+   */
+  private pendingSinceMs = Infinity;
   /** Handling of the applies handed over and not yet handled, oldest first (never rejects). */
   private readonly applying: Promise<void>[] = [];
   /** An apply that ends the window is in flight: the next may not, until its delta took a sequence. */
@@ -254,8 +270,10 @@ export class PoolActor implements PoolFeed {
     }
     // Nearly always empty: the burst's sources (and their keys) are not worked out per burst then.
     if (this.resetQueued.size > 0) for (const source of burstSources(b)) this.resetQueued.delete(sourceKey(source));
-    this.admit(b.messages, events, blocks).append(b.meta, b.words);
-    return this.inbox?.applied;
+    const inbox = this.admit(b.messages, events, blocks);
+    inbox.events.append(b.meta, b.words);
+    inbox.receivedAtMs = Math.min(inbox.receivedAtMs, b.receivedAtMs);
+    return inbox.applied;
   }
 
   private dropped(source: SourceKey): void {
@@ -283,11 +301,11 @@ export class PoolActor implements PoolFeed {
     // Taken whatever the mailbox holds: at most one per source, since duplicates are skipped.
     if (this.resetQueued.has(key)) return;
     this.resetQueued.add(key);
-    this.admit(1, 1, 0).addCleared(source.workerId, source.dpRank);
+    this.admit(1, 1, 0).events.addCleared(source.workerId, source.dpRank);
   }
 
   /** Accounts a batch to the mailbox; the open inbox, or a new one whose apply is queued now. */
-  private admit(batches: number, events: number, blocks: number): PoolEventBatch {
+  private admit(batches: number, events: number, blocks: number): Inbox {
     this.queuedBatches += batches;
     this.queuedEvents += events;
     this.queuedBlocks += blocks;
@@ -299,7 +317,7 @@ export class PoolActor implements PoolFeed {
       this.inbox.batches += batches;
       this.inbox.eventCount += events;
       this.inbox.blocks += blocks;
-      return this.inbox.events;
+      return this.inbox;
     }
     let applied!: () => void;
     const inbox: Inbox = {
@@ -307,6 +325,7 @@ export class PoolActor implements PoolFeed {
       batches,
       eventCount: events,
       blocks,
+      receivedAtMs: Infinity,
       applied: new Promise((resolve) => (applied = resolve)),
     };
     this.enqueue(async () => {
@@ -315,7 +334,7 @@ export class PoolActor implements PoolFeed {
       if (this.inbox === inbox) await nextTurn();
       if (this.inbox === inbox) this.inbox = undefined;
       try {
-        await this.apply(inbox.events);
+        await this.apply(inbox.events, inbox.receivedAtMs);
       } finally {
         // Once its applies were handled: their results name its events.
         void this.settled().then(() => {
@@ -329,7 +348,7 @@ export class PoolActor implements PoolFeed {
       }
     });
     this.inbox = inbox;
-    return inbox.events;
+    return inbox;
   }
 
   attach(listener: PoolListener): Promise<PoolImage> {
@@ -402,7 +421,7 @@ export class PoolActor implements PoolFeed {
    * the last was handed over (settled() then covers their handling). The batch must stay unchanged
    * until then: results are reported against its events.
    */
-  private async apply(batch: PoolEventBatch): Promise<void> {
+  private async apply(batch: PoolEventBatch, receivedAtMs: number): Promise<void> {
     const { meta, words } = batch.packed();
     const count = meta.length / META_STRIDE;
     for (let s = slice(meta, 0, count, 0); s.from < count; s = slice(meta, s.to, count, s.wordsTo)) {
@@ -410,6 +429,7 @@ export class PoolActor implements PoolFeed {
       if (this.ended) return;
       this.pendingEvents += s.to - s.from;
       this.pendingBlocks += s.blocks;
+      this.pendingSinceMs = Math.min(this.pendingSinceMs, receivedAtMs);
       const m = meta.subarray(s.from * META_STRIDE, s.to * META_STRIDE);
       const w = words.subarray(s.wordsFrom, s.wordsTo);
       // Every applied event is pending until the window ends, so whether this slice ends it is known
@@ -505,9 +525,11 @@ export class PoolActor implements PoolFeed {
     }
     this.pendingEvents = 0;
     this.pendingBlocks = 0;
+    const sinceMs = this.pendingSinceMs;
+    this.pendingSinceMs = Infinity;
     const listener = this.listener;
-    if (!listener || this.lastSequence === MAX_U64) return { end: null, listener };
-    return { end: { dcId: this.dcId, baseSequence: this.lastSequence, sequence: this.lastSequence + 1n }, listener };
+    if (!listener || this.lastSequence === MAX_U64) return { end: null, listener, sinceMs };
+    return { end: { dcId: this.dcId, baseSequence: this.lastSequence, sequence: this.lastSequence + 1n }, listener, sinceMs };
   }
 
   /**
@@ -541,6 +563,7 @@ export class PoolActor implements PoolFeed {
     this.lastSequence = end.sequence;
     this.counters.deltasPublished += 1;
     listener.delta(frame);
+    if (window.sinceMs !== Infinity) this.options.onDeltaPublished?.(wallClockMs() - window.sinceMs);
   }
 
   private fence(reason: string): void {

@@ -39,6 +39,8 @@ export interface ProducerOptions {
   config: RelayConfig;
   relay: RelayIdentity;
   logger: Logger;
+  /** Every pool's published deltas: PoolActorOptions.onDeltaPublished (the /metrics histogram). */
+  onDeltaPublished?(latencyMs: number): void;
 }
 
 interface LivePool {
@@ -258,6 +260,7 @@ export class Producer implements RelaySource {
       logger: this.logger,
       onFenced: () => this.replaceFenced(spec.key, actor),
       onOverflow: (source, batches) => this.sources.overflowed(source, batches),
+      onDeltaPublished: this.options.onDeltaPublished,
     });
     this.pools.set(spec.key, { spec, actor });
     this.catalogState.upsert(spec.key, descriptor(spec, producer));

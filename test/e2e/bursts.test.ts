@@ -2,6 +2,7 @@
 // relay must not drain a whole backlog in one event-loop turn, or its deltas pile up unsent and the
 // healthy subscriber is dropped as lagged (publication queue: 16 frames).
 import type { ClientErrorEvent } from '../../src/client';
+import { metricSum } from '../support/relay-process';
 import { BS, E2e, endpointConfig, expectedHashes, metricValue, relayConfig, tokenRange, workerConfig } from './harness';
 
 const BURST = 1000;
@@ -30,6 +31,13 @@ test('a burst of live batches reaches a subscriber that keeps up without lagging
 
   await Promise.all(Array.from({ length: BURST }, (_, i) => engine.publish([block(i).event])));
   await expectNoLag(pool, errors);
+  // Every delta carried engine messages: each is one observation of the relay's event→delta share.
+  const text = await run.metricsText();
+  const published = metricSum(text, 'kv_dc_relay_pool_deltas_published_total'); // the one pool's
+  expect(published).toBeGreaterThan(0);
+  expect(metricValue(text, 'kv_dc_relay_pool_delta_latency_seconds_count', '')).toBe(published);
+  expect(metricValue(text, 'kv_dc_relay_pool_delta_latency_seconds_sum', '')).toBeGreaterThan(0);
+  expect(metricValue(text, 'kv_dc_relay_pool_delta_latency_seconds_bucket', 'le="+Inf"')).toBe(published);
 });
 
 test('a long replay reaches a subscriber that keeps up without lagging it', async () => {

@@ -10,6 +10,7 @@ import type { ProducerIdentity } from '../../src/wire/types';
 import pino from 'pino';
 import { silentLogger } from '../../src/log';
 import { waitFor } from '../support/waitFor';
+import { wallClockMs } from '../../src/clock';
 import { withStallMonitor } from '../../bench/support/stall';
 import { ACTOR_MAILBOX_CAPACITY, INGEST_LOG_MAX_PER_WINDOW, PENDING_EVENT_PERMITS, PACING_MAX_SLICE_BLOCKS, PACING_MAX_SLICE_MS, PENDING_BLOCK_PERMITS } from '../../src/config/defaults';
 
@@ -30,8 +31,9 @@ afterEach(async () => {
 });
 
 /** An actor over a pool of BUCKETS buckets unless `bucketCount` asks for a bigger filter. */
-function actor(threshold: number, delayMs: number, bucketCount = BUCKETS, onOverflow?: PoolActorOptions['onOverflow']): PoolActor {
+function actor(threshold: number, delayMs: number, bucketCount = BUCKETS, onOverflow?: PoolActorOptions['onOverflow'], more: Partial<PoolActorOptions> = {}): PoolActor {
   const a = new PoolActor({
+    ...more,
     onOverflow,
     key: 'pool',
     producer: { ...producer, ckfFormat: { ...producer.ckfFormat!, bucketCount: BigInt(bucketCount) } },
@@ -295,6 +297,37 @@ test('batches handed over in one loop turn are applied together and published as
   const img = await a.attach(new Recorder());
   expect(img.sequence).toBe(1n);
   for (const t of toks) expect(filterContains(img.words, canonical(t)[0], SEED)).toBe(true);
+});
+
+test('each published delta reports its latency from the receive of its oldest batch; a window of resets or without a listener reports none', async () => {
+  const latencies: number[] = [];
+  const a = actor(2, 10_000, BUCKETS, undefined, { onDeltaPublished: (ms) => latencies.push(ms) });
+  a.events(batch([stored([1n], tokens(4, 0))])); // no listener yet: dropped, nothing reported
+  await a.idle();
+  const rec = new Recorder();
+  await a.attach(rec);
+  // Two batches of one turn, one delta: the older one (received 80 ms ago, behind a busy hand-off) counts.
+  const early = { ...batch([stored([2n], tokens(4, 10))]), receivedAtMs: wallClockMs() - 80 };
+  a.events(early);
+  a.events(batch([stored([3n], tokens(4, 20))]));
+  await a.idle();
+  expect(rec.deltas).toHaveLength(1);
+  expect(latencies).toHaveLength(1);
+  expect(latencies[0]).toBeGreaterThanOrEqual(80);
+  expect(latencies[0]).toBeLessThan(80 + 5_000);
+  // A fresh batch: measured from its own receive, not the last window's.
+  a.events(batch([stored([4n], tokens(4, 30)), stored([5n], tokens(4, 40))]));
+  await a.idle();
+  expect(rec.deltas).toHaveLength(2);
+  expect(latencies).toHaveLength(2);
+  expect(latencies[1]).toBeGreaterThanOrEqual(0);
+  expect(latencies[1]).toBeLessThan(80);
+  // Resets (no engine message behind them) publish a delta that reports nothing.
+  a.reset({ workerId: 7n, dpRank: 0 });
+  a.reset({ workerId: 8n, dpRank: 0 });
+  await a.idle();
+  expect(rec.deltas).toHaveLength(3);
+  expect(latencies).toHaveLength(2);
 });
 
 test('a reset between batches of one turn keeps its place in the order', async () => {

@@ -20,6 +20,7 @@ export interface HandedOffBurst {
   meta: number;
   messages: number;
   droppedBlockSize: number;
+  receivedAtMs: number;
 }
 
 /** The counters of one subscription's sources. */
@@ -45,7 +46,7 @@ export interface Handoff {
 // Index slots: messages, blocks, bursts, subscriptions with counters; per burst its HandedOffBurst
 // fields; per subscription its id and source count, then its sources' records.
 const HEAD_SLOTS = 4;
-const BURST_SLOTS = 7;
+const BURST_SLOTS = 8;
 const STATS_HEAD_SLOTS = 2;
 
 /** The bytes a burst's section takes (8-aligned, so the next section's 8-byte arrays stay aligned). */
@@ -98,7 +99,7 @@ export class HandoffBuilder {
     view.sequences.set(b.sequences);
     view.meta.set(b.meta);
     view.messageInfo.set(b.messageInfo);
-    this.bursts.push({ id, workerId: b.workerId, at: this.length, words, meta, messages, droppedBlockSize: b.droppedBlockSize });
+    this.bursts.push({ id, workerId: b.workerId, at: this.length, words, meta, messages, droppedBlockSize: b.droppedBlockSize, receivedAtMs: b.receivedAtMs });
     this.length += bytes;
     this.messageCount += messages;
     this.blockCount += blocks;
@@ -132,6 +133,7 @@ export class HandoffBuilder {
       f[at + 4] = b.messages;
       f[at + 5] = b.droppedBlockSize;
       u[at + 6] = b.workerId;
+      f[at + 7] = b.receivedAtMs;
       at += BURST_SLOTS;
     }
     for (const c of stats) {
@@ -162,7 +164,7 @@ export function readHandoff(buffer: ArrayBuffer | SharedArrayBuffer, base = 0, l
   const bursts: HandedOffBurst[] = [];
   let at = HEAD_SLOTS;
   for (let i = 0; i < burstCount; i++, at += BURST_SLOTS) {
-    bursts.push({ id: f[at], at: f[at + 1], words: f[at + 2], meta: f[at + 3], messages: f[at + 4], droppedBlockSize: f[at + 5], workerId: u[at + 6] });
+    bursts.push({ id: f[at], at: f[at + 1], words: f[at + 2], meta: f[at + 3], messages: f[at + 4], droppedBlockSize: f[at + 5], workerId: u[at + 6], receivedAtMs: f[at + 7] });
   }
   const stats: ChangedStats[] = [];
   for (let i = 0; i < statsCount; i++) {
@@ -178,7 +180,7 @@ export function readHandoff(buffer: ArrayBuffer | SharedArrayBuffer, base = 0, l
 
 /** Views over a received burst's section of its hand-off's buffer (no copy). */
 export function unpackBurst(buffer: ArrayBuffer | SharedArrayBuffer, h: HandedOffBurst): PackedEngineEvents {
-  return { workerId: h.workerId, messages: h.messages, droppedBlockSize: h.droppedBlockSize, ...layout(buffer, h.at, h.words, h.meta, h.messages) };
+  return { workerId: h.workerId, messages: h.messages, droppedBlockSize: h.droppedBlockSize, receivedAtMs: h.receivedAtMs, ...layout(buffer, h.at, h.words, h.meta, h.messages) };
 }
 
 function layout(buffer: ArrayBuffer | SharedArrayBuffer, at: number, words: number, meta: number, messages: number) {
