@@ -1,6 +1,6 @@
-// Faulting a fresh mapping's pages in on a background thread (MADV_POPULATE_WRITE), so that their
-// first touch (zeroing; on the project's VM the host backs each fresh page then, ~1.5 ms per MiB) does
-// not land on the thread that will use the memory: ZeroedBuffer::PopulateInBackground.
+// Faulting a fresh mapping's pages in on a background thread, so that their first touch (zeroing; on
+// the project's VM the host backs each fresh page then, ~1.5 ms per MiB) does not land on the thread
+// that will use the memory: ZeroedBuffer::PopulateInBackground.
 #pragma once
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -11,20 +11,17 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <system_error>
 #include <thread>
 
-#ifndef MADV_POPULATE_WRITE
-#define MADV_POPULATE_WRITE 23  // Linux 5.14; older kernels refuse it, and the pages fault in on use
-#endif
-
 namespace kvrelay {
 namespace pages {
-// A mapping whose pages the populating thread faults in. That thread only calls madvise on it, never
-// touches the memory; a buffer freed first hands the munmap to it.
+// A mapping whose pages the populating thread faults in. The mapping stays until that thread is done
+// with it: a buffer freed first hands the munmap to it.
 struct Populating {
   std::atomic<bool> done{false};
   bool cancelled = false;  // guarded by Populator::mutex_: stop faulting pages in
@@ -35,8 +32,15 @@ struct Populating {
 
 // One thread for every buffer, at a lower priority than the caller's: with a thread per buffer, the
 // 64 lineage tables of a pool growing in step ran 64 threads against the event loop on 2 cores and
-// starved it (a 4096-block apply took 200 ms). Faults in 2 MiB (a huge page) per madvise, so that the
-// caller's own mmap and munmap calls never wait long for the address-space lock.
+// starved it (a 4096-block apply took 200 ms).
+//
+// It faults pages in by touching them, not with madvise(MADV_POPULATE_WRITE): that call holds the
+// process's address-space lock (mmap_lock) for reading while it faults, and ran back to back it kept
+// every other thread's mmap and munmap (V8's heap, malloc's large blocks, ZMQ) waiting 15-50 ms each
+// on the project's VM, and the page faults queued behind those: the relay's main, ingest and apply
+// threads all stood still for 40-60 ms while one table's successor was populated. A touch faults
+// under the mapping's own lock (per-VMA locks, Linux 6.4), so nothing else waits (0.2 ms at most for
+// the same mmap/munmap loop).
 class Populator {
  public:
   static Populator& Instance() {
@@ -73,10 +77,11 @@ class Populator {
     job->cancelled = true;
     ready_.notify_all();
   }
-  // Around the caller's own mmap, munmap and madvise calls (AddressSpaceChange): each waits for the
-  // address-space lock, which the thread holds while it faults a huge page in (~4 ms on the project's
-  // VM), so the thread starts no new page until they are done. A growth's few buffers so waited ~50 ms
-  // in all, one page per call, on the thread that applies the pool's events.
+  // Around the caller's own mmap, munmap and madvise calls (AddressSpaceChange): where a fault still
+  // holds what such a call needs (the address-space lock on kernels without per-VMA locks, or the
+  // mapping itself when a new one merges with it), the call waits for a huge page's fault (~4 ms on
+  // the project's VM), so the thread starts no new page until they are done. A growth's few buffers
+  // so waited ~50 ms in all, one page per call, on the thread that applies the pool's events.
   void Pause() {
     std::lock_guard<std::mutex> lock(mutex_);
     ++pausers_;
@@ -102,6 +107,18 @@ class Populator {
 
  private:
   static constexpr size_t kChunk = size_t{2} << 20;
+  static constexpr size_t kSmallPage = size_t{4} << 10;
+
+  // Faults [base, base + length) in for writing without changing a byte, even where the owner
+  // already uses the memory (a table that had to move to its successor before it was populated): a
+  // compare-and-swap of 0 for 0 writes only a word that is 0, atomically, and one that is not was
+  // written already, so its page is in. A plain read would map the shared zero page instead.
+  static void Touch(char* base, size_t length) {
+    for (size_t at = 0; at < length; at += kSmallPage) {
+      uint64_t expected = 0;
+      __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(base + at), &expected, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
+    }
+  }
 
   void Run() {
     setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
@@ -121,7 +138,7 @@ class Populator {
           ready_.wait(lock, [this, &job] { return Free() || job->cancelled; });
           if (job->cancelled) break;
         }
-        if (madvise(base + at, std::min(kChunk, job->length - at), MADV_POPULATE_WRITE) != 0) break;
+        Touch(base + at, std::min(kChunk, job->length - at));
       }
       std::lock_guard<std::mutex> lock(mutex_);
       job->done.store(true, std::memory_order_release);

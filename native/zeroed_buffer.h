@@ -74,8 +74,7 @@ class ZeroedBuffer {
   // VM the host backs each fresh page then, ~1.5 ms per MiB) happens off the caller's thread: a hash
   // table's random insertions touch every page of a fresh table within its first few thousand, so
   // BucketMap asks for this a little before it starts using a new table. Mapped buffers only (a heap
-  // one was zeroed when allocated); without the thread or MADV_POPULATE_WRITE the pages fault in on
-  // use, as they would anyway.
+  // one was zeroed when allocated); without the thread the pages fault in on use, as they would anyway.
   void PopulateInBackground() {
     if (mapped_ == 0 || populating_ != nullptr) return;
     auto job = std::make_shared<pages::Populating>();

@@ -1,17 +1,31 @@
-// pages::Populator's pause around the caller's own address-space changes (test/native/pages.test.ts):
-// test/bench addon only.
+// pages::Populator (test/native/pages.test.ts, bench/pages.ts): its pause around the caller's own
+// address-space changes, what population leaves in a buffer, and how long another thread's mmap and
+// munmap wait while it runs. Test/bench addon only.
 #include <napi.h>
+#include <sys/mman.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <thread>
+#include <vector>
 
+#include "napi_args.h"
 #include "page_populator.h"
 #include "testing/modules.h"
+#include "testing/resident.h"
 #include "zeroed_buffer.h"
 
 namespace kvrelay {
 namespace testing {
 namespace {
+
+constexpr std::chrono::seconds kPopulationTimeout{30};
+constexpr size_t kSmallPageWords = 4096 / sizeof(uint64_t);
+
+void WaitPopulated(Napi::Env env) {
+  if (!pages::Populator::Instance().WaitIdle(kPopulationTimeout)) throw Napi::Error::New(env, "population did not end within 30 s");
+}
 
 // () -> { whilePaused, afterResume }: whether a buffer asked to populate in the background was
 // populated within 300 ms while an AddressSpaceChange was open, and once it closed.
@@ -27,10 +41,97 @@ Napi::Value CheckPopulatorPause(const Napi::CallbackInfo& info) {
     populator.WaitIdle(std::chrono::milliseconds(300));
     whilePaused = buffer.Populated();
   }
-  if (!populator.WaitIdle(std::chrono::seconds(30))) throw Napi::Error::New(env, "population did not end within 30 s");
+  WaitPopulated(env);
   Napi::Object out = Napi::Object::New(env);
   out.Set("whilePaused", Napi::Boolean::New(env, whilePaused));
   out.Set("afterResume", Napi::Boolean::New(env, buffer.Populated()));
+  return out;
+}
+
+// () -> { untouchedBytes, residentGrowth, writesKept }: a 32 MiB buffer whose owner wrote a word into
+// every small page of its first half before the (held) populating thread got to it. Population must
+// fault the untouched half in for writing (the resident set grows by it: a read would only map the
+// shared zero page) and leave every word the owner wrote as it was.
+Napi::Value CheckPopulatorResult(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  pages::Populator& populator = pages::Populator::Instance();
+  constexpr size_t kWords = size_t{4} << 20;
+  const auto written = [](size_t i) { return 0x9e3779b97f4a7c15ULL ^ i; };
+  ZeroedBuffer<uint64_t> buffer(kWords);
+  populator.Hold(true);
+  buffer.PopulateInBackground();
+  for (size_t i = 0; i < kWords / 2; i += kSmallPageWords) buffer[i] = written(i);
+  const uint64_t before = ResidentBytes();
+  populator.Hold(false);
+  WaitPopulated(env);
+  const uint64_t growth = ResidentBytes() - before;
+  bool kept = true;
+  for (size_t i = 0; i < kWords; i += kSmallPageWords) kept = kept && buffer[i] == (i < kWords / 2 ? written(i) : 0);
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("untouchedBytes", Napi::Number::New(env, static_cast<double>(kWords / 2 * sizeof(uint64_t))));
+  out.Set("residentGrowth", Napi::Number::New(env, static_cast<double>(growth)));
+  out.Set("writesKept", Napi::Boolean::New(env, kept));
+  return out;
+}
+
+struct MapLatencies {
+  double maxMs = 0;
+  double totalMs = 0;
+  size_t count = 0;
+};
+
+// One mmap of 256 KiB (the size of a malloc'd large block), a write into it and its munmap: what V8,
+// malloc and ZMQ do on the relay's other threads.
+void TimeMapUnmap(MapLatencies& into) {
+  constexpr size_t kBytes = size_t{256} << 10;
+  const auto start = std::chrono::steady_clock::now();
+  void* p = mmap(nullptr, kBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (p != MAP_FAILED) {
+    static_cast<volatile char*>(p)[0] = 1;
+    munmap(p, kBytes);
+  }
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  into.maxMs = std::max(into.maxMs, ms);
+  into.totalMs += ms;
+  into.count += 1;
+}
+
+Napi::Object LatencyObject(Napi::Env env, const MapLatencies& l) {
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("maxMs", Napi::Number::New(env, l.maxMs));
+  out.Set("meanMs", Napi::Number::New(env, l.count == 0 ? 0 : l.totalMs / static_cast<double>(l.count)));
+  out.Set("count", Napi::Number::New(env, static_cast<double>(l.count)));
+  return out;
+}
+
+// (mib) -> { idle, busy: { maxMs, meanMs, count }, populateMs }: this thread's mmap + write + munmap
+// of 256 KiB every 200 µs, for 300 ms with the populating thread idle, then while it populates a
+// fresh buffer of `mib` MiB (until it is done).
+Napi::Value BenchPopulatorContention(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const uint64_t mib = args::UInt(args::Arg(info, 0), "mib", 4096);
+  if (mib == 0) throw Napi::RangeError::New(env, "mib must be at least 1");
+  constexpr auto kPace = std::chrono::microseconds(200);
+  WaitPopulated(env);
+  MapLatencies idle;
+  for (const auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(300); std::chrono::steady_clock::now() < end;) {
+    TimeMapUnmap(idle);
+    std::this_thread::sleep_for(kPace);
+  }
+  MapLatencies busy;
+  ZeroedBuffer<uint64_t> buffer(size_t{mib} << 17);
+  const auto start = std::chrono::steady_clock::now();
+  buffer.PopulateInBackground();
+  while (!buffer.Populated()) {
+    TimeMapUnmap(busy);
+    std::this_thread::sleep_for(kPace);
+  }
+  const double populateMs = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  WaitPopulated(env);
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("idle", LatencyObject(env, idle));
+  out.Set("busy", LatencyObject(env, busy));
+  out.Set("populateMs", Napi::Number::New(env, populateMs));
   return out;
 }
 
@@ -38,6 +139,8 @@ Napi::Value CheckPopulatorPause(const Napi::CallbackInfo& info) {
 
 void InitPagePopulatorCheck(Napi::Env env, Napi::Object exports) {
   exports.Set("checkPopulatorPause", Napi::Function::New(env, CheckPopulatorPause, "checkPopulatorPause"));
+  exports.Set("checkPopulatorResult", Napi::Function::New(env, CheckPopulatorResult, "checkPopulatorResult"));
+  exports.Set("benchPopulatorContention", Napi::Function::New(env, BenchPopulatorContention, "benchPopulatorContention"));
 }
 
 }  // namespace testing

@@ -9,16 +9,15 @@
 // words (ext id and tokens hash, 16 B per block); the stall's is the median slice.
 // Runs synchronously on the calling thread: test/bench addon only, never in the production exports.
 #include <napi.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <vector>
 
 #include "napi_args.h"
 #include "pool_filter_state.h"
 #include "testing/modules.h"
+#include "testing/resident.h"
 
 namespace kvrelay {
 namespace testing {
@@ -26,16 +25,6 @@ namespace {
 
 constexpr uint32_t kBlocksPerPrompt = 16;
 constexpr size_t kEventsPerBatch = 256;  // 4096 blocks
-
-// Resident set size of this process, from /proc/self/statm (pages).
-uint64_t ResidentBytes() {
-  FILE* f = std::fopen("/proc/self/statm", "r");
-  if (f == nullptr) return 0;
-  unsigned long long size = 0, resident = 0;
-  const int n = std::fscanf(f, "%llu %llu", &size, &resident);
-  std::fclose(f);
-  return n == 2 ? resident * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) : 0;
-}
 
 // (sources, blocks) -> { blocks, rssBytes, accountedBytes, restRssBytes, restAccountedBytes, peakRssBytes,
 //   peakAccountedBytes, baselineRssBytes, lineageEntries, ownedHashes, residentCount, bucketCount, slices,

@@ -130,6 +130,8 @@ interface TestingBinding {
   checkBucketMapGrowth(valueBytes: 4 | 8, entries: number): BucketMapGrowth;
   checkBucketMapWaitsForSuccessor(valueBytes: 4 | 8): BucketMapSuccessorLoads;
   checkPopulatorPause(): { whilePaused: boolean; afterResume: boolean };
+  checkPopulatorResult(): PopulatorResult;
+  benchPopulatorContention(mib: number): PopulatorContention;
   xxh3BlocksBaseline(
     tokens: Uint32Array,
     promptOffsets: Uint32Array,
@@ -217,6 +219,36 @@ export function checkBucketMapWaitsForSuccessor(valueBytes: 4 | 8): BucketMapSuc
 /** native/page_populator.h: a background population waits while the caller changes the address space. */
 export function checkPopulatorPause(): { whilePaused: boolean; afterResume: boolean } {
   return testingAddon.checkPopulatorPause();
+}
+
+/** What a background population left in a buffer its owner had half written (checkPopulatorResult). */
+export interface PopulatorResult {
+  untouchedBytes: number;
+  residentGrowth: number;
+  writesKept: boolean;
+}
+
+/** native/page_populator.h: population faults every page in for writing and changes no byte. */
+export function checkPopulatorResult(): PopulatorResult {
+  return testingAddon.checkPopulatorResult();
+}
+
+/** An mmap + write + munmap of 256 KiB, timed. */
+export interface MapLatencies {
+  maxMs: number;
+  meanMs: number;
+  count: number;
+}
+
+export interface PopulatorContention {
+  idle: MapLatencies;
+  busy: MapLatencies;
+  populateMs: number;
+}
+
+/** native/page_populator.h: the calling thread's mmap/munmap latency while a fresh `mib` MiB buffer is populated, and idle. */
+export function benchPopulatorContention(mib: number): PopulatorContention {
+  return testingAddon.benchPopulatorContention(mib);
 }
 
 /** Benchmark baseline: raw XXH3 over exactly the windows hashBatch reads (xor of the hashes). */
