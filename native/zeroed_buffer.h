@@ -92,7 +92,8 @@ class ZeroedBuffer {
   // The first `count` elements will never be read or written again (a hash table drained into its
   // successor): their whole huge pages go back to the kernel now, instead of all at once when the
   // buffer is freed (and the buffer's memory falls as it drains). Mapped buffers only; a heap one is
-  // under 64 KiB and freed whole.
+  // under 64 KiB and freed whole. A population still running stops at its next huge page; the one it
+  // is touching may fault back in (zeros, freed with the buffer).
   void ReleaseFront(size_t count) {
     if (mapped_ == 0) return;
     const size_t bytes = count * sizeof(T) / kHugePage * kHugePage;
