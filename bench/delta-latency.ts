@@ -94,6 +94,8 @@ class PacedRun {
     private readonly ratePerSecond: number,
     /** Sequence of each source's message 0 (after a pre-fill's messages). */
     private readonly firstSequence = 0n,
+    /** Called once, as the first timed message is sent (the warm-up ended). */
+    private readonly onTimed: () => void = () => undefined,
   ) {
     this.sentAt = sources.map((s) => new Float64Array(s.payloads.length));
     this.arrivedAt = sources.map((s) => new Float64Array(s.payloads.length));
@@ -115,6 +117,7 @@ class PacedRun {
     const messages = Math.min(total * n, Math.floor((this.ratePerSecond * (PACED_WARMUP_MS + PACED_MEASURE_MS)) / 1000));
     const start = performance.now();
     let next = 0;
+    let warmedUp = false;
     this.sending = true;
     await new Promise<void>((resolve) => {
       const timer = setInterval(() => {
@@ -123,6 +126,10 @@ class PacedRun {
           const source = next % n;
           const index = 1 + Math.floor(next / n);
           const timed = performance.now() - start >= PACED_WARMUP_MS;
+          if (timed && !warmedUp) {
+            warmedUp = true;
+            this.onTimed();
+          }
           if (timed) this.timedPending++;
           this.send(source, index, timed);
         }
@@ -264,7 +271,11 @@ async function throughRelay(
     if (prefill) await sendPrefill(pubs, prefill, relay.metricsAddress);
     const producer = (await catalogProducers(relay.address, 1)).get('bench')!;
     const format = { seed: producer.ckfFormat!.seed, bucketCount: Number(producer.ckfFormat!.bucketCount) };
-    const run = new PacedRun(pubs, sources, ratePerSecond, BigInt(prefill?.payloads[0].length ?? 0));
+    // The relay's share and loop delay over the timed messages only, as the e2e latency.
+    let before: Promise<Map<number, number>> | undefined;
+    const run = new PacedRun(pubs, sources, ratePerSecond, BigInt(prefill?.payloads[0].length ?? 0), () => {
+      before = scrape(relay.metricsAddress).then(shareBuckets);
+    });
     const matcher = new MarkerMatcher(format, sources, (s, i) => run.arrived(s, i));
     const call = (client as unknown as KvEventRelayClient).subscribeKvPool({
       subscriberId: 'bench-delta-latency',
@@ -287,14 +298,13 @@ async function throughRelay(
     });
     call.on('error', (err) => failed(err));
     await Promise.race([snapshotDone, broken]);
-    const before = shareBuckets(await scrape(relay.metricsAddress));
     let sliceMaxMs = 0;
-    // Each scrape starts a new event-loop window: the longest delay over all of them.
+    // Each scrape starts a new event-loop window: the longest delay over those of the timed messages.
     let loopMaxMs = 0;
     const sampler = setInterval(() => {
       scrape(relay.metricsAddress).then((text) => {
         sliceMaxMs = Math.max(sliceMaxMs, metricSum(text, 'kv_dc_relay_pool_publication_slice_ms'));
-        loopMaxMs = Math.max(loopMaxMs, 1000 * metricSum(text, 'kv_dc_relay_event_loop_delay_seconds', 'quantile="1"'));
+        if (before) loopMaxMs = Math.max(loopMaxMs, 1000 * metricSum(text, 'kv_dc_relay_event_loop_delay_seconds', 'quantile="1"'));
       }, () => undefined);
     }, SLICE_SAMPLE_MS);
     const latency = await Promise.race([run.run(), broken]).finally(() => clearInterval(sampler));
@@ -302,7 +312,8 @@ async function throughRelay(
     const drops = ['ingest_gaps', 'ingest_overflows', 'pool_mailbox_overflows'].map((c) => `${c} ${metricSum(text, `kv_dc_relay_${c}_total`)}`).join(', ');
     call.on('error', () => undefined); // our own cancel
     call.cancel();
-    return { latency, drops, deltaBytesPerMessage: deltaBytes / run.messagesSent, sliceMaxMs, share: relayShare(before, shareBuckets(text)), loopMaxMs };
+    const share = before ? relayShare(await before, shareBuckets(text)) : 'no timed message';
+    return { latency, drops, deltaBytesPerMessage: deltaBytes / run.messagesSent, sliceMaxMs, share, loopMaxMs };
   } finally {
     client.close();
     await relay.stop();
@@ -396,7 +407,7 @@ export async function run(): Promise<BenchResult[]> {
         const note =
           `${FIXED_BLOCKS_PER_S ? 'DELTA_LATENCY_BLOCKS_PER_S: half of a max taken as' : 'half of the max'} ${round(max / 1e6, 2)} M blocks/s the pool applied in this run on ${workload.name} (${round(ratePerSecond, 0)} messages/s of 16 events × 32 blocks, bs 16, ${REMOVALS[workload.mix]}); ` +
           `relay p50 ${round(relay.latency.p50Ms)} ms, max ${round(relay.latency.maxMs)} ms over ${relay.latency.timed} messages, ` +
-          `the relay's own share (ingest receive → delta published, ${RELAY_SHARE}, warm-up included) ${relay.share}, ` +
+          `the relay's own share over the timed messages (ingest receive → delta published, ${RELAY_SHARE}) ${relay.share}, ` +
           `its event loop's longest delay ${round(relay.loopMaxMs)} ms, ` +
           `${relay.latency.lost} timed messages lost (relay over the whole run: ${relay.drops}); bare p50 ${round(bare.p50Ms)} ms (${bare.lost} lost), ` +
           `one frame per message of the relay's delta bytes per message (${Math.round(relay.deltaBytesPerMessage)} B); default publication (threshold ${DEFAULT_TIMING.publicationThreshold}, ` +
