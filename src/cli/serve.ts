@@ -5,7 +5,8 @@
 // 2; SIGINT/SIGTERM shut down (health NOT_SERVING, streams end, connections closed) and exit 0
 // within 5 s. The config file is watched; valid changes to `endpoints` apply live.
 import { parseArgs } from 'util';
-import { EVENT_LOOP_SLICE_US, SHUTDOWN_DEADLINE_MS } from '../config/defaults';
+import * as v8 from 'v8';
+import { EVENT_LOOP_SLICE_US, GC_HEAP_GROWING_PERCENT, SHUTDOWN_DEADLINE_MS } from '../config/defaults';
 import { ConfigError } from '../config/errors';
 import { createLogger } from '../log';
 import { setThreadSlice } from '../native';
@@ -31,6 +32,8 @@ export async function serveCommand(argv: string[]): Promise<number> {
   // The process's own main thread, before the relay starts the threads that inherit it (ingest, ZMQ
   // I/O): an embedder's startRelay() leaves its threads' scheduling alone.
   const sliced = setThreadSlice(EVENT_LOOP_SLICE_US);
+  // Process-wide like the slice, so here and not in startRelay(): an embedder's heap is its own.
+  v8.setFlagsFromString(`--heap-growing-percent=${GC_HEAP_GROWING_PERCENT}`);
   // Installed before starting, so a signal during startup still ends in an orderly shutdown.
   const signalled = new Promise<NodeJS.Signals>((resolve) => {
     process.once('SIGINT', () => resolve('SIGINT'));
@@ -49,6 +52,7 @@ export async function serveCommand(argv: string[]): Promise<number> {
     return 1;
   }
   logger.info({ sliceUs: EVENT_LOOP_SLICE_US, applied: sliced }, 'scheduler slice');
+  logger.info({ heapGrowingPercent: GC_HEAP_GROWING_PERCENT }, 'heap growing factor');
   // A transport failure was logged where it happened; it stops the relay like a signal, but exits 1.
   const signal = await Promise.race([signalled, relay.failed.then(() => undefined)]);
   if (signal) logger.info({ signal }, 'signal received');

@@ -5,7 +5,7 @@ import * as fs from 'fs';
 import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
-import { EVENT_LOOP_SLICE_US } from '../../src/config/defaults';
+import { EVENT_LOOP_SLICE_US, GC_HEAP_GROWING_PERCENT } from '../../src/config/defaults';
 import { makeClient } from '../../src/wire/service';
 import type { KvPoolCatalogUpdate } from '../../src/wire/types';
 import { loggedAddress, spawnCli } from '../support/cli-process';
@@ -133,6 +133,18 @@ test('serve gives its event loop a short scheduler slice where the kernel allows
   const slice = /^se\.slice\s*:\s*(\d+)/m.exec(fs.readFileSync(`/proc/${pid}/task/${pid}/sched`, 'utf8'))?.[1];
   if (event.applied) expect(Number(slice)).toBe(EVENT_LOOP_SLICE_US * 1000);
   else expect(slice === undefined || Number(slice) !== EVENT_LOOP_SLICE_US * 1000).toBe(true);
+  r.child.kill('SIGTERM');
+  expect((await r.exit).code).toBe(0);
+});
+
+test('serve sets the heap growing factor (fewer major GCs on a small live heap) and says so', async () => {
+  const r = run(['serve', '--config', write('gc.json', '{"dcId": "dc-a"}'), '--bind', '127.0.0.1:0']);
+  await listening(r);
+  const event = await waitForValue(() => {
+    const events = r.stderr().trim().split('\n').map((l) => JSON.parse(l) as { msg: string; heapGrowingPercent?: number });
+    return events.find((e) => e.msg === 'heap growing factor');
+  }, 'the heap growing factor event', 15_000, 20);
+  expect(event.heapGrowingPercent).toBe(GC_HEAP_GROWING_PERCENT);
   r.child.kill('SIGTERM');
   expect((await r.exit).code).toBe(0);
 });
