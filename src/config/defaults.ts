@@ -77,8 +77,8 @@ export const EVENT_LOOP_SLICE_US = 100;
  * above a ~23 MB live heap (its memory reducer shrinks it when the main thread allocates little), so
  * a major collection ran 2-4 times a second, each with up to ~12 ms of marking steps on the event
  * loop and a 2-8 ms pause. mixed-load, 10-s windows: 3-5 major GCs per run instead of 26-40,
- * loop-delay p99 4.0-4.5 ms (4 runs) against 5.6-10.7 ms (7 runs), the heap's committed size the same
- * (42 MB). The heap's maximum is unchanged.
+ * loop-delay p99 3.9-5.2 ms (9 runs, 5- and 10-s windows) against 5.6-10.7 ms (7 runs), the heap's
+ * committed size the same (42 MB). The heap's maximum is unchanged.
  */
 export const GC_HEAP_GROWING_PERCENT = 300;
 /** Upper bound of a complete shutdown (process contract). */

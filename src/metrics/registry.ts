@@ -1,5 +1,6 @@
 // Prometheus metrics of a relay process (wire-contract.md §10.1 names, plus ingest and producer
-// counters). Every value is sampled from its owner at scrape time, so nothing here holds state.
+// counters). Every value is sampled from its owner at scrape time, so nothing here holds state; the
+// one exception is the delta-latency histogram, observed as deltas are published.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { SourceStats } from '../ingest/types';
 import type { PublicationStats, StreamKind } from '../publication/stats';
