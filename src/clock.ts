@@ -1,6 +1,6 @@
-// The relay's wall clock in milliseconds since the Unix epoch, sub-millisecond. Unlike
-// performance.now() it is comparable across threads (each worker thread has its own time origin), so
-// a time taken on an ingest thread can be subtracted from one taken on the main thread.
-export function wallClockMs(): number {
-  return performance.timeOrigin + performance.now();
+// The system's monotonic clock in milliseconds, sub-millisecond: the same on every thread of the
+// process, so a time taken on an ingest thread can be subtracted from one taken on the main thread,
+// and no wall-clock step (NTP) between the two readings skews the difference.
+export function monotonicMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
 }

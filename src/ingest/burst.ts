@@ -1,7 +1,7 @@
 // One rank's burst: the engine messages its socket had queued at one wake-up, each decoded by the
 // native decoder (decode, validate, hash) straight into one packed apply batch, so that a burst
 // costs one hand-off to the pool rather than one per message and no JS object per event or block.
-import { wallClockMs } from '../clock';
+import { monotonicMs } from '../clock';
 import { EngineBatchDecoder, needsRoom, type EngineDecodeResult } from '../native';
 import { MESSAGE_INFO_STRIDE, type PackedEngineEvents } from './types';
 
@@ -34,7 +34,7 @@ export class PackedBurst {
    * or RankOutOfRange) and adds nothing.
    */
   add(sequence: bigint, payload: Uint8Array, fallbackRank: number): EngineDecodeResult {
-    if (this.messages === 0) this.receivedAtMs = wallClockMs();
+    if (this.messages === 0) this.receivedAtMs = monotonicMs();
     for (;;) {
       const r = this.decoder.decodeInto(payload, fallbackRank, this.meta, this.metaLength, this.words, this.wordsLength);
       if (needsRoom(r)) {

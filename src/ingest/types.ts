@@ -26,7 +26,7 @@ export interface PackedEngineEvents {
   messageInfo: Uint32Array;
   /** Stores dropped because their block size is not the pool's (counted by the pool). */
   droppedBlockSize: number;
-  /** When its first message was decoded, just after its socket read (src/clock.ts wallClockMs). */
+  /** When its first message was decoded, just after its socket read (src/clock.ts monotonicMs). */
   receivedAtMs: number;
   /**
    * The socket still held messages when the burst was cut at INGEST_MESSAGES_PER_TURN: its next

@@ -29,7 +29,7 @@
 // (wire-contract.md §8.2): a batch that does not fit is dropped and its source reset, as on a gap
 // (later batches rebuild it from live events), and counted — the actor never grows with its backlog.
 import { setImmediate as nextTurn } from 'timers/promises';
-import { wallClockMs } from '../clock';
+import { monotonicMs } from '../clock';
 import type { Logger } from '../log';
 import { MESSAGE_INFO_STRIDE, type PackedEngineEvents, type SourceKey } from '../ingest/types';
 import type { DeltaFrame, PoolFeed, PoolImage, PoolListener } from '../publication/source';
@@ -112,7 +112,7 @@ interface Inbox {
   batches: number;
   eventCount: number;
   blocks: number;
-  /** When the oldest of its batches was received (wallClockMs); Infinity for none (a reset alone). */
+  /** When the oldest of its batches was received (monotonicMs); Infinity for none (a reset alone). */
   receivedAtMs: number;
   /** Settles once the inbox was applied (or its apply failed). */
   applied: Promise<void>;
@@ -563,7 +563,7 @@ export class PoolActor implements PoolFeed {
     this.lastSequence = end.sequence;
     this.counters.deltasPublished += 1;
     listener.delta(frame);
-    if (window.sinceMs !== Infinity) this.options.onDeltaPublished?.(wallClockMs() - window.sinceMs);
+    if (window.sinceMs !== Infinity) this.options.onDeltaPublished?.(monotonicMs() - window.sinceMs);
   }
 
   private fence(reason: string): void {

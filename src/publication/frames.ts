@@ -7,7 +7,6 @@ import { FilterUpdateKind } from '../wire/enums';
 import type { ProducerIdentity, RelayIdentity, WireMessages } from '../wire/types';
 import { FRAME_OVERHEAD_BYTES } from '../config/defaults';
 import { MAX_U64 } from '../config/limits';
-import { wallClockMs } from '../clock';
 import type { CatalogState, PoolLoadState, ReadinessState, ServingLoadState } from './source';
 import type { Window } from './windows';
 
@@ -15,7 +14,7 @@ const EMPTY = new Uint8Array(0);
 
 /** Wall clock in microseconds since the Unix epoch. */
 export function nowMicros(): bigint {
-  return BigInt(Math.round(wallClockMs() * 1000));
+  return BigInt(Math.round((performance.timeOrigin + performance.now()) * 1000));
 }
 
 type Envelope = 'protocolVersion' | 'relay' | 'contractMarker';

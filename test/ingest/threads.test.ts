@@ -88,7 +88,7 @@ test('the bursts of a turn and the counters changed up to them pack into one tra
     sequences: BigUint64Array.from([10n, 11n]),
     messageInfo: Uint32Array.from([0, 4, 1, 7]),
     droppedBlockSize: 3,
-    receivedAtMs: 1_764_900_000_123.456, // the wall clock's sub-millisecond part crosses too
+    receivedAtMs: 86_400_123.456, // the clock's sub-millisecond part crosses too
   };
   const b: PackedEngineEvents = { ...a, workerId: 5n, meta: Uint32Array.from([9]), messages: 1, sequences: BigUint64Array.from([4n]), messageInfo: Uint32Array.from([2, 1]), droppedBlockSize: 0, receivedAtMs: 1 };
   const counters = (workerId: bigint, dpRank: number, base: number, lastSequence: bigint | null): SourceStats => ({

@@ -10,7 +10,7 @@ import type { ProducerIdentity } from '../../src/wire/types';
 import pino from 'pino';
 import { silentLogger } from '../../src/log';
 import { waitFor } from '../support/waitFor';
-import { wallClockMs } from '../../src/clock';
+import { monotonicMs } from '../../src/clock';
 import { withStallMonitor } from '../../bench/support/stall';
 import { ACTOR_MAILBOX_CAPACITY, INGEST_LOG_MAX_PER_WINDOW, PENDING_EVENT_PERMITS, PACING_MAX_SLICE_BLOCKS, PACING_MAX_SLICE_MS, PENDING_BLOCK_PERMITS } from '../../src/config/defaults';
 
@@ -307,7 +307,7 @@ test('each published delta reports its latency from the receive of its oldest ba
   const rec = new Recorder();
   await a.attach(rec);
   // Two batches of one turn, one delta: the older one (received 80 ms ago, behind a busy hand-off) counts.
-  const early = { ...batch([stored([2n], tokens(4, 10))]), receivedAtMs: wallClockMs() - 80 };
+  const early = { ...batch([stored([2n], tokens(4, 10))]), receivedAtMs: monotonicMs() - 80 };
   a.events(early);
   a.events(batch([stored([3n], tokens(4, 20))]));
   await a.idle();
