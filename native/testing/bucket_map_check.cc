@@ -14,6 +14,7 @@
 #include "ckf.h"
 #include "napi_args.h"
 #include "testing/modules.h"
+#include "testing/population_hold.h"
 
 namespace kvrelay {
 namespace testing {
@@ -316,31 +317,24 @@ double LoadAtGrowth(Napi::Env env, bool held) {
   uint64_t rng = 11;
   uint64_t prepared = 0;
   pages::Populator& populator = pages::Populator::Instance();
-  populator.Hold(held);
+  const PopulationHold hold(held);
   double load = 0;
   for (uint64_t i = 0; i < (uint64_t{1} << 24) && load == 0; ++i) {
     const typename BucketMap<V>::Shape before = map.GetShape();
     const size_t sizeBefore = map.size();
-    if (map.Emplace(ckf::SplitmixNext(&rng) | 1, static_cast<V>(i)).first == nullptr) {
-      populator.Hold(false);
-      throw Napi::Error::New(env, "allocation failed");
-    }
+    if (map.Emplace(ckf::SplitmixNext(&rng) | 1, static_cast<V>(i)).first == nullptr) throw Napi::Error::New(env, "allocation failed");
     const typename BucketMap<V>::Shape after = map.GetShape();
     if (!held && after.prepared != prepared && !populator.WaitIdle(std::chrono::seconds(30))) {
       throw Napi::Error::New(env, "a successor's pages did not come in within 30 s");
     }
     prepared = after.prepared;
     if (i % 256 == 0) {
-      if (const char* broken = map.Invariant()) {
-        populator.Hold(false);
-        throw Napi::Error::New(env, broken);
-      }
+      if (const char* broken = map.Invariant()) throw Napi::Error::New(env, broken);
     }
     if (after.growths != before.growths && before.buckets >= kMappedBuckets && before.oldBuckets == 0) {
       load = static_cast<double>(sizeBefore) / static_cast<double>(before.buckets * BucketMap<V>::kSlots);
     }
   }
-  populator.Hold(false);
   if (const char* broken = map.Invariant()) throw Napi::Error::New(env, broken);
   return load;
 }

@@ -8,11 +8,11 @@
 #include <chrono>
 #include <cstdint>
 #include <thread>
-#include <vector>
 
 #include "napi_args.h"
 #include "page_populator.h"
 #include "testing/modules.h"
+#include "testing/population_hold.h"
 #include "testing/resident.h"
 #include "zeroed_buffer.h"
 
@@ -54,15 +54,16 @@ Napi::Value CheckPopulatorPause(const Napi::CallbackInfo& info) {
 // shared zero page) and leave every word the owner wrote as it was.
 Napi::Value CheckPopulatorResult(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  pages::Populator& populator = pages::Populator::Instance();
   constexpr size_t kWords = size_t{4} << 20;
   const auto written = [](size_t i) { return 0x9e3779b97f4a7c15ULL ^ i; };
   ZeroedBuffer<uint64_t> buffer(kWords);
-  populator.Hold(true);
-  buffer.PopulateInBackground();
-  for (size_t i = 0; i < kWords / 2; i += kSmallPageWords) buffer[i] = written(i);
-  const uint64_t before = ResidentBytes();
-  populator.Hold(false);
+  uint64_t before;
+  {
+    const PopulationHold hold;
+    buffer.PopulateInBackground();
+    for (size_t i = 0; i < kWords / 2; i += kSmallPageWords) buffer[i] = written(i);
+    before = ResidentBytes();
+  }
   WaitPopulated(env);
   const uint64_t after = ResidentBytes();
   const uint64_t growth = after > before ? after - before : 0;  // a shrink elsewhere must not wrap to a pass
