@@ -20,7 +20,7 @@ const PACE_MS = 10;
 
 // The engine: a PUB with a small queue. Sends a small valid batch every 20 ms; on 'go' a paced burst
 // of undecodable 1 MiB payloads (each one the relay reads counts as malformed), then signals `done`;
-// small batches again until 'stop'.
+// small batches again until 'stop', then closes its socket and says 'closed'.
 const PUBLISHER = `
 const { parentPort, workerData } = require('worker_threads');
 const { Publisher } = require(workerData.zeromq);
@@ -41,21 +41,27 @@ parentPort.on('message', (m) => { phase = m; });
       for (let i = 0; i < burst; i++) { await pub.send(frames(big)); await pause(paceMs); }
       Atomics.store(flag, 0, 1);
       Atomics.notify(flag, 0);
-      phase = 'small';
+      if (phase === 'go') phase = 'small'; // a 'stop' sent meanwhile stands
     }
     await pub.send(frames(Buffer.from(small)));
     await pause(20);
   }
   pub.close();
+  parentPort.postMessage('closed');
 })();
 `;
 
 let worker: Worker | undefined;
 let sub: KvEventSubscriber | undefined;
 afterEach(async () => {
-  worker?.postMessage('stop');
+  const w = worker;
+  // zeromq.js aborts the process when a thread ends with a socket still open or a send pending
+  // (zeromq.js #411): the worker is terminated only once its publisher closed (or it exited).
+  const closed = w && new Promise<void>((resolve) => w.on('message', (m) => m === 'closed' && resolve()).once('exit', () => resolve()));
+  w?.postMessage('stop');
   await sub?.close();
-  await worker?.terminate();
+  await closed;
+  await w?.terminate();
   worker = sub = undefined;
 });
 
