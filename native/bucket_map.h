@@ -36,7 +36,8 @@
 //   successor is not in yet takes keys past 0.85 (up to 0.92) rather than switch to it;
 // - a drain gives the old table's pages back as it passes them (ZeroedBuffer::ReleaseFront), so the
 //   transient peak (both tables) falls while it drains, and no 100+ MiB munmap (~10 ms in small
-//   pages) comes at its end.
+//   pages) comes at its end; the populating thread keeps them a few seconds for the next successor
+//   (pages::WarmPages), which so needs few fresh pages.
 //
 // An insertion may move other entries (a cuckoo path, a drain step, a rebuild), and an erase may move
 // an entry of its bucket or the stash, or drain: a pointer from Find or Emplace is valid only until the
@@ -869,6 +870,7 @@ class BucketMap {
     if (MaxEntries(next.buckets.size()) < room) next = Table(CapacityFor(room), next.seed);
     old_ = std::move(table_);
     table_ = std::move(next);
+    table_.buckets.Use();
     NextGeneration();
     cursor_ = 0;
     plannedFor_[0] = plannedFor_[1] = SIZE_MAX;

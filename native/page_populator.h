@@ -1,6 +1,7 @@
 // Faulting a fresh mapping's pages in on a background thread, so that their first touch (zeroing; on
 // the project's VM the host backs each fresh page then, ~1.5 ms per MiB) does not land on the thread
-// that will use the memory: ZeroedBuffer::PopulateInBackground.
+// that will use the memory: ZeroedBuffer::PopulateInBackground. Where a drained table's huge pages are
+// still kept (WarmPages), the thread moves them in and zeroes them instead.
 #pragma once
 #include <sys/mman.h>
 #include <sys/resource.h>
@@ -9,14 +10,19 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <system_error>
 #include <thread>
+#include <vector>
+
+#include "warm_pages.h"
 
 namespace kvrelay {
 namespace pages {
@@ -24,8 +30,12 @@ namespace pages {
 // with it: a buffer freed first hands the munmap to it.
 struct Populating {
   std::atomic<bool> done{false};
-  bool cancelled = false;  // guarded by Populator::mutex_: stop faulting pages in
-  bool orphaned = false;   // and unmap it when done
+  // Guarded by Populator::mutex_:
+  bool cancelled = false;  // stop faulting pages in
+  bool orphaned = false;   // and unmap it (from unmapFrom) when done
+  bool inUse = false;      // the owner writes into it: no kept page may replace one of its pages now
+  bool replacing = false;  // the thread is moving a kept page into it
+  size_t unmapFrom = 0;    // bytes at the front no longer the buffer's (given to WarmPages)
   void* base = nullptr;
   size_t length = 0;
 };
@@ -50,32 +60,46 @@ class Populator {
   // false: no thread could be started (the pages then fault in on use).
   bool Add(const std::shared_ptr<Populating>& job) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!started_) {
-      try {
-        std::thread([this] { Run(); }).detach();
-      } catch (const std::system_error&) {
-        return false;
-      }
-      started_ = true;
-    }
+    if (!Start()) return false;
     jobs_.push_back(job);
     ready_.notify_one();
     return true;
   }
-  // Called by a buffer being freed: true if its job is not done, and the thread now unmaps it.
-  bool Orphan(Populating* job) {
+  // Called by a buffer being freed: true if its job is not done, and the thread now unmaps it from
+  // `unmapFrom` (what the buffer did not give to Keep).
+  bool Orphan(Populating* job, size_t unmapFrom) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (job->done.load(std::memory_order_relaxed)) return false;
     job->cancelled = true;
     job->orphaned = true;
+    job->unmapFrom = unmapFrom;
     ready_.notify_all();  // a held thread waiting on this job lets it go
     return true;
   }
-  // Called by a buffer giving pages back: the rest of it is not wanted any more.
+  // Called by a buffer giving pages back: the rest of it is not wanted any more. Returns once no kept
+  // page is being moved into it.
   void Cancel(Populating* job) {
-    std::lock_guard<std::mutex> lock(mutex_);
+    std::unique_lock<std::mutex> lock(mutex_);
     job->cancelled = true;
     ready_.notify_all();
+    replaced_.wait(lock, [job] { return !job->replacing; });
+  }
+  // Called by a buffer's owner before it first writes into it: from now on the thread only touches
+  // its pages (which keeps every word), and a kept page being moved in is in and zeroed on return.
+  void Use(Populating* job) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    job->inUse = true;
+    replaced_.wait(lock, [job] { return !job->replacing; });
+  }
+  // Takes [base, base + length) (whole huge pages at a huge-page boundary, no longer used by their
+  // buffer) into WarmPages: the thread moves them into a later buffer or unmaps them. false: no thread
+  // could be started, and the caller still owns the range.
+  bool Keep(void* base, size_t length) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!Start()) return false;
+    warm_.Keep(static_cast<char*>(base), length, WarmPages::Clock::now());
+    ready_.notify_all();  // the thread schedules their expiry
+    return true;
   }
   // Around the caller's own mmap, munmap and madvise calls (AddressSpaceChange): where a fault still
   // holds what such a call needs (the address-space lock on kernels without per-VMA locks, or the
@@ -104,9 +128,37 @@ class Populator {
     std::unique_lock<std::mutex> lock(mutex_);
     return idle_.wait_for(lock, timeout, [this] { return jobs_.empty() && !busy_; });
   }
+  // For tests and benches: bytes kept in WarmPages now; how long a kept page waits for a buffer; and
+  // a wait until none is kept (false after `timeout`).
+  size_t WarmBytes() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return warm_.Bytes();
+  }
+  // Huge pages the thread populated since it started: touched (fresh), replaced by a kept one, and
+  // kept ones it unmapped unused.
+  struct Counts {
+    uint64_t touched = 0;
+    uint64_t replaced = 0;
+    uint64_t expired = 0;
+  };
+  Counts GetCounts() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return counts_;
+  }
+  void SetWarmHold(std::chrono::milliseconds hold) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    warmHold_ = hold;
+    ready_.notify_all();
+  }
+  template <typename Duration>
+  bool WaitWarmEmpty(Duration timeout) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return idle_.wait_for(lock, timeout, [this] { return warm_.empty(); });
+  }
 
  private:
-  static constexpr size_t kChunk = size_t{2} << 20;
+  // A huge page at a time: a kept one replaces a chunk whole.
+  static constexpr size_t kChunk = WarmPages::kPiece;
   static constexpr size_t kSmallPage = size_t{4} << 10;
 
   // Faults [base, base + length) in for writing without changing a byte, even where the owner
@@ -120,29 +172,93 @@ class Populator {
     }
   }
 
+  // Under mutex_: starts the thread once. false: it could not be started.
+  bool Start() {
+    if (started_) return true;
+    try {
+      std::thread([this] { Run(); }).detach();
+    } catch (const std::system_error&) {
+      return false;
+    }
+    started_ = true;
+    return true;
+  }
+
+  // Moves a kept huge page over `target` (a huge page of a buffer its owner does not use yet) and
+  // zeroes it. A move that fails leaves the target as it was: it is touched instead.
+  static void Replace(char* piece, char* target) {
+    if (mremap(piece, kChunk, kChunk, MREMAP_MAYMOVE | MREMAP_FIXED, target) == MAP_FAILED) {
+      munmap(piece, kChunk);
+      Touch(target, kChunk);
+      return;
+    }
+    std::memset(target, 0, kChunk);
+  }
+
+  // Under `lock`, the thread free: unmaps the kept pages that expired (the lock released meanwhile).
+  void UnmapExpired(std::unique_lock<std::mutex>& lock) {
+    std::vector<char*> expired;
+    warm_.TakeExpired(WarmPages::Clock::now(), warmHold_, &expired);
+    if (expired.empty()) return;
+    lock.unlock();
+    for (char* piece : expired) munmap(piece, kChunk);
+    lock.lock();
+    counts_.expired += expired.size();
+    idle_.notify_all();
+  }
+
+  // Under `lock`: waits for a job the thread may start, unmapping kept pages as they expire.
+  std::shared_ptr<Populating> NextJob(std::unique_lock<std::mutex>& lock) {
+    for (;;) {
+      if (Free()) {
+        UnmapExpired(lock);
+        if (!jobs_.empty()) break;
+      }
+      if (warm_.empty()) {
+        ready_.wait(lock);
+      } else {
+        ready_.wait_until(lock, warm_.NextExpiry(warmHold_));
+      }
+    }
+    std::shared_ptr<Populating> job = std::move(jobs_.front());
+    jobs_.pop_front();
+    busy_ = true;
+    return job;
+  }
+
   void Run() {
     setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
     for (;;) {
       std::shared_ptr<Populating> job;
       {
         std::unique_lock<std::mutex> lock(mutex_);
-        ready_.wait(lock, [this] { return !jobs_.empty() && Free(); });
-        job = std::move(jobs_.front());
-        jobs_.pop_front();
-        busy_ = true;
+        job = NextJob(lock);
       }
       char* base = static_cast<char*>(job->base);
       for (size_t at = 0; at < job->length; at += kChunk) {
+        const size_t length = std::min(kChunk, job->length - at);
+        char* piece = nullptr;
         {
           std::unique_lock<std::mutex> lock(mutex_);
           ready_.wait(lock, [this, &job] { return Free() || job->cancelled; });
           if (job->cancelled) break;
+          // A buffer starts on a huge-page boundary, so its whole chunks are huge pages.
+          if (!job->inUse && length == kChunk) piece = warm_.Take();
+          job->replacing = piece != nullptr;
+          ++(piece != nullptr ? counts_.replaced : counts_.touched);
         }
-        Touch(base + at, std::min(kChunk, job->length - at));
+        if (piece == nullptr) {
+          Touch(base + at, length);
+          continue;
+        }
+        Replace(piece, base + at);
+        std::lock_guard<std::mutex> lock(mutex_);
+        job->replacing = false;
+        replaced_.notify_all();
       }
       std::lock_guard<std::mutex> lock(mutex_);
       job->done.store(true, std::memory_order_release);
-      if (job->orphaned) munmap(job->base, job->length);
+      if (job->orphaned && job->unmapFrom < job->length) munmap(base + job->unmapFrom, job->length - job->unmapFrom);
       busy_ = false;
       idle_.notify_all();
     }
@@ -154,7 +270,11 @@ class Populator {
   std::mutex mutex_;
   std::condition_variable ready_;
   std::condition_variable idle_;
+  std::condition_variable replaced_;
   std::deque<std::shared_ptr<Populating>> jobs_;
+  WarmPages warm_;
+  Counts counts_;
+  std::chrono::milliseconds warmHold_ = WarmPages::kDefaultHold;
   bool started_ = false;
   bool held_ = false;
   bool busy_ = false;  // a job taken from jobs_ and not done yet

@@ -57,9 +57,10 @@ class ZeroedBuffer {
   ~ZeroedBuffer() {
     if (data_ == nullptr) return;
     if (mapped_ != 0) {
-      if (populating_ != nullptr && pages::Populator::Instance().Orphan(populating_.get())) return;
+      if (populating_ != nullptr && pages::Populator::Instance().Orphan(populating_.get(), given_)) return;
+      if (given_ == mapped_) return;
       const pages::AddressSpaceChange change;
-      munmap(data_, mapped_);
+      munmap(reinterpret_cast<char*>(data_) + given_, mapped_ - given_);
     } else {
       std::free(data_);
     }
@@ -86,21 +87,34 @@ class ZeroedBuffer {
   // No page left for PopulateInBackground's thread to fault in (or none asked of it).
   bool Populated() const { return populating_ == nullptr || populating_->done.load(std::memory_order_acquire); }
 
+  // Called before the owner first writes into a buffer it asked to populate: the populating thread may
+  // move kept pages (WarmPages) over pages nobody uses yet, and must not once the owner does.
+  void Use() {
+    if (populating_ != nullptr) pages::Populator::Instance().Use(populating_.get());
+  }
+
   // Bytes the buffer holds: less what ReleaseFront gave back.
   size_t HeldBytes() const { return count_ * sizeof(T) - released_; }
 
   // The first `count` elements will never be read or written again (a hash table drained into its
-  // successor): their whole huge pages go back to the kernel now, instead of all at once when the
-  // buffer is freed (and the buffer's memory falls as it drains). Mapped buffers only; a heap one is
-  // under 64 KiB and freed whole. A population still running stops at its next huge page; the one it
-  // is touching may fault back in (zeros, freed with the buffer).
+  // successor): their whole huge pages leave the buffer now, instead of all at once when it is freed
+  // (and the buffer's memory falls as it drains). They go to the populating thread's WarmPages, which
+  // moves them into the next buffer it populates or unmaps them after a while; without that thread,
+  // back to the kernel. Mapped buffers only; a heap one is under 64 KiB and freed whole. A population
+  // of this buffer still running stops at its next huge page.
   void ReleaseFront(size_t count) {
     if (mapped_ == 0) return;
     const size_t bytes = count * sizeof(T) / kHugePage * kHugePage;
     if (bytes <= released_) return;
     if (populating_ != nullptr) pages::Populator::Instance().Cancel(populating_.get());
-    const pages::AddressSpaceChange change;
-    madvise(reinterpret_cast<char*>(data_) + released_, bytes - released_, MADV_DONTNEED);
+    char* from = reinterpret_cast<char*>(data_) + released_;
+    // Given away only as one run from the start, so that the buffer unmaps the rest in one call.
+    if (given_ == released_ && pages::Populator::Instance().Keep(from, bytes - released_)) {
+      given_ = bytes;
+    } else {
+      const pages::AddressSpaceChange change;
+      madvise(from, bytes - released_, MADV_DONTNEED);
+    }
     released_ = bytes;
   }
 
@@ -117,6 +131,7 @@ class ZeroedBuffer {
     std::swap(count_, other.count_);
     std::swap(mapped_, other.mapped_);
     std::swap(released_, other.released_);
+    std::swap(given_, other.given_);
     std::swap(populating_, other.populating_);
   }
 
@@ -124,6 +139,7 @@ class ZeroedBuffer {
   size_t count_ = 0;
   size_t mapped_ = 0;
   size_t released_ = 0;  // bytes from the start given back by ReleaseFront (whole huge pages)
+  size_t given_ = 0;     // of those, the ones WarmPages took: no longer mapped by this buffer
   std::shared_ptr<pages::Populating> populating_;  // PopulateInBackground's thread, if one was asked
 };
 

@@ -27,6 +27,14 @@ void WaitPopulated(Napi::Env env) {
   if (!pages::Populator::Instance().WaitIdle(kPopulationTimeout)) throw Napi::Error::New(env, "population did not end within 30 s");
 }
 
+void RequireReady(Napi::Env env, const WarmPagesScope& scope) {
+  if (!scope.ready()) throw Napi::Error::New(env, "kept pages were not unmapped within 30 s");
+}
+
+constexpr auto kKeepForTheCheck = std::chrono::minutes(10);
+constexpr size_t kHugePageWords = (size_t{2} << 20) / sizeof(uint64_t);
+uint64_t Pattern(size_t i) { return 0x9e3779b97f4a7c15ULL ^ i; }
+
 // () -> { whilePaused, afterResume }: whether a buffer asked to populate in the background was
 // populated within 300 ms while an AddressSpaceChange was open, and once it closed.
 Napi::Value CheckPopulatorPause(const Napi::CallbackInfo& info) {
@@ -55,7 +63,9 @@ Napi::Value CheckPopulatorPause(const Napi::CallbackInfo& info) {
 Napi::Value CheckPopulatorResult(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   constexpr size_t kWords = size_t{4} << 20;
-  const auto written = [](size_t i) { return 0x9e3779b97f4a7c15ULL ^ i; };
+  const auto written = Pattern;
+  const WarmPagesScope noKeptPages(std::chrono::milliseconds(0));  // fresh pages only
+  RequireReady(env, noKeptPages);
   ZeroedBuffer<uint64_t> buffer(kWords);
   uint64_t before;
   {
@@ -73,6 +83,87 @@ Napi::Value CheckPopulatorResult(const Napi::CallbackInfo& info) {
   out.Set("untouchedBytes", Napi::Number::New(env, static_cast<double>(kWords / 2 * sizeof(uint64_t))));
   out.Set("residentGrowth", Napi::Number::New(env, static_cast<double>(growth)));
   out.Set("writesKept", Napi::Boolean::New(env, kept));
+  return out;
+}
+
+// () -> { keptBytes, leftBytes, residentGrowth, populatedBytes, zeroed, writable, unmappedAtExpiry }:
+// a drained buffer of 16 huge pages and a bit, every small page written, gives its front back; a
+// fresh buffer of 8 huge pages is then populated. Its pages must be the kept ones (the resident set
+// barely grows), all zeros and writable; the 8 pages left kept must go when their hold ends.
+Napi::Value CheckWarmPagesReuse(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  pages::Populator& populator = pages::Populator::Instance();
+  constexpr size_t kDrainedWords = 16 * kHugePageWords + kSmallPageWords;  // a tail that stays mapped
+  constexpr size_t kFreshWords = 8 * kHugePageWords;
+  Napi::Object out = Napi::Object::New(env);
+  {
+    const WarmPagesScope scope(kKeepForTheCheck);
+    RequireReady(env, scope);
+    ZeroedBuffer<uint64_t> drained(kDrainedWords);
+    for (size_t i = 0; i < kDrainedWords; i += kSmallPageWords) drained[i] = Pattern(i);
+    drained.ReleaseFront(kDrainedWords);
+    out.Set("keptBytes", Napi::Number::New(env, static_cast<double>(populator.WarmBytes())));
+    const uint64_t before = ResidentBytes();
+    ZeroedBuffer<uint64_t> fresh(kFreshWords);
+    fresh.PopulateInBackground();
+    WaitPopulated(env);
+    fresh.Use();
+    const uint64_t after = ResidentBytes();
+    out.Set("residentGrowth", Napi::Number::New(env, static_cast<double>(after > before ? after - before : 0)));
+    out.Set("populatedBytes", Napi::Number::New(env, static_cast<double>(kFreshWords * sizeof(uint64_t))));
+    out.Set("leftBytes", Napi::Number::New(env, static_cast<double>(populator.WarmBytes())));
+    bool zeroed = true;
+    for (size_t i = 0; i < kFreshWords; ++i) zeroed = zeroed && fresh[i] == 0;
+    for (size_t i = 0; i < kFreshWords; i += kSmallPageWords) fresh[i] = Pattern(i);
+    bool writable = true;
+    for (size_t i = 0; i < kFreshWords; i += kSmallPageWords) writable = writable && fresh[i] == Pattern(i);
+    out.Set("zeroed", Napi::Boolean::New(env, zeroed));
+    out.Set("writable", Napi::Boolean::New(env, writable));
+    const uint64_t kept = ResidentBytes();
+    populator.SetWarmHold(std::chrono::milliseconds(0));
+    const bool unmapped = populator.WaitWarmEmpty(kPopulationTimeout);
+    const uint64_t expired = ResidentBytes();
+    out.Set("unmappedAtExpiry", Napi::Number::New(env, unmapped && kept > expired ? static_cast<double>(kept - expired) : 0));
+  }
+  return out;
+}
+
+// () -> { keptBytes, leftBytes, writesKept }: a buffer whose owner starts using it (Use) before the
+// held populating thread got to it takes no kept page: the owner's words all stay.
+Napi::Value CheckWarmPagesInUse(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  pages::Populator& populator = pages::Populator::Instance();
+  constexpr size_t kWords = 4 * kHugePageWords;
+  const WarmPagesScope scope(kKeepForTheCheck);
+  RequireReady(env, scope);
+  ZeroedBuffer<uint64_t> drained(kWords);
+  for (size_t i = 0; i < kWords; i += kSmallPageWords) drained[i] = Pattern(i);
+  drained.ReleaseFront(kWords);
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("keptBytes", Napi::Number::New(env, static_cast<double>(populator.WarmBytes())));
+  ZeroedBuffer<uint64_t> used(kWords);
+  {
+    const PopulationHold hold;
+    used.PopulateInBackground();
+    used.Use();
+    for (size_t i = 0; i < kWords; i += kSmallPageWords) used[i] = ~Pattern(i);
+  }
+  WaitPopulated(env);
+  bool kept = true;
+  for (size_t i = 0; i < kWords; i += kSmallPageWords) kept = kept && used[i] == ~Pattern(i);
+  out.Set("leftBytes", Napi::Number::New(env, static_cast<double>(populator.WarmBytes())));
+  out.Set("writesKept", Napi::Boolean::New(env, kept));
+  return out;
+}
+
+// () -> { touched, replaced, expired }: pages::Populator's counts (huge pages) since it started.
+Napi::Value PopulatorCounts(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const pages::Populator::Counts c = pages::Populator::Instance().GetCounts();
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("touched", Napi::Number::New(env, static_cast<double>(c.touched)));
+  out.Set("replaced", Napi::Number::New(env, static_cast<double>(c.replaced)));
+  out.Set("expired", Napi::Number::New(env, static_cast<double>(c.expired)));
   return out;
 }
 
@@ -137,11 +228,45 @@ Napi::Value BenchPopulatorContention(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// (mib) -> { freshMs, keptMs, replaced }: how long the populating thread takes for a buffer of `mib`
+// MiB of fresh pages, then for one of the same size once a drained buffer of that size gave its huge
+// pages back (WarmPages: moved in and zeroed), and how many huge pages it so replaced.
+Napi::Value BenchWarmPages(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const uint64_t mib = args::UInt(args::Arg(info, 0), "mib", 4096);
+  if (mib < 2) throw Napi::RangeError::New(env, "mib must be at least 2");
+  const size_t words = size_t{mib} << 17;
+  const WarmPagesScope scope(kKeepForTheCheck);
+  RequireReady(env, scope);
+  const auto populate = [&](ZeroedBuffer<uint64_t>* buffer) {
+    const auto start = std::chrono::steady_clock::now();
+    buffer->PopulateInBackground();
+    WaitPopulated(env);
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  };
+  ZeroedBuffer<uint64_t> drained(words);
+  const double freshMs = populate(&drained);
+  drained.Use();
+  drained.ReleaseFront(words);
+  const uint64_t before = pages::Populator::Instance().GetCounts().replaced;
+  ZeroedBuffer<uint64_t> successor(words);
+  const double keptMs = populate(&successor);
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("freshMs", Napi::Number::New(env, freshMs));
+  out.Set("keptMs", Napi::Number::New(env, keptMs));
+  out.Set("replaced", Napi::Number::New(env, static_cast<double>(pages::Populator::Instance().GetCounts().replaced - before)));
+  return out;
+}
+
 }  // namespace
 
 void InitPagePopulatorCheck(Napi::Env env, Napi::Object exports) {
   exports.Set("checkPopulatorPause", Napi::Function::New(env, CheckPopulatorPause, "checkPopulatorPause"));
   exports.Set("checkPopulatorResult", Napi::Function::New(env, CheckPopulatorResult, "checkPopulatorResult"));
+  exports.Set("checkWarmPagesReuse", Napi::Function::New(env, CheckWarmPagesReuse, "checkWarmPagesReuse"));
+  exports.Set("checkWarmPagesInUse", Napi::Function::New(env, CheckWarmPagesInUse, "checkWarmPagesInUse"));
+  exports.Set("populatorCounts", Napi::Function::New(env, PopulatorCounts, "populatorCounts"));
+  exports.Set("benchWarmPages", Napi::Function::New(env, BenchWarmPages, "benchWarmPages"));
   exports.Set("benchPopulatorContention", Napi::Function::New(env, BenchPopulatorContention, "benchPopulatorContention"));
 }
 

@@ -4,7 +4,9 @@
 // distinct, the worst case for the owner table) through ApplyBatch, in slices of 4096 blocks (the pool
 // actor's synchronous apply bound, SLICE_BLOCKS in src/producer/pool-actor.ts), each timed with
 // its drain. Reports the process RSS growth and the state's own accounting at the end, at rest
-// (SettleTables: no table draining or prepared) and at their peak over the fill, and the slice
+// (SettleTables: no table draining or prepared, and the drained tables' huge pages that the populating
+// thread keeps for a while, pages::WarmPages, unmapped when their hold ends) and at their peak over
+// the fill, and the slice
 // times. The memory baseline, measured the same way in the same call: a plain array of the input
 // words (ext id and tokens hash, 16 B per block); the stall's is the median slice.
 // Runs synchronously on the calling thread: test/bench addon only, never in the production exports.
@@ -17,6 +19,7 @@
 #include "napi_args.h"
 #include "pool_filter_state.h"
 #include "testing/modules.h"
+#include "testing/population_hold.h"
 #include "testing/resident.h"
 
 namespace kvrelay {
@@ -26,7 +29,7 @@ namespace {
 constexpr uint32_t kBlocksPerPrompt = 16;
 constexpr size_t kEventsPerBatch = 256;  // 4096 blocks
 
-// (sources, blocks) -> { blocks, rssBytes, accountedBytes, restRssBytes, restAccountedBytes, peakRssBytes,
+// (sources, blocks) -> { blocks, rssBytes, accountedBytes, keptBytes, keptForMs, restRssBytes, restAccountedBytes, peakRssBytes,
 //   peakAccountedBytes, baselineRssBytes, lineageEntries, ownedHashes, residentCount, bucketCount, slices,
 //   maxSliceMs, maxSliceAtBlocks, p999SliceMs, p99SliceMs, medianSliceMs, totalMs }
 Napi::Value BenchPoolMemoryNative(const Napi::CallbackInfo& info) {
@@ -56,6 +59,9 @@ Napi::Value BenchPoolMemoryNative(const Napi::CallbackInfo& info) {
   drainValues.reserve(size_t{kEventsPerBatch} * kBlocksPerPrompt * 2);
 
   uint64_t rng = 42;
+  // Pages kept from earlier benches in this process would make the fill look cheaper.
+  const WarmPagesScope keptPages(pages::WarmPages::kDefaultHold);
+  if (!keptPages.ready()) throw Napi::Error::New(env, "kept pages were not unmapped within 30 s");
   const uint64_t before = ResidentBytes();
   Napi::Object out = Napi::Object::New(env);
   auto num = [&](double v) { return Napi::Number::New(env, v); };
@@ -85,7 +91,13 @@ Napi::Value BenchPoolMemoryNative(const Napi::CallbackInfo& info) {
     out.Set("blocks", num(static_cast<double>(blocks)));
     out.Set("rssBytes", num(static_cast<double>(ResidentBytes() - before)));
     out.Set("accountedBytes", num(static_cast<double>(state.MemoryBytes())));
+    out.Set("keptBytes", num(static_cast<double>(pages::Populator::Instance().WarmBytes())));
     state.SettleTables();
+    const auto settled = std::chrono::steady_clock::now();
+    if (!pages::Populator::Instance().WaitWarmEmpty(pages::WarmPages::kDefaultHold + std::chrono::seconds(30))) {
+      throw Napi::Error::New(env, "kept pages outlived their hold by 30 s");
+    }
+    out.Set("keptForMs", num(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - settled).count()));
     out.Set("restRssBytes", num(static_cast<double>(ResidentBytes() - before)));
     out.Set("restAccountedBytes", num(static_cast<double>(state.MemoryBytes())));
     out.Set("peakRssBytes", num(static_cast<double>(peakRss - before)));

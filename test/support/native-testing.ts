@@ -51,7 +51,11 @@ export interface NativeMemoryBench {
   rssBytes: number;
   /** The state's own accounting of its tables at the end of the fill. */
   accountedBytes: number;
-  /** Both again at rest: every drain finished and prepared successor dropped (SettleTables). */
+  /** Drained tables' huge pages the populating thread kept at the end of the fill (native/warm_pages.h). */
+  keptBytes: number;
+  /** How long after SettleTables the last kept page was unmapped (its hold ended). */
+  keptForMs: number;
+  /** Both again at rest: every drain finished, prepared successor dropped (SettleTables), kept pages unmapped. */
   restRssBytes: number;
   restAccountedBytes: number;
   /** The most either reached after any slice of the fill. */
@@ -131,7 +135,11 @@ interface TestingBinding {
   checkBucketMapWaitsForSuccessor(valueBytes: 4 | 8): BucketMapSuccessorLoads;
   checkPopulatorPause(): { whilePaused: boolean; afterResume: boolean };
   checkPopulatorResult(): PopulatorResult;
+  checkWarmPagesReuse(): WarmPagesReuse;
+  checkWarmPagesInUse(): WarmPagesInUse;
   benchPopulatorContention(mib: number): PopulatorContention;
+  benchWarmPages(mib: number): WarmPagesBench;
+  populatorCounts(): PopulatorCounts;
   xxh3BlocksBaseline(
     tokens: Uint32Array,
     promptOffsets: Uint32Array,
@@ -231,6 +239,58 @@ export interface PopulatorResult {
 /** native/page_populator.h: population faults every page in for writing and changes no byte. */
 export function checkPopulatorResult(): PopulatorResult {
   return testingAddon.checkPopulatorResult();
+}
+
+/** A populated buffer made of a drained one's kept huge pages (checkWarmPagesReuse). */
+export interface WarmPagesReuse {
+  keptBytes: number;
+  leftBytes: number;
+  residentGrowth: number;
+  populatedBytes: number;
+  zeroed: boolean;
+  writable: boolean;
+  /** How much the resident set fell when the kept pages' hold ended. */
+  unmappedAtExpiry: number;
+}
+
+/** native/warm_pages.h: a drained buffer's huge pages become the next populated buffer's, zeroed. */
+export function checkWarmPagesReuse(): WarmPagesReuse {
+  return testingAddon.checkWarmPagesReuse();
+}
+
+/** A buffer its owner used before the populating thread reached it (checkWarmPagesInUse). */
+export interface WarmPagesInUse {
+  keptBytes: number;
+  leftBytes: number;
+  writesKept: boolean;
+}
+
+/** native/warm_pages.h: no kept page replaces a page of a buffer in use. */
+export function checkWarmPagesInUse(): WarmPagesInUse {
+  return testingAddon.checkWarmPagesInUse();
+}
+
+/** Population of fresh pages against kept ones (benchWarmPages). */
+export interface WarmPagesBench {
+  freshMs: number;
+  keptMs: number;
+  /** Huge pages the second population took from WarmPages. */
+  replaced: number;
+}
+
+export function benchWarmPages(mib: number): WarmPagesBench {
+  return testingAddon.benchWarmPages(mib);
+}
+
+/** Huge pages the populating thread faulted in fresh, replaced by kept ones, and unmapped unused. */
+export interface PopulatorCounts {
+  touched: number;
+  replaced: number;
+  expired: number;
+}
+
+export function populatorCounts(): PopulatorCounts {
+  return testingAddon.populatorCounts();
 }
 
 /** An mmap + write + munmap of 256 KiB, timed. */
