@@ -153,7 +153,7 @@ class Populator {
   template <typename Duration>
   bool WaitWarmEmpty(Duration timeout) {
     std::unique_lock<std::mutex> lock(mutex_);
-    return idle_.wait_for(lock, timeout, [this] { return warm_.empty(); });
+    return idle_.wait_for(lock, timeout, [this] { return warm_.empty() && !unmapping_; });
   }
 
  private:
@@ -200,9 +200,11 @@ class Populator {
     std::vector<char*> expired;
     warm_.TakeExpired(WarmPages::Clock::now(), warmHold_, &expired);
     if (expired.empty()) return;
+    unmapping_ = true;
     lock.unlock();
     for (char* piece : expired) munmap(piece, kChunk);
     lock.lock();
+    unmapping_ = false;
     counts_.expired += expired.size();
     idle_.notify_all();
   }
@@ -273,6 +275,7 @@ class Populator {
   std::condition_variable replaced_;
   std::deque<std::shared_ptr<Populating>> jobs_;
   WarmPages warm_;
+  bool unmapping_ = false;  // expired kept pages taken out of warm_, not unmapped yet
   Counts counts_;
   std::chrono::milliseconds warmHold_ = WarmPages::kDefaultHold;
   bool started_ = false;
