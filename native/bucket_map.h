@@ -48,6 +48,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <iterator>
 #include <new>
 #include <type_traits>
 #include <utility>
@@ -83,12 +84,17 @@ class BucketMap {
  public:
   static constexpr int kSlots = kCounted ? 5 : 4;
   // Old buckets drained per insertion and per erase. Growth from the top of the band to 0.66 leaves
-  // room for 0.19 of the new slots before the next growth, and 2 per insertion would do (StartMigration
-  // sizes the table so that the drain always ends in time). 4 ends it after about a quarter of that:
-  // filling 10 M blocks over 64 sources (bench/pool-memory), against 2, the peak memory fell from 74 to
-  // 57 B per block (tables drain for a shorter part of their growth), the slowest 4096-block apply
-  // from 350-420 to 240-330 ms and the fill from 8.1-8.6 to 7.0-7.2 s; 8 gained nothing more.
-  static constexpr size_t kDrainSteps = 4;
+  // room for 0.19 of the new slots before the next growth, and 2 per insertion do (StartMigration
+  // sizes the table so that the drain always ends in time). Each step moves up to kSlots entries to
+  // random lines, so while a table drains its insertions cost several times the others: with 4, a
+  // 1-source pool filling at 1 M blocks/s applied slower than its engines published for ~100-300 ms
+  // at each growth, and the deltas of those stretches waited 20-80 ms (event->delta p99 31-81 ms,
+  // bench/delta-latency); with 2, 8-20 ms, at the same ingest rate (bench/ingest-scale) and the same
+  // memory at rest. The price: tables drain for twice as long, so more of them hold both tables at
+  // once (the peak over a 10 M-block fill over 64 sources rose from 60 to 63.5 B per block RSS).
+  // Measured 2026-12-05 (BENCHMARKS.md); 4 had been chosen before the growth step was x1.29, when
+  // it also filled faster than 2.
+  static constexpr size_t kDrainSteps = 2;
   // Cuckoo path length bound: in this load band a path averages under two moves (bench/filter).
   static constexpr int kMaxPath = 32;
   // The most entries one Emplace or erase moves (drain steps with their cuckoo paths, then the key's
@@ -307,6 +313,11 @@ class BucketMap {
   // cannot place (crafted, or very unlucky) cost a rebuild only after the stash doubled.
   static constexpr size_t kMinStash = 8;
   static constexpr uint64_t kInitialSeed = 0x2545F4914F6CDD1DULL;
+  // How far ahead of the drain an old bucket's keys have their new lines asked for (Plan): one bucket
+  // ahead left most of the moves waiting for memory; with 4 drain steps, 3 filled 6 M blocks of 1 source
+  // in 1.72-1.76 s instead of 2.05-2.18 (bench/pool-memory's fill), 7 no faster.
+  static constexpr size_t kPlanAhead = 3;
+  static constexpr size_t kPlanRing = kPlanAhead + 1;
   // Drained buckets per ReleaseFront call: a huge page of them (what it gives back at a time).
   static constexpr size_t kReleaseBuckets = (size_t{2} << 20) / 64;
 
@@ -777,9 +788,9 @@ class BucketMap {
           // The next bucket's entries go to random lines of the new table: ask for them now, and keep
           // their candidates for when it drains (a drain step that computed them twice cost ~15 %
           // of the instructions of a growing pool).
-          if (cursor_ + 1 < old_.buckets.size()) Plan(cursor_ + 1);
-          const Planned* planned = planned_[cursor_ & 1];
-          const bool valid = plannedFor_[cursor_ & 1] == cursor_;
+          if (cursor_ + kPlanAhead < old_.buckets.size()) Plan(cursor_ + kPlanAhead);
+          const Planned* planned = planned_[cursor_ % kPlanRing];
+          const bool valid = plannedFor_[cursor_ % kPlanRing] == cursor_;
           for (; s < kSlots; ++s) {
             const uint64_t key = b.keys[s];
             if (key == 0) continue;
@@ -846,10 +857,10 @@ class BucketMap {
     dropLimit_ = Pending() ? buckets * kSlots * kDropLoadPer1024 / 1024 : 0;
   }
 
-  // The new-table candidates of an old bucket's keys, prefetched one bucket ahead of the drain.
+  // The new-table candidates of an old bucket's keys, prefetched kPlanAhead buckets ahead of the drain.
   void Plan(size_t bucket) {
     const Bucket& b = old_.buckets[bucket];
-    Planned* planned = planned_[bucket & 1];
+    Planned* planned = planned_[bucket % kPlanRing];
     for (int t = 0; t < kSlots; ++t) {
       const uint64_t key = b.keys[t];
       planned[t].key = key;
@@ -858,7 +869,7 @@ class BucketMap {
       __builtin_prefetch(&table_.buckets[planned[t].homes.first], 0, 1);
       __builtin_prefetch(&table_.buckets[planned[t].homes.second], 0, 1);
     }
-    plannedFor_[bucket & 1] = bucket;
+    plannedFor_[bucket % kPlanRing] = bucket;
   }
 
   // Replaces the table by `next` (empty); the old one drains into it. Sized up, if need be (a new
@@ -873,7 +884,7 @@ class BucketMap {
     table_.buckets.Use();
     NextGeneration();
     cursor_ = 0;
-    plannedFor_[0] = plannedFor_[1] = SIZE_MAX;
+    std::fill(std::begin(plannedFor_), std::end(plannedFor_), SIZE_MAX);
     SetLimits();
     if (old_.size == 0) EndMigration();
   }
@@ -996,8 +1007,9 @@ class BucketMap {
     uint64_t key;
     Homes homes;
   };
-  Planned planned_[2][kSlots];  // by the parity of the old bucket they were planned for
-  size_t plannedFor_[2] = {SIZE_MAX, SIZE_MAX};
+  Planned planned_[kPlanRing][kSlots];  // by the old bucket they were planned for, modulo kPlanRing
+  static_assert(kPlanRing == 4, "plannedFor_ starts with every slot unplanned");
+  size_t plannedFor_[kPlanRing] = {SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX};
   bool hasZero_ = false;
   V zeroValue_{};
   uint64_t secondBucket_ = 0;
