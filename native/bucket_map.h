@@ -83,6 +83,8 @@ class BucketMap {
 
  public:
   static constexpr int kSlots = kCounted ? 5 : 4;
+  // Past this many buckets a table is mapped memory, and a map's growths are staggered (growthPhase).
+  static constexpr size_t kStaggerBuckets = 1024;
   // Old buckets drained per insertion and per erase. Growth from the top of the band to 0.66 leaves
   // room for 0.19 of the new slots before the next growth, and 2 per insertion do (StartMigration
   // sizes the table so that the drain always ends in time). Each step moves up to kSlots entries to
@@ -101,7 +103,12 @@ class BucketMap {
   // own path); only the fallbacks above move more. Typical operations move none or a few.
   static constexpr uint64_t kMaxMovesPerOp = kDrainSteps * kSlots * (kMaxPath + 1) + kMaxPath;
 
-  BucketMap() : table_(kMinBuckets, kInitialSeed) {}
+  BucketMap() : BucketMap(0) {}
+  // Maps given different growth phases (any numbers; consecutive ones spread best) grow at different
+  // sizes once past kStaggerBuckets. The pool's lineage tables fill in step when their sources
+  // publish alike, and without it they all grew, and drained, within the same few insertions: 8 or 64
+  // drains at once made a pool's apply slower than its engines published (BENCHMARKS.md, 2026-12-05).
+  explicit BucketMap(uint64_t growthPhase) : table_(kMinBuckets, kInitialSeed), stagger_(StaggerOf(growthPhase)) {}
 
   size_t size() const { return Entries() + (hasZero_ ? 1 : 0); }
   bool empty() const { return size() == 0; }
@@ -321,8 +328,19 @@ class BucketMap {
   // Drained buckets per ReleaseFront call: a huge page of them (what it gives back at a time).
   static constexpr size_t kReleaseBuckets = (size_t{2} << 20) / 64;
 
-  static size_t CapacityFor(size_t entries) {
-    const size_t buckets = entries * 1024 / (kGrowToLoadPer1024 * kSlots) + 1;
+  // A growth's step, less one, in 1/1024: from kMaxLoad down to kGrowToLoad (x1.29).
+  static constexpr size_t kGrowthStepPer1024 = kMaxLoadPer1024 * 1024 / kGrowToLoadPer1024 - 1024;
+  // A growth phase's fraction of a growth step (0 for phase 0), in 1/1024: the golden ratio's
+  // multiples, so that any run of consecutive phases spreads evenly.
+  static size_t StaggerOf(uint64_t phase) {
+    const uint64_t fraction = (phase * 0x9E3779B97F4A7C15ULL) >> 32;  // of 2^32
+    return static_cast<size_t>((fraction * kGrowthStepPer1024) >> 32);
+  }
+  size_t CapacityFor(size_t entries) const {
+    size_t buckets = entries * 1024 / (kGrowToLoadPer1024 * kSlots) + 1;
+    // Once, at the growth past kStaggerBuckets: every later growth sizes from the entries the table
+    // then holds, so the later tables keep the offset, and their loads stay in the band.
+    if (table_.buckets.size() < kStaggerBuckets && buckets >= kStaggerBuckets) buckets += buckets * stagger_ / 1024;
     return buckets < kMinBuckets ? kMinBuckets : buckets;
   }
   static size_t MaxEntries(size_t buckets) { return buckets * kSlots * kMaxLoadPer1024 / 1024; }
@@ -1010,6 +1028,7 @@ class BucketMap {
   Planned planned_[kPlanRing][kSlots];  // by the old bucket they were planned for, modulo kPlanRing
   static_assert(kPlanRing == 4, "plannedFor_ starts with every slot unplanned");
   size_t plannedFor_[kPlanRing] = {SIZE_MAX, SIZE_MAX, SIZE_MAX, SIZE_MAX};
+  size_t stagger_;  // StaggerOf(growthPhase)
   bool hasZero_ = false;
   V zeroValue_{};
   uint64_t secondBucket_ = 0;

@@ -33,7 +33,8 @@ PoolFilterState::Lineage* PoolFilterState::GetOrCreateSource(uint64_t workerId, 
   Lineage* existing = FindSource(workerId, dpRank);
   if (existing != nullptr) return existing;
   auto& slot = sources_[SourceKey{workerId, dpRank}];
-  slot = std::make_unique<Lineage>();
+  // Each its own growth phase: sources that publish alike grow their tables at different sizes.
+  slot = std::make_unique<Lineage>(++lineagesMade_);
   return slot.get();
 }
 
@@ -307,6 +308,12 @@ size_t PoolFilterState::MemoryBytes() const {
 void PoolFilterState::SettleTables() {
   owners_.Settle();
   for (auto& entry : sources_) entry.second->Settle();
+}
+
+std::vector<size_t> PoolFilterState::LineageBucketCounts() const {
+  std::vector<size_t> counts;
+  for (const auto& entry : sources_) counts.push_back(entry.second->GetShape().buckets);
+  return counts;
 }
 
 }  // namespace pool

@@ -112,6 +112,8 @@ class PoolFilterState {
   // and drops prepared successors now (time proportional to the tables, so never on the relay's
   // path). Throws std::bad_alloc.
   void SettleTables();
+  // For tests: the bucket count of each source's lineage table, in source order.
+  std::vector<size_t> LineageBucketCounts() const;
 
  private:
   // Four bytes, so an owner-table slot is 12 (5 to a 64-byte bucket; the spec's u32 owner count loses its top bit, which
@@ -212,6 +214,7 @@ class PoolFilterState {
   uint64_t maxTrackedBlocks_;
   DirtyWindow dirty_;
   std::map<SourceKey, std::unique_ptr<Lineage>> sources_;
+  uint64_t lineagesMade_ = 0;  // the next lineage table's growth phase, less one
   SourceKey cachedKey_{0, 0};
   Lineage* cachedSource_ = nullptr;
   BucketMap<Ownership> owners_;

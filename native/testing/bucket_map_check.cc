@@ -4,8 +4,10 @@
 // at the first difference or broken invariant, naming the operation.
 #include <napi.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -339,6 +341,45 @@ double LoadAtGrowth(Napi::Env env, bool held) {
   return load;
 }
 
+// (maps, entries, staggered) -> { growths, maxTogether }: `maps` maps of 8-byte values (lineage
+// tables) filled in step to `entries` each, with growth phases 1..maps when `staggered`, else all 0.
+// growths: the successors prepared for a table of kStaggerBuckets or more, over all maps (at a fixed
+// load, where the switch to them depends on their population's pace); maxTogether: the most of them
+// prepared within 1/64 of the entries a map held then.
+Napi::Value CheckBucketMapStagger(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const uint32_t maps = args::U32(args::Arg(info, 0), "maps");
+  const uint64_t entries = args::U64(args::Arg(info, 1), "entries", true);
+  const bool staggered = args::Arg(info, 2).ToBoolean().Value();
+  if (maps == 0 || maps > 64 || entries > (uint64_t{1} << 22)) throw Napi::RangeError::New(env, "need maps in [1, 64] and entries <= 2^22");
+  using Map = BucketMap<uint64_t>;
+  std::vector<std::unique_ptr<Map>> all;
+  for (uint32_t m = 0; m < maps; ++m) all.push_back(std::make_unique<Map>(staggered ? m + 1 : 0));
+  std::vector<uint64_t> starts;  // the insertion (per map) at which each counted migration started
+  uint64_t rng = 5;
+  for (uint64_t i = 0; i < entries; ++i) {
+    for (auto& map : all) {
+      const Map::Shape before = map->GetShape();
+      if (map->Emplace(ckf::SplitmixNext(&rng) | 1, i).first == nullptr) throw Napi::Error::New(env, "allocation failed");
+      if (map->GetShape().prepared != before.prepared && before.buckets >= Map::kStaggerBuckets) starts.push_back(i);
+    }
+  }
+  for (auto& map : all) {
+    if (const char* broken = map->Invariant()) throw Napi::Error::New(env, broken);
+  }
+  // Within 1/64 of the size a map had then: a growth step is ~0.29 of it.
+  std::sort(starts.begin(), starts.end());
+  size_t together = 0;
+  for (size_t a = 0, b = 0; b < starts.size(); ++b) {
+    while ((starts[b] - starts[a]) * 64 >= starts[b]) ++a;
+    together = std::max(together, b - a + 1);
+  }
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("growths", Napi::Number::New(env, static_cast<double>(starts.size())));
+  out.Set("maxTogether", Napi::Number::New(env, static_cast<double>(together)));
+  return out;
+}
+
 // (valueBytes) -> { held, populated }: the load at which a mapped table moved to its successor when the
 // successor's pages were not in yet (the populating thread held), and when they were.
 Napi::Value CheckBucketMapWaitsForSuccessor(const Napi::CallbackInfo& info) {
@@ -356,6 +397,7 @@ Napi::Value CheckBucketMapWaitsForSuccessor(const Napi::CallbackInfo& info) {
 void InitBucketMapCheck(Napi::Env env, Napi::Object exports) {
   exports.Set("checkBucketMap", Napi::Function::New(env, CheckBucketMap, "checkBucketMap"));
   exports.Set("checkBucketMapGrowth", Napi::Function::New(env, CheckBucketMapGrowth, "checkBucketMapGrowth"));
+  exports.Set("checkBucketMapStagger", Napi::Function::New(env, CheckBucketMapStagger, "checkBucketMapStagger"));
   exports.Set("checkBucketMapWaitsForSuccessor",
               Napi::Function::New(env, CheckBucketMapWaitsForSuccessor, "checkBucketMapWaitsForSuccessor"));
 }

@@ -130,10 +130,42 @@ Napi::Value BenchPoolMemoryNative(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// (sources, blocksPerSource) -> number[]: the bucket count of each source's lineage table once
+// `sources` sources stored `blocksPerSource` blocks each, round-robin in 16-block root prompts.
+Napi::Value CheckLineageStagger(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const uint32_t sources = args::U32(args::Arg(info, 0), "sources");
+  const uint64_t perSource = args::U64(args::Arg(info, 1), "blocksPerSource", true);
+  if (sources == 0 || sources > 256 || perSource > (uint64_t{1} << 20)) {
+    throw Napi::RangeError::New(env, "need sources in [1, 256] and blocksPerSource <= 2^20");
+  }
+  pool::PoolFilterState state(1u << 16, ckf::kDefaultSeed, ckf::kDefaultMaxKicks);
+  std::vector<uint32_t> meta;
+  std::vector<uint64_t> words;
+  std::vector<uint8_t> errors;
+  uint64_t rng = 7;
+  for (uint64_t stored = 0; stored < perSource; stored += kBlocksPerPrompt) {
+    meta.clear();
+    words.clear();
+    for (uint32_t s = 0; s < sources; ++s) {
+      meta.insert(meta.end(), {pool::kStored, 0, 0, 0, kBlocksPerPrompt});
+      words.push_back(1 + s);
+      for (uint32_t i = 0; i < 2 * kBlocksPerPrompt; ++i) words.push_back(ckf::SplitmixNext(&rng));
+    }
+    errors.resize(sources);
+    state.ApplyBatch(meta.data(), meta.size(), words.data(), errors.data());
+  }
+  const std::vector<size_t> counts = state.LineageBucketCounts();
+  Napi::Array out = Napi::Array::New(env, counts.size());
+  for (size_t i = 0; i < counts.size(); ++i) out.Set(static_cast<uint32_t>(i), Napi::Number::New(env, static_cast<double>(counts[i])));
+  return out;
+}
+
 }  // namespace
 
 void InitPoolMemoryBench(Napi::Env env, Napi::Object exports) {
   exports.Set("benchPoolMemoryNative", Napi::Function::New(env, BenchPoolMemoryNative, "benchPoolMemoryNative"));
+  exports.Set("checkLineageStagger", Napi::Function::New(env, CheckLineageStagger, "checkLineageStagger"));
 }
 
 }  // namespace testing

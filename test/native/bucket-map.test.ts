@@ -5,7 +5,7 @@
 // drain while keys are found, inserted and erased in both tables, walk cuckoo paths, fill its stash,
 // migrate under a new seed, rebuild mid-drain and finish a drain for a large Reserve. The pool vectors
 // (pool.test.ts, pool-plan.test.ts, ckf.test.ts) check it through the owner counts and lineage they observe.
-import { checkBucketMap, checkBucketMapGrowth, checkBucketMapWaitsForSuccessor } from '../support/native-testing';
+import { checkBucketMap, checkBucketMapGrowth, checkBucketMapStagger, checkBucketMapWaitsForSuccessor, checkLineageStagger } from '../support/native-testing';
 import { expectThrows } from './hashing.helpers';
 
 describe.each([4, 8] as const)('BucketMap with %p-byte values vs std::unordered_map', (valueBytes) => {
@@ -58,11 +58,34 @@ describe.each([4, 8] as const)('BucketMap with %p-byte values vs std::unordered_
   });
 });
 
+describe('BucketMap growth phases', () => {
+  // Tables filled in step (a pool's lineage tables, its sources publishing alike) must not all grow,
+  // and drain, at once: each drain makes its insertions several times dearer.
+  it.each([8, 64])('spread the growths of %p maps filled in step', (maps) => {
+    const staggered = checkBucketMapStagger(maps, 40_000, true);
+    const inStep = checkBucketMapStagger(maps, 40_000, false);
+    expect(inStep.maxTogether).toBe(maps);
+    expect(staggered.growths).toBeGreaterThan(5 * maps);
+    expect(staggered.maxTogether).toBeLessThanOrEqual(Math.max(2, maps / 8));
+  });
+
+  it("give each of a pool's sources its own phase", () => {
+    const buckets = checkLineageStagger(8, 30_000);
+    expect(buckets).toHaveLength(8);
+    // Equal stores over 8 sources: without phases every table would be the same size.
+    expect(new Set(buckets).size).toBe(8);
+  });
+});
+
 describe('BucketMap checks', () => {
   it('reject bad arguments with an error, not a crash', () => {
     expectThrows(() => checkBucketMap(1n, 10, 0, 4), 'RangeError');
     expectThrows(() => checkBucketMap(1n, 2 ** 29, 10, 8), 'RangeError');
     expectThrows(() => checkBucketMap(1n, 10, 10, 5 as 4), 'RangeError');
     expectThrows(() => checkBucketMapGrowth(8, 2 ** 27), 'RangeError');
+    expectThrows(() => checkBucketMapStagger(0, 10, true), 'RangeError');
+    expectThrows(() => checkBucketMapStagger(65, 10, true), 'RangeError');
+    expectThrows(() => checkLineageStagger(0, 10), 'RangeError');
+    expectThrows(() => checkLineageStagger(8, 2 ** 21), 'RangeError');
   });
 });

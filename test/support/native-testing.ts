@@ -133,6 +133,8 @@ interface TestingBinding {
   checkBucketMap(seed: bigint, operations: number, keySpace: number, valueBytes: 4 | 8): BucketMapCheck;
   checkBucketMapGrowth(valueBytes: 4 | 8, entries: number): BucketMapGrowth;
   checkBucketMapWaitsForSuccessor(valueBytes: 4 | 8): BucketMapSuccessorLoads;
+  checkBucketMapStagger(maps: number, entries: number, staggered: boolean): BucketMapStagger;
+  checkLineageStagger(sources: number, blocksPerSource: number): number[];
   checkPopulatorPause(): { whilePaused: boolean; afterResume: boolean };
   checkPopulatorResult(): PopulatorResult;
   checkWarmPagesReuse(): WarmPagesReuse;
@@ -222,6 +224,24 @@ export function checkBucketMapGrowth(valueBytes: 4 | 8, entries: number): Bucket
 /** native/bucket_map.h: when a table moves to its prepared successor, with its pages held back and in. */
 export function checkBucketMapWaitsForSuccessor(valueBytes: 4 | 8): BucketMapSuccessorLoads {
   return testingAddon.checkBucketMapWaitsForSuccessor(valueBytes);
+}
+
+/** Successors prepared by maps filled in step (checkBucketMapStagger). */
+export interface BucketMapStagger {
+  /** Successors prepared for tables of kStaggerBuckets or more, over all maps. */
+  growths: number;
+  /** The most of them prepared within 1/64 of the entries a map held then. */
+  maxTogether: number;
+}
+
+/** native/bucket_map.h: `maps` lineage-like maps filled in step, with growth phases 1..maps or all 0. */
+export function checkBucketMapStagger(maps: number, entries: number, staggered: boolean): BucketMapStagger {
+  return testingAddon.checkBucketMapStagger(maps, entries, staggered);
+}
+
+/** native/pool_filter_state.cc: each source's lineage bucket count after equal round-robin stores. */
+export function checkLineageStagger(sources: number, blocksPerSource: number): number[] {
+  return testingAddon.checkLineageStagger(sources, blocksPerSource);
 }
 
 /** native/page_populator.h: a background population waits while the caller changes the address space. */
