@@ -118,21 +118,12 @@ class Populator {
   // For tests: while held, the thread faults nothing in (a successor then stays unpopulated, as on a
   // machine whose population lags the inserts).
   void Hold(bool held) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    held_ = held;
-    ready_.notify_all();
+    Update([&] { held_ = held; });
   }
   // For tests: returns once every job added so far is done (not held), or false after `timeout`.
   template <typename Duration>
   bool WaitIdle(Duration timeout) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    return idle_.wait_for(lock, timeout, [this] { return jobs_.empty() && !busy_; });
-  }
-  // For tests and benches: bytes kept in WarmPages now; how long a kept page waits for a buffer; and
-  // a wait until none is kept (false after `timeout`).
-  size_t WarmBytes() {
-    std::lock_guard<std::mutex> lock(mutex_);
-    return warm_.Bytes();
+    return WaitFor(timeout, [this] { return jobs_.empty() && !busy_; });
   }
   // Huge pages the thread populated since it started: touched (fresh), replaced by a kept one, and
   // kept ones it unmapped unused.
@@ -145,15 +136,18 @@ class Populator {
     std::lock_guard<std::mutex> lock(mutex_);
     return counts_;
   }
-  void SetWarmHold(std::chrono::milliseconds hold) {
+  // For tests and benches: bytes kept in WarmPages now; how long a kept page waits for a buffer; and
+  // a wait until none is kept (false after `timeout`).
+  size_t WarmBytes() {
     std::lock_guard<std::mutex> lock(mutex_);
-    warmHold_ = hold;
-    ready_.notify_all();
+    return warm_.Bytes();
+  }
+  void SetWarmHold(std::chrono::milliseconds hold) {
+    Update([&] { warmHold_ = hold; });
   }
   template <typename Duration>
   bool WaitWarmEmpty(Duration timeout) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    return idle_.wait_for(lock, timeout, [this] { return warm_.empty() && !unmapping_; });
+    return WaitFor(timeout, [this] { return warm_.empty() && !unmapping_; });
   }
 
  private:
@@ -170,6 +164,20 @@ class Populator {
       uint64_t expected = 0;
       __atomic_compare_exchange_n(reinterpret_cast<uint64_t*>(base + at), &expected, 0, false, __ATOMIC_RELAXED, __ATOMIC_RELAXED);
     }
+  }
+
+  // A test hook's change, under mutex_; the thread looks at it again.
+  template <typename Change>
+  void Update(Change change) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    change();
+    ready_.notify_all();
+  }
+  // Waits until `done` holds (under mutex_; idle_ is notified whenever it may have changed).
+  template <typename Duration, typename Done>
+  bool WaitFor(Duration timeout, Done done) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return idle_.wait_for(lock, timeout, done);
   }
 
   // Under mutex_: starts the thread once. false: it could not be started.
