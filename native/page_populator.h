@@ -224,8 +224,8 @@ class Populator {
         UnmapExpired(lock);
         if (!jobs_.empty()) break;
       }
-      if (warm_.empty()) {
-        ready_.wait(lock);
+      if (warm_.empty() || !Free()) {
+        ready_.wait(lock);  // held or paused: Hold and Resume notify
       } else {
         ready_.wait_until(lock, warm_.NextExpiry(warmHold_));
       }
