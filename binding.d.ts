@@ -219,6 +219,8 @@ export interface PoolBatchSummary {
   trackedBlocks: number;
   /** Fingerprints in the filter after the batch (PoolStats.residentCount). */
   residentBlocks: number;
+  /** Bytes of the state's tables after the batch: filter words, owner and lineage tables (both of a table that drains). */
+  stateBytes: number;
 }
 /** A publication window ended as the delta baseSequence -> sequence of the relay dcId. */
 export interface WindowEnd {

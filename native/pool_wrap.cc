@@ -54,7 +54,8 @@ PoolFilterState& PoolFilterStateWrap::Ready(Napi::Env env) {
 PoolFilterStateWrap::ApplySummary PoolFilterStateWrap::ApplySummary::Of(const pool::PoolFilterState& s,
                                                                        const pool::Counters& before) {
   return ApplySummary{s.counters().capacityFailures - before.capacityFailures,
-                      s.counters().unknownRemovals - before.unknownRemovals, s.trackedBlocks(), s.residentCount()};
+                      s.counters().unknownRemovals - before.unknownRemovals, s.trackedBlocks(), s.residentCount(),
+                      s.MemoryBytes()};
 }
 
 Napi::Object PoolFilterStateWrap::Summary(Napi::Env env, Napi::Uint8Array errors, const ApplySummary& summary) {
@@ -64,6 +65,7 @@ Napi::Object PoolFilterStateWrap::Summary(Napi::Env env, Napi::Uint8Array errors
   out.Set("unknownRemovals", Napi::Number::New(env, static_cast<double>(summary.unknownRemovals)));
   out.Set("trackedBlocks", Napi::Number::New(env, static_cast<double>(summary.trackedBlocks)));
   out.Set("residentBlocks", Napi::Number::New(env, static_cast<double>(summary.residentBlocks)));
+  out.Set("stateBytes", Napi::Number::New(env, static_cast<double>(summary.stateBytes)));
   return out;
 }
 

@@ -44,9 +44,11 @@ class PoolFilterStateWrap : public Napi::ObjectWrap<PoolFilterStateWrap> {
     uint64_t unknownRemovals;
     uint64_t trackedBlocks;
     uint64_t residentBlocks;
+    uint64_t stateBytes;
     static ApplySummary Of(const pool::PoolFilterState& s, const pool::Counters& before);
   };
-  // The result of an apply: { errors, capacityFailures, unknownRemovals, trackedBlocks, residentBlocks }.
+  // The result of an apply: { errors, capacityFailures, unknownRemovals, trackedBlocks, residentBlocks,
+  // stateBytes }.
   static Napi::Object Summary(Napi::Env env, Napi::Uint8Array errors, const ApplySummary& summary);
 
  private:

@@ -30,6 +30,8 @@ export interface PoolMetrics {
   filterResidentBlocks: number;
   /** Those over the CKF's slots (4 per bucket): near 1 every new block walks maxKicks relocations and most are omitted. */
   filterLoad: number;
+  /** Bytes of the pool's producer tables: CKF words, owner and lineage tables (both of a table that drains). */
+  stateBytes: number;
 }
 
 export interface ProducerMetrics {
@@ -211,6 +213,12 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
   counter('kv_dc_relay_pool_mailbox_overflows_total', 'Engine batches dropped on a full pool mailbox (the source is reset)', ['pool'], pool('mailboxOverflows'));
   counter('kv_dc_relay_pool_stores_rejected_at_limit_total', 'Stores rejected whole at limits.maxTrackedBlocksPerPool', ['pool'], pool('storesRejectedAtLimit'));
   gauge('kv_dc_relay_pool_tracked_blocks', 'Blocks a pool tracks (engine lineage entries over all its sources)', ['pool'], pool('trackedBlocks'));
+  gauge(
+    'kv_dc_relay_pool_state_bytes',
+    "Bytes of a pool's producer tables (CKF words, owner and lineage tables; a growing table holds both its old and new table while it drains)",
+    ['pool'],
+    pool('stateBytes'),
+  );
   gauge('kv_dc_relay_pool_filter_resident_blocks', 'Fingerprints in a pool\'s CKF', ['pool'], pool('filterResidentBlocks'));
   gauge(
     'kv_dc_relay_pool_filter_load',

@@ -72,6 +72,8 @@ export interface PoolBatchResult {
   trackedBlocks: number;
   /** Fingerprints in the filter after the batch: stats().residentCount without building stats. */
   residentBlocks: number;
+  /** Bytes of the state's tables after the batch: filter words, owner and lineage tables (both of a table that drains). */
+  stateBytes: number;
 }
 
 export interface BucketImages {
@@ -293,6 +295,7 @@ function toResult(summary: Binding.PoolBatchSummary): PoolBatchResult {
     unknownRemovals: summary.unknownRemovals,
     trackedBlocks: summary.trackedBlocks,
     residentBlocks: summary.residentBlocks,
+    stateBytes: summary.stateBytes,
   };
 }
 

@@ -217,6 +217,7 @@ export class PoolActor implements PoolFeed {
     storesRejectedAtLimit: 0,
     trackedBlocks: 0,
     filterResidentBlocks: 0,
+    stateBytes: 0,
   };
   /** Fingerprint slots of the pool's CKF. */
   private readonly filterSlots: number;
@@ -472,6 +473,7 @@ export class PoolActor implements PoolFeed {
     this.counters.unknownRemovals += result.unknownRemovals;
     this.counters.trackedBlocks = result.trackedBlocks;
     this.counters.filterResidentBlocks = result.residentBlocks;
+    this.counters.stateBytes = result.stateBytes;
     if (result.capacityFailures > 0) {
       // Not a fault (hashing-ckf-cbi1.md §4.3: the blocks stay owned and are offered again), but a
       // pool past its CKF's capacity walks maxKicks relocations for every new block, so say it.

@@ -12,7 +12,7 @@ function producerSample(applied: number): ProducerMetrics {
     pools: [{
       pool: 'p', eventsApplied: applied, eventsDroppedBlockSize: 0, eventErrors: 0, deltasPublished: 0, deltasDropped: 0,
       capacityFailures: 0, parentNotFound: 0, unknownRemovals: 0, mailboxOverflows: 0, publicationSliceMs: 20,
-      storesRejectedAtLimit: 0, trackedBlocks: 7, filterResidentBlocks: 7, filterLoad: 0.5,
+      storesRejectedAtLimit: 0, trackedBlocks: 7, filterResidentBlocks: 7, filterLoad: 0.5, stateBytes: 4096,
     }],
   };
 }

@@ -1,6 +1,7 @@
 // The per-pool tracked-block bound (limits.maxTrackedBlocksPerPool): lineage entries over all sources
 // of a pool never pass maxTrackedBlocks; a store that would is rejected whole (TrackedBlockLimit),
-// counted, and leaves the state untouched; removals make room again.
+// counted, and leaves the state untouched; removals make room again. An apply reports what the pool
+// tracks and what its tables take (the pool actor's gauges).
 import { PoolEventBatch, PoolFilterState } from '../../src/native';
 import { MAX_TRACKED_BLOCKS_PER_POOL } from '../../src/config/limits';
 import { expectThrows } from './hashing.helpers';
@@ -51,6 +52,29 @@ describe('tracked-block limit', () => {
     const more = new PoolEventBatch().addStored(2n, 0, null, null, [5n, 6n], [15n, 16n]).addRemoved(1n, 0, [3n]);
     expect((await pool.applyAsync(more)).trackedBlocks).toBe(4);
     expect(pool.stats().lineageEntries).toBe(4);
+  });
+
+  test("applies report the bytes of the state's tables after the batch (the pool's state-bytes gauge)", async () => {
+    const bucketCount = 1 << 16;
+    const pool = new PoolFilterState({ bucketCount, seed: SEED });
+    const empty = pool.apply(new PoolEventBatch()).stateBytes;
+    // The filter's words are there from the start.
+    expect(empty).toBeGreaterThanOrEqual(8 * bucketCount);
+    // 200 k blocks over 4 sources in 16-block root prompts: the owner and lineage tables grow by at
+    // least their 8-byte keys per block and at most a few times the ~30 B a block costs at rest.
+    const blocks = 200_000;
+    let last = empty;
+    for (let done = 0; done < blocks; ) {
+      const batch = new PoolEventBatch();
+      for (let e = 0; e < 256 && done < blocks; e++, done += 16) {
+        const ids = Array.from({ length: 16 }, (_, i) => BigInt(done + i + 1));
+        batch.addStored(BigInt(1 + (done / 16) % 4), 0, null, null, ids, ids.map((id) => id * 7919n));
+      }
+      last = (await pool.applyAsync(batch)).stateBytes;
+    }
+    expect(pool.stats().lineageEntries).toBe(blocks);
+    expect(last - empty).toBeGreaterThan(16 * blocks);
+    expect(last - empty).toBeLessThan(120 * blocks);
   });
 
   test('without the option a pool takes the largest limit; bad limits are refused', () => {

@@ -499,6 +499,8 @@ test('past its CKF capacity a pool counts the omitted blocks, reports the filter
   await a.idle();
   const m = a.metrics();
   expect(m.trackedBlocks).toBe(blocks);
+  // The state-bytes gauge: at least the filter's words, as the last apply reported them.
+  expect(m.stateBytes).toBeGreaterThanOrEqual(8 * buckets);
   expect(m.capacityFailures).toBeGreaterThan(0);
   expect(m.filterResidentBlocks).toBe(blocks - m.capacityFailures);
   expect(m.filterLoad).toBeCloseTo(m.filterResidentBlocks / (buckets * 4), 9);
