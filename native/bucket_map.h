@@ -326,7 +326,7 @@ class BucketMap {
   static constexpr size_t kPlanAhead = 3;
   static constexpr size_t kPlanRing = kPlanAhead + 1;
   // Drained buckets per ReleaseFront call: a huge page of them (what it gives back at a time).
-  static constexpr size_t kReleaseBuckets = (size_t{2} << 20) / 64;
+  static constexpr size_t kReleaseBuckets = pages::kHugePage / 64;
 
   // A growth's step, less one, in 1/1024: from kMaxLoad down to kGrowToLoad (x1.29).
   static constexpr size_t kGrowthStepPer1024 = kMaxLoadPer1024 * 1024 / kGrowToLoadPer1024 - 1024;

@@ -19,10 +19,13 @@
 namespace kvrelay {
 namespace pages {
 
+// A transparent huge page (x86-64): the tables' alignment, and what a drain gives back at a time.
+constexpr size_t kHugePage = size_t{2} << 20;
+
 class WarmPages {
  public:
   using Clock = std::chrono::steady_clock;
-  static constexpr size_t kPiece = size_t{2} << 20;  // a huge page: mremap moves it whole
+  static constexpr size_t kPiece = kHugePage;  // mremap moves it whole
   // Past the growth interval of a pool filling at ~1 M blocks/s (a table of 4 M entries grows every
   // ~1.5 s), short enough that a pool at rest is back to its tables' memory soon after.
   static constexpr std::chrono::milliseconds kDefaultHold{3000};

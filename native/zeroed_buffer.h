@@ -123,7 +123,7 @@ class ZeroedBuffer {
   // in step, and 64 heap tables of a MiB zeroed on allocation were ~90 ms of first touch at once on
   // the project's VM. Smaller ones come from the heap, whose freed chunks are reused warm.
   static constexpr size_t kMmapThreshold = size_t{64} << 10;
-  static constexpr size_t kHugePage = size_t{2} << 20;
+  static constexpr size_t kHugePage = pages::kHugePage;
   static constexpr size_t kSmallPage = size_t{4} << 10;
 
   void Swap(ZeroedBuffer& other) noexcept {
