@@ -32,7 +32,7 @@ void RequireReady(Napi::Env env, const WarmPagesScope& scope) {
 }
 
 constexpr auto kKeepForTheCheck = std::chrono::minutes(10);
-constexpr size_t kHugePageWords = (size_t{2} << 20) / sizeof(uint64_t);
+constexpr size_t kHugePageWords = pages::kHugePage / sizeof(uint64_t);
 uint64_t Pattern(size_t i) { return 0x9e3779b97f4a7c15ULL ^ i; }
 
 // () -> { whilePaused, afterResume }: whether a buffer asked to populate in the background was
