@@ -29,6 +29,14 @@ namespace {
 constexpr uint32_t kBlocksPerPrompt = 16;
 constexpr size_t kEventsPerBatch = 256;  // 4096 blocks
 
+// Appends a stored event of one 16-block root prompt of `source` (worker id; rank 0): random ids and
+// tokens hashes, so every canonical hash is distinct.
+void AddRootPrompt(std::vector<uint32_t>* meta, std::vector<uint64_t>* words, uint64_t source, uint64_t* rng) {
+  meta->insert(meta->end(), {pool::kStored, 0, 0, 0, kBlocksPerPrompt});
+  words->push_back(source);
+  for (uint32_t i = 0; i < 2 * kBlocksPerPrompt; ++i) words->push_back(ckf::SplitmixNext(rng));
+}
+
 // (sources, blocks) -> { blocks, rssBytes, accountedBytes, keptBytes, keptForMs, restRssBytes, restAccountedBytes, peakRssBytes,
 //   peakAccountedBytes, baselineRssBytes, lineageEntries, ownedHashes, residentCount, bucketCount, slices,
 //   maxSliceMs, maxSliceAtBlocks, p999SliceMs, p99SliceMs, medianSliceMs, totalMs }
@@ -73,11 +81,7 @@ Napi::Value BenchPoolMemoryNative(const Napi::CallbackInfo& info) {
     for (uint64_t p = 0; p < prompts;) {
       meta.clear();
       words.clear();
-      for (size_t e = 0; e < kEventsPerBatch && p < prompts; ++e, ++p) {
-        meta.insert(meta.end(), {pool::kStored, 0, 0, 0, kBlocksPerPrompt});
-        words.push_back(1 + p % sources);
-        for (uint32_t i = 0; i < 2 * kBlocksPerPrompt; ++i) words.push_back(ckf::SplitmixNext(&rng));
-      }
+      for (size_t e = 0; e < kEventsPerBatch && p < prompts; ++e, ++p) AddRootPrompt(&meta, &words, 1 + p % sources, &rng);
       const auto start = std::chrono::steady_clock::now();
       state.ApplyBatch(meta.data(), meta.size(), words.data(), errors.data());
       state.Drain(&drainBuckets, &drainValues);
@@ -147,11 +151,7 @@ Napi::Value CheckLineageStagger(const Napi::CallbackInfo& info) {
   for (uint64_t stored = 0; stored < perSource; stored += kBlocksPerPrompt) {
     meta.clear();
     words.clear();
-    for (uint32_t s = 0; s < sources; ++s) {
-      meta.insert(meta.end(), {pool::kStored, 0, 0, 0, kBlocksPerPrompt});
-      words.push_back(1 + s);
-      for (uint32_t i = 0; i < 2 * kBlocksPerPrompt; ++i) words.push_back(ckf::SplitmixNext(&rng));
-    }
+    for (uint32_t s = 0; s < sources; ++s) AddRootPrompt(&meta, &words, 1 + s, &rng);
     errors.resize(sources);
     state.ApplyBatch(meta.data(), meta.size(), words.data(), errors.data());
   }
