@@ -59,7 +59,7 @@ import {
   type WindowEnd,
   type PoolBatchResult,
 } from '../native';
-import type { PoolMetrics } from '../metrics/registry';
+import type { DeltaTiming, PoolMetrics } from '../metrics/registry';
 
 /**
  * Blocks one apply takes (one bigger event is a slice of its own): a delta is cut after a slice at
@@ -114,6 +114,8 @@ interface Inbox {
   blocks: number;
   /** When the oldest of its batches was received (monotonicMs); Infinity for none (a reset alone). */
   receivedAtMs: number;
+  /** When that batch reached this actor (monotonicMs). */
+  admittedAtMs: number;
   /** Settles once the inbox was applied (or its apply failed). */
   applied: Promise<void>;
 }
@@ -147,12 +149,10 @@ export interface PoolActorOptions {
    * dropped: a replay asked for at once would arrive at a mailbox still full and be dropped again.
    */
   onOverflow?(source: SourceKey, batches: number): void;
-  /**
-   * A delta went to the listener, `latencyMs` after the ingest receive of its oldest engine message
-   * (the relay's own share of event→delta: hand-off, mailbox, apply, drain and encode).
-   */
-  onDeltaPublished?(latencyMs: number): void;
+  /** A delta went to the listener: the relay's own share of its event→delta time, by stage. */
+  onDeltaPublished?(timing: DeltaTiming): void;
 }
+
 
 /** How a window ends: as the delta `end` to `listener`, or (end null) discarded. */
 interface WindowClose {
@@ -160,6 +160,8 @@ interface WindowClose {
   listener: PoolListener | undefined;
   /** When the oldest batch in the window was received (PoolActor.pendingSinceMs). */
   sinceMs: number;
+  /** When that batch reached the actor (PoolActor.pendingAdmittedMs). */
+  admittedMs: number;
 }
 
 export class PoolActor implements PoolFeed {
@@ -199,6 +201,8 @@ export class PoolActor implements PoolFeed {
    * there: the latency reported is at most the delta's real one plus one inbox's (~1 slice) span.
    */
   private pendingSinceMs = Infinity;
+  /** When the batch pendingSinceMs stamps reached this actor. */
+  private pendingAdmittedMs = Infinity;
   /** Handling of the applies handed over and not yet handled, oldest first (never rejects). */
   private readonly applying: Promise<void>[] = [];
   /** An apply that ends the window is in flight: the next may not, until its delta took a sequence. */
@@ -273,7 +277,10 @@ export class PoolActor implements PoolFeed {
     if (this.resetQueued.size > 0) for (const source of burstSources(b)) this.resetQueued.delete(sourceKey(source));
     const inbox = this.admit(b.messages, events, blocks);
     inbox.events.append(b.meta, b.words);
-    inbox.receivedAtMs = Math.min(inbox.receivedAtMs, b.receivedAtMs);
+    if (b.receivedAtMs < inbox.receivedAtMs) {
+      inbox.receivedAtMs = b.receivedAtMs;
+      inbox.admittedAtMs = monotonicMs();
+    }
     return inbox.applied;
   }
 
@@ -327,6 +334,7 @@ export class PoolActor implements PoolFeed {
       eventCount: events,
       blocks,
       receivedAtMs: Infinity,
+      admittedAtMs: Infinity,
       applied: new Promise((resolve) => (applied = resolve)),
     };
     this.enqueue(async () => {
@@ -335,7 +343,7 @@ export class PoolActor implements PoolFeed {
       if (this.inbox === inbox) await nextTurn();
       if (this.inbox === inbox) this.inbox = undefined;
       try {
-        await this.apply(inbox.events, inbox.receivedAtMs);
+        await this.apply(inbox);
       } finally {
         // Once its applies were handled: their results name its events.
         void this.settled().then(() => {
@@ -422,15 +430,18 @@ export class PoolActor implements PoolFeed {
    * the last was handed over (settled() then covers their handling). The batch must stay unchanged
    * until then: results are reported against its events.
    */
-  private async apply(batch: PoolEventBatch, receivedAtMs: number): Promise<void> {
-    const { meta, words } = batch.packed();
+  private async apply(inbox: Inbox): Promise<void> {
+    const { meta, words } = inbox.events.packed();
     const count = meta.length / META_STRIDE;
     for (let s = slice(meta, 0, count, 0); s.from < count; s = slice(meta, s.to, count, s.wordsTo)) {
       while (this.applying.length >= APPLIES_IN_FLIGHT) await this.applying[0];
       if (this.ended) return;
       this.pendingEvents += s.to - s.from;
       this.pendingBlocks += s.blocks;
-      this.pendingSinceMs = Math.min(this.pendingSinceMs, receivedAtMs);
+      if (inbox.receivedAtMs < this.pendingSinceMs) {
+        this.pendingSinceMs = inbox.receivedAtMs;
+        this.pendingAdmittedMs = inbox.admittedAtMs;
+      }
       const m = meta.subarray(s.from * META_STRIDE, s.to * META_STRIDE);
       const w = words.subarray(s.wordsFrom, s.wordsTo);
       // Every applied event is pending until the window ends, so whether this slice ends it is known
@@ -528,10 +539,12 @@ export class PoolActor implements PoolFeed {
     this.pendingEvents = 0;
     this.pendingBlocks = 0;
     const sinceMs = this.pendingSinceMs;
+    const admittedMs = this.pendingAdmittedMs;
     this.pendingSinceMs = Infinity;
+    this.pendingAdmittedMs = Infinity;
     const listener = this.listener;
-    if (!listener || this.lastSequence === MAX_U64) return { end: null, listener, sinceMs };
-    return { end: { dcId: this.dcId, baseSequence: this.lastSequence, sequence: this.lastSequence + 1n }, listener, sinceMs };
+    if (!listener || this.lastSequence === MAX_U64) return { end: null, listener, sinceMs, admittedMs };
+    return { end: { dcId: this.dcId, baseSequence: this.lastSequence, sequence: this.lastSequence + 1n }, listener, sinceMs, admittedMs };
   }
 
   /**
@@ -565,7 +578,7 @@ export class PoolActor implements PoolFeed {
     this.lastSequence = end.sequence;
     this.counters.deltasPublished += 1;
     listener.delta(frame);
-    if (window.sinceMs !== Infinity) this.options.onDeltaPublished?.(monotonicMs() - window.sinceMs);
+    if (window.sinceMs !== Infinity) this.options.onDeltaPublished?.({ handoffMs: window.admittedMs - window.sinceMs, poolMs: monotonicMs() - window.admittedMs });
   }
 
   private fence(reason: string): void {

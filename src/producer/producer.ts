@@ -13,7 +13,7 @@ import { sourcesOf } from '../ingest/sources';
 import type { IngestSink, PackedEngineEvents, ResetReason, SourceKey } from '../ingest/types';
 import { buildPoolLoad, buildServingLoad, MetricsScraper, type LoadPool } from '../load';
 import type { Logger } from '../log';
-import type { ProducerMetrics } from '../metrics/registry';
+import type { DeltaTiming, ProducerMetrics } from '../metrics/registry';
 import { CBI1, ckfBucketCount } from '../native';
 import type {
   CatalogState,
@@ -39,8 +39,8 @@ export interface ProducerOptions {
   config: RelayConfig;
   relay: RelayIdentity;
   logger: Logger;
-  /** Every pool's published deltas: PoolActorOptions.onDeltaPublished (the /metrics histogram). */
-  onDeltaPublished?(latencyMs: number): void;
+  /** Every pool's published deltas: PoolActorOptions.onDeltaPublished (the /metrics histograms). */
+  onDeltaPublished?(timing: DeltaTiming): void;
 }
 
 interface LivePool {

@@ -9,7 +9,7 @@ import { EtcdDeployment } from '../discovery/etcd-deployment';
 import { newRelayIdentity } from '../identity';
 import type { Logger } from '../log';
 import { EventLoopDelayMonitor } from '../metrics/event-loop';
-import { createRelayMetrics, deltaLatencyHistogram } from '../metrics/registry';
+import { createRelayMetrics, DeltaLatencyMetrics } from '../metrics/registry';
 import { startMetricsServer, type MetricsServer } from '../metrics/server';
 import { addonOrigin } from '../native';
 import { Producer } from '../producer/producer';
@@ -48,8 +48,8 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
   checkCertificateFiles(configFile, config);
   logger.info({ kind: addonOrigin.kind, path: addonOrigin.path }, 'native addon loaded');
   const relay = newRelayIdentity();
-  const deltaLatency = config.metricsBind ? deltaLatencyHistogram() : undefined;
-  const producer = new Producer({ config, relay, logger, onDeltaPublished: deltaLatency && ((ms) => deltaLatency.observe(ms / 1000)) });
+  const deltaLatency = config.metricsBind ? new DeltaLatencyMetrics() : undefined;
+  const producer = new Producer({ config, relay, logger, onDeltaPublished: deltaLatency && ((t) => deltaLatency.observe(t)) });
   await producer.start();
 
   let fail!: (err: unknown) => void;

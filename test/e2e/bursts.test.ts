@@ -38,6 +38,13 @@ test('a burst of live batches reaches a subscriber that keeps up without lagging
   expect(metricValue(text, 'kv_dc_relay_pool_delta_latency_seconds_count', '')).toBe(published);
   expect(metricValue(text, 'kv_dc_relay_pool_delta_latency_seconds_sum', '')).toBeGreaterThan(0);
   expect(metricValue(text, 'kv_dc_relay_pool_delta_latency_seconds_bucket', 'le="+Inf"')).toBe(published);
+  // By stage: each delta observed once per stage, and the stages add up to the whole.
+  const stageSums = ['handoff', 'pool'].map((stage) => {
+    expect(metricValue(text, 'kv_dc_relay_pool_delta_stage_seconds_count', `stage="${stage}"`)).toBe(published);
+    return metricValue(text, 'kv_dc_relay_pool_delta_stage_seconds_sum', `stage="${stage}"`);
+  });
+  expect(stageSums.every((sum) => sum > 0)).toBe(true);
+  expect(stageSums[0] + stageSums[1]).toBeCloseTo(metricValue(text, 'kv_dc_relay_pool_delta_latency_seconds_sum', ''), 6);
 });
 
 test('a long replay reaches a subscriber that keeps up without lagging it', async () => {

@@ -11,6 +11,7 @@ import pino from 'pino';
 import { silentLogger } from '../../src/log';
 import { waitFor } from '../support/waitFor';
 import { monotonicMs } from '../../src/clock';
+import type { DeltaTiming } from '../../src/metrics/registry';
 import { withStallMonitor } from '../../bench/support/stall';
 import { ACTOR_MAILBOX_CAPACITY, INGEST_LOG_MAX_PER_WINDOW, PENDING_EVENT_PERMITS, PACING_MAX_SLICE_BLOCKS, PACING_MAX_SLICE_MS, PENDING_BLOCK_PERMITS } from '../../src/config/defaults';
 
@@ -299,36 +300,54 @@ test('batches handed over in one loop turn are applied together and published as
   for (const t of toks) expect(filterContains(img.words, canonical(t)[0], SEED)).toBe(true);
 });
 
-test('each published delta reports its latency from the receive of its oldest batch; a window of resets or without a listener reports none', async () => {
-  const latencies: number[] = [];
-  const a = actor(2, 10_000, BUCKETS, undefined, { onDeltaPublished: (ms) => latencies.push(ms) });
+test('each published delta reports its latency from the receive of its oldest batch, by stage; a window of resets or without a listener reports none', async () => {
+  const timings: DeltaTiming[] = [];
+  const a = actor(2, 10_000, BUCKETS, undefined, { onDeltaPublished: (t) => timings.push(t) });
   a.events(batch([stored([1n], tokens(4, 0))])); // no listener yet: dropped, nothing reported
   await a.idle();
   const rec = new Recorder();
   await a.attach(rec);
-  // Two batches of one turn, one delta: the older one (received long ago, behind a busy hand-off) counts.
+  // Two batches of one turn, one delta: the older one (received long ago, behind a busy hand-off) counts,
+  // and its age is the hand-off's, not the pool's.
   const AGO_MS = 10_000; // far past any apply on a loaded machine: a fresh window's latency stays below it
   const early = { ...batch([stored([2n], tokens(4, 10))]), receivedAtMs: monotonicMs() - AGO_MS };
-  a.events(early);
   a.events(batch([stored([3n], tokens(4, 20))]));
+  a.events(early);
   await a.idle();
   expect(rec.deltas).toHaveLength(1);
-  expect(latencies).toHaveLength(1);
-  expect(latencies[0]).toBeGreaterThanOrEqual(AGO_MS);
-  expect(latencies[0]).toBeLessThan(AGO_MS + 5_000);
+  expect(timings).toHaveLength(1);
+  expect(timings[0].handoffMs).toBeGreaterThanOrEqual(AGO_MS);
+  expect(timings[0].handoffMs).toBeLessThan(AGO_MS + 5_000);
+  expect(timings[0].poolMs).toBeGreaterThanOrEqual(0);
+  expect(timings[0].poolMs).toBeLessThan(AGO_MS);
   // A fresh batch: measured from its own receive, not the last window's.
   a.events(batch([stored([4n], tokens(4, 30)), stored([5n], tokens(4, 40))]));
   await a.idle();
   expect(rec.deltas).toHaveLength(2);
-  expect(latencies).toHaveLength(2);
-  expect(latencies[1]).toBeGreaterThanOrEqual(0);
-  expect(latencies[1]).toBeLessThan(AGO_MS);
+  expect(timings).toHaveLength(2);
+  expect(timings[1].handoffMs).toBeGreaterThanOrEqual(0);
+  expect(timings[1].handoffMs + timings[1].poolMs).toBeLessThan(AGO_MS);
   // Resets (no engine message behind them) publish a delta that reports nothing.
   a.reset({ workerId: 7n, dpRank: 0 });
   a.reset({ workerId: 8n, dpRank: 0 });
   await a.idle();
   expect(rec.deltas).toHaveLength(3);
-  expect(latencies).toHaveLength(2);
+  expect(timings).toHaveLength(2);
+});
+
+test('a delta that waited for the pool reports the wait in its pool stage', async () => {
+  const timings: DeltaTiming[] = [];
+  const a = actor(2, 10_000, BUCKETS, undefined, { onDeltaPublished: (t) => timings.push(t) });
+  await a.attach(new Recorder());
+  // The actor takes the batch at once; its apply cannot start while the event loop is held.
+  const HELD_MS = 100;
+  a.events(batch([stored([9n], tokens(4, 90)), stored([10n], tokens(4, 100))]));
+  const until = monotonicMs() + HELD_MS;
+  while (monotonicMs() < until);
+  await a.idle();
+  expect(timings).toHaveLength(1);
+  expect(timings[0].poolMs).toBeGreaterThanOrEqual(HELD_MS);
+  expect(timings[0].handoffMs).toBeLessThan(HELD_MS);
 });
 
 test('a reset between batches of one turn keeps its place in the order', async () => {
