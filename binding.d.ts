@@ -399,3 +399,8 @@ export function zmqOpenSockets(): number;
 export function setThreadSlice(microseconds: number): boolean;
 /** The calling thread's slice in microseconds, or null where the kernel does not report one. */
 export function threadSlice(): number | null;
+/**
+ * Bytes of drained table pages the process keeps for the next table growth (a few seconds, at most
+ * 1 GiB): resident memory that no pool's tables account for. TypeError with any argument.
+ */
+export function keptPageBytes(): number;

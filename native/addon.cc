@@ -15,6 +15,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvrelay::InitNativeLimits(env, exports);
   kvrelay::InitZmqIngest(env, exports);
   kvrelay::InitThreadSlice(env, exports);
+  kvrelay::InitPages(env, exports);
   return exports;
 }
 }  // namespace

@@ -13,4 +13,5 @@ void InitEngineDecoder(Napi::Env env, Napi::Object exports);
 void InitNativeLimits(Napi::Env env, Napi::Object exports);
 void InitZmqIngest(Napi::Env env, Napi::Object exports);
 void InitThreadSlice(Napi::Env env, Napi::Object exports);
+void InitPages(Napi::Env env, Napi::Object exports);
 }  // namespace kvrelay

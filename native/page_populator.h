@@ -136,12 +136,13 @@ class Populator {
     std::lock_guard<std::mutex> lock(mutex_);
     return counts_;
   }
-  // For tests and benches: bytes kept in WarmPages now; how long a kept page waits for a buffer; and
-  // a wait until none is kept (false after `timeout`).
+  // Bytes kept in WarmPages now (the relay's kept-page gauge: RSS that no pool's tables account).
   size_t WarmBytes() {
     std::lock_guard<std::mutex> lock(mutex_);
     return warm_.Bytes();
   }
+  // For tests and benches: how long a kept page waits for a buffer; and a wait until none is kept
+  // (false after `timeout`).
   void SetWarmHold(std::chrono::milliseconds hold) {
     Update([&] { warmHold_ = hold; });
   }
@@ -266,9 +267,16 @@ class Populator {
         job->replacing = false;
         replaced_.notify_all();
       }
-      std::lock_guard<std::mutex> lock(mutex_);
+      std::unique_lock<std::mutex> lock(mutex_);
       job->done.store(true, std::memory_order_release);
-      if (job->orphaned && job->unmapFrom < job->length) munmap(base + job->unmapFrom, job->length - job->unmapFrom);
+      if (job->orphaned && job->unmapFrom < job->length) {
+        // Orphaned: the buffer is nobody's but this thread's now. Unmapped outside the lock (a big
+        // populated region takes ~10 ms), which a table's thread takes to give pages back and around
+        // its own address-space changes, as a scrape does to read the kept bytes.
+        lock.unlock();
+        munmap(base + job->unmapFrom, job->length - job->unmapFrom);
+        lock.lock();
+      }
       busy_ = false;
       idle_.notify_all();
     }

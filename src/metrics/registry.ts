@@ -44,6 +44,8 @@ export interface ProducerMetrics {
   /** Ingest threads that died and were restarted (their sources reset). */
   ingestThreadRestarts: number;
   pools: PoolMetrics[];
+  /** Drained table pages kept for the next growth (native keptPageBytes): RSS beyond the pools' state bytes. */
+  keptPageBytes: number;
 }
 
 /** State of the etcd deployment source and this relay's shard (src/discovery/etcd-deployment.ts). */
@@ -246,6 +248,12 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
     "Bytes of a pool's producer tables (CKF words, owner and lineage tables; a growing table holds both its old and new table while it drains)",
     ['pool'],
     pool('stateBytes'),
+  );
+  gauge(
+    'kv_dc_relay_kept_page_bytes',
+    "Bytes of drained table pages kept a few seconds for the next table growth (resident, not in any pool's state bytes)",
+    [],
+    (set) => set({}, providers.producer().keptPageBytes),
   );
   gauge('kv_dc_relay_pool_filter_resident_blocks', 'Fingerprints in a pool\'s CKF', ['pool'], pool('filterResidentBlocks'));
   gauge(

@@ -5,4 +5,5 @@ export * from './hashing';
 export * from './pool';
 export { addonOrigin, type AddonOrigin } from './addon';
 export { nativeLimits } from './limits';
+export { keptPageBytes } from './pages';
 export { setThreadSlice, threadSlice } from './thread-slice';

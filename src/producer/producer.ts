@@ -14,7 +14,7 @@ import type { IngestSink, PackedEngineEvents, ResetReason, SourceKey } from '../
 import { buildPoolLoad, buildServingLoad, MetricsScraper, type LoadPool } from '../load';
 import type { Logger } from '../log';
 import type { DeltaTiming, ProducerMetrics } from '../metrics/registry';
-import { CBI1, ckfBucketCount } from '../native';
+import { CBI1, ckfBucketCount, keptPageBytes } from '../native';
 import type {
   CatalogState,
   PoolFeed,
@@ -182,6 +182,7 @@ export class Producer implements RelaySource {
       ingest: this.sources.stats(),
       ingestThreadRestarts: this.sources.threadRestarts,
       pools: [...this.pools.values()].map((p) => p.actor.metrics()),
+      keptPageBytes: keptPageBytes(),
     };
   }
 

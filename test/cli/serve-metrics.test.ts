@@ -15,6 +15,7 @@ const producer: ProducerMetrics = {
   ingest: [{ source: { workerId: 18446744073709551615n, dpRank: 3 }, events: 5, blocks: 9, malformed: 1, rejectedRanks: 6, overflows: 7, outOfOrder: 8, refusedPeers: 9, gaps: 2, replays: 3, resets: 1, ignored: 4, connections: 1, lastSequence: 10n }],
   ingestThreadRestarts: 13,
   pools: [{ pool: 'abc:def/0011', eventsApplied: 5, eventsDroppedBlockSize: 1, eventErrors: 0, deltasPublished: 4, deltasDropped: 1, capacityFailures: 0, parentNotFound: 0, unknownRemovals: 2, mailboxOverflows: 3, publicationSliceMs: 64, storesRejectedAtLimit: 11, trackedBlocks: 12, filterResidentBlocks: 10, filterLoad: 0.25, stateBytes: 65536 }],
+  keptPageBytes: 4194304,
 };
 
 test('/metrics exposes reference names, ingest counters per source and producer counters', async () => {
@@ -58,6 +59,7 @@ test('/metrics exposes reference names, ingest counters per source and producer 
     'kv_dc_relay_pool_filter_resident_blocks{pool="abc:def/0011"} 10',
     'kv_dc_relay_pool_filter_load{pool="abc:def/0011"} 0.25',
     'kv_dc_relay_pool_state_bytes{pool="abc:def/0011"} 65536',
+    'kv_dc_relay_kept_page_bytes 4194304',
     'kv_dc_relay_pool_deltas_published_total{pool="abc:def/0011"} 4',
     'kv_dc_relay_subscriber_lagged_total{stream="pool"} 4',
     'kv_dc_relay_pool_heartbeats_total 6',

@@ -14,6 +14,7 @@ function producerSample(applied: number): ProducerMetrics {
       capacityFailures: 0, parentNotFound: 0, unknownRemovals: 0, mailboxOverflows: 0, publicationSliceMs: 20,
       storesRejectedAtLimit: 0, trackedBlocks: 7, filterResidentBlocks: 7, filterLoad: 0.5, stateBytes: 4096,
     }],
+    keptPageBytes: 0,
   };
 }
 

@@ -1,0 +1,8 @@
+// Memory the native core holds outside the pools' own tables (native/pages_napi.cc).
+import { addon } from './addon';
+
+/**
+ * Bytes of drained table pages kept for the next table growth (a few seconds, at most 1 GiB): part of
+ * the process's RSS that no pool's state bytes count.
+ */
+export const keptPageBytes: () => number = addon.keptPageBytes;
