@@ -153,7 +153,6 @@ export interface PoolActorOptions {
   onDeltaPublished?(timing: DeltaTiming): void;
 }
 
-
 /** How a window ends: as the delta `end` to `listener`, or (end null) discarded. */
 interface WindowClose {
   end: WindowEnd | null;
