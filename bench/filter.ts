@@ -1,7 +1,8 @@
 // Pool-state ingest on a 524288-bucket filter at 50-80 % load, measured in the same run:
 // (a) raw canonical ops with owner counting (the insertCanonical / removeCanonical path, no lineage:
 //     the kind of op Dynamo's 26.5M/s producer figure counts), native loop;
-// (b) engine events with per-source lineage, native loop and through the JS batch API (encoding included).
+// (b) engine events with per-source lineage, native loop and through the JS batch API (encoding included);
+// (c) a small apply on a pool of thousands of sources against one of a single source.
 // At this size the owner and lineage tables are ~64 MiB each, so every block op needs 2-3 lines from
 // DRAM plus two words of the 4 MiB filter; PoolFilterState plans each chunk of ops first so those misses
 // overlap. The same code with every table in cache (a 4096-bucket filter) runs only ~1.5x faster, so
@@ -125,10 +126,43 @@ function jsChurn(): { opsPerSecond: number; load: number } {
   return { opsPerSecond: median(batchRates), load };
 }
 
+const MANY_SOURCES = 4000;
+const SMALL_APPLIES = 2000;
+
+/**
+ * (c) Microseconds per small apply (one 32-block store of one source) on a pool whose other sources
+ * each hold a 64-block prompt: what a pool of thousands of engine ranks pays per slice besides its
+ * blocks (an apply reports the state's bytes, once a walk over every source's table).
+ */
+function smallApplyMicros(sources: number): number {
+  const pool = new PoolFilterState({ bucketCount: 1 << 20 });
+  const prompts = new Prompts();
+  const batch = new PoolEventBatch();
+  for (let s = 0; s < sources; s += 64) {
+    batch.reset();
+    for (let k = s; k < Math.min(sources, s + 64); k++) {
+      for (const p of prompts.make(4)) batch.addStored(BigInt(k + 1), 0, null, null, p.extIds, p.tokensHashes);
+    }
+    pool.apply(batch);
+  }
+  const small = Array.from({ length: SMALL_APPLIES }, () => {
+    const b = new PoolEventBatch();
+    for (const p of prompts.make(2)) b.addStored(1n, 0, null, null, p.extIds, p.tokensHashes);
+    return b;
+  });
+  const start = process.hrtime.bigint();
+  for (const b of small) pool.apply(b);
+  const micros = Number(process.hrtime.bigint() - start) / 1000 / SMALL_APPLIES;
+  pool.close();
+  return micros;
+}
+
 export async function run(): Promise<BenchResult[]> {
   const canonical = benchPoolCanonicalNative(BUCKETS, MIN_LOAD, MAX_LOAD, 30_000_000);
   const native = benchPoolChurnNative(BUCKETS, BLOCKS_PER_PROMPT, MIN_LOAD, MAX_LOAD, 30_000_000);
   const js = jsChurn();
+  const one = smallApplyMicros(1);
+  const many = smallApplyMicros(MANY_SOURCES);
   const baseline = { name: 'native C++ churn loop (same workload shape)', value: native.medianBatchOpsPerSecond };
   return [
     {
@@ -150,6 +184,14 @@ export async function run(): Promise<BenchResult[]> {
       baseline,
       ratio: js.opsPerSecond / native.medianBatchOpsPerSecond,
       note: `median over batches; target >= 5M; includes PoolEventBatch encoding; final load ${js.load.toFixed(2)}`,
+    },
+    {
+      name: `(c) one 32-block apply through the JS API, pool of ${MANY_SOURCES} sources`,
+      value: many,
+      unit: 'us',
+      baseline: { name: 'the same apply on a pool of 1 source', value: one },
+      ratio: many / one,
+      note: `mean over ${SMALL_APPLIES} applies; every other source holds 64 blocks; the apply's cost should not grow with the sources`,
     },
   ];
 }

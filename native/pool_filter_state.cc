@@ -21,12 +21,20 @@ PoolFilterState::PoolFilterState(uint32_t bucketCount, uint64_t seed, uint32_t m
 
 PoolFilterState::Lineage* PoolFilterState::FindSource(uint64_t workerId, uint32_t dpRank) {
   const SourceKey key{workerId, dpRank};
-  if (cachedSource_ != nullptr && cachedKey_ == key) return cachedSource_;
-  auto it = sources_.find(key);
-  if (it == sources_.end()) return nullptr;
-  cachedKey_ = key;
-  cachedSource_ = it->second.get();
+  if (cachedSource_ == nullptr || cachedKey_ != key) {
+    auto it = sources_.find(key);
+    if (it == sources_.end()) return nullptr;
+    cachedKey_ = key;
+    cachedSource_ = it->second.get();
+  }
+  Touch(cachedSource_);
   return cachedSource_;
+}
+
+void PoolFilterState::Touch(Lineage* lineage) const {
+  if (lineage->touched) return;
+  lineage->touched = true;
+  touched_.push_back(lineage);
 }
 
 PoolFilterState::Lineage* PoolFilterState::GetOrCreateSource(uint64_t workerId, uint32_t dpRank) {
@@ -35,6 +43,7 @@ PoolFilterState::Lineage* PoolFilterState::GetOrCreateSource(uint64_t workerId, 
   auto& slot = sources_[SourceKey{workerId, dpRank}];
   // Each its own growth phase: sources that publish alike grow their tables at different sizes.
   slot = std::make_unique<Lineage>(++lineagesMade_);
+  Touch(slot.get());
   return slot.get();
 }
 
@@ -43,7 +52,10 @@ void PoolFilterState::DropSourceIfEmpty(uint64_t workerId, uint32_t dpRank, cons
   if (lineage != nullptr && !lineage->empty()) return;
   auto it = sources_.find(SourceKey{workerId, dpRank});
   if (it == sources_.end() || !it->second->empty()) return;
-  if (cachedSource_ == it->second.get()) cachedSource_ = nullptr;
+  Lineage* dropped = it->second.get();
+  if (cachedSource_ == dropped) cachedSource_ = nullptr;
+  lineageBytes_ -= dropped->countedBytes;
+  if (dropped->touched) touched_.erase(std::find(touched_.begin(), touched_.end(), dropped));
   sources_.erase(it);
 }
 
@@ -300,14 +312,34 @@ Stats PoolFilterState::GetStats() const {
 }
 
 size_t PoolFilterState::MemoryBytes() const {
-  size_t bytes = size_t{filter_.bucketCount()} * sizeof(uint64_t) + dirty_.MemoryBytes() + owners_.MemoryBytes();
-  for (const auto& entry : sources_) bytes += sizeof(entry) + sizeof(Lineage) + entry.second->MemoryBytes();
+  for (Lineage* lineage : touched_) {
+    lineageBytes_ -= lineage->countedBytes;
+    lineage->countedBytes = lineage->MemoryBytes();
+    lineageBytes_ += lineage->countedBytes;
+    lineage->touched = false;
+  }
+  touched_.clear();
+  return FixedBytes() + lineageBytes_;
+}
+
+size_t PoolFilterState::RecountMemoryBytes() const {
+  size_t bytes = FixedBytes();
+  for (const auto& entry : sources_) bytes += entry.second->MemoryBytes();
   return bytes;
+}
+
+// MemoryBytes apart from what the lineage tables hold.
+size_t PoolFilterState::FixedBytes() const {
+  return size_t{filter_.bucketCount()} * sizeof(uint64_t) + dirty_.MemoryBytes() + owners_.MemoryBytes() +
+         sources_.size() * (sizeof(decltype(sources_)::value_type) + sizeof(Lineage));
 }
 
 void PoolFilterState::SettleTables() {
   owners_.Settle();
-  for (auto& entry : sources_) entry.second->Settle();
+  for (auto& entry : sources_) {
+    entry.second->Settle();
+    Touch(entry.second.get());
+  }
 }
 
 std::vector<size_t> PoolFilterState::LineageBucketCounts() const {

@@ -12,6 +12,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvrelay::testing::InitHashingBench(env, exports);
   kvrelay::testing::InitBucketMapCheck(env, exports);
   kvrelay::testing::InitPagePopulatorCheck(env, exports);
+  kvrelay::testing::InitPoolAccountingCheck(env, exports);
   return exports;
 }
 }  // namespace

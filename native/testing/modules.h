@@ -12,5 +12,6 @@ void InitRng(Napi::Env env, Napi::Object exports);
 void InitHashingBench(Napi::Env env, Napi::Object exports);
 void InitBucketMapCheck(Napi::Env env, Napi::Object exports);
 void InitPagePopulatorCheck(Napi::Env env, Napi::Object exports);
+void InitPoolAccountingCheck(Napi::Env env, Napi::Object exports);
 }  // namespace testing
 }  // namespace kvrelay

@@ -5,6 +5,7 @@
 import { PoolEventBatch, PoolFilterState } from '../../src/native';
 import { MAX_TRACKED_BLOCKS_PER_POOL } from '../../src/config/limits';
 import { expectThrows } from './hashing.helpers';
+import { checkPoolMemoryAccounting } from '../support/native-testing';
 
 const SEED = 0x5deece66d1b54a33n;
 
@@ -75,6 +76,15 @@ describe('tracked-block limit', () => {
     expect(pool.stats().lineageEntries).toBe(blocks);
     expect(last - empty).toBeGreaterThan(16 * blocks);
     expect(last - empty).toBeLessThan(120 * blocks);
+  });
+
+  test('the state bytes are counted from the sources an apply touched, and equal a count of every table', () => {
+    // 300 sources: one growing through many table sizes, the others created and dropped again.
+    const r = checkPoolMemoryAccounting(300, 60_000);
+    expect(r.checks).toBe(60_000);
+    expect(r.clears).toBeGreaterThan(1000);
+    expect(r.sourceCount).toBeGreaterThan(100);
+    expect(r.maxBytes).toBeGreaterThan(16 << 20); // the growing source's table is mapped and drained
   });
 
   test('without the option a pool takes the largest limit; bad limits are refused', () => {

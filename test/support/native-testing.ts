@@ -123,6 +123,14 @@ export interface BucketMapSuccessorLoads {
   populated: number;
 }
 
+/** PoolFilterState's incremental MemoryBytes checked against a full recount after every operation. */
+export interface PoolMemoryAccounting {
+  checks: number;
+  clears: number;
+  maxBytes: number;
+  sourceCount: number;
+}
+
 interface TestingBinding {
   CanonicalPool: new (bucketCount: number, seed: bigint, maxKicks: number) => CanonicalPool;
   laneRngSeed(seed: bigint, lane: number | bigint): bigint;
@@ -132,6 +140,7 @@ interface TestingBinding {
   benchPoolMemoryNative(sources: number, blocks: number): NativeMemoryBench;
   checkBucketMap(seed: bigint, operations: number, keySpace: number, valueBytes: 4 | 8): BucketMapCheck;
   checkBucketMapGrowth(valueBytes: 4 | 8, entries: number): BucketMapGrowth;
+  checkPoolMemoryAccounting(sources: number, operations: number): PoolMemoryAccounting;
   checkBucketMapWaitsForSuccessor(valueBytes: 4 | 8): BucketMapSuccessorLoads;
   checkBucketMapStagger(maps: number, entries: number, staggered: boolean): BucketMapStagger;
   checkLineageStagger(sources: number, blocksPerSource: number): number[];
@@ -219,6 +228,14 @@ export function checkBucketMap(seed: bigint, operations: number, keySpace: numbe
 /** native/bucket_map.h grown from empty to `entries` random keys: the most entries one operation moved. */
 export function checkBucketMapGrowth(valueBytes: 4 | 8, entries: number): BucketMapGrowth {
   return testingAddon.checkBucketMapGrowth(valueBytes, entries);
+}
+
+/**
+ * Stores, removals and clears over `sources` sources of one PoolFilterState (one source growing, the
+ * others dropped when cleared); throws where its MemoryBytes differs from a count of every table.
+ */
+export function checkPoolMemoryAccounting(sources: number, operations: number): PoolMemoryAccounting {
+  return testingAddon.checkPoolMemoryAccounting(sources, operations);
 }
 
 /** native/bucket_map.h: when a table moves to its prepared successor, with its pages held back and in. */
