@@ -1,4 +1,4 @@
-// Ingest at datacenter scale (#8): a `kv-dc-relay serve` process dials 1 and 8 ZMQ publishers that
+// Ingest at datacenter scale (#8): a `kv-dc-relay serve` process dials 1, 8 and 64 ZMQ publishers that
 // send realistic vLLM batches (map-encoded events, 16 events × 32 blocks of 16 tokens, 20 %
 // removals) as fast as they can for a fixed time. Reported: blocks/s the relay ingested (its own
 // kv_dc_relay_ingest_blocks_total over the window) and relay CPU per block (/proc), against a bare
@@ -13,7 +13,8 @@ import type { BenchResult } from './support/result';
 import { bareSubscriberRate, equilibriumIngestRate, FIREHOSE_MESSAGES, freshIngestRate, prefillBatches, publishers, relayIngestRate, type IngestRate } from './support/firehose';
 import { BLOCK_SIZE, BLOCKS_PER_EVENT, BLOCKS_PER_MESSAGE, EVENTS_PER_MESSAGE, REMOVALS, vllmBatches } from './support/vllm-batches';
 
-const SOURCES = [1, 8];
+/** 64: the many engine ranks of a large DC's relay, where per-source costs show. */
+const SOURCES = [1, 8, 64];
 const WARMUP_MS = 1_000;
 const MEASURE_MS = Number(process.env.INGEST_SCALE_MS ?? 3_000);
 /** Fresh messages are built before the run (~1 ms each), so their window is shorter. */
