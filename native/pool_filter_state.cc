@@ -40,11 +40,14 @@ void PoolFilterState::Touch(Lineage* lineage) const {
 PoolFilterState::Lineage* PoolFilterState::GetOrCreateSource(uint64_t workerId, uint32_t dpRank) {
   Lineage* existing = FindSource(workerId, dpRank);
   if (existing != nullptr) return existing;
-  auto& slot = sources_[SourceKey{workerId, dpRank}];
   // Each its own growth phase: sources that publish alike grow their tables at different sizes.
-  slot = std::make_unique<Lineage>(++lineagesMade_);
-  Touch(slot.get());
-  return slot.get();
+  auto made = std::make_unique<Lineage>(++lineagesMade_);
+  // Room for every source: a lookup then never allocates (Touch), so it cannot throw mid-operation.
+  touched_.reserve(sources_.size() + 1);
+  Lineage* lineage = made.get();
+  sources_.emplace(SourceKey{workerId, dpRank}, std::move(made));
+  Touch(lineage);
+  return lineage;
 }
 
 void PoolFilterState::DropSourceIfEmpty(uint64_t workerId, uint32_t dpRank, const Lineage* lineage) {

@@ -84,7 +84,8 @@ describe('tracked-block limit', () => {
     expect(r.checks).toBe(60_000);
     expect(r.clears).toBeGreaterThan(1000);
     expect(r.sourceCount).toBeGreaterThan(100);
-    expect(r.maxBytes).toBeGreaterThan(16 << 20); // the growing source's table is mapped and drained
+    // ~250 k blocks in the growing source: its table went through the mapped sizes, drains included.
+    expect(r.maxBytes).toBeGreaterThan(8 << 20);
   });
 
   test('without the option a pool takes the largest limit; bad limits are refused', () => {
