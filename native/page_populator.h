@@ -154,7 +154,6 @@ class Populator {
  private:
   // A huge page at a time: a kept one replaces a chunk whole.
   static constexpr size_t kChunk = WarmPages::kPiece;
-  static constexpr size_t kSmallPage = size_t{4} << 10;
 
   // Faults [base, base + length) in for writing without changing a byte, even where the owner
   // already uses the memory (a table that had to move to its successor before it was populated): a

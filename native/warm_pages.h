@@ -21,6 +21,8 @@ namespace pages {
 
 // A transparent huge page (x86-64): the tables' alignment, and what a drain gives back at a time.
 constexpr size_t kHugePage = size_t{2} << 20;
+// A base page: what a mapping's length rounds to, and the step that faults a region in page by page.
+constexpr size_t kSmallPage = size_t{4} << 10;
 
 class WarmPages {
  public:

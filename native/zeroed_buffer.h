@@ -124,7 +124,7 @@ class ZeroedBuffer {
   // the project's VM. Smaller ones come from the heap, whose freed chunks are reused warm.
   static constexpr size_t kMmapThreshold = size_t{64} << 10;
   static constexpr size_t kHugePage = pages::kHugePage;
-  static constexpr size_t kSmallPage = size_t{4} << 10;
+  static constexpr size_t kSmallPage = pages::kSmallPage;
 
   void Swap(ZeroedBuffer& other) noexcept {
     std::swap(data_, other.data_);
