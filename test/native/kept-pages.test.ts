@@ -1,6 +1,7 @@
 // keptPageBytes (the kv_dc_relay_kept_page_bytes gauge): a pool whose tables grow gives the drained
 // tables' pages to the process's kept pages for the next growth; they count until they expire.
-import { keptPageBytes, PoolEventBatch, PoolFilterState } from '../../src/native';
+import { keptPageBytes, PoolFilterState } from '../../src/native';
+import { rootPromptBatches } from '../support/packed';
 import { waitFor } from '../support/waitFor';
 import { expectThrows } from './hashing.helpers';
 
@@ -15,12 +16,7 @@ test('a growing pool keeps its drained pages for a while, then none', async () =
   // and each growth drains the table before into its successor a huge page at a time.
   const blocks = 300_000;
   let most = 0;
-  for (let done = 0; done < blocks; ) {
-    const batch = new PoolEventBatch();
-    for (let e = 0; e < 256 && done < blocks; e++, done += 16) {
-      const ids = Array.from({ length: 16 }, (_, i) => BigInt(done + i + 1));
-      batch.addStored(1n, 0, null, null, ids, ids.map((id) => id * 7919n));
-    }
+  for (const batch of rootPromptBatches(blocks, 1)) {
     await pool.applyAsync(batch);
     most = Math.max(most, keptPageBytes());
   }

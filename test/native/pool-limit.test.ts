@@ -6,6 +6,7 @@ import { PoolEventBatch, PoolFilterState } from '../../src/native';
 import { MAX_TRACKED_BLOCKS_PER_POOL } from '../../src/config/limits';
 import { expectThrows } from './hashing.helpers';
 import { checkPoolMemoryAccounting } from '../support/native-testing';
+import { rootPromptBatches } from '../support/packed';
 
 const SEED = 0x5deece66d1b54a33n;
 
@@ -65,14 +66,7 @@ describe('tracked-block limit', () => {
     // least their 8-byte keys per block and at most a few times the ~30 B a block costs at rest.
     const blocks = 200_000;
     let last = empty;
-    for (let done = 0; done < blocks; ) {
-      const batch = new PoolEventBatch();
-      for (let e = 0; e < 256 && done < blocks; e++, done += 16) {
-        const ids = Array.from({ length: 16 }, (_, i) => BigInt(done + i + 1));
-        batch.addStored(BigInt(1 + (done / 16) % 4), 0, null, null, ids, ids.map((id) => id * 7919n));
-      }
-      last = (await pool.applyAsync(batch)).stateBytes;
-    }
+    for (const batch of rootPromptBatches(blocks, 4)) last = (await pool.applyAsync(batch)).stateBytes;
     expect(pool.stats().lineageEntries).toBe(blocks);
     expect(last - empty).toBeGreaterThan(16 * blocks);
     expect(last - empty).toBeLessThan(120 * blocks);

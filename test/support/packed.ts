@@ -1,7 +1,7 @@
 // Packed apply batches (packed_batch.h layout) read back into plain events, and the canonical block
 // hashes a stored event's tokens must have, for tests that check what ingest hands the pool.
 import { addon } from '../../src/native/addon';
-import { blockHashes, EngineBatchDecoder, META_STRIDE, packedEventWords, packedKind, saltSeed } from '../../src/native';
+import { blockHashes, EngineBatchDecoder, META_STRIDE, packedEventWords, packedKind, PoolEventBatch, saltSeed } from '../../src/native';
 import { PackedBurst } from '../../src/ingest/burst';
 import type { PackedEngineEvents } from '../../src/ingest/types';
 import { encodeBatch, type EventEncoding, type SimEvent } from '../../src/sim/encode';
@@ -69,4 +69,19 @@ export function packEngineBatch(workerId: bigint, events: readonly SimEvent[], o
   const burst = new PackedBurst(decoder, workerId);
   burst.add(opts.sequence ?? 0n, encodeBatch(0, events, dpRank, { events: opts.encoding ?? 'map' }), dpRank);
   return burst.view(false);
+}
+
+/**
+ * `blocks` blocks of 16-block root prompts (ids 1.., tokens hashes id × 7919), round robin over
+ * workers 1..`sources`, 256 prompts to a batch: a pool's tables growing as engines fill them.
+ */
+export function* rootPromptBatches(blocks: number, sources: number): Generator<PoolEventBatch> {
+  for (let done = 0; done < blocks; ) {
+    const batch = new PoolEventBatch();
+    for (let e = 0; e < 256 && done < blocks; e++, done += 16) {
+      const ids = Array.from({ length: 16 }, (_, i) => BigInt(done + i + 1));
+      batch.addStored(BigInt(1 + ((done / 16) % sources)), 0, null, null, ids, ids.map((id) => id * 7919n));
+    }
+    yield batch;
+  }
 }
