@@ -54,3 +54,13 @@ export function outputIds(request: Pick<SimRequest, 'id' | 'outputTokens' | 'out
   for (let i = 0; i < out.length; i++) out[i] = mix32(Math.imul(request.id + 1, 0x27d4eb2f) ^ mix32(i)) % VOCAB_SIZE;
   return out;
 }
+
+/** What an engine runs: the prompt followed by the answer it will generate. */
+export function engineRequest(request: SimRequest): { id: number; tokens: Uint32Array; promptTokens: number; outputTokens: number } {
+  const prompt = promptTokens(request.prompt);
+  const answer = outputIds(request);
+  const tokens = new Uint32Array(prompt.length + answer.length);
+  tokens.set(prompt);
+  tokens.set(answer, prompt.length);
+  return { id: request.id, tokens, promptTokens: prompt.length, outputTokens: request.outputTokens };
+}

@@ -37,6 +37,10 @@ export class BlockPool {
     return this.cached.size;
   }
 
+  has(hash: number): boolean {
+    return this.cached.has(hash);
+  }
+
   /** How many leading hashes are cached (the longest reusable prefix). */
   match(hashes: readonly number[], limit = hashes.length): number {
     let n = 0;

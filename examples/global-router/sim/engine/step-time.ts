@@ -34,3 +34,28 @@ export function stepMs(cal: EngineCalibration, work: StepWork): number {
   const decode = (work.decodeContextTokens * cal.kvBytesPerToken) / cal.memoryBytesPerS;
   return linearMs(cal, work.tokens) + 1000 * (attention + decode);
 }
+
+/** A prompt's prefill on an idle rank, chunk by chunk at the step budget (the TTFT it gets with no load and no cache). */
+export function prefillAloneMs(cal: EngineCalibration, promptTokens: number, budget: number): number {
+  let ms = 0;
+  for (let done = 0; done < promptTokens; done += budget) {
+    const chunk = Math.min(budget, promptTokens - done);
+    ms += stepMs(cal, { tokens: chunk, prefillPairs: prefillPairs(done, chunk), decodeContextTokens: 0 });
+  }
+  return ms;
+}
+
+/**
+ * GPU time one request costs a saturated rank (perfect batching): its uncached prompt tokens and
+ * output tokens at the large-batch per-token cost, its prefill attention, and its decode steps'
+ * KV reads. The capacity a load fraction is relative to.
+ */
+export function saturatedRequestMs(cal: EngineCalibration, promptTokens: number, cachedTokens: number, outputTokens: number): number {
+  const [x0, y0] = cal.linearMs[cal.linearMs.length - 2];
+  const [x1, y1] = cal.linearMs[cal.linearMs.length - 1];
+  const perToken = (y1 - y0) / (x1 - x0);
+  const uncached = promptTokens - cachedTokens;
+  const attention = (prefillPairs(cachedTokens, uncached) * cal.attentionFlopsPerPair) / cal.attentionFlopsPerS;
+  const decodeRead = (outputTokens * (promptTokens + outputTokens / 2) * cal.kvBytesPerToken) / cal.memoryBytesPerS;
+  return perToken * (uncached + outputTokens) + 1000 * (attention + decodeRead);
+}
