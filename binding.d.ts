@@ -1,10 +1,12 @@
-// Types of the whole native addon surface (build/Release/kv_dc_relay.node).
+// Types of the native addons' surface: kv_dc_relay_core.node (native/bindings/core: hashing, CKF,
+// CBI1; what a consumer loads) and kv_dc_relay.node (native/bindings/relay: pool state, engine
+// decoder, ingest sockets). `CoreAddon` and `RelayAddon` at the end say which export is in which.
 // Only src/native/ imports this file.
 
 /** XXH3-64 of `data` with a 64-bit seed. */
 export function xxh3(data: Uint8Array, seed: bigint): bigint;
 
-// --- CBI1 codec (native/cbi1*.cc) -------------------------------------------------------------
+// --- CBI1 codec (core addon; native/core/cbi1*, native/bindings/core/cbi1*) ---
 // Errors: TypeError / RangeError for bad arguments; codec errors are Errors whose `code` is the
 // ImagesWireError name (Format errors as 'Format.<FormatError>') with their details as properties.
 
@@ -113,7 +115,7 @@ export class SnapshotAssembly {
   reset(): void;
 }
 
-// --- Hashing, CKF helpers, pool state (native/hashing_napi.cc, hash_batch*.cc, ckf*.cc, pool_*.cc) 
+// --- Hashing, CKF helpers (core addon), pool state (relay addon; native/pool, native/bindings/relay/pool_*) 
 // Errors: TypeError / RangeError for bad arguments; domain errors are Errors with a string `code`.
 
 /** compute_salt_hash(cache_namespace, lora_name); null/undefined/"" mean absent. */
@@ -174,7 +176,7 @@ export interface CkfPrepared {
 export function ckfPrepare(hash: bigint, bucketCount: number, seed: bigint): CkfPrepared;
 export function bucketContains(word: bigint, fingerprint: number): boolean;
 
-/** The packed event batch layout (native/packed_batch.h), frozen. */
+/** The packed event batch layout (native/pool/packed_batch.h), frozen. */
 export interface PackedBatchLayout {
   /** u32 per event in `meta`. */
   readonly metaStride: number;
@@ -188,9 +190,9 @@ export interface PackedBatchLayout {
 export const packedBatchLayout: PackedBatchLayout;
 
 /**
- * Bounds on one native call (native/native_limits.h). Above them the call throws a RangeError and
- * changes nothing: synchronous calls stay within a few ms of the event loop, and async calls copy
- * their inputs before queueing (within a few ms too).
+ * Bounds on one native call (native/core/native_limits.h; exported by both addons). Above them the
+ * call throws a RangeError and changes nothing: synchronous calls stay within a few ms of the event
+ * loop, and async calls copy their inputs before queueing (within a few ms too).
  */
 export interface NativeLimits {
   /** Words of a packed batch applied synchronously (applyBatch), ids of one store/remove. */
@@ -302,7 +304,7 @@ export class PoolFilterState {
   close(): void;
 }
 
-// --- Engine KV-event batch decoder (native/engine_*.cc) -------------------------------------
+// --- Engine KV-event batch decoder (relay addon; native/ingest/engine_decode*) ---
 // Errors: TypeError / RangeError for bad arguments; a rejected payload throws an Error with
 // code 'MalformedKvBatch' or 'RankOutOfRange' (with `rank`), or 'AllocationFailed'.
 
@@ -334,11 +336,13 @@ export class EngineBatchDecoder {
   ): boolean;
 }
 
-// --- ZMQ ingest sockets (native/zmq_ingest.cc) ---
-// A SUB socket on libzmq's C API in the context of the calling thread (one per JS environment),
+// --- ZMQ ingest sockets (relay addon; native/bindings/relay/zmq_subscriber.cc) ---
+// A SUB socket on libzmq's C API (bound at run time to the libzmq zeromq.js's addon carries:
+// native/ingest/libzmq.h) in the context of the calling thread (one per JS environment),
 // read without a JS object per message. Monitor events and a ZAP handler on the same context keep
 // zeromq.js's connection semantics. Errors: TypeError for bad arguments; an Error with code
-// (EADDRINUSE, EINVAL, EPROTONOSUPPORT, EMFILE, ENOENT, EZMQ; ESOCKETCLOSED once closed).
+// (EADDRINUSE, EINVAL, EPROTONOSUPPORT, EMFILE, ENOENT, EZMQ; ESOCKETCLOSED once closed; ENOLIBZMQ
+// when no loaded object carries libzmq 4.3+, i.e. zeromq.js was not required first).
 
 /** Fields of a received message's record (`stride` numbers each) and its status values. */
 export const zmqRecord: {
@@ -391,6 +395,8 @@ export function zmqAllowPeers(domain: string, peers: string[], maxSockets: numbe
 export function zmqForgetPeers(domain: string): void;
 /** SUB sockets of this thread's context not closed yet (each keeps the thread's event loop alive). */
 export function zmqOpenSockets(): number;
+/** The loaded object whose libzmq ingest uses (zeromq.js's addon) and its version; ENOLIBZMQ when none. */
+export function zmqLibrary(): { path: string; version: string };
 /**
  * Sets the calling thread's fair-scheduler slice (sched_attr.sched_runtime) to `microseconds`, an
  * integer in [100, 100000]. Returns false where the kernel or a sandbox does not let it be set (the
@@ -404,3 +410,51 @@ export function threadSlice(): number | null;
  * 1 GiB): resident memory that no pool's tables account for. TypeError with any argument.
  */
 export function keptPageBytes(): number;
+
+// --- Which addon exports what ------------------------------------------------------------------
+type Surface = typeof import('./binding');
+/** kv_dc_relay_core.node: no ingest, pool or ZMQ code. */
+export type CoreAddon = Pick<
+  Surface,
+  | 'xxh3'
+  | 'cbi1Constants'
+  | 'validateFilterFormat'
+  | 'snapshotChunkCount'
+  | 'encodeDelta'
+  | 'encodeSnapshotChunks'
+  | 'encodeSnapshotChunk'
+  | 'encodeSnapshotAsync'
+  | 'decodeFrame'
+  | 'SnapshotAssembly'
+  | 'saltSeed'
+  | 'blockHashes'
+  | 'sequenceHashes'
+  | 'sequenceHashesFromBlocks'
+  | 'hashBatch'
+  | 'hashBatchAsync'
+  | 'padValueForMmHash'
+  | 'hashMmIdentifier'
+  | 'ckfBucketCount'
+  | 'ckfPrepare'
+  | 'bucketContains'
+  | 'nativeLimits'
+>;
+/** kv_dc_relay.node: what only the relay runs. */
+export type RelayAddon = Pick<
+  Surface,
+  | 'packedBatchLayout'
+  | 'nativeLimits'
+  | 'PoolFilterState'
+  | 'engineDecodeSlots'
+  | 'EngineBatchDecoder'
+  | 'zmqRecord'
+  | 'zmqEvents'
+  | 'ZmqSubscriber'
+  | 'zmqAllowPeers'
+  | 'zmqForgetPeers'
+  | 'zmqOpenSockets'
+  | 'zmqLibrary'
+  | 'setThreadSlice'
+  | 'threadSlice'
+  | 'keptPageBytes'
+>;

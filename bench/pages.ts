@@ -1,11 +1,11 @@
-// Background page population (native/page_populator.h) against the rest of the process: how long
+// Background page population (native/core/page_populator.h) against the rest of the process: how long
 // another thread's mmap + write + munmap of 256 KiB (what V8's heap, malloc's large blocks and ZMQ do
 // on the relay's main, ingest and apply threads) takes while a fresh table's pages are faulted in,
 // against the same calls with the populating thread idle, in the same call. Faulting with
 // madvise(MADV_POPULATE_WRITE) held the address-space lock and kept such calls waiting 15-50 ms on
 // the project's VM; touching the pages does not (goal: the busy max within a few ms).
 // Then the population itself: a successor's pages from fresh memory against the huge pages a drained
-// table gave back (native/warm_pages.h), same size, same call.
+// table gave back (native/core/warm_pages.h), same size, same call.
 import { benchPopulatorContention, benchWarmPages } from '../test/support/native-testing';
 import type { BenchResult } from './support/result';
 

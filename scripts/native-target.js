@@ -1,11 +1,13 @@
-// Where the compiled addon lives and how it is built: one definition shared by the install script,
+// Where the compiled addons live and how they are built: one definition shared by the install script,
 // the build scripts and the runtime loader (src/native/addon.ts).
 'use strict';
 const path = require('path');
 const { spawnSync } = require('child_process');
 
-const ADDON_FILE = 'kv_dc_relay.node';
-// Vector-only and bench-only entry points (native/testing/): built beside the addon, never packaged.
+// The two product addons (native/bindings/<name>/addon.cc): `core` is what a consumer loads
+// (hashing, CKF, CBI1), `relay` what only the relay runs (pool state, ingest).
+const ADDON_FILES = { core: 'kv_dc_relay_core.node', relay: 'kv_dc_relay.node' };
+// Vector-only and bench-only entry points (native/testing/): built beside the addons, never packaged.
 const TESTING_ADDON_FILE = 'kv_dc_relay_testing.node';
 
 // The from-source build directory: build/, or the one KV_DC_RELAY_BUILD_DIR names (relative to the
@@ -16,6 +18,12 @@ function buildDir(root) {
 
 function prebuildDir(root, platform = process.platform, arch = process.arch) {
   return path.join(root, 'prebuilds', `${platform}-${arch}`);
+}
+
+function addonFile(name) {
+  const file = ADDON_FILES[name];
+  if (!file) throw new Error(`unknown addon '${name}' (one of ${Object.keys(ADDON_FILES).join(', ')})`);
+  return file;
 }
 
 /** Absolute path of an installed package's bin script (run with node, no shell). */
@@ -31,7 +39,7 @@ function runPackageBin(root, pkg, args, name = pkg) {
   return result.status ?? 1;
 }
 
-/** Compiles the addon into build/Release with cmake-js; returns the exit status. */
+/** Compiles the addons into build/Release with cmake-js; returns the exit status. */
 function compileAddon(root) {
   return runPackageBin(root, 'cmake-js', ['compile', '--out', 'build']);
 }
@@ -40,9 +48,9 @@ module.exports = {
   packageBin,
   runPackageBin,
   compileAddon,
-  ADDON_FILE,
-  localBuildPath: (root) => path.join(buildDir(root), 'Release', ADDON_FILE),
+  ADDON_FILES,
+  localBuildPath: (root, name = 'relay') => path.join(buildDir(root), 'Release', addonFile(name)),
   testingBuildPath: (root) => path.join(buildDir(root), 'Release', TESTING_ADDON_FILE),
-  prebuildPath: (root, platform, arch) => path.join(prebuildDir(root, platform, arch), ADDON_FILE),
+  prebuildPath: (root, name = 'relay', platform, arch) => path.join(prebuildDir(root, platform, arch), addonFile(name)),
   prebuildDir,
 };

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
-// `npm run prebuild`: compile the addon for this host and place it under
-// prebuilds/<platform>-<arch>/, where `npm pack` picks it up and the loader finds it.
+// `npm run prebuild`: compile the addons for this host and place them under
+// prebuilds/<platform>-<arch>/, where `npm pack` picks them up and the loader finds them.
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -11,5 +11,7 @@ const status = target.compileAddon(root);
 if (status !== 0) process.exit(status);
 
 fs.mkdirSync(target.prebuildDir(root), { recursive: true });
-fs.copyFileSync(target.localBuildPath(root), target.prebuildPath(root));
-console.log(`prebuild: wrote ${path.relative(root, target.prebuildPath(root))}`);
+for (const name of Object.keys(target.ADDON_FILES)) {
+  fs.copyFileSync(target.localBuildPath(root, name), target.prebuildPath(root, name));
+  console.log(`prebuild: wrote ${path.relative(root, target.prebuildPath(root, name))}`);
+}

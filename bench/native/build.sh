@@ -7,5 +7,6 @@ out="${1:-build-driver/pool_driver}"
 mkdir -p "$(dirname "$out")"
 xxhash_dir=$(node -p "require('path').join(require('path').dirname(require.resolve('xxhash-addon/package.json')), 'xxHash')")
 g++ -std=c++17 -O3 -g -Wall -Wextra -Werror -Inative -I"$xxhash_dir" bench/native/pool_driver.cc \
-  native/ckf.cc native/packed_batch.cc native/pool_canonical.cc native/pool_filter_state.cc native/pool_plan.cc \
+  native/core/ckf.cc native/pool/packed_batch.cc native/pool/pool_canonical.cc native/pool/pool_filter_state.cc \
+  native/pool/pool_plan.cc \
   -lpthread -o "$out"

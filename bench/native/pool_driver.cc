@@ -12,7 +12,7 @@
 #include <cstring>
 #include <vector>
 
-#include "pool_filter_state.h"
+#include "pool/pool_filter_state.h"
 #include "testing/churn.h"
 
 namespace {

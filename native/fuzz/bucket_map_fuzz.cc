@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <unordered_map>
 
-#include "bucket_map.h"
+#include "core/bucket_map.h"
 #include "fuzz_input.h"
 
 using kvrelay::fuzz::Input;

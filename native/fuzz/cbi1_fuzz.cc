@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include "cbi1.h"
+#include "core/cbi1.h"
 #include "fuzz_input.h"
 #define XXH_INLINE_ALL
 #include "xxhash.h"

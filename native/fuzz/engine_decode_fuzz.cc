@@ -6,10 +6,10 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "engine_decode.h"
+#include "ingest/engine_decode.h"
 #include "fuzz_input.h"
-#include "packed_batch.h"
-#include "pool_filter_state.h"
+#include "pool/packed_batch.h"
+#include "pool/pool_filter_state.h"
 
 using kvrelay::fuzz::Input;
 namespace engine = kvrelay::engine;

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "fuzz_input.h"
-#include "packed_batch.h"
-#include "pool_filter_state.h"
+#include "pool/packed_batch.h"
+#include "pool/pool_filter_state.h"
 
 using kvrelay::fuzz::Input;
 namespace pool = kvrelay::pool;

@@ -13,13 +13,13 @@ command -v "$CXX" >/dev/null || { echo "fuzz: $CXX not found (apt-get install cl
 xxhash_dir=$(node -p "require('path').join(require('path').dirname(require.resolve('xxhash-addon/package.json')), 'xxHash')")
 common=(-std=c++17 -O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=undefined -Inative -Inative/fuzz -I"$xxhash_dir")
 # The pure C++ core the targets exercise (no N-API).
-core=(cbi1 ckf engine_decode packed_batch pool_canonical pool_filter_state pool_plan)
+core=(core/cbi1 core/ckf ingest/engine_decode pool/packed_batch pool/pool_canonical pool/pool_filter_state pool/pool_plan)
 targets=(cbi1 pool_batch engine_decode bucket_map)
 
 mkdir -p "$out/obj" "$out/artifacts"
 objs=()
 for unit in "${core[@]}"; do
-  obj="$out/obj/$unit.o"
+  obj="$out/obj/${unit//\//_}.o"
   if [ ! -f "$obj" ] || [ "native/$unit.cc" -nt "$obj" ] || [ -n "$(find native -name '*.h' -newer "$obj" -print -quit)" ]; then
     "$CXX" "${common[@]}" -fsanitize=fuzzer-no-link,address,undefined -c "native/$unit.cc" -o "$obj" || { echo "fuzz: compiling $unit failed"; exit 1; }
   fi

@@ -12,9 +12,9 @@
 #include <unordered_map>
 #include <vector>
 
-#include "bucket_map.h"
-#include "ckf.h"
-#include "napi_args.h"
+#include "core/bucket_map.h"
+#include "core/ckf.h"
+#include "bindings/napi_args.h"
 #include "testing/modules.h"
 #include "testing/population_hold.h"
 

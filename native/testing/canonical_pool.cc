@@ -3,9 +3,9 @@
 #include <memory>
 #include <vector>
 
-#include "napi_args.h"
-#include "pool_filter_state.h"
-#include "pool_js.h"
+#include "bindings/napi_args.h"
+#include "pool/pool_filter_state.h"
+#include "bindings/relay/pool_js.h"
 #include "testing/modules.h"
 
 namespace kvrelay {

@@ -7,10 +7,10 @@
 #include <utility>
 #include <vector>
 
-#include "ckf.h"
-#include "packed_batch.h"
-#include "pool_canonical.h"
-#include "pool_filter_state.h"
+#include "core/ckf.h"
+#include "pool/packed_batch.h"
+#include "pool/pool_canonical.h"
+#include "pool/pool_filter_state.h"
 
 namespace kvrelay {
 namespace testing {

@@ -2,9 +2,9 @@
 // exactly the block windows hashBatch reads, no outputs.
 #include <napi.h>
 
-#include "block_hash.h"
-#include "hash_batch.h"
-#include "native_limits.h"
+#include "core/block_hash.h"
+#include "bindings/core/hash_batch.h"
+#include "core/native_limits.h"
 #include "testing/modules.h"
 
 namespace kvrelay {

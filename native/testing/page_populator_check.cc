@@ -9,12 +9,12 @@
 #include <cstdint>
 #include <thread>
 
-#include "napi_args.h"
-#include "page_populator.h"
+#include "bindings/napi_args.h"
+#include "core/page_populator.h"
 #include "testing/modules.h"
 #include "testing/population_hold.h"
 #include "testing/resident.h"
-#include "zeroed_buffer.h"
+#include "core/zeroed_buffer.h"
 
 namespace kvrelay {
 namespace testing {

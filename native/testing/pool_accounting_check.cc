@@ -7,8 +7,8 @@
 #include <string>
 #include <vector>
 
-#include "napi_args.h"
-#include "pool_filter_state.h"
+#include "bindings/napi_args.h"
+#include "pool/pool_filter_state.h"
 #include "testing/modules.h"
 
 namespace kvrelay {

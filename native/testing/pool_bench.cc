@@ -8,8 +8,8 @@
 #include <chrono>
 #include <vector>
 
-#include "napi_args.h"
-#include "pool_filter_state.h"
+#include "bindings/napi_args.h"
+#include "pool/pool_filter_state.h"
 #include "testing/churn.h"
 #include "testing/modules.h"
 

@@ -3,7 +3,7 @@
 #pragma once
 #include <chrono>
 
-#include "page_populator.h"
+#include "core/page_populator.h"
 
 namespace kvrelay {
 namespace testing {

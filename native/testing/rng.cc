@@ -1,6 +1,6 @@
 // The filter's relocation RNG (splitmix.json vectors): lane seeds and single SplitMix64 steps.
-#include "ckf.h"
-#include "napi_args.h"
+#include "core/ckf.h"
+#include "bindings/napi_args.h"
 #include "testing/modules.h"
 
 namespace kvrelay {

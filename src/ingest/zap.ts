@@ -1,5 +1,5 @@
 // Peer allow-lists of bound KV-event sockets, enforced by a ZAP handler (ZMQ RFC 27) in the native
-// context of the calling thread (native/zmq_ingest.cc): libzmq asks it about every connection of a
+// context of the calling thread (native/bindings/relay/zmq_subscriber.cc): libzmq asks it about every connection of a
 // socket with a zapDomain, before the handshake completes, so a refused peer never delivers a message.
 import { INGEST_MAX_ZMQ_SOCKETS } from '../config/defaults';
 import { zmqAllowPeers, zmqForgetPeers } from '../native/zmq-subscriber';

@@ -1,6 +1,6 @@
 // The zeromq.js context of ingest's replay DEALERs (the SUB sockets and the ZAP handler are native:
-// native/zmq_ingest.cc). zeromq.js's global context is shared by every module in the process and
-// libzmq fixes its socket limit (1023 by default) when its first socket is created, so raising the
+// native/bindings/relay/zmq_subscriber.cc). zeromq.js's global context is shared by every module in
+// the process and libzmq fixes its socket limit (1023 by default) when its first socket is created, so raising the
 // limit there only works if nothing opened a socket before ingest was loaded. A context of our own
 // gets the limit for certain; it is one per module instance, so one per ingest thread.
 import { Context } from 'zeromq';

@@ -1,7 +1,9 @@
 // Typed wrappers of the native CBI1 codec (hashing-ckf-cbi1.md §3): delta and snapshot-chunk
 // encoders, the decoder with the specified check order, and snapshot assembly.
 import { types } from 'util';
-import { addon } from './addon';
+import { coreAddon } from './addon';
+
+const addon = coreAddon();
 import { nativeLimits } from './limits';
 import type {
   AssembledSnapshot,

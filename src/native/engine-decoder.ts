@@ -16,7 +16,9 @@
 // - One decoder per thread (it keeps scratch buffers); calls are synchronous (bench/engine-decode.ts:
 //   ~1-2 µs of CPU for a 1-event message, ~25-35 µs for 16 events × 32 blocks of 16 tokens).
 import type * as Binding from '../../binding';
-import { addon } from './addon';
+import { relayAddon } from './addon';
+
+const addon = relayAddon();
 
 export interface EngineDecoderOptions {
   /** The worker whose sockets this decoder serves (u64). */

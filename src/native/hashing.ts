@@ -2,7 +2,9 @@
 // Every function validates its arguments natively: TypeError for wrong types, RangeError for bad
 // values (kvBlockSize 0 included), Error with `code` for domain errors.
 import type { CkfPrepared, HashBatchResult, MmHashList } from '../../binding';
-import { addon } from './addon';
+import { coreAddon } from './addon';
+
+const addon = coreAddon();
 
 export type { CkfPrepared, HashBatchResult, MmHashList };
 

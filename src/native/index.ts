@@ -3,7 +3,7 @@ export * from './cbi1';
 export * from './engine-decoder';
 export * from './hashing';
 export * from './pool';
-export { addonOrigin, type AddonOrigin } from './addon';
+export { addonOrigins, explainLoadFailure, AddonLoadError, type AddonOrigin, type AddonName } from './addon';
 export { nativeLimits } from './limits';
 export { keptPageBytes } from './pages';
 export { setThreadSlice, threadSlice } from './thread-slice';

@@ -1,5 +1,7 @@
-// Memory the native core holds outside the pools' own tables (native/pages_napi.cc).
-import { addon } from './addon';
+// Memory the native core holds outside the pools' own tables (native/bindings/relay/pages_napi.cc).
+import { relayAddon } from './addon';
+
+const addon = relayAddon();
 
 /**
  * Bytes of drained table pages kept for the next table growth (a few seconds, at most 1 GiB): part of

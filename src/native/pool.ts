@@ -12,7 +12,7 @@
 //   error (IndexerInvariantViolation). Capacity exhaustion is not an error: it is counted
 //   (`capacityFailures`), the ownership is kept, and a later store of the hash retries admission.
 // - Every applied event counts as one pending event (even when it fails); drain() resets the count.
-// - Call sizes are bounded (nativeLimits, native/native_limits.h): a synchronous apply, store or
+// - Call sizes are bounded (nativeLimits, native/core/native_limits.h): a synchronous apply, store or
 //   remove above maxSyncBatchWords words, an async apply above maxAsyncBatchWords, words() above
 //   maxSyncFilterWords buckets, drain() above as many dirty buckets and drainDelta() above
 //   maxSyncWindowBuckets throw a RangeError and change nothing (drainAsync and copyWordsAsync have
@@ -28,7 +28,9 @@ import type * as Binding from '../../binding';
 import type { PoolStats } from '../../binding';
 import { DEFAULT_CKF_MAX_KICKS, DEFAULT_CKF_SEED } from '../config/defaults';
 import { MAX_U32, MAX_U64 } from '../config/limits';
-import { addon } from './addon';
+import { relayAddon } from './addon';
+
+const addon = relayAddon();
 
 export type { PoolStats };
 
@@ -99,7 +101,7 @@ export interface PoolFilterStateOptions {
   maxTrackedBlocks?: number;
 }
 
-// The packed encoding is defined once, natively (native/packed_batch.h).
+// The packed encoding is defined once, natively (native/pool/packed_batch.h).
 const LAYOUT = addon.packedBatchLayout;
 /** u32 entries of one event in a packed batch's meta. */
 export const META_STRIDE = LAYOUT.metaStride;

@@ -11,7 +11,7 @@ import type { Logger } from '../log';
 import { EventLoopDelayMonitor } from '../metrics/event-loop';
 import { createRelayMetrics, DeltaLatencyMetrics } from '../metrics/registry';
 import { startMetricsServer, type MetricsServer } from '../metrics/server';
-import { addonOrigin } from '../native';
+import { addonOrigins } from '../native';
 import { Producer } from '../producer/producer';
 import { CertificateFileError, readCertificateFiles } from '../security/certificate-files';
 import { startRelayServer, type RelayServer } from '../transport/server';
@@ -46,7 +46,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
   const text = readConfig(configFile);
   const config = parseConfigText(text, configFile, overrides);
   checkCertificateFiles(configFile, config);
-  logger.info({ kind: addonOrigin.kind, path: addonOrigin.path }, 'native addon loaded');
+  logger.info({ addons: addonOrigins() }, 'native addons loaded');
   const relay = newRelayIdentity();
   const deltaLatency = config.metricsBind ? new DeltaLatencyMetrics() : undefined;
   const producer = new Producer({ config, relay, logger, onDeltaPublished: deltaLatency && ((t) => deltaLatency.observe(t)) });

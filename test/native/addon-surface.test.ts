@@ -1,14 +1,30 @@
-// The production addon's pool surface: the packed layout it exports is the one the JS encoder
-// writes, and the bench-only and vector-only entry points live only in the test/bench addon.
-import { addon } from '../../src/native/addon';
+// The production addons' surface: the core addon (what a consumer loads) has no pool, ingest or
+// ZMQ export; the relay addon's packed layout is the one the JS encoder writes; the bench-only and
+// vector-only entry points live only in the test/bench addon.
+import { coreAddon, relayAddon } from '../../src/native/addon';
 import { PoolEventBatch } from '../../src/native';
 import { testingAddon } from '../support/native-testing';
+
+const addon = relayAddon();
+
+describe('core addon surface', () => {
+  test('exports hashing, CKF and CBI1, and nothing of the pool, the decoder or ingest', () => {
+    const core = Object.keys(coreAddon());
+    expect(core).toEqual(expect.arrayContaining(['xxh3', 'sequenceHashes', 'hashBatchAsync', 'ckfPrepare', 'decodeFrame', 'SnapshotAssembly', 'nativeLimits']));
+    for (const relayOnly of ['PoolFilterState', 'EngineBatchDecoder', 'ZmqSubscriber', 'zmqLibrary', 'packedBatchLayout', 'setThreadSlice', 'keptPageBytes']) {
+      expect(core).not.toContain(relayOnly);
+    }
+    expect(Object.keys(addon)).not.toContain('xxh3');
+    expect(coreAddon().nativeLimits).toEqual(addon.nativeLimits);
+  });
+});
 
 describe('production addon surface', () => {
   test('exports no bench-only or vector-only entry points; the test addon has them', () => {
     const testOnly = ['benchPoolNative', 'benchPoolCanonicalNative', 'laneRngSeed', 'splitmixNext', 'CanonicalPool', 'xxh3BlocksBaseline'];
     for (const name of testOnly) {
       expect(Object.keys(addon)).not.toContain(name);
+      expect(Object.keys(coreAddon())).not.toContain(name);
       expect(typeof (testingAddon as unknown as Record<string, unknown>)[name]).toBe('function');
     }
     const methods = Object.getOwnPropertyNames(addon.PoolFilterState.prototype);

@@ -1,6 +1,6 @@
 // Async native calls copy their JS inputs before they are queued (issue #9): the worker thread never
 // re-reads caller memory, so changing or reusing the arrays right after the call changes nothing.
-import { addon } from '../../src/native/addon';
+import { relayAddon } from '../../src/native/addon';
 import {
   encodeSnapshotAsync,
   encodeSnapshotChunks,
@@ -11,6 +11,8 @@ import {
   PoolEventBatch,
   PoolFilterState,
 } from '../../src/native';
+
+const addon = relayAddon();
 
 const SEED = 0x5deece66d1b54a33n;
 const BUCKETS = 4096;

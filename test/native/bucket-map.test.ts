@@ -1,4 +1,4 @@
-// native/bucket_map.h (bucketed cuckoo map: two candidate buckets per key, a stash, growth by an
+// native/core/bucket_map.h (bucketed cuckoo map: two candidate buckets per key, a stash, growth by an
 // incremental drain into the next table) checked operation by operation against std::unordered_map in
 // native code, for both layouts: 4-byte values (the owner table: 5 slots, used mask, overflow counts)
 // and 8-byte values (the lineage tables: 4 packed slots). Seeds and key spaces make it grow, shrink,

@@ -1,6 +1,6 @@
-// Synchronous native calls are bounded (issue #9; native/native_limits.h, exported as nativeLimits):
+// Synchronous native calls are bounded (issue #9; native/core/native_limits.h, exported as nativeLimits):
 // above a bound the call throws a RangeError before touching anything, and the state is unchanged.
-import { addon } from '../../src/native/addon';
+import { relayAddon } from '../../src/native/addon';
 import {
   blockHashes,
   encodeSnapshotAsync,
@@ -15,6 +15,8 @@ import {
   xxh3,
 } from '../../src/native';
 import { expectThrows, thrown } from './hashing.helpers';
+
+const addon = relayAddon();
 
 const SEED = 0x5deece66d1b54a33n;
 

@@ -5,7 +5,7 @@ import { rootPromptBatches } from '../support/packed';
 import { waitFor } from '../support/waitFor';
 import { expectThrows } from './hashing.helpers';
 
-/** Kept pages expire 3 s after they were given back (native/warm_pages.h); a generous margin. */
+/** Kept pages expire 3 s after they were given back (native/core/warm_pages.h); a generous margin. */
 const EXPIRY_WAIT_MS = 15_000;
 
 test('a growing pool keeps its drained pages for a while, then none', async () => {

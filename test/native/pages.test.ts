@@ -1,4 +1,4 @@
-// The background page population (native/page_populator.h): it steps aside while the relay's own
+// The background page population (native/core/page_populator.h): it steps aside while the relay's own
 // threads map, unmap or advise memory (where a huge page's fault holds what such a call needs, a
 // growing pool's apply thread waited once per call), and it faults pages in without changing them.
 import { checkPopulatorPause, checkPopulatorResult, checkWarmPagesInUse, checkWarmPagesReuse } from '../support/native-testing';

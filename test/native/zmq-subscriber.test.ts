@@ -1,4 +1,4 @@
-// The native SUB socket of ingest (native/zmq_ingest.cc) against a real zeromq.js publisher on
+// The native SUB socket of ingest (native/bindings/relay/zmq_subscriber.cc) against a real zeromq.js publisher on
 // loopback: messages land in the caller's arena and records, malformed framing is reported per
 // message, a payload larger than the arena is kept until the arena grows, arguments are checked,
 // and a thread that ends with a socket open exits cleanly.
@@ -6,7 +6,7 @@ import { readdirSync } from 'fs';
 import { Worker } from 'worker_threads';
 import { Publisher } from 'zeromq';
 import { encodeSequence } from '../../src/ingest/frames';
-import { addonOrigin } from '../../src/native';
+import { addonOrigins } from '../../src/native';
 import { ZmqSubscriber, zmqEvents, zmqOpenSockets, zmqRecord } from '../../src/native/zmq-subscriber';
 import { waitFor, waitForValue } from '../support/waitFor';
 import { expectThrows } from './hashing.helpers';
@@ -192,7 +192,7 @@ describe('ZmqSubscriber', () => {
       sub.connect(workerData.endpoint);
       addon.zmqAllowPeers('thread-domain', ['127.0.0.1'], 1024);
     `;
-    const worker = new Worker(script, { eval: true, workerData: { addon: addonOrigin.path, endpoint: pub.lastEndpoint } });
+    const worker = new Worker(script, { eval: true, workerData: { addon: addonOrigins().relay!.path, endpoint: pub.lastEndpoint } });
     try {
       await new Promise<void>((resolve, reject) => {
         worker.once('message', () => resolve());

@@ -6,7 +6,7 @@ import * as fs from 'fs';
 import * as path from 'path';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
-const ADDON = 'kv_dc_relay.node';
+const { ADDON_FILES } = require(path.join(ROOT, 'scripts', 'native-target.js')) as { ADDON_FILES: Record<string, string> };
 
 /** Runs a command to its end; throws with its output when it fails. */
 export function sh(command: string, args: string[], cwd: string, env: NodeJS.ProcessEnv = process.env): string {
@@ -24,7 +24,7 @@ export function tsc(args: string[], cwd: string): { status: number | null; outpu
 }
 
 /**
- * Compiles src/ into `work`/stage, adds the package's files and this host's addon as its prebuild,
+ * Compiles src/ into `work`/stage, adds the package's files and this host's addons as its prebuilds,
  * packs it with npm, and unpacks the tarball into `work`/host/node_modules/kv-dc-relay.
  * Returns the host folder and the list of packed files.
  */
@@ -47,7 +47,7 @@ export function installStagedPackage(work: string): { host: string; files: strin
   fs.copyFileSync(path.join(ROOT, 'binding.d.ts'), path.join(stage, 'dist', 'binding.d.ts'));
   const prebuilds = path.join(stage, 'prebuilds', `${process.platform}-${process.arch}`);
   fs.mkdirSync(prebuilds, { recursive: true });
-  fs.copyFileSync(path.join(ROOT, 'build', 'Release', ADDON), path.join(prebuilds, ADDON));
+  for (const file of Object.values(ADDON_FILES)) fs.copyFileSync(path.join(ROOT, 'build', 'Release', file), path.join(prebuilds, file));
 
   const packed = JSON.parse(sh('npm', ['pack', '--json', '--ignore-scripts', '--pack-destination', work], stage)) as {
     filename: string;

@@ -21,16 +21,17 @@ process.stdout.write(JSON.stringify({ exports: Object.keys(m), loaded: Object.ke
 
 /**
  * What `kv-dc-relay/client` may load of this package, relative to the installed package: the
- * consumer library, the wire layer and the addon wrappers (prompt hashing), the tunables and bounds
- * they share, the client's TLS, and the addon with its locator. Anything else — a server module, a
- * new import of one — is outside.
+ * consumer library, the wire layer, the core addon's wrappers (prompt hashing, CBI1), the tunables
+ * and bounds they share, the client's TLS, and the core addon with its locator. Anything else — a
+ * server module, the relay addon, a new import of one — is outside.
  */
 const CLIENT_OWN = [
-  /^dist\/src\/(client|wire|native)\/[^/]+\.js$/,
+  /^dist\/src\/(client|wire)\/[^/]+\.js$/,
+  /^dist\/src\/native\/(addon|hashing|cbi1|limits)\.js$/,
   /^dist\/src\/config\/(defaults|limits)\.js$/,
   /^dist\/src\/security\/(client-tls|certificate-files)\.js$/,
   /^scripts\/native-target\.js$/,
-  /^prebuilds\/[^/]+\/kv_dc_relay\.node$/,
+  /^prebuilds\/[^/]+\/kv_dc_relay_core\.node$/,
 ];
 /** The dependencies it may load, with whatever they depend on. */
 const CLIENT_DEPENDENCIES = ['@grpc/grpc-js', 'protobufjs'];
@@ -108,7 +109,7 @@ describe('package subpaths', () => {
     expect(loadIn(host, 'kv-dc-relay').exports).toEqual(
       expect.arrayContaining(['startRelay', 'RelayClient', 'EtcdShardAddresses', 'wire', 'native', 'identity', 'ingest', 'SimulatedEngine']),
     );
-    expect(loadIn(host, 'kv-dc-relay/native').exports).toEqual(expect.arrayContaining(['blockHashes', 'xxh3', 'addonOrigin']));
+    expect(loadIn(host, 'kv-dc-relay/native').exports).toEqual(expect.arrayContaining(['blockHashes', 'xxh3', 'addonOrigins']));
     expect(loadIn(host, 'kv-dc-relay/wire').exports).toEqual(expect.arrayContaining(['encodeMessage', 'decodeMessage', 'WireDecodeError']));
     // Not an entry point: internals are not importable by path.
     const internal = spawnSync(process.execPath, ['-e', "require('kv-dc-relay/dist/src/ingest/index.js')"], { cwd: host, encoding: 'utf8' });

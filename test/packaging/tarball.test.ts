@@ -17,10 +17,13 @@ function installTarball(work: string, name: string, tarball: string, extraArgs: 
   return app;
 }
 
+interface AddonEntry {
+  kind: string;
+  path: string;
+}
 interface LogEntry {
   msg?: string;
-  kind?: string;
-  path?: string;
+  addons?: { core?: AddonEntry; relay?: AddonEntry };
   address?: string;
 }
 
@@ -59,13 +62,14 @@ describe('packed tarball', () => {
     const packed = JSON.parse(sh('npm', ['pack', '--json', '--pack-destination', work], ROOT)) as { filename: string; files: { path: string }[] }[];
     const files = packed[0].files.map((f) => f.path);
     expect(files).toContain(`prebuilds/${process.platform}-${process.arch}/kv_dc_relay.node`);
+    expect(files).toContain(`prebuilds/${process.platform}-${process.arch}/kv_dc_relay_core.node`);
     expect(files).toContain('dist/src/cli/main.js');
     // The emitted declarations of src/native/ import the addon's types from dist/binding.d.ts.
     expect(files).toEqual(expect.arrayContaining(['dist/src/native/addon.d.ts', 'dist/binding.d.ts']));
     expect(files.some((f) => f.startsWith('build/'))).toBe(false);
     // What only development uses stays out: the testing addon's and the fuzz targets' sources, the test runners.
     expect(files.filter((f) => /^native\/(testing|fuzz)\/|^scripts\/(test|test-asan|ts-hook)\.js$/.test(f))).toEqual([]);
-    expect(files).toEqual(expect.arrayContaining(['native/pool_window.cc', 'scripts/install.js', 'CMakeLists.txt']));
+    expect(files).toEqual(expect.arrayContaining(['native/bindings/relay/pool_window.cc', 'scripts/install.js', 'CMakeLists.txt']));
     tarball = path.join(work, packed[0].filename);
     config = path.join(work, 'relay.yaml');
     fs.writeFileSync(config, 'dcId: dc-packaged\nbind: 127.0.0.1:0\nendpoints: []\n');
@@ -83,9 +87,11 @@ describe('packed tarball', () => {
     expect(fs.existsSync(path.join(installed, 'build'))).toBe(false);
 
     const log = await serveOnce(app, config);
-    const addon = log.find((e) => e.msg === 'native addon loaded');
-    expect(addon?.kind).toBe('prebuild');
-    expect(addon?.path).toContain(path.join(installed, 'prebuilds'));
+    const addons = log.find((e) => e.msg === 'native addons loaded')?.addons;
+    for (const addon of [addons?.core, addons?.relay]) {
+      expect(addon?.kind).toBe('prebuild');
+      expect(addon?.path).toContain(path.join(installed, 'prebuilds'));
+    }
     expect(log.find((e) => e.msg === 'listening')?.address).toMatch(/^127\.0\.0\.1:\d+$/);
   }, 120_000);
 
@@ -94,7 +100,7 @@ describe('packed tarball', () => {
     const installed = path.join(app, 'node_modules', 'kv-dc-relay');
     expect(fs.existsSync(path.join(installed, 'build', 'Release', 'kv_dc_relay.node'))).toBe(true);
 
-    const addon = (await serveOnce(app, config)).find((e) => e.msg === 'native addon loaded');
-    expect(addon?.kind).toBe('local-build');
+    const addons = (await serveOnce(app, config)).find((e) => e.msg === 'native addons loaded')?.addons;
+    expect([addons?.core?.kind, addons?.relay?.kind]).toEqual(['local-build', 'local-build']);
   }, 300_000);
 });

@@ -51,7 +51,7 @@ export interface NativeMemoryBench {
   rssBytes: number;
   /** The state's own accounting of its tables at the end of the fill. */
   accountedBytes: number;
-  /** Drained tables' huge pages the populating thread kept at the end of the fill (native/warm_pages.h). */
+  /** Drained tables' huge pages the populating thread kept at the end of the fill (native/core/warm_pages.h). */
   keptBytes: number;
   /** How long after SettleTables the last kept page was unmapped (its hold ended). */
   keptForMs: number;
@@ -216,7 +216,7 @@ export function benchPoolMemoryNative(sources: number, blocks: number): NativeMe
 }
 
 /**
- * native/bucket_map.h against std::unordered_map, with 4-byte values (the owner table) or 8-byte values
+ * native/core/bucket_map.h against std::unordered_map, with 4-byte values (the owner table) or 8-byte values
  * (the lineage tables): `operations` random operations over `keySpace` keys, with full checks while
  * tables drain, then keys crafted to share their candidate buckets in a fresh map and in one mid-drain.
  * Throws at the first difference or broken invariant; returns what the run exercised.
@@ -225,7 +225,7 @@ export function checkBucketMap(seed: bigint, operations: number, keySpace: numbe
   return testingAddon.checkBucketMap(seed, operations, keySpace, valueBytes);
 }
 
-/** native/bucket_map.h grown from empty to `entries` random keys: the most entries one operation moved. */
+/** native/core/bucket_map.h grown from empty to `entries` random keys: the most entries one operation moved. */
 export function checkBucketMapGrowth(valueBytes: 4 | 8, entries: number): BucketMapGrowth {
   return testingAddon.checkBucketMapGrowth(valueBytes, entries);
 }
@@ -238,7 +238,7 @@ export function checkPoolMemoryAccounting(sources: number, operations: number): 
   return testingAddon.checkPoolMemoryAccounting(sources, operations);
 }
 
-/** native/bucket_map.h: when a table moves to its prepared successor, with its pages held back and in. */
+/** native/core/bucket_map.h: when a table moves to its prepared successor, with its pages held back and in. */
 export function checkBucketMapWaitsForSuccessor(valueBytes: 4 | 8): BucketMapSuccessorLoads {
   return testingAddon.checkBucketMapWaitsForSuccessor(valueBytes);
 }
@@ -251,17 +251,17 @@ export interface BucketMapStagger {
   maxTogether: number;
 }
 
-/** native/bucket_map.h: `maps` lineage-like maps filled in step, with growth phases 1..maps or all 0. */
+/** native/core/bucket_map.h: `maps` lineage-like maps filled in step, with growth phases 1..maps or all 0. */
 export function checkBucketMapStagger(maps: number, entries: number, staggered: boolean): BucketMapStagger {
   return testingAddon.checkBucketMapStagger(maps, entries, staggered);
 }
 
-/** native/pool_filter_state.cc: each source's lineage bucket count after equal round-robin stores. */
+/** native/pool/pool_filter_state.cc: each source's lineage bucket count after equal round-robin stores. */
 export function checkLineageStagger(sources: number, blocksPerSource: number): number[] {
   return testingAddon.checkLineageStagger(sources, blocksPerSource);
 }
 
-/** native/page_populator.h: a background population waits while the caller changes the address space. */
+/** native/core/page_populator.h: a background population waits while the caller changes the address space. */
 export function checkPopulatorPause(): { whilePaused: boolean; afterResume: boolean } {
   return testingAddon.checkPopulatorPause();
 }
@@ -273,7 +273,7 @@ export interface PopulatorResult {
   writesKept: boolean;
 }
 
-/** native/page_populator.h: population faults every page in for writing and changes no byte. */
+/** native/core/page_populator.h: population faults every page in for writing and changes no byte. */
 export function checkPopulatorResult(): PopulatorResult {
   return testingAddon.checkPopulatorResult();
 }
@@ -290,7 +290,7 @@ export interface WarmPagesReuse {
   unmappedAtExpiry: number;
 }
 
-/** native/warm_pages.h: a drained buffer's huge pages become the next populated buffer's, zeroed. */
+/** native/core/warm_pages.h: a drained buffer's huge pages become the next populated buffer's, zeroed. */
 export function checkWarmPagesReuse(): WarmPagesReuse {
   return testingAddon.checkWarmPagesReuse();
 }
@@ -302,7 +302,7 @@ export interface WarmPagesInUse {
   writesKept: boolean;
 }
 
-/** native/warm_pages.h: no kept page replaces a page of a buffer in use. */
+/** native/core/warm_pages.h: no kept page replaces a page of a buffer in use. */
 export function checkWarmPagesInUse(): WarmPagesInUse {
   return testingAddon.checkWarmPagesInUse();
 }
@@ -343,7 +343,7 @@ export interface PopulatorContention {
   populateMs: number;
 }
 
-/** native/page_populator.h: the calling thread's mmap/munmap latency while a fresh `mib` MiB buffer is populated, and idle. */
+/** native/core/page_populator.h: the calling thread's mmap/munmap latency while a fresh `mib` MiB buffer is populated, and idle. */
 export function benchPopulatorContention(mib: number): PopulatorContention {
   return testingAddon.benchPopulatorContention(mib);
 }

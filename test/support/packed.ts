@@ -1,10 +1,12 @@
 // Packed apply batches (packed_batch.h layout) read back into plain events, and the canonical block
 // hashes a stored event's tokens must have, for tests that check what ingest hands the pool.
-import { addon } from '../../src/native/addon';
+import { relayAddon } from '../../src/native/addon';
 import { blockHashes, EngineBatchDecoder, META_STRIDE, packedEventWords, packedKind, PoolEventBatch, saltSeed } from '../../src/native';
 import { PackedBurst } from '../../src/ingest/burst';
 import type { PackedEngineEvents } from '../../src/ingest/types';
 import { encodeBatch, type EventEncoding, type SimEvent } from '../../src/sim/encode';
+
+const addon = relayAddon();
 
 export type UnpackedEvent =
   | { kind: 'stored'; parentHash: bigint | null; blockHashes: bigint[]; tokensHashes: bigint[] }

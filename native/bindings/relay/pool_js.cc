@@ -1,0 +1,84 @@
+#include "bindings/relay/pool_js.h"
+
+#include <cstring>
+#include <string>
+
+#include "bindings/napi_args.h"
+#include "core/native_limits.h"
+
+namespace kvrelay {
+namespace pooljs {
+
+Napi::Value ErrorValue(Napi::Env env, pool::PoolError e) {
+  const char* name = pool::PoolErrorName(e);
+  return name == nullptr ? env.Null() : Napi::String::New(env, name);
+}
+
+Napi::Object StatsToJs(Napi::Env env, const pool::Stats& st) {
+  auto num = [&](uint64_t v) { return Napi::Number::New(env, static_cast<double>(v)); };
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("bucketCount", num(st.bucketCount));
+  out.Set("residentCount", num(st.residentCount));
+  out.Set("ownedHashes", num(st.ownedHashes));
+  out.Set("lineageEntries", num(st.lineageEntries));
+  out.Set("sourceCount", num(st.sourceCount));
+  out.Set("pendingEvents", num(st.pendingEvents));
+  out.Set("dirtyBuckets", num(st.dirtyBuckets));
+  out.Set("capacityFailures", num(st.counters.capacityFailures));
+  out.Set("unknownRemovals", num(st.counters.unknownRemovals));
+  out.Set("parentNotFound", num(st.counters.parentNotFound));
+  out.Set("invariantViolations", num(st.counters.invariantViolations));
+  out.Set("trackedBlockLimitRejections", num(st.counters.trackedBlockLimitRejections));
+  out.Set("maxTrackedBlocks", num(st.maxTrackedBlocks));
+  out.Set("loadFactor", Napi::Number::New(env, static_cast<double>(st.residentCount) / (4.0 * st.bucketCount)));
+  out.Set("rngState", Napi::BigInt::New(env, st.rngState));
+  return out;
+}
+
+Napi::Value DrainToJs(Napi::Env env, pool::PoolFilterState* state, std::vector<uint32_t>* buckets,
+                      std::vector<uint64_t>* values) {
+  if (!state->Drain(buckets, values)) return env.Null();
+  auto jsBuckets = Napi::Uint32Array::New(env, buckets->size());
+  auto jsValues = Napi::BigUint64Array::New(env, values->size());
+  std::memcpy(jsBuckets.Data(), buckets->data(), buckets->size() * sizeof(uint32_t));
+  std::memcpy(jsValues.Data(), values->data(), values->size() * sizeof(uint64_t));
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("buckets", jsBuckets);
+  out.Set("values", jsValues);
+  return out;
+}
+
+Napi::BigUint64Array WordsToJs(Napi::Env env, const pool::PoolFilterState& state) {
+  const uint32_t n = state.filter().bucketCount();
+  if (n > limits::kMaxSyncFilterWords) {
+    throw Napi::RangeError::New(env, "words() copies at most " + std::to_string(limits::kMaxSyncFilterWords) +
+                                         " buckets on the calling thread; use copyWordsAsync()");
+  }
+  auto out = Napi::BigUint64Array::New(env, n);
+  std::memcpy(out.Data(), state.filter().words(), size_t{n} * sizeof(uint64_t));
+  return out;
+}
+
+FilterArgs FilterArgsOf(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const uint64_t bucketCount = args::U64(args::Arg(info, 0), "bucketCount", true);
+  if (!ckf::IsValidBucketCount(bucketCount) || bucketCount > ckf::kMaxBucketCount) {
+    throw Napi::RangeError::New(env, "bucketCount must be a power of two in [2, 2^24]");
+  }
+  const uint64_t seed = args::U64(args::Arg(info, 1), "seed");
+  const uint32_t maxKicks = args::U32(args::Arg(info, 2), "maxKicks");
+  if (maxKicks < 1 || maxKicks > ckf::kMaxKicks) {
+    Napi::Error e = Napi::RangeError::New(env, "maxKicks must be in [1, 4096]");
+    e.Set("code", Napi::String::New(env, "InvalidMaxKicks"));
+    throw e;
+  }
+  // Optional (the test/bench pools leave it out): unbounded up to the largest limit.
+  const Napi::Value limit = args::Arg(info, 3);
+  const uint64_t maxTrackedBlocks =
+      limit.IsUndefined() ? pool::kMaxTrackedBlocks : args::UInt(limit, "maxTrackedBlocks", pool::kMaxTrackedBlocks);
+  if (maxTrackedBlocks == 0) throw Napi::RangeError::New(env, "maxTrackedBlocks must be at least 1");
+  return FilterArgs{static_cast<uint32_t>(bucketCount), seed, maxKicks, maxTrackedBlocks};
+}
+
+}  // namespace pooljs
+}  // namespace kvrelay
