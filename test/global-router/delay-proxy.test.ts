@@ -3,7 +3,7 @@
 import { randomBytes } from 'crypto';
 import { createConnection, createServer, type AddressInfo, type Server, type Socket } from 'net';
 import { performance } from 'perf_hooks';
-import { DelayProxy } from '../../examples/global-router/sim/delay-proxy';
+import { DelayProxy } from '../../examples/global-router/sim/cluster/delay-proxy';
 
 async function echoServer(): Promise<{ server: Server; address: string }> {
   const server = createServer((s) => s.pipe(s));

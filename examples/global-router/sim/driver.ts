@@ -18,8 +18,10 @@ export interface DcPort {
   advance(toMs: number): Promise<EngineOutput[]>;
   /** The request reaches the DC at `atMs`. */
   arrive(request: SimRequest, atMs: number): void;
-  /** False while the DC is lost: requests sent to it fail. */
+  /** False while the DC is lost (its engines gone). */
   readonly up: boolean;
+  /** False while the WAN to the DC is partitioned: requests sent there fail (its engines run on). */
+  readonly reachable: boolean;
 }
 
 export interface RouteResult {
@@ -242,7 +244,7 @@ export class Replay {
     record.routedMatchedTokens = result.matchedTokens;
     const entry: Live = { booking: result.booking, dc, request, record, tried: new Set([...tried, dc.name]) };
     this.live.set(request.id, entry);
-    if (dc.up) dc.arrive(request, this.now + dc.oneWayMs);
+    if (dc.up && dc.reachable) dc.arrive(request, this.now + dc.oneWayMs);
     else this.fail(entry, this.now + (this.options.failureTimeoutMs ?? DEFAULT_FAILURE_TIMEOUT_MS));
   }
 

@@ -14,6 +14,7 @@ import { chainHash, ROOT_HASH } from './engine/block-hash';
 export class LocalDc implements DcPort {
   readonly engine: DcEngine;
   up = true;
+  reachable = true;
 
   constructor(
     readonly name: string,
