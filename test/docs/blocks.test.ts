@@ -5,7 +5,7 @@
 //   ```yaml config   a valid relay config
 //   ```<lang> norun  not run here (needs vLLM, certificates, an etcd cluster...), said on purpose
 // The documented ports (5557, 5558, 8000, 5561, 9464) become free ones, and `npx kv-dc-relay` runs
-// this checkout's CLI.
+// this checkout's built CLI (dist/, as npx does; `npm run build:ts` after changing src/).
 import { spawn } from 'child_process';
 import * as fs from 'fs';
 import * as net from 'net';
@@ -28,7 +28,7 @@ const PAGES = ['README.md', ...fs.readdirSync(path.join(ROOT, 'docs')).filter((f
 );
 const DOCUMENTED_PORTS = [5557, 5558, 8000, 5561, 9464];
 const HOOK = path.join(ROOT, 'scripts', 'ts-hook.js');
-const CLI = path.join(ROOT, 'src', 'cli', 'main.ts');
+const CLI = path.join(ROOT, 'dist', 'src', 'cli', 'main.js');
 
 function blocksOf(page: string): Block[] {
   const lines = fs.readFileSync(path.join(ROOT, page), 'utf8').split('\n');
@@ -81,13 +81,13 @@ function run(command: string, args: string[], cwd: string, timeoutMs: number): P
   });
 }
 
-/** An empty folder with `npx kv-dc-relay` running this checkout's CLI (from its sources). */
+/** An empty folder with `npx kv-dc-relay` running this checkout's CLI. */
 function workFolder(): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-dc-relay-docs-'));
   fs.mkdirSync(path.join(dir, '.bin'));
   fs.writeFileSync(
     path.join(dir, '.bin', 'npx'),
-    `#!/usr/bin/env bash\n[ "$1" = kv-dc-relay ] || { echo "docs test: only npx kv-dc-relay is provided" >&2; exit 127; }\nshift\nexec ${JSON.stringify(process.execPath)} -r ${JSON.stringify(HOOK)} ${JSON.stringify(CLI)} "$@"\n`,
+    `#!/usr/bin/env bash\n[ "$1" = kv-dc-relay ] || { echo "docs test: only npx kv-dc-relay is provided" >&2; exit 127; }\nshift\nexec ${JSON.stringify(process.execPath)} ${JSON.stringify(CLI)} "$@"\n`,
     { mode: 0o755 },
   );
   return dir;
