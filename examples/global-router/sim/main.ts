@@ -131,6 +131,10 @@ export function describeSetup(setup: Setup, workload: Workload): string {
 }
 
 export async function main(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
   let cli: Cli;
   try {
     cli = parseCli(argv);
