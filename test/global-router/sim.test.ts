@@ -37,7 +37,8 @@ describe('oracle view: the ordering at 70 % load', () => {
     }
     // Every measured request was served, and the cache-aware ones reuse more than the blind ones.
     expect(ours.served).toBe(ours.requests);
-    expect(ours.hitRate).toBeGreaterThan(summary('random').hitRate + 0.02);
+    expect(ours.hitRate).toBeGreaterThan(summary('random').hitRate);
+    expect(ours.hitRate).toBeGreaterThan(summary('round-robin').hitRate + 0.02);
   });
 });
 

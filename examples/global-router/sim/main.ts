@@ -6,7 +6,7 @@ import * as path from 'path';
 import { parseArgs } from 'util';
 import { POLICY_NAMES, type PolicyName } from '../router';
 import { CALIBRATION_SOURCES, LLAMA3_8B_A100 } from './engine/calibration';
-import { defaultSetup, Workload, type Setup } from './experiment';
+import { defaultSetup, Workload, type RunResult, type Setup } from './experiment';
 import { FAULT_NAMES, runFaults, faultsTable, type FaultName } from './faults';
 import type { DcSpec, WorkloadKind } from './options';
 import { sweepSvg, sweepTable, verdictTable } from './report';
@@ -24,7 +24,8 @@ export const USAGE = `usage: npm run sim:multidc -- [options]
   --tick-ms N                  --load-window-ms N    --failure-timeout-ms N
   --slo-scale X                --slo-floor-ms N      --prefill-tokens-per-ms X
   --faults all|${FAULT_NAMES.join(',')}  (fault scenarios instead of the sweep; with --load, --seed, --policies)
-  --out DIR   (sweep.{json,md,svg} or faults.{json,md})`;
+  --out DIR   (sweep.{json,md,svg} or faults.{json,md})
+  --from FILE (no runs: the report again from a sweep.json, into --out)`;
 
 class UsageError extends Error {}
 
@@ -60,6 +61,7 @@ export interface Cli {
   policies: PolicyName[];
   faults: FaultName[] | null;
   out: string;
+  from?: string;
 }
 
 export function parseCli(argv: string[]): Cli {
@@ -67,7 +69,7 @@ export function parseCli(argv: string[]): Cli {
     args: argv,
     allowPositionals: true,
     options: Object.fromEntries(
-      ['workload', 'trace', 'requests', 'warmup', 'loads', 'seeds', 'policies', 'kv-capacity-tokens', 'max-num-seqs', 'max-batched-tokens', 'block-size', 'view', 'routers', 'speed', 'wall-rate', 'tick-ms', 'load-window-ms', 'failure-timeout-ms', 'slo-scale', 'slo-floor-ms', 'prefill-tokens-per-ms', 'faults', 'out', 'load', 'seed']
+      ['from', 'workload', 'trace', 'requests', 'warmup', 'loads', 'seeds', 'policies', 'kv-capacity-tokens', 'max-num-seqs', 'max-batched-tokens', 'block-size', 'view', 'routers', 'speed', 'wall-rate', 'tick-ms', 'load-window-ms', 'failure-timeout-ms', 'slo-scale', 'slo-floor-ms', 'prefill-tokens-per-ms', 'faults', 'out', 'load', 'seed']
         .map((k) => [k, { type: 'string' as const }])
         .concat([['dc', { type: 'string' as const, multiple: true } as never]]),
     ),
@@ -118,7 +120,7 @@ export function parseCli(argv: string[]): Cli {
     for (const f of faultNames) if (!(FAULT_NAMES as readonly string[]).includes(f)) throw new UsageError(`unknown fault ${f} (one of ${FAULT_NAMES.join(', ')})`);
     if (setup.view !== 'relay') throw new UsageError('faults need the relay view');
   }
-  return { setup, policies: v('policies') ? parsePolicies(v('policies')!) : [...POLICY_NAMES], faults: faultNames, out: v('out') ?? DEFAULT_OUT };
+  return { setup, policies: v('policies') ? parsePolicies(v('policies')!) : [...POLICY_NAMES], faults: faultNames, out: v('out') ?? DEFAULT_OUT, from: v('from') };
 }
 
 export function describeSetup(setup: Setup, workload: Workload): string {
@@ -144,6 +146,11 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const { setup, policies, out } = cli;
+  if (cli.from) {
+    const saved = JSON.parse(fs.readFileSync(cli.from, 'utf8')) as { command: string; setup: string; runs: RunResult[] };
+    writeReport(out, saved.command, saved.setup, saved.runs);
+    return 0;
+  }
   const workload = Workload.load(setup);
   const described = describeSetup(setup, workload);
   fs.mkdirSync(out, { recursive: true });
@@ -156,10 +163,10 @@ export async function main(argv: string[]): Promise<number> {
     process.stdout.write(`${faultsTable(results)}\nwritten to ${out}/faults.{json,md}\n`);
     return 0;
   }
-  const runs: Awaited<ReturnType<typeof sweep>> = [];
+  const runs: RunResult[] = [];
   const write = () => {
     const aggregates = aggregate(runs);
-    const v = verdicts(aggregates, OURS);
+    const v = verdicts(aggregates, OURS, runs);
     fs.writeFileSync(path.join(out, 'sweep.json'), `${JSON.stringify({ command, setup: described, calibration: CALIBRATION_SOURCES, runs, aggregates, verdicts: v }, null, 2)}\n`);
     return { aggregates, v };
   };
@@ -172,13 +179,21 @@ export async function main(argv: string[]): Promise<number> {
     );
     write();
   });
-  const { aggregates, v } = write();
+  write();
+  writeReport(out, command, described, runs);
+  return 0;
+}
+
+/** sweep.md and sweep.svg from the runs (and sweep.json with the aggregates and verdicts). */
+function writeReport(out: string, command: string, described: string, runs: readonly RunResult[]): void {
+  const aggregates = aggregate(runs);
+  const v = verdicts(aggregates, OURS, runs);
+  fs.writeFileSync(path.join(out, 'sweep.json'), `${JSON.stringify({ command, setup: described, calibration: CALIBRATION_SOURCES, runs, aggregates, verdicts: v }, null, 2)}\n`);
   const table = sweepTable(aggregates, OURS);
   const verdict = verdictTable(v);
   fs.writeFileSync(path.join(out, 'sweep.md'), `# Load sweep\n\n\`${command}\`\n\n${described}.\n\n${table}\n## Verdict (${OURS})\n\n${verdict}\n![plot](sweep.svg)\n`);
-  fs.writeFileSync(path.join(out, 'sweep.svg'), sweepSvg(aggregates, OURS, described.slice(0, 160)));
+  fs.writeFileSync(path.join(out, 'sweep.svg'), sweepSvg(aggregates, OURS, 'Mooncake trace, 3 DCs (4+2+2 ranks of Llama-3.1-8B on A100), relay-fed routers; mean and 95 % CI over 3 windows'));
   process.stdout.write(`${table}\n${verdict}\nwritten to ${out}/sweep.{json,md,svg}\n`);
-  return 0;
 }
 
 if (require.main === module) {

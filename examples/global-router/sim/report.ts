@@ -37,13 +37,15 @@ export function sweepTable(aggregates: readonly Aggregate[], ours: PolicyName): 
 }
 
 export function verdictTable(verdicts: readonly Verdict[]): string {
-  const header = '| Load | Best baseline (goodput) | Goodput: ours / baseline | Beyond the CIs | TTFT p50: ours / lowest baseline | Not worse |\n| ---: | --- | ---: | :---: | ---: | :---: |\n';
+  const header =
+    '| Load | Best baseline (goodput) | Goodput: ours / baseline (req/s) | Intervals apart | Paired gain per window (req/s) | Paired interval > 0 | TTFT p50: ours / lowest baseline | Not worse |\n' +
+    '| ---: | --- | ---: | :---: | ---: | :---: | ---: | :---: |\n';
   return (
     header +
     verdicts
       .map(
         (v) =>
-          `| ${Math.round(v.load * 100)} % | ${v.bestBaseline} | ${ci(v.goodput.ours, 2)} / ${ci(v.goodput.baseline, 2)} | ${v.goodputBeyondCi ? 'yes' : 'no'} | ${v.ttftP50.ours.toFixed(0)} / ${v.ttftP50.bestBaseline.toFixed(0)} ms | ${v.ttftP50NotWorse ? 'yes' : 'no'} |`,
+          `| ${Math.round(v.load * 100)} % | ${v.bestBaseline} | ${ci(v.goodput.ours, 2)} / ${ci(v.goodput.baseline, 2)} | ${v.goodputBeyondCi ? 'yes' : 'no'} | ${ci(v.pairedGain, 2)} | ${v.pairedBeyondCi ? 'yes' : 'no'} | ${v.ttftP50.ours.toFixed(0)} / ${v.ttftP50.bestBaseline.toFixed(0)} ms | ${v.ttftP50NotWorse ? 'yes' : 'no'} |`,
       )
       .join('\n') +
     '\n'

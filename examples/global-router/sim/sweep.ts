@@ -63,13 +63,17 @@ export interface Verdict {
   goodput: { ours: MeanCi; baseline: MeanCi };
   /** Ours above the baseline with the two 95 % intervals apart. */
   goodputBeyondCi: boolean;
+  /** Ours minus the best baseline, seed by seed (both saw the same windows): mean and 95 % interval. */
+  pairedGain: MeanCi;
+  /** The paired interval excludes zero (ours better on these windows beyond chance). */
+  pairedBeyondCi: boolean;
   /** Our median TTFT against the lowest of the baselines' (means over seeds). */
   ttftP50: { ours: number; bestBaseline: number };
   ttftP50NotWorse: boolean;
 }
 
 /** Per load: does `ours` have the best goodput beyond the CIs, and a median TTFT no worse than any baseline's? */
-export function verdicts(aggregates: readonly Aggregate[], ours: PolicyName): Verdict[] {
+export function verdicts(aggregates: readonly Aggregate[], ours: PolicyName, runs: readonly RunResult[]): Verdict[] {
   const loads = [...new Set(aggregates.map((a) => a.load))].sort((a, b) => a - b);
   return loads.flatMap((load) => {
     const at = aggregates.filter((a) => a.load === load);
@@ -80,12 +84,21 @@ export function verdicts(aggregates: readonly Aggregate[], ours: PolicyName): Ve
     const o = mine.metrics.goodputPerS;
     const b = best.metrics.goodputPerS;
     const lowestTtft = Math.min(...others.map((a) => a.metrics.ttftP50Ms.mean));
+    const goodputOf = (policy: PolicyName, seed: number) => runs.find((r) => r.load === load && r.policy === policy && r.seed === seed)?.summary.goodputPerS;
+    const seeds = [...new Set(runs.filter((r) => r.load === load).map((r) => r.seed))];
+    const gains = seeds.flatMap((seed) => {
+      const [a, b] = [goodputOf(ours, seed), goodputOf(best.policy, seed)];
+      return a === undefined || b === undefined ? [] : [a - b];
+    });
+    const pairedGain = meanCi(gains);
     return [
       {
         load,
         bestBaseline: best.policy,
         goodput: { ours: o, baseline: b },
         goodputBeyondCi: o.mean - o.ci95 > b.mean + b.ci95,
+        pairedGain,
+        pairedBeyondCi: pairedGain.mean - pairedGain.ci95 > 0,
         ttftP50: { ours: mine.metrics.ttftP50Ms.mean, bestBaseline: lowestTtft },
         ttftP50NotWorse: mine.metrics.ttftP50Ms.mean <= lowestTtft,
       },
