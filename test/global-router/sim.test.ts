@@ -1,81 +1,95 @@
-// The evaluation, short enough for CI, on the Mooncake trace at one load point (70 % of capacity):
-// the ordering of all policies on the exact (oracle) view, then relay-fed runs with the DCs and
-// relays as processes of their own, and a DC lost and back. The full sweep is `npm run sim:multidc`
-// (docs/router-evaluation.md).
+// The evaluation, short enough for CI, on the Mooncake trace at one load point (70 % of capacity),
+// through `npm run sim:multidc`'s entry as a process of its own (from the sources): the ordering of
+// all policies on the exact (oracle) view; relay-fed runs with the DCs and relays as processes of
+// their own; a DC lost and back. The full sweep and its numbers: docs/router-evaluation.md.
+import { spawn } from 'child_process';
+import * as fs from 'fs';
+import * as os from 'os';
+import * as path from 'path';
 import { POLICY_NAMES } from '../../examples/global-router/router';
-import { defaultSetup, runOnce, Workload, type RunOutput, type Setup } from '../../examples/global-router/sim/experiment';
-import { runFaults } from '../../examples/global-router/sim/faults';
+import type { RunResult } from '../../examples/global-router/sim/experiment';
+import type { FaultResult } from '../../examples/global-router/sim/faults';
+import { ROOT } from '../support/cli-process';
 
-const TRACE = `${__dirname}/../../../shared/traces/mooncake_conversation_trace.jsonl`;
-const LOAD = 0.7;
-const SEED = 1;
-/** Each relay-fed run starts seven processes from the sources; generous for a shared machine. */
-const RUN_TIMEOUT_MS = 240_000;
+const MAIN = path.join(ROOT, 'examples', 'global-router', 'sim', 'main.ts');
+const HOOK = path.join(ROOT, 'scripts', 'ts-hook.js');
+const TRACE = path.resolve(ROOT, '..', 'shared', 'traces', 'mooncake_conversation_trace.jsonl');
+const AT = ['--trace', TRACE, '--loads', '0.7', '--seeds', '1'];
+/** Generous for a shared machine: each relay-fed run starts seven processes. */
+const TIMEOUT_MS = 300_000;
 
-function setup(over: Partial<Setup['run']>, view: Setup['view']): Setup {
-  const s = defaultSetup();
-  s.view = view;
-  s.run = { ...s.run, tracePath: TRACE, ...over };
-  return s;
+/** Runs the simulation with `args` into a fresh folder; resolves with that folder's `file`, parsed. */
+function simulate<T>(args: string[], file: string): Promise<T> {
+  const out = fs.mkdtempSync(path.join(os.tmpdir(), 'sim-test-'));
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, ['-r', HOOK, MAIN, ...args, '--out', out], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
+    child.on('exit', (code) => {
+      try {
+        if (code !== 0) throw new Error(`sim exited ${code}: ${stderr.slice(-2000)}`);
+        resolve(JSON.parse(fs.readFileSync(path.join(out, file), 'utf8')) as T);
+      } catch (err) {
+        reject(err);
+      } finally {
+        fs.rmSync(out, { recursive: true, force: true });
+      }
+    });
+  });
 }
 
-describe('oracle view: the ordering at 70 % load', () => {
-  const workload = Workload.load(setup({ requests: 700, warmup: 300 }, 'oracle'));
-  const runs = new Map<string, RunOutput>();
+const byPolicy = (runs: RunResult[]) => new Map(runs.map((r) => [r.policy as string, r.summary]));
 
-  beforeAll(async () => {
-    for (const policy of POLICY_NAMES) runs.set(policy, await runOnce(workload, { policy, load: LOAD, seed: SEED }));
-  }, RUN_TIMEOUT_MS);
-
-  it('gives kv-aware the best goodput at the TTFT SLO and the lowest median TTFT', () => {
-    const summary = (p: string) => runs.get(p)!.result.summary;
-    const ours = summary('kv-aware');
+test(
+  'on the exact view at 70 % load, kv-aware has the best goodput at the TTFT SLO and the lowest median TTFT of all policies',
+  async () => {
+    const { runs } = await simulate<{ runs: RunResult[] }>([...AT, '--view', 'oracle', '--requests', '700', '--warmup', '300'], 'sweep.json');
+    const s = byPolicy(runs);
+    expect([...s.keys()].sort()).toEqual([...POLICY_NAMES].sort());
+    const ours = s.get('kv-aware')!;
     for (const p of POLICY_NAMES.filter((x) => x !== 'kv-aware')) {
-      expect([p, ours.goodputPerS]).toEqual([p, expect.any(Number)]);
-      expect(ours.goodputPerS).toBeGreaterThan(summary(p).goodputPerS);
-      expect(ours.ttftMs.p50).toBeLessThan(summary(p).ttftMs.p50);
+      expect({ p, better: ours.goodputPerS > s.get(p)!.goodputPerS, faster: ours.ttftMs.p50 < s.get(p)!.ttftMs.p50 }).toEqual({ p, better: true, faster: true });
     }
-    // Every measured request was served, and the cache-aware ones reuse more than the blind ones.
     expect(ours.served).toBe(ours.requests);
-    expect(ours.hitRate).toBeGreaterThan(summary('random').hitRate);
-    expect(ours.hitRate).toBeGreaterThan(summary('round-robin').hitRate + 0.02);
-  });
-});
+    expect(ours.hitRate).toBeGreaterThan(s.get('round-robin')!.hitRate + 0.02);
+  },
+  TIMEOUT_MS,
+);
 
-describe('relay view: DCs and relays in processes of their own', () => {
-  const workload = Workload.load(setup({ requests: 300, warmup: 100, wallRequestsPerS: 30 }, 'relay'));
+test(
+  'fed by relays in processes of their own, kv-aware routes on what the engines hold and meets the SLO at least as often as random',
+  async () => {
+    const { runs } = await simulate<{ runs: RunResult[] }>([...AT, '--requests', '300', '--warmup', '100', '--wall-rate', '30', '--policies', 'kv-aware,random'], 'sweep.json');
+    const s = byPolicy(runs);
+    const [ours, random] = [s.get('kv-aware')!, s.get('random')!];
+    for (const x of [ours, random]) {
+      expect(x.served).toBe(x.requests);
+      expect(x.retried).toBe(0);
+    }
+    expect(ours.hitRate).toBeGreaterThan(random.hitRate);
+    // What the router read from the relays is close to what the engines then reused.
+    expect(ours.estimatedHitRate).toBeGreaterThan(0);
+    expect(Math.abs(ours.estimatedHitRate - ours.hitRate)).toBeLessThan(0.05);
+    expect(random.estimatedHitRate).toBe(0); // random never looks at the cache
+    expect(ours.sloAttainment).toBeGreaterThanOrEqual(random.sloAttainment);
+  },
+  TIMEOUT_MS,
+);
 
-  it(
-    'routes on the relays’ replicas: kv-aware reuses more and meets the SLO more often than random',
-    async () => {
-      const ours = await runOnce(workload, { policy: 'kv-aware', load: LOAD, seed: SEED });
-      const random = await runOnce(workload, { policy: 'random', load: LOAD, seed: SEED });
-      const [o, r] = [ours.result.summary, random.result.summary];
-      // Every request of the window finished, each counted once by the engines and the router.
-      for (const run of [ours, random]) {
-        expect(run.records).toHaveLength(300);
-        expect(run.records.every((x) => x.ttftMs !== null && x.e2eMs !== null && x.failures === 0)).toBe(true);
-      }
-      expect(o.hitRate).toBeGreaterThan(r.hitRate + 0.02);
-      // What the router read from the relays is what the engines then reused, within a few points.
-      expect(Math.abs(o.estimatedHitRate - o.hitRate)).toBeLessThan(0.05);
-      expect(r.estimatedHitRate).toBe(0); // random never looks at the cache
-      expect(o.sloAttainment).toBeGreaterThanOrEqual(r.sloAttainment);
-    },
-    2 * RUN_TIMEOUT_MS,
-  );
-
-  it(
-    'retries what a lost DC had in flight elsewhere, routes nothing there while it is gone, and uses it again once back',
-    async () => {
-      const [result] = await runFaults(workload, ['dc-loss'], { policies: ['kv-aware'], load: LOAD, seed: SEED }, () => undefined);
-      const during = result.timeline.filter((w) => w.fromMs >= result.faultAtMs! && w.toMs <= result.recoverAtMs!);
-      expect(during.length).toBeGreaterThan(0);
-      expect(during.every((w) => w.toVictim === 0)).toBe(true);
-      const after = result.timeline.filter((w) => w.fromMs >= result.recoverAtMs! + (result.recoverAtMs! - result.faultAtMs!) / 2);
-      expect(after.some((w) => w.toVictim > 0)).toBe(true);
-      expect(result.run.summary.served).toBe(result.run.summary.requests);
-    },
-    RUN_TIMEOUT_MS,
-  );
-});
+test(
+  'a lost DC: its requests in flight are retried elsewhere, nothing is routed there while it is gone, and it takes traffic again once back',
+  async () => {
+    const { results } = await simulate<{ results: FaultResult[] }>(
+      ['--trace', TRACE, '--load', '0.7', '--seed', '1', '--requests', '300', '--warmup', '100', '--wall-rate', '30', '--policies', 'kv-aware', '--faults', 'dc-loss'],
+      'faults.json',
+    );
+    const [r] = results;
+    const during = r.timeline.filter((w) => w.fromMs >= r.faultAtMs! && w.toMs <= r.recoverAtMs!);
+    expect(during.length).toBeGreaterThan(0);
+    expect(during.every((w) => w.toVictim === 0)).toBe(true);
+    expect(r.timeline.some((w) => w.retried > 0)).toBe(true);
+    const after = r.timeline.filter((w) => w.fromMs >= r.recoverAtMs!);
+    expect(after.some((w) => w.toVictim > 0)).toBe(true);
+  },
+  TIMEOUT_MS,
+);
