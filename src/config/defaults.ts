@@ -298,6 +298,28 @@ export const INGEST_REPLAY_MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
  */
 export const INGEST_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 /**
+ * Blocks one engine event may carry (issue 26 item 2): a larger BlockStored / BlockRemoved is
+ * malformed (counted, logged, dropped whole) before any scratch is sized for it. One engine step's
+ * store is its prefill's new blocks: vLLM's default block of 16 tokens and a 128 k-token step make
+ * 8 192, SGLang's page of 1 token with its default 8 k-token chunk as many; 65 536 leaves 8x that (a
+ * 1 M-token step at 16 tokens per block). A 4 MiB message of one-byte ids (4 million blocks) is no
+ * engine event: it made the repeat check allocate 224 MiB it never gave back.
+ */
+export const INGEST_MAX_BLOCKS_PER_EVENT = 65_536;
+/**
+ * Packed words (8 bytes: ids, token hashes, one per event header) one engine message may decode to,
+ * 2 MiB: two full-size stores. A message that would exceed it is malformed; a rank's burst is handed
+ * on once it holds this many, so a burst holds at most twice this, and the copies the event loop
+ * makes of it (into the pool's inbox) stay well under a millisecond.
+ */
+export const INGEST_MAX_MESSAGE_WORDS = 262_144;
+/**
+ * Ingest buffers (receive arena, burst, decoder scratch, hand-off staging, pool inboxes) grown past
+ * this many bytes by an outsized message are given back once it was handled, so one burst of large
+ * messages does not hold memory for good (256 KiB per buffer: 128 MiB over 512 sources at most).
+ */
+export const INGEST_RETAINED_BUFFER_BYTES = 256 * 1024;
+/**
  * What one engine connection may have queued in the relay's SUB socket before the receive loop reads
  * it. libzmq bounds that queue in messages (INGEST_RECEIVE_HWM, derived from this); when it is full it
  * stops reading the connection, so the backlog waits in the engine's PUB queue (vLLM: 100 000
