@@ -37,6 +37,7 @@ import type { ProducerIdentity } from '../wire/types';
 import {
   ACTOR_MAILBOX_CAPACITY,
   INGEST_LOG_MAX_PER_WINDOW,
+  INGEST_RETAINED_BUFFER_BYTES,
   INGEST_LOG_WINDOW_MS,
   PACING_MAX_SLICE_BLOCKS,
   PACING_MAX_SLICE_MS,
@@ -351,7 +352,8 @@ export class PoolActor implements PoolFeed {
           this.queuedBlocks -= inbox.blocks;
           applied();
           inbox.events.reset();
-          if (this.spares.length < SPARE_INBOXES) this.spares.push(inbox.events);
+          // One a large burst grew is given back rather than kept (issue 26 item 2).
+          if (this.spares.length < SPARE_INBOXES && inbox.events.capacityBytes <= INGEST_RETAINED_BUFFER_BYTES) this.spares.push(inbox.events);
         });
       }
     });
