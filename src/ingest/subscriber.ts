@@ -525,4 +525,9 @@ function validateConfig(c: KvEventEndpointConfig): void {
       throw new TypeError('allowedPeers must be a list of IP addresses');
     }
   }
+  if (c.allowAnyPeer !== undefined && typeof c.allowAnyPeer !== 'boolean') throw new TypeError('allowAnyPeer must be a boolean');
+  // Safe by default (issue 26 item 1): a bound socket open to anyone must be asked for.
+  if (c.mode === 'bind' && c.allowedPeers === undefined && c.allowAnyPeer !== true) {
+    throw new RangeError('bind mode needs allowedPeers, or allowAnyPeer: true to accept any publisher that reaches the port');
+  }
 }

@@ -468,7 +468,7 @@ test('a bound subscription keeps its ports across a thread restart', async () =>
   const errors: object[] = [];
   const threads = new IngestThreads({ threads: 1, logger: { warn: () => undefined, error: (obj) => errors.push(obj) }, restartDelayMs: 50 });
   run = { threads, engines: [], subs: [], errors: [] };
-  const sub = threads.subscribe({ workerId: 3n, dpSize: 2, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', topic: '', mode: 'bind', kvBlockSize: BLOCK_SIZE, eagle: false }, sink);
+  const sub = threads.subscribe({ workerId: 3n, dpSize: 2, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', topic: '', mode: 'bind', allowAnyPeer: true, kvBlockSize: BLOCK_SIZE, eagle: false }, sink);
   await sub.start();
   const bound = sub.endpoints();
   expect(bound).toHaveLength(2);
