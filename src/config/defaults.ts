@@ -63,11 +63,14 @@ export const DEFAULT_CKF_MAX_KICKS = 500;
 export const SHUTDOWN_GRACE_MS = 250;
 /**
  * The scheduler slice (µs) a relay process asks for at start (sched_attr.sched_runtime; the kernel's
- * minimum), for its event loop and the ingest and ZMQ I/O threads it starts afterwards (they inherit
- * it). Linux 6.12+ lets a task whose slice is shorter than the running one's preempt it when it
- * wakes: at full ingest the loop otherwise waits behind busy threads for a default slice (mixed-load,
- * 13 runs each way: loop-delay p99 median 6.3 ms with the default slice, 5.0 ms with this one, ingest
- * unchanged). Shares of the CPU do not change; older kernels ignore it.
+ * minimum), for its event loop's thread only: it is set with SCHED_FLAG_RESET_ON_FORK, so the ingest,
+ * libuv pool and ZMQ I/O threads it starts afterwards keep the default slice (issue 26 item 10: they
+ * all inherited it, and the loop had no shorter slice than the threads it waited behind). Linux
+ * 6.12+ lets a task whose slice is shorter than the running one's preempt it when it wakes: at full
+ * ingest the loop otherwise waits behind busy threads for a default slice. Measured when every
+ * thread inherited it (mixed-load, 13 runs each way: loop-delay p99 median 6.3 ms with the default
+ * slice, 5.0 ms with this one, ingest unchanged); the loop-only figure is in BENCHMARKS.md
+ * (2026-12-06 ingest-hardening). Shares of the CPU do not change; older kernels ignore it.
  */
 export const EVENT_LOOP_SLICE_US = 100;
 
