@@ -731,8 +731,9 @@ void BatchDecoder::FinishStored(const Event& ev) {
 }
 
 void BatchDecoder::PutHeader(uint32_t kind, uint32_t flags, uint32_t count) {
-  // The event's words at most: the worker id, a parent, then its ids and their token hashes.
-  if (words_.size() + 2 + 2 * uint64_t{count} > options_.maxMessageWords) {
+  // The event's words: the worker id, then a store's parent, ids and their token hashes, or a removal's ids.
+  const uint64_t eventWords = 1 + (kind == pool::kStored ? ((flags & pool::kFlagParent) != 0 ? 1 : 0) + 2 * uint64_t{count} : uint64_t{count});
+  if (words_.size() + eventWords > options_.maxMessageWords) {
     Malformed("batch: its events carry more than the " + std::to_string(options_.maxMessageWords) + " packed words one message may");
   }
   // [kind, dpRank (set once the batch's rank is known), flags, startPosition, blockCount]
