@@ -458,10 +458,20 @@ Napi::Value AttackBucketMap(const Napi::CallbackInfo& info) {
   uint64_t rng = 0xC0FFEE;
   uint64_t maxStash = 0;
   uint64_t craftedNs = 0;
+  uint64_t randomNs = 0;
   // The seed as the public code predicts it: the initial one, then one step of BucketMap::Reseed's
   // chain per move to another seed (a best-case attacker who also knows when the table moved).
   uint64_t seed = Map::kInitialSeed;
   uint64_t moves = 0;
+  auto timed = [](Map* map, const std::vector<uint64_t>& keys, Napi::Env env) {
+    const auto start = std::chrono::steady_clock::now();
+    for (uint64_t key : keys) {
+      if (key != 0 && map->Emplace(key, key).first == nullptr) throw Napi::Error::New(env, "allocation failed");
+    }
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  };
+  std::vector<uint64_t> keys(perBatch);
+  // Batches alternate between the two maps, so that neither is measured warmer than the other.
   for (uint32_t b = 0; b < batches; ++b) {
     const Map::Shape now = crafted->GetShape();
     for (; moves < now.reseeds + now.rebuilds; ++moves) {
@@ -470,24 +480,11 @@ Napi::Value AttackBucketMap(const Napi::CallbackInfo& info) {
     }
     const uint64_t n = now.buckets;
     const HomePair pair = PairFor(n, ckf::SplitmixNext(&rng) % n, ckf::SplitmixNext(&rng) % n);
-    std::vector<uint64_t> keys(perBatch);
     for (uint32_t k = 0; k < perBatch; ++k) keys[k] = KeyFor(pair.m0 + ckf::SplitmixNext(&rng) % pair.span, seed);
-    const auto start = std::chrono::steady_clock::now();
-    for (uint64_t key : keys) {
-      if (key != 0 && crafted->Emplace(key, key).first == nullptr) throw Napi::Error::New(env, "allocation failed");
-    }
-    craftedNs += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+    craftedNs += timed(crafted.get(), keys, env);
     maxStash = std::max<uint64_t>(maxStash, crafted->GetShape().stashed);
-  }
-  uint64_t randomNs = 0;
-  for (uint32_t b = 0; b < batches; ++b) {
-    std::vector<uint64_t> keys(perBatch);
     for (uint32_t k = 0; k < perBatch; ++k) keys[k] = ckf::SplitmixNext(&rng) | 1;
-    const auto start = std::chrono::steady_clock::now();
-    for (uint64_t key : keys) {
-      if (random->Emplace(key, key).first == nullptr) throw Napi::Error::New(env, "allocation failed");
-    }
-    randomNs += static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+    randomNs += timed(random.get(), keys, env);
   }
   if (const char* broken = crafted->Invariant()) throw Napi::Error::New(env, broken);
   const Map::Shape after = crafted->GetShape();
