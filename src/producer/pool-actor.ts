@@ -5,8 +5,9 @@
 // with an apply). The batches handed over in one event-loop turn (each ingest thread's hand-off is
 // a port message of its own) are applied together, in slices of about SLICE_BLOCKS blocks, each on
 // a libuv worker thread: the event loop, which serves every gRPC stream, heartbeat and timer, never
-// runs an apply (a synchronous apply held it for ~60 % of its time at 3 M blocks/s, and a growing
-// table's rehash for tens of ms). The pool stays single-writer: the native state runs its async calls
+// runs a large apply (a synchronous apply held it for ~60 % of its time at 3 M blocks/s, and a
+// growing table's rehash for tens of ms); an inbox of at most SYNC_APPLY_BLOCKS blocks and no reset,
+// with nothing in flight, is applied on the loop instead (no worker round trip for a small message). The pool stays single-writer: the native state runs its async calls
 // one after another in the order they were made, and the next slice is handed over while one runs
 // (APPLIES_IN_FLIGHT), so the pool's thread goes straight on to it instead of idling while the event
 // loop, woken by the finished slice, handles it and makes the next call (a growing pool's applies
@@ -68,6 +69,14 @@ import type { DeltaTiming, PoolMetrics } from '../metrics/registry';
  */
 const SLICE_BLOCKS = 4096;
 
+/**
+ * An inbox of at most this many blocks, with no apply in flight, is applied on the event loop (tens
+ * of microseconds) rather than on a libuv worker: a worker's round trip is two thread wake-ups per
+ * inbox, most of the relay's CPU per message at low rates where each inbox is one small engine
+ * message (issue 30 item 2).
+ */
+const SYNC_APPLY_BLOCKS = 256;
+
 /** Inbox buffers kept for reuse: about the slices in flight while ingest threads fill the mailbox. */
 const SPARE_INBOXES = 8;
 
@@ -113,6 +122,8 @@ interface Inbox {
   batches: number;
   eventCount: number;
   blocks: number;
+  /** It clears a source (a reset), whose cost is the source's size, not the inbox's. */
+  clears: boolean;
   /** When the oldest of its batches was received (monotonicMs); Infinity for none (a reset alone). */
   receivedAtMs: number;
   /** When that batch reached this actor (monotonicMs). */
@@ -309,7 +320,9 @@ export class PoolActor implements PoolFeed {
     // Taken whatever the mailbox holds: at most one per source, since duplicates are skipped.
     if (this.resetQueued.has(key)) return;
     this.resetQueued.add(key);
-    this.admit(1, 1, 0).events.addCleared(source.workerId, source.dpRank);
+    const inbox = this.admit(1, 1, 0);
+    inbox.clears = true;
+    inbox.events.addCleared(source.workerId, source.dpRank);
   }
 
   /** Accounts a batch to the mailbox; the open inbox, or a new one whose apply is queued now. */
@@ -333,6 +346,7 @@ export class PoolActor implements PoolFeed {
       batches,
       eventCount: events,
       blocks,
+      clears: false,
       receivedAtMs: Infinity,
       admittedAtMs: Infinity,
       applied: new Promise((resolve) => (applied = resolve)),
@@ -434,6 +448,9 @@ export class PoolActor implements PoolFeed {
   private async apply(inbox: Inbox): Promise<void> {
     const { meta, words } = inbox.events.packed();
     const count = meta.length / META_STRIDE;
+    if (this.applying.length === 0 && !inbox.clears && inbox.blocks <= SYNC_APPLY_BLOCKS && words.length <= nativeLimits.maxSyncBatchWords) {
+      return this.applyHere(inbox, meta, words);
+    }
     for (let s = slice(meta, 0, count, 0); s.from < count; s = slice(meta, s.to, count, s.wordsTo)) {
       while (this.applying.length >= APPLIES_IN_FLIGHT) await this.applying[0];
       if (this.ended) return;
@@ -464,6 +481,35 @@ export class PoolActor implements PoolFeed {
       this.applying.push(handled);
       void handled.then(() => this.applying.shift());
     }
+  }
+
+  /**
+   * A small inbox applied on the calling (event-loop) thread: nothing is in flight, so the state is
+   * free for a synchronous call and the results stay in order. A window it ends ends as a timer's
+   * would (flush(): at once for a small window, on a worker for a large one).
+   */
+  private async applyHere(inbox: Inbox, meta: Uint32Array, words: BigUint64Array): Promise<void> {
+    if (this.ended) return;
+    this.pendingEvents += meta.length / META_STRIDE;
+    this.pendingBlocks += inbox.blocks;
+    if (inbox.receivedAtMs < this.pendingSinceMs) {
+      this.pendingSinceMs = inbox.receivedAtMs;
+      this.pendingAdmittedMs = inbox.admittedAtMs;
+    }
+    let result: PoolBatchResult;
+    try {
+      result = this.state.applyPacked(meta, words);
+    } catch (err) {
+      this.fence(`pool actor command failed: ${(err as Error).message}`);
+      return;
+    }
+    this.account(meta, words, result);
+    if (result.outcomes.includes('IndexerInvariantViolation')) {
+      this.fence('IndexerInvariantViolation');
+      return;
+    }
+    if (this.pendingEvents >= this.sliceThreshold() || this.pendingBlocks >= PACING_MAX_SLICE_BLOCKS) await this.flush();
+    else this.armTimer();
   }
 
   /** One slice's result, in the order the slices were handed over. */
