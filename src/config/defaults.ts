@@ -47,6 +47,12 @@ export const ACTOR_MAILBOX_CAPACITY = 256;
 export const PENDING_BLOCK_PERMITS = 65_536;
 /** ...and events (block-less ones, e.g. AllBlocksCleared, cost no block permit but are work and memory). */
 export const PENDING_EVENT_PERMITS = 65_536;
+/**
+ * A pool actor keeps one inbox buffer grown past INGEST_RETAINED_BUFFER_BYTES for this long after its
+ * last use: a run of large bursts reuses it instead of allocating megabytes per burst on the event
+ * loop (external memory that made V8 collect: a 30 ms pause), and it is given back once they stop.
+ */
+export const POOL_LARGE_INBOX_HOLD_MS = 1_000;
 /** Byte accounting of one queued frame: payload length plus this overhead. */
 export const FRAME_OVERHEAD_BYTES = 256;
 
@@ -386,6 +392,13 @@ export const INGEST_HANDOFF_WAIT_MS = 1_000;
  * transferred buffer of its own instead.
  */
 export const INGEST_HANDOFF_RING_PER_BYTES_BOUND = 4;
+/**
+ * ...and at least this many of the largest bursts (INGEST_MAX_MESSAGE_WORDS twice, a rank's burst at
+ * most): a burst that finds no room travels in a transferred buffer, which the main thread's V8
+ * counts as new external memory, and a run of large ones made it collect (a 30 ms pause of the event
+ * loop) where a ring region costs nothing (issue 26 item 4).
+ */
+export const INGEST_HANDOFF_RING_LARGEST_BURSTS = 2;
 /** An ingest thread reports its sources' counters this often... */
 export const INGEST_THREAD_STATS_MS = 250;
 /** ...and this long after they changed (a post per thread turn cost more than the small bursts it followed). */

@@ -37,6 +37,7 @@ import type { DeltaFrame, PoolFeed, PoolImage, PoolListener } from '../publicati
 import type { ProducerIdentity } from '../wire/types';
 import {
   ACTOR_MAILBOX_CAPACITY,
+  POOL_LARGE_INBOX_HOLD_MS,
   INGEST_LOG_MAX_PER_WINDOW,
   INGEST_RETAINED_BUFFER_BYTES,
   INGEST_LOG_WINDOW_MS,
@@ -192,6 +193,9 @@ export class PoolActor implements PoolFeed {
   private inbox: Inbox | undefined;
   /** Applied inboxes' buffers, kept for the next ones (they have grown to the usual burst). */
   private readonly spares: PoolEventBatch[] = [];
+  /** One grown past INGEST_RETAINED_BUFFER_BYTES, kept POOL_LARGE_INBOX_HOLD_MS after its last use. */
+  private largeSpare: PoolEventBatch | undefined;
+  private largeSpareTimer: NodeJS.Timeout | undefined;
   /** Batches, events and blocks accepted and not yet applied (the mailbox bound). */
   private queuedBatches = 0;
   private queuedEvents = 0;
@@ -286,7 +290,7 @@ export class PoolActor implements PoolFeed {
     }
     // Nearly always empty: the burst's sources (and their keys) are not worked out per burst then.
     if (this.resetQueued.size > 0) for (const source of burstSources(b)) this.resetQueued.delete(sourceKey(source));
-    const inbox = this.admit(b.messages, events, blocks);
+    const inbox = this.admit(b.messages, events, blocks, 8 * b.words.length > INGEST_RETAINED_BUFFER_BYTES);
     inbox.events.append(b.meta, b.words);
     if (b.receivedAtMs < inbox.receivedAtMs) {
       inbox.receivedAtMs = b.receivedAtMs;
@@ -326,7 +330,7 @@ export class PoolActor implements PoolFeed {
   }
 
   /** Accounts a batch to the mailbox; the open inbox, or a new one whose apply is queued now. */
-  private admit(batches: number, events: number, blocks: number): Inbox {
+  private admit(batches: number, events: number, blocks: number, large = false): Inbox {
     this.queuedBatches += batches;
     this.queuedEvents += events;
     this.queuedBlocks += blocks;
@@ -342,7 +346,7 @@ export class PoolActor implements PoolFeed {
     }
     let applied!: () => void;
     const inbox: Inbox = {
-      events: this.spares.pop() ?? new PoolEventBatch(),
+      events: (large ? this.takeLargeSpare() : undefined) ?? this.spares.pop() ?? new PoolEventBatch(),
       batches,
       eventCount: events,
       blocks,
@@ -366,13 +370,28 @@ export class PoolActor implements PoolFeed {
           this.queuedBlocks -= inbox.blocks;
           applied();
           inbox.events.reset();
-          // One a large burst grew is given back rather than kept (issue 26 item 2).
-          if (this.spares.length < SPARE_INBOXES && inbox.events.capacityBytes <= INGEST_RETAINED_BUFFER_BYTES) this.spares.push(inbox.events);
+          // One a large burst grew is kept a moment for the next, then given back (issue 26 items 2, 4).
+          if (inbox.events.capacityBytes > INGEST_RETAINED_BUFFER_BYTES) this.keepLargeSpare(inbox.events);
+          else if (this.spares.length < SPARE_INBOXES) this.spares.push(inbox.events);
         });
       }
     });
     this.inbox = inbox;
     return inbox;
+  }
+
+  private takeLargeSpare(): PoolEventBatch | undefined {
+    const spare = this.largeSpare;
+    this.largeSpare = undefined;
+    return spare;
+  }
+
+  private keepLargeSpare(batch: PoolEventBatch): void {
+    if (this.ended) return;
+    if (!this.largeSpare || batch.capacityBytes > this.largeSpare.capacityBytes) this.largeSpare = batch;
+    clearTimeout(this.largeSpareTimer);
+    this.largeSpareTimer = setTimeout(() => (this.largeSpare = undefined), POOL_LARGE_INBOX_HOLD_MS);
+    this.largeSpareTimer.unref();
   }
 
   attach(listener: PoolListener): Promise<PoolImage> {
@@ -650,6 +669,8 @@ export class PoolActor implements PoolFeed {
   }
 
   private stop(how: 'retired' | 'fenced'): void {
+    clearTimeout(this.largeSpareTimer);
+    this.largeSpare = undefined;
     this.ended = how;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;

@@ -11,7 +11,9 @@ import {
   INGEST_HANDOFF_MAX_BLOCKS,
   INGEST_HANDOFF_MAX_BYTES,
   INGEST_HANDOFF_MAX_MESSAGES,
+  INGEST_HANDOFF_RING_LARGEST_BURSTS,
   INGEST_HANDOFF_RING_PER_BYTES_BOUND,
+  INGEST_MAX_MESSAGE_WORDS,
   INGEST_HANDOFF_WAIT_MS,
   INGEST_THREAD_CLOSE_TIMEOUT_MS,
   INGEST_THREAD_RESTART_MS,
@@ -132,8 +134,11 @@ class IngestThread implements SubscriptionHost {
       waitMs: INGEST_HANDOFF_WAIT_MS,
       ...this.options.handoff,
     };
-    // 8-aligned: every hand-off's 8-byte arrays are.
-    const ring = new HandoffRing(8 * Math.ceil((INGEST_HANDOFF_RING_PER_BYTES_BOUND * bounds.maxBytes) / 8));
+    // 8-aligned: every hand-off's 8-byte arrays are. A burst holds at most twice a message's words
+    // (its meta and index are a small fraction more: an eighth is room for them).
+    const largestBurst = 2 * INGEST_MAX_MESSAGE_WORDS * 8 * (9 / 8);
+    const ringBytes = Math.max(INGEST_HANDOFF_RING_PER_BYTES_BOUND * bounds.maxBytes, INGEST_HANDOFF_RING_LARGEST_BURSTS * largestBurst);
+    const ring = new HandoffRing(8 * Math.ceil(ringBytes / 8));
     const worker = spawnThread({
       ring: { data: ring.data, control: ring.control },
       bounds,
