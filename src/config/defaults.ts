@@ -399,6 +399,13 @@ export const INGEST_HANDOFF_RING_PER_BYTES_BOUND = 4;
  * loop) where a ring region costs nothing (issue 26 item 4).
  */
 export const INGEST_HANDOFF_RING_LARGEST_BURSTS = 2;
+/**
+ * An ingest thread posts at most one hand-off per this long (unless one fills the bounds): at mid
+ * rates over many sources a post, and the main thread's wake-up for it, cost more CPU than the small
+ * messages they carried (issue 30 item 2); the bursts of every socket read meanwhile go together. A
+ * message waits at most this much longer for the pool.
+ */
+export const INGEST_HANDOFF_COALESCE_MS = 1;
 /** An ingest thread reports its sources' counters this often... */
 export const INGEST_THREAD_STATS_MS = 250;
 /** ...and this long after they changed (a post per thread turn cost more than the small bursts it followed). */

@@ -585,7 +585,9 @@ export class PoolActor implements PoolFeed {
   }
 
   private armTimer(): void {
-    if (this.timer || this.pendingEvents === 0) return;
+    // Without a listener a window's end publishes nothing: it ends at the threshold, or at attach()
+    // (which flushes first), rather than on a timer that wakes the loop for every small message.
+    if (this.timer || this.pendingEvents === 0 || !this.listener) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.enqueue(() => this.flush());

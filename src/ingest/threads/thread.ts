@@ -5,7 +5,7 @@
 // one count in the shared bounds); anything else posted is preceded by the bursts before it (order).
 import { setTimeout as delay } from 'timers/promises';
 import { parentPort, workerData } from 'worker_threads';
-import { INGEST_THREAD_EXIT_SETTLE_MS, INGEST_THREAD_STATS_DELAY_MS } from '../../config/defaults';
+import { INGEST_HANDOFF_COALESCE_MS, INGEST_THREAD_EXIT_SETTLE_MS, INGEST_THREAD_STATS_DELAY_MS } from '../../config/defaults';
 import { META_STRIDE, packedBlockCount } from '../../native';
 import { KvEventSubscriber } from '../subscriber';
 import { MESSAGE_INFO_STRIDE, type IngestLogger, type IngestSink, type PackedEngineEvents, type ResetReason, type SourceKey, type SourceStats } from '../types';
@@ -44,6 +44,8 @@ let ending = false;
 /** This turn's bursts, handed off once the turn's sockets were read (or before anything else is posted). */
 const pending = new HandoffBuilder();
 let handoffQueued = false;
+/** When the last hand-off was posted (performance.now()). */
+let lastHandoffAt = -Infinity;
 /** A burst pending was cut at the per-turn bound: its socket's next burst comes next turn. */
 let pendingCut = false;
 
@@ -168,8 +170,11 @@ function pass(id: number, flow: Flow, b: PackedEngineEvents, size: HandoffSize):
   pendingCut ||= b.cut === true;
   if (!handoffQueued) {
     handoffQueued = true;
-    // After this turn's socket reads: their bursts go together.
-    setImmediate(turnEnded);
+    // After this turn's socket reads: their bursts go together. Within INGEST_HANDOFF_COALESCE_MS of
+    // the last hand-off, at its end: what more sockets deliver meanwhile joins it.
+    const wait = lastHandoffAt + INGEST_HANDOFF_COALESCE_MS - performance.now();
+    if (wait > 0) setTimeout(turnEnded, wait);
+    else setImmediate(turnEnded);
   }
 }
 
@@ -264,6 +269,7 @@ function handOff(): void {
   handoffQueued = false;
   pendingCut = false;
   if (pending.isEmpty) return;
+  lastHandoffAt = performance.now();
   const h = pending.take(changedStats(), ring);
   if (h.buffer === ring.data) {
     ring.posted(h.base, h.length);
