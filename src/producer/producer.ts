@@ -10,7 +10,7 @@ import type { RelayConfig } from '../config/schema';
 import { DEFAULT_CKF_SEED } from '../config/defaults';
 import { LayoutGenerationCounter } from '../identity';
 import { sourcesOf } from '../ingest/sources';
-import type { IngestSink, PackedEngineEvents, ResetReason, SourceKey } from '../ingest/types';
+import type { IngestSink, PackedEngineEvents, ResetReason, SourceKey, SourceStats } from '../ingest/types';
 import { buildPoolLoad, buildServingLoad, MetricsScraper, type LoadPool } from '../load';
 import type { Logger } from '../log';
 import type { DeltaTiming, ProducerMetrics } from '../metrics/registry';
@@ -41,6 +41,19 @@ export interface ProducerOptions {
   logger: Logger;
   /** Every pool's published deltas: PoolActorOptions.onDeltaPublished (the /metrics histograms). */
   onDeltaPublished?(timing: DeltaTiming): void;
+  /**
+   * KV events from an event plane instead of per-worker `kvEvents` subscriptions (a Dynamo
+   * deployment's): every worker of a pool's endpoint feeds the pool.
+   */
+  eventPlane?(sink: IngestSink): EventPlaneSources;
+}
+
+/** An event plane's side of the producer (src/dynamo/event-plane). */
+export interface EventPlaneSources {
+  /** A pool dropped `batches` batches of `source` on a full mailbox and reset it. */
+  overflowed(source: SourceKey, batches: number): void;
+  stats(): SourceStats[];
+  close(): Promise<void>;
 }
 
 interface LivePool {
@@ -63,6 +76,7 @@ export class Producer implements RelaySource {
   private readonly health: HealthMonitor;
   private readonly scraper: MetricsScraper;
   private readonly sources: KvSources;
+  private readonly eventPlane: EventPlaneSources | undefined;
   private readonly liveness: Liveness;
   private readonly pools = new Map<string, LivePool>();
   /** Worker id → key of the pool its KV events feed. */
@@ -86,6 +100,7 @@ export class Producer implements RelaySource {
     this.liveness = (id, staticLive) => this.health.liveness(id, staticLive);
     const sink: IngestSink = { events: (b) => this.events(b), reset: (s, r) => this.reset(s, r) };
     this.sources = new KvSources(sink, this.logger, options.config.limits.ingestThreads);
+    this.eventPlane = options.eventPlane?.(sink);
     this.health.onChange(() => this.publishReadiness());
   }
 
@@ -179,7 +194,7 @@ export class Producer implements RelaySource {
       fencedGenerationsTotal: this.fencedGenerations,
       topology,
       degradedLoadCoveragePoolCount: this.poolLoad().pools.filter((p) => p.kvObservedRanks < p.kvExpectedRanks).length,
-      ingest: this.sources.stats(),
+      ingest: [...this.sources.stats(), ...(this.eventPlane?.stats() ?? [])],
       ingestThreadRestarts: this.sources.threadRestarts,
       pools: [...this.pools.values()].map((p) => p.actor.metrics()),
       keptPageBytes: keptPageBytes(),
@@ -194,6 +209,7 @@ export class Producer implements RelaySource {
     this.health.close();
     this.scraper.close();
     await this.sources.close();
+    await this.eventPlane?.close();
     this.routes.clear();
     await Promise.all([...this.pools.values()].map((p) => p.actor.retire()));
     this.pools.clear();
@@ -229,7 +245,7 @@ export class Producer implements RelaySource {
     for (const spec of diff.updated) {
       const live = this.pools.get(spec.key);
       if (!live) continue;
-      for (const source of droppedSources(live.spec, spec)) live.actor.reset(source);
+      for (const source of droppedSources(live.spec, spec, this.eventPlane !== undefined)) live.actor.reset(source);
       live.spec = spec;
       this.catalogState.upsert(spec.key, descriptor(spec, live.actor.producer));
       this.logger.info({ pool: spec.key }, 'pool metadata updated');
@@ -239,7 +255,7 @@ export class Producer implements RelaySource {
     this.served = next;
     const before = new Map(this.routes);
     this.routes.clear();
-    for (const { spec } of this.pools.values()) for (const c of kvSourceConfigs([spec])) this.routes.set(c.workerId, spec.key);
+    for (const { spec } of this.pools.values()) for (const id of this.feedingWorkers(spec)) this.routes.set(id, spec.key);
     this.catalogState.publish();
     this.setProbeTargets();
     this.publishReadiness();
@@ -260,7 +276,7 @@ export class Producer implements RelaySource {
       maxTrackedBlocks: this.options.config.limits.maxTrackedBlocksPerPool,
       logger: this.logger,
       onFenced: () => this.replaceFenced(spec.key, actor),
-      onOverflow: (source, batches) => this.sources.overflowed(source, batches),
+      onOverflow: (source, batches) => (this.eventPlane ?? this.sources).overflowed(source, batches),
       onDeltaPublished: this.options.onDeltaPublished,
     });
     this.pools.set(spec.key, { spec, actor });
@@ -302,6 +318,11 @@ export class Producer implements RelaySource {
         slotsPerBucket: CBI1.slotsPerBucket,
       },
     };
+  }
+
+  /** The workers whose KV events feed a pool: those with kvEvents, or with an event plane every worker of its endpoint. */
+  private feedingWorkers(spec: PoolSpec): bigint[] {
+    return this.eventPlane ? spec.endpoint.workers.map((w) => w.id) : kvSourceConfigs([spec]).map((c) => c.workerId);
   }
 
   private actorOf(source: SourceKey): PoolActor | undefined {
