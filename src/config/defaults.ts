@@ -379,3 +379,5 @@ export const DYNAMO_MAX_PUBLISHERS_PER_CHANNEL = 65_536;
 export const DYNAMO_NATS_RECONNECT_WAIT_MS = 500;
 /** Wait before reading a JetStream stream again that does not exist yet or whose consumer ended. */
 export const DYNAMO_STREAM_RETRY_MS = 1_000;
+/** JetStream pull expiry of the ordered consumers (their idle heartbeat is half of it). */
+export const DYNAMO_JETSTREAM_PULL_EXPIRES_MS = 2_000;

@@ -13,6 +13,7 @@ import { connect } from '@nats-io/transport-node';
 import { DeliverPolicy, jetstream, jetstreamManager, type ConsumerMessages } from '@nats-io/jetstream';
 import { Subscriber } from 'zeromq';
 import {
+  DYNAMO_JETSTREAM_PULL_EXPIRES_MS,
   DYNAMO_MAX_PUBLISHERS_PER_CHANNEL,
   DYNAMO_NATS_RECONNECT_WAIT_MS,
   DYNAMO_STREAM_RETRY_MS,
@@ -244,7 +245,8 @@ export class DynamoEventPlane implements EventPlaneSources {
           created = info.created;
           const consumer = await js.consumers.get(stream, { deliver_policy: DeliverPolicy.All });
           const current = channel;
-          messages = await consumer.consume({ callback: (m) => current.push(m.data, m.info.streamSequence) });
+          // A short pull expiry gives a short heartbeat: a consumer the server lost is noticed and recreated within seconds.
+          messages = await consumer.consume({ expires: DYNAMO_JETSTREAM_PULL_EXPIRES_MS, callback: (m) => current.push(m.data, m.info.streamSequence) });
           await messages.closed();
         } catch (err) {
           if (stopped || this.closed) return;
