@@ -31,6 +31,9 @@ export class NatsServer {
   private log = '';
   port = 0;
 
+  /** `maxPendingBytes`: what the server buffers for a slow subscriber before it cuts it off (a bench raises it). */
+  constructor(private readonly options: { maxPendingBytes?: number } = {}) {}
+
   /** nats://host:port of the client listener. */
   get url(): string {
     return `nats://127.0.0.1:${this.port}`;
@@ -39,7 +42,13 @@ export class NatsServer {
   async start(): Promise<this> {
     // The same port again after a kill(), so clients reconnect to it.
     if (this.port === 0) this.port = await freePort();
-    const child = spawn(NATS_BINARY, ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', path.join(this.dir, 'store')], {
+    const args = ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', path.join(this.dir, 'store')];
+    if (this.options.maxPendingBytes !== undefined) {
+      const conf = path.join(this.dir, 'nats.conf');
+      fs.writeFileSync(conf, `max_pending: ${this.options.maxPendingBytes}\n`);
+      args.push('-c', conf);
+    }
+    const child = spawn(NATS_BINARY, args, {
       stdio: ['ignore', 'ignore', 'pipe'],
     });
     this.child = child;
