@@ -1,38 +1,24 @@
 // A real nats-server for tests and benches: the binary (Debian nats-server; .ci/run installs it) with
 // JetStream on (-js) and a temporary store dir, on a free loopback port. kill() and start() again keep
 // the store (streams survive a restart, as a NATS deployment's do).
-import { spawnSync, spawn, type ChildProcess } from 'child_process';
+import { spawnSync, spawn } from 'child_process';
 import * as fs from 'fs';
-import * as net from 'net';
-import * as os from 'os';
 import * as path from 'path';
+import { freePort, ServerProcess } from './etcd-server';
 import { waitFor } from './waitFor';
 
 export const NATS_BINARY = process.env.NATS_SERVER_BINARY ?? (fs.existsSync('/usr/sbin/nats-server') ? '/usr/sbin/nats-server' : 'nats-server');
 
 export const natsAvailable: boolean = spawnSync(NATS_BINARY, ['--version'], { stdio: 'ignore' }).status === 0;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-const DATA_ROOT = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
-
-export class NatsServer {
-  readonly dir = fs.mkdtempSync(path.join(DATA_ROOT, 'kvrelay-nats-'));
-  private child: ChildProcess | undefined;
+export class NatsServer extends ServerProcess {
   private log = '';
   port = 0;
 
   /** `maxPendingBytes`: what the server buffers for a slow subscriber before it cuts it off (a bench raises it). */
-  constructor(private readonly options: { maxPendingBytes?: number } = {}) {}
+  constructor(private readonly options: { maxPendingBytes?: number } = {}) {
+    super('nats');
+  }
 
   /** nats://host:port of the client listener. */
   get url(): string {
@@ -63,20 +49,5 @@ export class NatsServer {
       20,
     );
     return this;
-  }
-
-  /** SIGKILL (a crash); the store stays, so start() brings the streams back. */
-  async kill(): Promise<void> {
-    const child = this.child;
-    this.child = undefined;
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGKILL');
-    await exited;
-  }
-
-  async stop(): Promise<void> {
-    await this.kill();
-    fs.rmSync(this.dir, { recursive: true, force: true });
   }
 }

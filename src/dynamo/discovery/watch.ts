@@ -5,10 +5,10 @@
 // Keys live under their process's lease, so a worker whose lease expires leaves with its keys: its
 // sources are reset and its blocks removed (producer diff), and it stops being live.
 import type { Etcd3 } from 'etcd3';
-import { DISCOVERY_BATCH_INTERVAL_MS } from '../../config/defaults';
 import type { DynamoDiscoveryConfig } from '../../config/schema';
 import { createEtcdClient } from '../../discovery/etcd-client';
 import { PrefixMirror } from '../../discovery/mirror';
+import { PassLoop } from '../../discovery/pass-loop';
 import type { Logger } from '../../log';
 import { buildDeployment, type Deployment } from '../../producer/deployment';
 import type { DynamoEventPlane } from '../event-plane/plane';
@@ -40,22 +40,21 @@ export class DynamoDiscovery {
   private conflicts = new Set<string>();
   private endpoints = 0;
   private workers = 0;
-  private running: Promise<void> | undefined;
-  private dirty = false;
+  private readonly passes = new PassLoop(() => this.apply());
   private closed = false;
 
   constructor(private readonly options: DynamoDiscoveryOptions) {
     this.logger = options.logger.child({ component: 'dynamo-discovery' });
     this.client = createEtcdClient(options.config.etcd);
     this.mirror = new PrefixMirror(this.client, DYNAMO_PREFIX, this.logger);
-    this.mirror.on('change', () => this.schedule());
+    this.mirror.on('change', () => this.passes.schedule());
   }
 
   /** Starts reading (retrying with backoff while etcd is unreachable); resolves after the first read was applied. */
   async start(): Promise<void> {
     this.logger.info({ endpoints: this.options.config.etcd.endpoints, namespaces: this.options.config.namespaces ?? 'all' }, 'reading the Dynamo deployment from etcd');
     await this.mirror.start();
-    await this.running;
+    await this.passes.idle;
   }
 
   metrics(): DynamoDiscoveryMetrics {
@@ -66,23 +65,8 @@ export class DynamoDiscovery {
     if (this.closed) return;
     this.closed = true;
     this.mirror.close();
-    await this.running;
+    await this.passes.close();
     this.client.close();
-  }
-
-  private schedule(): void {
-    if (this.closed) return;
-    this.dirty = true;
-    this.running ??= this.loop().finally(() => (this.running = undefined));
-  }
-
-  private async loop(): Promise<void> {
-    while (this.dirty && !this.closed) {
-      this.dirty = false;
-      await this.apply();
-      // A burst of watch events (a worker registering its keys) is projected once.
-      if (this.dirty) await new Promise((resolve) => setTimeout(resolve, DISCOVERY_BATCH_INTERVAL_MS));
-    }
   }
 
   private async apply(): Promise<void> {

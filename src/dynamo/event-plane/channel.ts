@@ -6,6 +6,7 @@
 import { monotonicMs } from '../../clock';
 import { recordU64, routerEventRecord as R, RouterEventBatchDecoder, type RouterEventFormat } from '../../native';
 import { MESSAGE_INFO_STRIDE, type IngestSink, type PackedEngineEvents, type SourceKey, type SourceStats } from '../../ingest/types';
+import type { DynamoMetrics } from '../../metrics/registry';
 import type { WorkerRanks } from '../discovery/project';
 import { PublisherOrder, sourceKey } from './order';
 
@@ -23,14 +24,7 @@ export interface ChannelContext {
 }
 
 /** Event-plane counters that belong to no source. */
-export interface PlaneCounters {
-  messages: number;
-  malformed: number;
-  otherTopic: number;
-  unknownWorker: number;
-  duplicates: number;
-  gaps: number;
-}
+export type PlaneCounters = Pick<DynamoMetrics, 'messages' | 'malformed' | 'otherTopic' | 'unknownWorker' | 'duplicates' | 'gaps'>;
 
 /** Messages of one turn held before decoding; beyond these bounds the turn is decoded at once. */
 const MAX_TURN_MESSAGES = 4096;
