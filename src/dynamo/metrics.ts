@@ -1,9 +1,9 @@
 // The /metrics view of a Dynamo deployment's discovery and event plane.
 import type { DynamoMetrics } from '../metrics/registry';
 import type { DynamoDiscovery } from './discovery/watch';
-import type { DynamoEventPlane } from './event-plane/plane';
+import type { EventPlane } from './event-plane/plane';
 
-export function dynamoMetrics(discovery: DynamoDiscovery, plane: DynamoEventPlane): () => DynamoMetrics {
+export function dynamoMetrics(discovery: DynamoDiscovery, plane: EventPlane): () => DynamoMetrics {
   return () => {
     const d = discovery.metrics();
     const p = plane.metrics();

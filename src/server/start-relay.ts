@@ -7,7 +7,9 @@ import type { RelayConfig } from '../config/schema';
 import { watchConfigFile, type ConfigWatcher } from '../config/watch';
 import { EtcdDeployment } from '../discovery/etcd-deployment';
 import { DynamoDiscovery } from '../dynamo/discovery/watch';
-import { DynamoEventPlane } from '../dynamo/event-plane/plane';
+import { DynamoEventPlane, type EventPlane } from '../dynamo/event-plane/plane';
+import { ThreadedEventPlane } from '../dynamo/event-plane/threaded';
+import type { IngestSink } from '../ingest/types';
 import { dynamoMetrics } from '../dynamo/metrics';
 import { newRelayIdentity } from '../identity';
 import type { Logger } from '../log';
@@ -56,13 +58,21 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
   const deltaLatency = config.metricsBind ? new DeltaLatencyMetrics() : undefined;
   // A Dynamo deployment: KV events from its event plane, the deployment from its own etcd layout.
   const dynamo = config.discovery?.dynamo;
-  let eventPlane: DynamoEventPlane | undefined;
+  let eventPlane: EventPlane | undefined;
+  // On a thread of its own (the NATS client, decoding and order off the event loop) unless the
+  // config runs ingest on the main thread (limits.ingestThreads 0).
+  const newPlane = (sink: IngestSink): EventPlane => {
+    const options = { natsServers: dynamo?.nats?.servers, sink };
+    return config.limits.ingestThreads > 0
+      ? new ThreadedEventPlane({ ...options, logger })
+      : new DynamoEventPlane({ ...options, logger: logger.child({ component: 'dynamo-events' }) });
+  };
   const producer = new Producer({
     config,
     relay,
     logger,
     onDeltaPublished: deltaLatency && ((t) => deltaLatency.observe(t)),
-    ...(dynamo ? { eventPlane: (sink) => (eventPlane = new DynamoEventPlane({ natsServers: dynamo.nats?.servers, sink, logger })) } : {}),
+    ...(dynamo ? { eventPlane: (sink: IngestSink) => (eventPlane = newPlane(sink)) } : {}),
   });
   await producer.start();
 

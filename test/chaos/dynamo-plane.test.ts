@@ -70,7 +70,8 @@ describeWithNatsAndEtcd('Dynamo event plane and discovery faults', () => {
     await natsWorker.publish({ stored: { parentHash: null, blocks: [{ blockHash: 3n, tokensHash: DynamoWorker.tokensHashes(u, BS)[0] }] } }, 0, { skip: 1 });
     await run.awaitGone(aggKey, expectedHashes(t, null, BS), 'the reset source’s blocks');
     await run.awaitHeld(aggKey, expectedHashes(u, null, BS), 'the block after the gap');
-    expect(await metric('kv_dc_relay_dynamo_gaps_total')).toBe(gaps + 1);
+    // The plane's counters reach /metrics with its next stats report.
+    await waitFor(async () => (await metric('kv_dc_relay_dynamo_gaps_total')) === gaps + 1, 'the gap to be counted');
     await natsWorker.republish({ removed: { blockHashes: [3n] } }, 0, 1n);
     await waitFor(async () => (await metric('kv_dc_relay_dynamo_duplicates_total')) === duplicates + 2, 'the late envelope to be dropped');
     expect(run.holds(aggKey, expectedHashes(u, null, BS)[0])).toBe(true);

@@ -35,15 +35,15 @@ describeWithNatsAndEtcd('a Dynamo deployment from its etcd and event plane', () 
   let run: E2e;
   const workers: DynamoWorker[] = [];
 
-  beforeAll(async () => {
+  beforeEach(async () => {
     [etcd, nats] = await Promise.all([new EtcdServer().start(), new NatsServer().start()]);
     kv = new Etcd3({ hosts: etcd.endpoint });
     nc = await connect({ servers: nats.url });
     run = new E2e();
   });
-  afterAll(async () => {
+  afterEach(async () => {
     await run.close();
-    await Promise.all(workers.map((w) => w.close()));
+    await Promise.all(workers.splice(0).map((w) => w.close()));
     await nc.close();
     kv.close();
     await Promise.all([etcd.stop(), nats.stop()]);
@@ -55,7 +55,11 @@ describeWithNatsAndEtcd('a Dynamo deployment from its etcd and event plane', () 
     return w;
   };
 
-  test('catalog, readiness, pool contents and load match the spec', async () => {
+  // The plane on a thread of its own (the default) and on the main thread (limits.ingestThreads 0).
+  test.each([
+    ['on its own thread', {}],
+    ['on the main thread', { limits: { ingestThreads: 0 } }],
+  ])('catalog, readiness, pool contents and load match the spec (event plane %s)', async (_where, extra) => {
     const aggregatedCard = (dp: number) => ({
       display_name: 'llama',
       source_path: 'meta/llama',
@@ -75,7 +79,7 @@ describeWithNatsAndEtcd('a Dynamo deployment from its etcd and event plane', () 
     const early = tokenRange(9000, 2 * BS);
     await prefill.store([901n, 902n], early, BS);
 
-    await run.start(relayConfig([], { discovery: { dynamo: { etcd: { endpoints: [etcd.endpoint] }, nats: { servers: [nats.url] } } } }), []);
+    await run.start(relayConfig([], { ...extra, discovery: { dynamo: { etcd: { endpoints: [etcd.endpoint] }, nats: { servers: [nats.url] } } } }), []);
 
     // Catalog: one pool per serving endpoint with cards, ids from card and endpoint (§1.2), roles from worker_type.
     const keys = {
@@ -145,6 +149,6 @@ describeWithNatsAndEtcd('a Dynamo deployment from its etcd and event plane', () 
     const metrics = await run.metricsText();
     expect(metricValue(metrics, 'kv_dc_relay_dynamo_workers', '')).toBe(4);
     expect(metricValue(metrics, 'kv_dc_relay_dynamo_malformed_total', '')).toBe(0);
-    expect(metricValue(metrics, 'kv_dc_relay_dynamo_nats_connected', '')).toBe(1);
+    await waitFor(async () => metricValue(await run.metricsText(), 'kv_dc_relay_dynamo_nats_connected', '') === 1, 'the plane’s NATS state in /metrics');
   }, 60_000);
 });

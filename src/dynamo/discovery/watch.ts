@@ -11,7 +11,7 @@ import { PrefixMirror } from '../../discovery/mirror';
 import { PassLoop } from '../../discovery/pass-loop';
 import type { Logger } from '../../log';
 import { buildDeployment, type Deployment } from '../../producer/deployment';
-import type { DynamoEventPlane } from '../event-plane/plane';
+import type { EventPlane } from '../event-plane/plane';
 import { DYNAMO_PREFIX } from './keys';
 import { projectDynamo } from './project';
 
@@ -19,7 +19,7 @@ export interface DynamoDiscoveryOptions {
   config: DynamoDiscoveryConfig;
   dcId: string;
   producer: { applyDeployment(deployment: Deployment): Promise<void> };
-  eventPlane: DynamoEventPlane;
+  eventPlane: EventPlane;
   logger: Logger;
 }
 

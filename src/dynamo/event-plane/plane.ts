@@ -30,11 +30,14 @@ import { KV_EVENT_TOPIC, LEGACY_KV_EVENT_TOPIC, type EventPlaneChannels, type Wo
 import { EventChannel, type ChannelContext, type PlaneCounters } from './channel';
 import { sourceKey } from './order';
 
+/** What the plane logs through (a pino logger, or an ingest thread's port). */
+export type PlaneLogger = Pick<Logger, 'info' | 'warn' | 'error'>;
+
 export interface DynamoEventPlaneOptions {
   /** The deployment's NATS servers; without them only ZMQ channels are read. */
   natsServers?: string[];
   sink: IngestSink;
-  logger: Logger;
+  logger: PlaneLogger;
 }
 
 /** What /metrics shows of the plane. */
@@ -46,13 +49,20 @@ export interface DynamoPlaneMetrics extends PlaneCounters {
   zmqPublishers: number;
 }
 
+/** The event plane as discovery and /metrics see it, in this thread (DynamoEventPlane) or on its own (ThreadedEventPlane). */
+export interface EventPlane extends EventPlaneSources {
+  /** The channels and workers discovery found: starts what is new, stops what is gone. */
+  update(channels: EventPlaneChannels, workers: ReadonlyMap<bigint, WorkerRanks>): Promise<void>;
+  metrics(): DynamoPlaneMetrics;
+}
+
 interface Live {
   channel: EventChannel;
   stop(): Promise<void>;
 }
 
-export class DynamoEventPlane implements EventPlaneSources {
-  private readonly logger: Logger;
+export class DynamoEventPlane implements EventPlane {
+  private readonly logger: PlaneLogger;
   private readonly ctx: ChannelContext;
   private readonly counters: PlaneCounters = { messages: 0, malformed: 0, otherTopic: 0, unknownWorker: 0, duplicates: 0, gaps: 0 };
   private readonly sourceStats = new Map<string, SourceStats>();
@@ -64,7 +74,7 @@ export class DynamoEventPlane implements EventPlaneSources {
   private closed = false;
 
   constructor(private readonly options: DynamoEventPlaneOptions) {
-    this.logger = options.logger.child({ component: 'dynamo-events' });
+    this.logger = options.logger;
     const log = new ThrottledLogger(this.logger, INGEST_LOG_MAX_PER_WINDOW, INGEST_LOG_WINDOW_MS);
     this.ctx = {
       sink: options.sink,
@@ -250,7 +260,8 @@ export class DynamoEventPlane implements EventPlaneSources {
           await messages.closed();
         } catch (err) {
           if (stopped || this.closed) return;
-          this.logger.debug?.({ stream, err: (err as Error).message }, 'JetStream stream not readable yet; retrying');
+          // Most often the stream does not exist yet (its first worker creates it when it publishes).
+          void err;
         }
         if (!stopped) await new Promise((resolve) => setTimeout(resolve, DYNAMO_STREAM_RETRY_MS));
       }
