@@ -11,7 +11,7 @@ import { DEFAULT_CKF_SEED } from '../config/defaults';
 import { LayoutGenerationCounter } from '../identity';
 import { sourcesOf } from '../ingest/sources';
 import type { IngestSink, PackedEngineEvents, ResetReason, SourceKey, SourceStats } from '../ingest/types';
-import { buildPoolLoad, buildServingLoad, MetricsScraper, type LoadPool } from '../load';
+import { buildPoolLoad, buildServingLoad, MetricsScraper, withReportedBlocks, type LoadPool, type ReportedBlocks } from '../load';
 import type { Logger } from '../log';
 import type { DeltaTiming, ProducerMetrics } from '../metrics/registry';
 import { CBI1, ckfBucketCount, keptPageBytes } from '../native';
@@ -53,6 +53,8 @@ export interface EventPlaneSources {
   /** A pool dropped `batches` batches of `source` on a full mailbox and reset it. */
   overflowed(source: SourceKey, batches: number): void;
   stats(): SourceStats[];
+  /** The workers' own kv_used_blocks reports per rank (their load), latest each. */
+  reportedBlocks(): ReportedBlocks;
   close(): Promise<void>;
 }
 
@@ -152,7 +154,9 @@ export class Producer implements RelaySource {
   }
 
   poolLoad(): PoolLoadState {
-    return { pools: buildPoolLoad(this.loadPools(), this.scraper.usage()) };
+    const pools = this.loadPools();
+    const reported = this.eventPlane?.reportedBlocks();
+    return { pools: buildPoolLoad(pools, reported ? withReportedBlocks(this.scraper.usage(), reported, pools) : this.scraper.usage()) };
   }
 
   servingLoad(): ServingLoadState {

@@ -140,11 +140,18 @@ describeWithNatsAndEtcd('a Dynamo deployment from its etcd and event plane', () 
     await run.awaitGone(aggKey, expectedHashes(p1, null, BS), 'rank 1 cleared');
     expect(run.holds(aggKey, expectedHashes(p0, null, BS)[0])).toBe(true);
 
-    // Load (§4.1): expected ranks = declared ranks (2 + 1), capacity from total_kv_blocks per rank.
+    // Load (§4.1, §5.3): expected ranks = declared ranks (2 + 1), capacity from total_kv_blocks per
+    // rank, kv_used_blocks from each rank's ActiveLoad on kv_metrics (sums only at full coverage).
     await waitFor(() => (run.client.load()?.pools.size ?? 0) === 3, 'three load entries', 10_000);
-    const load = [...run.client.load()!.pools.values()].find((e) => e.kvExpectedRanks === 3);
-    expect(load).toBeDefined();
-    expect(load!.totalKvBlocks).toBe(300n);
+    const aggLoad = () => [...run.client.load()!.pools.values()].find((e) => e.kvExpectedRanks === 3);
+    expect(aggLoad()!.totalKvBlocks).toBe(300n);
+    await w1.reportLoad(10, 0);
+    await w1.reportLoad(20, 1);
+    await waitFor(() => aggLoad()!.kvObservedRanks === 2, 'two of three ranks observed', 10_000);
+    expect(aggLoad()!.kvUsedBlocks).toBe(0n);
+    await w2.reportLoad(7, 0);
+    await waitFor(() => aggLoad()!.kvObservedRanks === 3, 'every rank observed', 10_000);
+    expect(aggLoad()!.kvUsedBlocks).toBe(37n);
 
     const metrics = await run.metricsText();
     expect(metricValue(metrics, 'kv_dc_relay_dynamo_workers', '')).toBe(4);

@@ -93,6 +93,8 @@ test('event channels: component subjects, JetStream streams of workers without a
   expect(p.channels.subjects).toEqual(['namespace.ns.component.prefill.kv-events', 'namespace.ns.component.prefill.kv_events']);
   expect(p.channels.streams).toEqual(['namespace-ns-component-prefill-kv-events']);
   expect(p.channels.zmq).toEqual(['tcp://10.0.0.1:5555']);
+  // Load: ActiveLoad on the serving endpoint's kv_metrics subject (KvMetricsSubscriber::for_endpoint_id).
+  expect(p.channels.load).toEqual(['namespace.ns.component.prefill.endpoint.generate.kv_metrics']);
 });
 
 test('the JetStream stream name is create_kv_stream_name (slugify, then _ -> -)', () => {

@@ -112,6 +112,14 @@ export function routerEventMsgpack(ev: RouterEventSpec): Buffer {
   return w.bytes();
 }
 
+/** rmp_serde::to_vec_named(ActiveLoad) (protocols.rs: worker_id, dp_rank, active_decode_blocks?, active_prefill_tokens?, kv_used_blocks?). */
+export function activeLoadMsgpack(l: { workerId: bigint; dpRank: number; kvUsedBlocks?: number }): Buffer {
+  const w = new Writer().map(5).str('worker_id').uint(l.workerId).str('dp_rank').uint(l.dpRank).str('active_decode_blocks').nil().str('active_prefill_tokens').nil().str('kv_used_blocks');
+  if (l.kvUsedBlocks === undefined) w.nil();
+  else w.uint(l.kvUsedBlocks);
+  return w.bytes();
+}
+
 /** serde_json::to_vec(RouterEvent) (the JetStream publisher's form). */
 export function routerEventJson(ev: RouterEventSpec): string {
   const parts = [`"worker_id":${ev.workerId}`, `"storage_tier":"${ev.storageTier ?? 'device'}"`];

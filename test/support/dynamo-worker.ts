@@ -11,7 +11,7 @@ import { jetstream, jetstreamManager } from '@nats-io/jetstream';
 import { Publisher } from 'zeromq';
 import { kvStreamName } from '../../src/dynamo/discovery/project';
 import { xxh3 } from '../../src/native';
-import { envelopeMsgpack, randomPublisherId, routerEventJson, routerEventMsgpack, u64be, zmqFrame, type EventData } from './dynamo-wire';
+import { activeLoadMsgpack, envelopeMsgpack, randomPublisherId, routerEventJson, routerEventMsgpack, u64be, zmqFrame, type EventData } from './dynamo-wire';
 import { loraSeed } from '../e2e/harness';
 
 export type Transport = 'nats' | 'jetstream' | 'zmq';
@@ -138,6 +138,15 @@ export class DynamoWorker {
     this.o.nats!.publish(`namespace.${this.o.namespace}.component.${this.o.component}.kv-events`, envelope);
     await this.o.nats!.flush();
   }
+
+  /** The worker's ActiveLoad (its kv_used_blocks on a rank) on its endpoint's kv_metrics subject. */
+  async reportLoad(kvUsedBlocks: number, dpRank = 0): Promise<void> {
+    const payload = activeLoadMsgpack({ workerId: this.id, dpRank, kvUsedBlocks });
+    const envelope = envelopeMsgpack({ publisherId: this.zmqPublisher, sequence: this.loadSequence++, publishedAt: BigInt(Date.now()), topic: 'kv_metrics', payload });
+    this.o.nats!.publish(`namespace.${this.o.namespace}.component.${this.o.component}.endpoint.${this.o.endpoint ?? 'generate'}.kv_metrics`, envelope);
+    await this.o.nats!.flush();
+  }
+  private loadSequence = 0n;
 
   /** The raw envelope bytes of the last publish can be re-sent to test duplicates: re-publish at `sequence`. */
   async republish(data: EventData, dpRank: number, sequence: bigint): Promise<void> {

@@ -19,13 +19,16 @@
 // - events: every component with base cards publishes on `namespace.{ns}.component.{c}.kv-events`
 //   (older releases `kv_events`); workers with enable_local_indexer false publish to the JetStream
 //   stream slugify("namespace.{ns}.component.{c}.kv-events") with '_' -> '-'; v1/event_channels
-//   entries for the kv-events topic name NATS subject prefixes and ZMQ publishers.
+//   entries for the kv-events topic name NATS subject prefixes and ZMQ publishers;
+// - load: each serving endpoint's workers publish ActiveLoad on `namespace.{ns}.component.{c}.endpoint.{e}.kv_metrics`.
 import { endpointSchema, WORKER_TYPES, type EndpointConfig, type WorkerType } from '../../config/schema';
 import { endpointName } from '../../producer/deployment';
 import { DYNAMO_PREFIX, parseDynamoKey, type EndpointPath } from './keys';
 import { eventChannelValue, instanceValue, modelValue, parseValue, type Card, type ModelValue } from './values';
 
 export const KV_EVENT_TOPIC = 'kv-events';
+/** Workers' ActiveLoad, endpoint-scoped (KvMetricsSubscriber::for_endpoint_id: EventSubscriber for the endpoint). */
+export const KV_METRICS_TOPIC = 'kv_metrics';
 /** The topic's name in Dynamo releases before the event plane (spec engine-inputs.md §7 decision 5). */
 export const LEGACY_KV_EVENT_TOPIC = 'kv_events';
 
@@ -36,6 +39,8 @@ export interface EventPlaneChannels {
   streams: string[];
   /** ZMQ event-plane publishers (PUB endpoints, 4-frame messages). */
   zmq: string[];
+  /** The serving endpoints' `kv_metrics` subjects (the workers' ActiveLoad: their kv_used_blocks). */
+  load: string[];
 }
 
 export interface WorkerRanks {
@@ -115,8 +120,10 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
   const endpoints: EndpointConfig[] = [];
   const workers = new Map<bigint, WorkerRanks>();
   const streams = new Set<string>();
+  const load = new Set<string>();
   for (const [name, { path, cards }] of bases) {
     const scope = `namespace.${eventSegment(path.namespace)}.component.${eventSegment(path.component)}`;
+    load.add(`${scope}.endpoint.${eventSegment(path.endpoint)}.${KV_METRICS_TOPIC}`);
     subjects.add(`${scope}.${KV_EVENT_TOPIC}`);
     subjects.add(`${scope}.${LEGACY_KV_EVENT_TOPIC}`);
     for (const c of cards) {
@@ -132,7 +139,7 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
     const base = bases.get(endpointName(a.value));
     if (!base?.cards.some((c) => c.instance_id === a.value.instance_id)) conflicts.push(`${a.key}: adapter card without a base card of its instance on the endpoint (orphan); ignored`);
   }
-  return { endpoints, channels: { subjects: [...subjects].sort(), streams: [...streams].sort(), zmq: [...zmq].sort() }, workers, rejected, conflicts };
+  return { endpoints, channels: { subjects: [...subjects].sort(), streams: [...streams].sort(), zmq: [...zmq].sort(), load: [...load].sort() }, workers, rejected, conflicts };
 }
 
 function workerKey(path: EndpointPath, id: bigint): string {

@@ -27,6 +27,7 @@ import type { Logger } from '../../log';
 import { RouterEventBatchDecoder } from '../../native';
 import type { EventPlaneSources } from '../../producer/producer';
 import { KV_EVENT_TOPIC, LEGACY_KV_EVENT_TOPIC, type EventPlaneChannels, type WorkerRanks } from '../discovery/project';
+import { decodeActiveLoad } from './active-load';
 import { EventChannel, type ChannelContext, type PlaneCounters } from './channel';
 import { sourceKey } from './order';
 
@@ -57,7 +58,8 @@ export interface EventPlane extends EventPlaneSources {
 }
 
 interface Live {
-  channel: EventChannel;
+  /** The KV-event channel (none for a load subject). */
+  channel?: EventChannel;
   stop(): Promise<void>;
 }
 
@@ -67,6 +69,8 @@ export class DynamoEventPlane implements EventPlane {
   private readonly counters: PlaneCounters = { messages: 0, malformed: 0, otherTopic: 0, unknownWorker: 0, duplicates: 0, gaps: 0 };
   private readonly sourceStats = new Map<string, SourceStats>();
   private readonly live = new Map<string, Live>();
+  /** Worker -> rank -> its latest kv_used_blocks (ActiveLoad on kv_metrics; no expiry, as in Dynamo). */
+  private readonly reported = new Map<bigint, Map<number, number>>();
   private workers: ReadonlyMap<bigint, WorkerRanks> = new Map();
   private nats: Promise<NatsConnection> | undefined;
   private natsConnected = false;
@@ -94,6 +98,7 @@ export class DynamoEventPlane implements EventPlane {
     const wanted = new Map<string, () => Live>();
     if (this.options.natsServers) {
       for (const s of channels.subjects) wanted.set(`nats:${s}`, () => this.subscribe(s));
+      for (const s of channels.load) wanted.set(`load:${s}`, () => this.subscribeLoad(s));
       for (const s of channels.streams) wanted.set(`js:${s}`, () => this.consume(s));
     } else if (channels.subjects.length + channels.streams.length > 0 && !this.warnedNoNats) {
       this.warnedNoNats = true;
@@ -104,13 +109,14 @@ export class DynamoEventPlane implements EventPlane {
     for (const [key, l] of this.live) {
       if (wanted.has(key)) continue;
       this.live.delete(key);
-      l.channel.close();
+      l.channel?.close();
       stopping.push(l.stop());
     }
     for (const [key, start] of wanted) if (!this.live.has(key)) this.live.set(key, start());
     await Promise.all(stopping);
-    // Sources of workers that left are forgotten (their pool reset them).
+    // Sources of workers that left are forgotten (their pool reset them), and their load reports.
     for (const [key, s] of this.sourceStats) if (!workers.has(s.source.workerId)) this.sourceStats.delete(key);
+    for (const id of this.reported.keys()) if (!workers.has(id)) this.reported.delete(id);
   }
   private warnedNoNats = false;
 
@@ -118,8 +124,12 @@ export class DynamoEventPlane implements EventPlane {
     const stats = this.stats0(source);
     stats.overflows += batches;
     stats.resets += 1;
-    for (const l of this.live.values()) l.channel.forgetSource(source);
+    for (const l of this.live.values()) l.channel?.forgetSource(source);
     this.options.sink.reset(source, 'overflow');
+  }
+
+  reportedBlocks(): ReadonlyMap<bigint, ReadonlyMap<number, number>> {
+    return this.reported;
   }
 
   stats(): SourceStats[] {
@@ -131,6 +141,7 @@ export class DynamoEventPlane implements EventPlane {
     let streams = 0;
     let zmq = 0;
     for (const key of this.live.keys()) {
+      if (key.startsWith('load:')) continue;
       if (key.startsWith('nats:')) subjects += 1;
       else if (key.startsWith('js:')) streams += 1;
       else zmq += 1;
@@ -143,7 +154,7 @@ export class DynamoEventPlane implements EventPlane {
     this.closed = true;
     const live = [...this.live.values()];
     this.live.clear();
-    for (const l of live) l.channel.close();
+    for (const l of live) l.channel?.close();
     await Promise.all(live.map((l) => l.stop()));
     const nc = await this.nats?.catch(() => undefined);
     await nc?.close().catch(() => undefined);
@@ -189,6 +200,9 @@ export class DynamoEventPlane implements EventPlane {
     for await (const s of nc.status()) {
       if (s.type === 'disconnect') {
         this.natsConnected = false;
+        // Dynamo's relay clears the observations when its kv_metrics subscription drops: a rank is
+        // observed again with its worker's next report (a heartbeat at least every 10 s).
+        this.reported.clear();
         this.logger.warn({}, 'NATS connection lost; reconnecting (a publisher that sent meanwhile shows a gap and its sources are reset)');
       } else if (s.type === 'reconnect') {
         this.natsConnected = true;
@@ -216,6 +230,39 @@ export class DynamoEventPlane implements EventPlane {
         sub?.unsubscribe();
       },
     };
+  }
+
+  /** A serving endpoint's kv_metrics subject: each worker rank's latest kv_used_blocks. */
+  private subscribeLoad(subject: string): Live {
+    let sub: Subscription | undefined;
+    let stopped = false;
+    void this.connection().then(
+      (nc) => {
+        if (stopped) return;
+        sub = nc.subscribe(subject, { callback: (err, msg) => void (err ? undefined : this.observeLoad(subject, msg.data)) });
+      },
+      () => undefined,
+    );
+    return {
+      stop: async () => {
+        stopped = true;
+        sub?.unsubscribe();
+      },
+    };
+  }
+
+  private observeLoad(subject: string, message: Uint8Array): void {
+    const load = decodeActiveLoad(message);
+    if (typeof load === 'string') {
+      this.counters.malformed += 1;
+      this.ctx.warn({ channel: subject, err: load }, 'malformed Dynamo kv_metrics message');
+      return;
+    }
+    const ranks = this.workers.get(load.workerId);
+    // A router's report (no kv_used_blocks) is advisory; an undeclared worker or rank is ignored.
+    if (load.kvUsedBlocks === undefined || !ranks || load.dpRank < ranks.dpStartRank || load.dpRank >= ranks.dpStartRank + ranks.dpSize) return;
+    const byRank = this.reported.get(load.workerId) ?? this.reported.set(load.workerId, new Map()).get(load.workerId)!;
+    byRank.set(load.dpRank, load.kvUsedBlocks);
   }
 
   /**

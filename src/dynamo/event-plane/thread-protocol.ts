@@ -25,7 +25,7 @@ export type FromPlane =
   /** A turn's bursts: `length` bytes at `base` of the ring, or of `buffer` (transferred) when the ring had no room. */
   | { type: 'events'; base: number; length: number; buffer?: ArrayBuffer }
   | { type: 'reset'; source: SourceKey; reason: ResetReason }
-  | { type: 'stats'; sources: SourceStats[]; metrics: DynamoPlaneMetrics }
+  | { type: 'stats'; sources: SourceStats[]; metrics: DynamoPlaneMetrics; reported: [bigint, [number, number][]][] }
   | { type: 'log'; level: 'info' | 'warn' | 'error'; obj: object; msg: string }
   | { type: 'updated' }
   | { type: 'closed' };

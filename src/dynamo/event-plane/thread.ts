@@ -70,7 +70,12 @@ function handOff(): void {
   }
 }
 
-setInterval(() => post({ type: 'stats', sources: plane.stats(), metrics: plane.metrics() }), data.statsIntervalMs).unref();
+function statsMessage(): FromPlane {
+  const reported = [...plane.reportedBlocks()].map(([id, ranks]): [bigint, [number, number][]] => [id, [...ranks]]);
+  return { type: 'stats', sources: plane.stats(), metrics: plane.metrics(), reported };
+}
+
+setInterval(() => post(statsMessage()), data.statsIntervalMs).unref();
 
 port.on('message', (m: ToPlane) => {
   if (m.type === 'update') {
@@ -79,7 +84,7 @@ port.on('message', (m: ToPlane) => {
     plane.overflowed(m.source, m.batches);
   } else {
     void plane.close().then(async () => {
-      post({ type: 'stats', sources: plane.stats(), metrics: plane.metrics() });
+      post(statsMessage());
       // zeromq.js aborts the process when a thread ends with a receive pending (zeromq.js #411): the
       // closed ZMQ sockets' receive loops settle first, as on the ingest threads.
       await delay(INGEST_THREAD_EXIT_SETTLE_MS);

@@ -36,6 +36,7 @@ export class ThreadedEventPlane implements EventPlane {
   private readonly logger: Logger;
   private sources: SourceStats[] = [];
   private latest: DynamoPlaneMetrics = EMPTY_METRICS;
+  private reported: ReadonlyMap<bigint, ReadonlyMap<number, number>> = new Map();
   private readonly updates: (() => void)[] = [];
   private readonly exited: Promise<void>;
   private closed = false;
@@ -77,6 +78,10 @@ export class ThreadedEventPlane implements EventPlane {
     return this.sources;
   }
 
+  reportedBlocks(): ReadonlyMap<bigint, ReadonlyMap<number, number>> {
+    return this.reported;
+  }
+
   metrics(): DynamoPlaneMetrics {
     return this.latest;
   }
@@ -110,6 +115,7 @@ export class ThreadedEventPlane implements EventPlane {
       case 'stats':
         this.sources = m.sources;
         this.latest = m.metrics;
+        this.reported = new Map(m.reported.map(([id, ranks]) => [id, new Map(ranks)]));
         return;
       case 'log':
         this.logger[m.level](m.obj, m.msg);
