@@ -87,6 +87,8 @@ export class Producer implements RelaySource {
   /** The pools this process serves: `deployment` less the pools of sibling shards. */
   private served: Deployment = EMPTY;
   private fencedGenerations = 0;
+  /** False while the deployment's own availability source is lost (a Dynamo etcd watch): readiness is UNKNOWN. */
+  private availabilityKnown = true;
   /** Serializes deployment changes (each awaits subscriber start/stop). */
   private changes: Promise<void> = Promise.resolve();
   private closed = false;
@@ -172,6 +174,17 @@ export class Producer implements RelaySource {
   reset(source: SourceKey, reason: ResetReason): void {
     this.logger.info({ worker: source.workerId.toString(), dpRank: source.dpRank, reason }, 'KV source reset');
     this.actorOf(source)?.reset(source);
+  }
+
+  /**
+   * Whether the workers' availability is known. A Dynamo relay's availability is the instance watch
+   * (identity-topology-load.md §3.1): while that watch is lost it is None, so every entry is UNKNOWN
+   * until the watch is back; pools and their contents are kept meanwhile.
+   */
+  setAvailabilityKnown(known: boolean): void {
+    if (this.availabilityKnown === known) return;
+    this.availabilityKnown = known;
+    this.publishReadiness();
   }
 
   // ---- lifecycle and diagnostics ----
@@ -357,7 +370,8 @@ export class Producer implements RelaySource {
 
   private publishReadiness(): void {
     const linked = new Map(this.deployment.pools.map((p) => [p.key, p.poolId]));
-    const inputs = topologyInputs(this.deployment, this.liveness, (key) => linked.get(key));
+    const liveness: Liveness = this.availabilityKnown ? this.liveness : () => undefined;
+    const inputs = topologyInputs(this.deployment, liveness, (key) => linked.get(key));
     if (!this.projection.update(inputs).changed) return;
     const state = this.projection.current();
     for (const listener of this.readinessListeners) listener(state);

@@ -7,6 +7,7 @@ import { connect } from '@nats-io/transport-node';
 import type { NatsConnection } from '@nats-io/nats-core';
 import { jetstreamManager } from '@nats-io/jetstream';
 import { kvStreamName } from '../../src/dynamo/discovery/project';
+import { ServingReadinessState } from '../../src/wire/enums';
 import { E2e, expectedHashes, metricValue, relayConfig, tokenRange } from '../e2e/harness';
 import { DynamoWorker } from '../support/dynamo-worker';
 import { EtcdServer } from '../support/etcd';
@@ -134,6 +135,8 @@ describeWithNatsAndEtcd('Dynamo event plane and discovery faults', () => {
     await etcd.kill();
     await waitFor(async () => (await metric('kv_dc_relay_dynamo_discovery_stale')) === 1, 'discovery to go stale', 20_000, 50);
     expect(run.client.catalog()?.pools.length).toBe(2);
+    // Availability is the instance watch (§3.1): lost with it, every entry is UNKNOWN.
+    await waitFor(() => run.client.readiness()!.entries.every((e) => e.state === ServingReadinessState.UNKNOWN), 'readiness UNKNOWN while etcd is lost');
     const t = tokenRange(4000, BS);
     await natsWorker.store([200n], t, BS);
     await run.awaitHeld(aggKey, expectedHashes(t, null, BS), 'events while etcd is down');
@@ -142,6 +145,7 @@ describeWithNatsAndEtcd('Dynamo event plane and discovery faults', () => {
     // Resynced to what etcd holds now (workers whose leases ran out while it was down are gone, as in Dynamo).
     const keys = (await kv.getAll().prefix('v1/mdc/').keys()).length;
     await waitFor(async () => (await metric('kv_dc_relay_dynamo_workers')) === keys, 'the workers etcd holds', 10_000);
+    await waitFor(() => run.client.readiness()!.entries.every((e) => e.state !== ServingReadinessState.UNKNOWN), 'readiness known again');
   }, 60_000);
 
 });

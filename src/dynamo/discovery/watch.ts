@@ -18,7 +18,7 @@ import { projectDynamo } from './project';
 export interface DynamoDiscoveryOptions {
   config: DynamoDiscoveryConfig;
   dcId: string;
-  producer: { applyDeployment(deployment: Deployment): Promise<void> };
+  producer: { applyDeployment(deployment: Deployment): Promise<void>; setAvailabilityKnown(known: boolean): void };
   eventPlane: EventPlane;
   logger: Logger;
 }
@@ -48,6 +48,10 @@ export class DynamoDiscovery {
     this.client = createEtcdClient(options.config.etcd);
     this.mirror = new PrefixMirror(this.client, DYNAMO_PREFIX, this.logger);
     this.mirror.on('change', () => this.passes.schedule());
+    // Dynamo's availability is its instance watch: lost with etcd, readiness is UNKNOWN until a resync.
+    this.mirror.on('stale', (stale) => {
+      if (stale) options.producer.setAvailabilityKnown(false);
+    });
   }
 
   /** Starts reading (retrying with backoff while etcd is unreachable); resolves after the first read was applied. */
@@ -86,6 +90,7 @@ export class DynamoDiscovery {
       // Workers first, so the events of a new worker are not dropped as unknown; then the pools.
       await this.options.eventPlane.update(p.channels, p.workers);
       await this.options.producer.applyDeployment(buildDeployment(this.options.dcId, p.endpoints, { eventPlane: true }));
+      if (!this.mirror.stale) this.options.producer.setAvailabilityKnown(true);
     } catch (err) {
       this.logger.error({ err: (err as Error).message }, 'applying the Dynamo deployment failed');
     }
