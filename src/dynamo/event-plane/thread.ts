@@ -6,7 +6,7 @@ import { setTimeout as delay } from 'timers/promises';
 import { parentPort, workerData } from 'worker_threads';
 import { INGEST_THREAD_EXIT_SETTLE_MS } from '../../config/defaults';
 import { META_STRIDE, packedBlockCount } from '../../native';
-import { HandoffBuilder, HandoffCounter, HandoffRing, unpackBurst, burstBytes } from '../../ingest/threads/handoff';
+import { burstBytes, HandoffBuilder, HandoffCounter, HandoffRing, postHandoff, unpackBurst } from '../../ingest/threads/handoff';
 import { MESSAGE_INFO_STRIDE, type IngestSink } from '../../ingest/types';
 import { DynamoEventPlane, type PlaneLogger } from './plane';
 import type { FromPlane, PlaneThreadData, ToPlane } from './thread-protocol';
@@ -61,13 +61,7 @@ function handOff(): void {
     }
     return;
   }
-  if (h.buffer === ring.data) {
-    ring.posted(h.base, h.length);
-    port.postMessage({ type: 'events', base: h.base, length: h.length } satisfies FromPlane);
-  } else {
-    const buffer = h.buffer as ArrayBuffer;
-    port.postMessage({ type: 'events', base: 0, length: h.length, buffer } satisfies FromPlane, [buffer]);
-  }
+  postHandoff(port, h, ring);
 }
 
 function statsMessage(): FromPlane {
