@@ -9,7 +9,7 @@ import { Packr } from 'msgpackr';
 import { SimulatedEngine } from '../../src/sim';
 import { INGEST_MAX_BLOCKS_PER_EVENT, INGEST_MAX_MESSAGE_BYTES, INGEST_MAX_MESSAGE_WORDS } from '../../src/config/defaults';
 import { runAlone } from '../support/exclusive';
-import { freePort } from '../support/free-port';
+import { freePort } from '../support/etcd-server';
 import { endpointConfig, relayConfig, workerConfig } from '../support/relay-config';
 import { metricSum, RelayProcess } from '../support/relay-process';
 import { waitFor } from '../support/waitFor';

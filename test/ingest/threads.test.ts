@@ -5,7 +5,7 @@
 // bounded hand-off, and the pure parts (burst packing, the shard hash).
 import type { SimEvent } from '../../src/sim/encode';
 import { SimulatedEngine } from '../../src/sim/engine';
-import { burstBytes, HandoffBuilder, HandoffCounter, HandoffRing, readHandoff, unpackBurst } from '../../src/ingest/threads/handoff';
+import { burstBytes, FlowCounter, HandoffBuilder, HandoffRing, readHandoff, unpackBurst } from '../../src/ingest/threads/handoff';
 import { threadOf } from '../../src/ingest/threads/shard';
 import { IngestThreads, type IngestThreadsOptions } from '../../src/ingest/threads/threads';
 import type { KvEventEndpointConfig, KvEventSubscription, PackedEngineEvents, SourceStats } from '../../src/ingest/types';
@@ -176,7 +176,7 @@ test('the hand-off ring places a hand-off only where nothing unread lies, wraps,
 });
 
 test('the hand-off counter bounds a subscription\'s messages, blocks and bytes in flight to its share, and always takes one burst', () => {
-  const c = new HandoffCounter();
+  const c = new FlowCounter();
   const bounds = { maxMessages: 4, maxBlocks: 50, maxBytes: 100, waitMs: 0 };
   const size = (messages: number, blocks: number, bytes: number) => ({ messages, blocks, bytes });
   expect(c.fits(size(9, 90, 1_000), bounds, 1)).toBe(true); // beyond every bound, but nothing in flight

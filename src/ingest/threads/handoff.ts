@@ -57,7 +57,7 @@ export function burstBytes(b: PackedEngineEvents): number {
   return sectionBytes(b.words.length, b.meta.length, b.messages);
 }
 
-/** What a handed-off burst counts against its subscription's bounds (HandoffCounter). */
+/** What a handed-off burst counts against its subscription's bounds (FlowCounter). */
 export function handedOffSize(h: HandedOffBurst): HandoffSize {
   return { messages: h.messages, blocks: h.blocks, bytes: sectionBytes(h.words, h.meta, h.messages) };
 }
@@ -169,6 +169,25 @@ export class HandoffBuilder {
   }
 }
 
+/** The message that announces a hand-off: a region of the ring, or a buffer of its own (transferred). */
+export interface HandoffMessage {
+  type: 'events';
+  base: number;
+  length: number;
+  buffer?: ArrayBuffer;
+}
+
+/** Posts a taken hand-off on `port` (thread side). */
+export function postHandoff(port: { postMessage(m: HandoffMessage, transfer?: ArrayBuffer[]): void }, h: Handoff, ring: HandoffRing): void {
+  if (h.buffer === ring.data) {
+    ring.posted(h.base, h.length);
+    port.postMessage({ type: 'events', base: h.base, length: h.length });
+  } else {
+    const buffer = h.buffer as ArrayBuffer;
+    port.postMessage({ type: 'events', base: 0, length: h.length, buffer }, [buffer]);
+  }
+}
+
 /** A received hand-off's bursts and counters (as take() returned them). */
 export function readHandoff(buffer: ArrayBuffer | SharedArrayBuffer, base = 0, length = buffer.byteLength): Handoff {
   const head = new Float64Array(buffer, base, HEAD_SLOTS);
@@ -257,14 +276,20 @@ export class HandoffRing {
 const MESSAGES = 0;
 const BLOCKS = 1;
 const BYTES = 2;
-const SLOTS = 3;
+/** A FlowCounter's slots. */
+const FLOW_SLOTS = 3;
+/** HandoffCounter: bumped by every taken(), what a waiting thread waits on. */
+const TAKEN = 3;
+/** HandoffCounter: 1 while the thread waits for room: the main thread wakes it only then (a notify per hand-off costs). */
+const WAITING = 4;
+const SLOTS = 5;
 
 export interface HandoffBounds {
   /** Engine messages (a pool mailbox counts each as a batch)... */
   maxMessages: number;
   /** ...their blocks (the mailbox's block permits)... */
   maxBlocks: number;
-  /** ...and their bytes, in flight from one thread (shared by its subscriptions: HandoffCounter.fits). */
+  /** ...and their bytes, in flight from one thread (shared by its subscriptions: FlowCounter.fits). */
   maxBytes: number;
   /** How long a subscription's bursts wait for room before they are dropped instead. */
   waitMs: number;
@@ -285,10 +310,10 @@ export interface HandoffSize {
  * where a count per thread let one engine's large bursts make every other engine on the thread wait
  * and then drop theirs.
  */
-export class HandoffCounter {
+export class FlowCounter {
   private readonly counts: Int32Array;
 
-  constructor(readonly shared: SharedArrayBuffer = new SharedArrayBuffer(SLOTS * 4)) {
+  constructor(readonly shared: SharedArrayBuffer = new SharedArrayBuffer(FLOW_SLOTS * 4)) {
     this.counts = new Int32Array(shared);
   }
 
@@ -326,5 +351,60 @@ export class HandoffCounter {
     Atomics.sub(this.counts, MESSAGES, size.messages);
     Atomics.sub(this.counts, BLOCKS, size.blocks);
     Atomics.sub(this.counts, BYTES, size.bytes);
+  }
+}
+
+/**
+ * Messages, blocks and bytes in flight from one thread: the thread adds what it posts, the main
+ * thread subtracts what its pools applied and wakes the thread. Shared memory, so bounding the
+ * queue costs no message back.
+ */
+export class HandoffCounter {
+  private readonly counts: Int32Array;
+
+  constructor(readonly shared: SharedArrayBuffer = new SharedArrayBuffer(SLOTS * 4)) {
+    this.counts = new Int32Array(shared);
+  }
+
+  /**
+   * Thread side: counts one more hand-off once it fits the bounds, blocking this thread meanwhile
+   * (back-pressure: its sockets queue in ZMQ, whose bound shows up as a gap and a replay).
+   * False when no room came within `waitMs`: the caller drops the hand-off.
+   */
+  add(size: HandoffSize, bounds: HandoffBounds): boolean {
+    const deadline = performance.now() + bounds.waitMs;
+    for (;;) {
+      const taken = Atomics.load(this.counts, TAKEN);
+      if (this.fits(size, bounds)) break;
+      const left = deadline - performance.now();
+      if (left <= 0) return false;
+      Atomics.store(this.counts, WAITING, 1);
+      Atomics.wait(this.counts, TAKEN, taken, left);
+      Atomics.store(this.counts, WAITING, 0);
+    }
+    Atomics.add(this.counts, MESSAGES, size.messages);
+    Atomics.add(this.counts, BLOCKS, size.blocks);
+    Atomics.add(this.counts, BYTES, size.bytes);
+    return true;
+  }
+
+  /** Main side: a hand-off was applied (or dropped). */
+  taken(size: HandoffSize): void {
+    Atomics.sub(this.counts, MESSAGES, size.messages);
+    Atomics.sub(this.counts, BLOCKS, size.blocks);
+    Atomics.sub(this.counts, BYTES, size.bytes);
+    Atomics.add(this.counts, TAKEN, 1);
+    if (Atomics.load(this.counts, WAITING) === 1) Atomics.notify(this.counts, TAKEN);
+  }
+
+  private fits(size: HandoffSize, bounds: HandoffBounds): boolean {
+    const messages = Atomics.load(this.counts, MESSAGES);
+    // An empty hand-off takes anything, so one larger than the bounds is not refused forever.
+    if (messages <= 0) return true;
+    return (
+      messages + size.messages <= bounds.maxMessages &&
+      Atomics.load(this.counts, BLOCKS) + size.blocks <= bounds.maxBlocks &&
+      Atomics.load(this.counts, BYTES) + size.bytes <= bounds.maxBytes
+    );
   }
 }

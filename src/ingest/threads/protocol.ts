@@ -19,7 +19,7 @@ export interface ThreadData {
 export type ThreadSubscriberOptions = Omit<SubscriberOptions, 'logger'>;
 
 export type ToThread =
-  /** `flow`: the subscription's shared in-flight counter (HandoffCounter), fresh per open. */
+  /** `flow`: the subscription's shared in-flight counter (FlowCounter), fresh per open. */
   | { type: 'open'; id: number; config: KvEventEndpointConfig; options: ThreadSubscriberOptions; flow: SharedArrayBuffer }
   | { type: 'close'; id: number }
   /** A pool dropped a batch of the source: reset it and replay it from 0 (KvEventSubscriber.overflowed). */

@@ -4,7 +4,7 @@
 // incarnations of the thread had counted (a counter never goes backwards over a thread restart).
 import { sourcesOf } from '../sources';
 import type { IngestLogger, IngestSink, KvEventEndpointConfig, KvEventSubscription, SourceKey, SourceStats } from '../types';
-import { HandoffCounter, unpackBurst, type HandedOffBurst } from './handoff';
+import { FlowCounter, unpackBurst, type HandedOffBurst } from './handoff';
 import type { FromThread, ThreadSubscriberOptions, ToThread } from './protocol';
 import { COUNTERS } from './stats-record';
 
@@ -33,7 +33,7 @@ export class ThreadSubscription implements KvEventSubscription {
   private opening: { resolve(): void; reject(err: Error): void } | undefined;
   private closed = false;
   /** What the thread handed off and the sink has not applied yet (a fresh count per open). */
-  counter = new HandoffCounter();
+  counter = new FlowCounter();
 
   constructor(
     private readonly host: SubscriptionHost,
@@ -91,7 +91,7 @@ export class ThreadSubscription implements KvEventSubscription {
   openMessage(): ToThread {
     const rankEndpoints = this.config.mode === 'bind' && this.bound.length > 0 ? this.bound : undefined;
     // Bursts of an earlier open (a dead thread's) are never taken: a fresh count.
-    this.counter = new HandoffCounter();
+    this.counter = new FlowCounter();
     return { type: 'open', id: this.id, config: this.config, options: { ...this.options, ...(rankEndpoints ? { rankEndpoints } : {}) }, flow: this.counter.shared };
   }
 

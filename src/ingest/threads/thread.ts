@@ -9,7 +9,7 @@ import { INGEST_HANDOFF_COALESCE_MS, INGEST_THREAD_EXIT_SETTLE_MS, INGEST_THREAD
 import { META_STRIDE, packedBlockCount } from '../../native';
 import { KvEventSubscriber } from '../subscriber';
 import { MESSAGE_INFO_STRIDE, type IngestLogger, type IngestSink, type PackedEngineEvents, type ResetReason, type SourceKey, type SourceStats } from '../types';
-import { burstBytes, HandoffBuilder, HandoffCounter, HandoffRing, type ChangedStats, type HandoffSize } from './handoff';
+import { burstBytes, FlowCounter, HandoffBuilder, HandoffRing, postHandoff, type ChangedStats, type HandoffSize } from './handoff';
 import type { FromThread, ThreadData, ToThread } from './protocol';
 
 if (!parentPort) throw new Error('the ingest thread runs as a worker thread');
@@ -27,7 +27,7 @@ type Held = { kind: 'burst'; b: PackedEngineEvents; size: HandoffSize } | { kind
  * paused, so only its own engine's queue (ZMQ, then the engine) fills: an offender hurts itself only.
  */
 interface Flow {
-  counter: HandoffCounter;
+  counter: FlowCounter;
   held: Held[];
   /** When the first held burst was held (performance.now()). */
   heldSince: number;
@@ -112,7 +112,7 @@ async function open(id: number, m: Extract<ToThread, { type: 'open' }>): Promise
   try {
     const subscriber = new KvEventSubscriber(m.config, sinkOf(id), { ...m.options, logger });
     subscribers.set(id, subscriber);
-    flows.set(id, { counter: new HandoffCounter(m.flow), held: [], heldSince: 0 });
+    flows.set(id, { counter: new FlowCounter(m.flow), held: [], heldSince: 0 });
     await subscriber.start();
     post({ type: 'opened', id, endpoints: subscriber.endpoints() });
     postStats(id);
@@ -271,13 +271,7 @@ function handOff(): void {
   if (pending.isEmpty) return;
   lastHandoffAt = performance.now();
   const h = pending.take(changedStats(), ring);
-  if (h.buffer === ring.data) {
-    ring.posted(h.base, h.length);
-    port.postMessage({ type: 'events', base: h.base, length: h.length } satisfies FromThread);
-  } else {
-    const buffer = h.buffer as ArrayBuffer;
-    port.postMessage({ type: 'events', base: 0, length: h.length, buffer } satisfies FromThread, [buffer]);
-  }
+  postHandoff(port, h, ring);
 }
 
 /**
