@@ -346,11 +346,14 @@ export const INGEST_REDIAL_MS = 1_000;
  */
 export const INGEST_RECEIVE_HWM = INGEST_RECEIVE_QUEUE_BYTES / INGEST_MAX_MESSAGE_BYTES;
 /**
- * Replay DEALER receive high-water mark: the engine's ROUTER sends its whole replay buffer at once and
- * silently drops what its own queue cannot hold, so this holds a full one (vLLM: 10 000 batches). A
- * replay is asked of the engine the relay dials, only after a gap, and read as fast as it comes.
+ * Replay DEALER receive high-water mark: the live socket's, so one replay holds at most
+ * INGEST_RECEIVE_QUEUE_BYTES of complete replies in the relay (issue 26 item 1: 100 000 let one
+ * answer of 1 GiB take the relay to 755 MiB). The engine's ROUTER sends its whole replay buffer at
+ * once and silently drops what its own queue (vLLM: 1 000) and this one cannot hold; the stream sees
+ * the hole in the replies and asks again from it (stream.ts replayed()), each round delivering at
+ * least the two queues' worth, so a full vLLM buffer (10 000 batches) takes a few rounds.
  */
-export const INGEST_REPLAY_RECEIVE_HWM = 100_000;
+export const INGEST_REPLAY_RECEIVE_HWM = INGEST_RECEIVE_HWM;
 /**
  * Engine messages one rank handles before yielding to the event loop: a backlog would otherwise be
  * drained in one turn, with no transport write completing meanwhile, and its burst of deltas would

@@ -100,6 +100,27 @@ describe('message size bound', () => {
   });
 });
 
+describe('replay bounded like the live socket (issue 26 item 1)', () => {
+  it('a replay far larger than the DEALER may queue, read by a blocked relay, still delivers every batch in order', async () => {
+    // 3 000 batches of ~4 KiB the subscriber never saw live: its first connection replays them all
+    // while its thread is blocked. The DEALER queues INGEST_REPLAY_RECEIVE_HWM (32) of them, the
+    // engine's ROUTER what its own queue holds, and drops the rest: the stream asks again from the
+    // first hole, round after round, and resets nothing.
+    const engine = await new SimulatedEngine({ http: false }).start();
+    const tokens = Array.from({ length: 2048 }, (_, i) => i);
+    const messages = 3_000;
+    for (let i = 0; i < messages; i++) {
+      await engine.publish([{ type: 'BlockStored', blockHashes: [BigInt(i + 1)], parentBlockHash: null, tokenIds: tokens, blockSize: 4 }]);
+    }
+    h = await attachSubscriber(engine);
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1_000);
+    await waitFor(() => h!.sink.batches.length >= messages, 'every replayed batch', 90_000, 100);
+    expect(h.sink.sequences()).toEqual(Array.from({ length: messages }, (_, i) => BigInt(i)));
+    expect(h.sink.resets).toEqual([]);
+    expect(h.sub.stats()[0]).toMatchObject({ resets: 0, overflows: 0 });
+  }, 120_000);
+});
+
 describe('restart plausibility', () => {
   it('one live message with a lower sequence is dropped and counted, the worker is not reset', async () => {
     h = await connectHarness();
