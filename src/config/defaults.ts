@@ -47,6 +47,12 @@ export const ACTOR_MAILBOX_CAPACITY = 256;
 export const PENDING_BLOCK_PERMITS = 65_536;
 /** ...and events (block-less ones, e.g. AllBlocksCleared, cost no block permit but are work and memory). */
 export const PENDING_EVENT_PERMITS = 65_536;
+/**
+ * A pool actor keeps one inbox buffer grown past INGEST_RETAINED_BUFFER_BYTES for this long after its
+ * last use: a run of large bursts reuses it instead of allocating megabytes per burst on the event
+ * loop (external memory that made V8 collect: a 30 ms pause), and it is given back once they stop.
+ */
+export const POOL_LARGE_INBOX_HOLD_MS = 1_000;
 /** Byte accounting of one queued frame: payload length plus this overhead. */
 export const FRAME_OVERHEAD_BYTES = 256;
 
@@ -63,11 +69,14 @@ export const DEFAULT_CKF_MAX_KICKS = 500;
 export const SHUTDOWN_GRACE_MS = 250;
 /**
  * The scheduler slice (µs) a relay process asks for at start (sched_attr.sched_runtime; the kernel's
- * minimum), for its event loop and the ingest and ZMQ I/O threads it starts afterwards (they inherit
- * it). Linux 6.12+ lets a task whose slice is shorter than the running one's preempt it when it
- * wakes: at full ingest the loop otherwise waits behind busy threads for a default slice (mixed-load,
- * 13 runs each way: loop-delay p99 median 6.3 ms with the default slice, 5.0 ms with this one, ingest
- * unchanged). Shares of the CPU do not change; older kernels ignore it.
+ * minimum), for its event loop's thread only: it is set with SCHED_FLAG_RESET_ON_FORK, so the ingest,
+ * libuv pool and ZMQ I/O threads it starts afterwards keep the default slice (issue 26 item 10: they
+ * all inherited it, and the loop had no shorter slice than the threads it waited behind). Linux
+ * 6.12+ lets a task whose slice is shorter than the running one's preempt it when it wakes: at full
+ * ingest the loop otherwise waits behind busy threads for a default slice. Measured when every
+ * thread inherited it (mixed-load, 13 runs each way: loop-delay p99 median 6.3 ms with the default
+ * slice, 5.0 ms with this one, ingest unchanged); the loop-only figure is in BENCHMARKS.md
+ * (2026-12-06 ingest-hardening). Shares of the CPU do not change; older kernels ignore it.
  */
 export const EVENT_LOOP_SLICE_US = 100;
 
@@ -301,6 +310,28 @@ export const INGEST_REPLAY_MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
  */
 export const INGEST_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 /**
+ * Blocks one engine event may carry (issue 26 item 2): a larger BlockStored / BlockRemoved is
+ * malformed (counted, logged, dropped whole) before any scratch is sized for it. One engine step's
+ * store is its prefill's new blocks: vLLM's default block of 16 tokens and a 128 k-token step make
+ * 8 192, SGLang's page of 1 token with its default 8 k-token chunk as many; 65 536 leaves 8x that (a
+ * 1 M-token step at 16 tokens per block). A 4 MiB message of one-byte ids (4 million blocks) is no
+ * engine event: it made the repeat check allocate 224 MiB it never gave back.
+ */
+export const INGEST_MAX_BLOCKS_PER_EVENT = 65_536;
+/**
+ * Packed words (8 bytes: ids, token hashes, one per event header) one engine message may decode to,
+ * 2 MiB: two full-size stores. A message that would exceed it is malformed; a rank's burst is handed
+ * on once it holds this many, so a burst holds at most twice this, and the copies the event loop
+ * makes of it (into the pool's inbox) stay well under a millisecond.
+ */
+export const INGEST_MAX_MESSAGE_WORDS = 262_144;
+/**
+ * Ingest buffers (receive arena, burst, decoder scratch, hand-off staging, pool inboxes) grown past
+ * this many bytes by an outsized message are given back once it was handled, so one burst of large
+ * messages does not hold memory for good (256 KiB per buffer: 128 MiB over 512 sources at most).
+ */
+export const INGEST_RETAINED_BUFFER_BYTES = 256 * 1024;
+/**
  * What one engine connection may have queued in the relay's SUB socket before the receive loop reads
  * it. libzmq bounds that queue in messages (INGEST_RECEIVE_HWM, derived from this); when it is full it
  * stops reading the connection, so the backlog waits in the engine's PUB queue (vLLM: 100 000
@@ -315,11 +346,14 @@ export const INGEST_REDIAL_MS = 1_000;
  */
 export const INGEST_RECEIVE_HWM = INGEST_RECEIVE_QUEUE_BYTES / INGEST_MAX_MESSAGE_BYTES;
 /**
- * Replay DEALER receive high-water mark: the engine's ROUTER sends its whole replay buffer at once and
- * silently drops what its own queue cannot hold, so this holds a full one (vLLM: 10 000 batches). A
- * replay is asked of the engine the relay dials, only after a gap, and read as fast as it comes.
+ * Replay DEALER receive high-water mark: the live socket's, so one replay holds at most
+ * INGEST_RECEIVE_QUEUE_BYTES of complete replies in the relay (issue 26 item 1: 100 000 let one
+ * answer of 1 GiB take the relay to 755 MiB). The engine's ROUTER sends its whole replay buffer at
+ * once and silently drops what its own queue (vLLM: 1 000) and this one cannot hold; the stream sees
+ * the hole in the replies and asks again from it (stream.ts replayed()), each round delivering at
+ * least the two queues' worth, so a full vLLM buffer (10 000 batches) takes a few rounds.
  */
-export const INGEST_REPLAY_RECEIVE_HWM = 100_000;
+export const INGEST_REPLAY_RECEIVE_HWM = INGEST_RECEIVE_HWM;
 /**
  * Engine messages one rank handles before yielding to the event loop: a backlog would otherwise be
  * drained in one turn, with no transport write completing meanwhile, and its burst of deltas would
@@ -361,6 +395,20 @@ export const INGEST_HANDOFF_WAIT_MS = 1_000;
  * transferred buffer of its own instead.
  */
 export const INGEST_HANDOFF_RING_PER_BYTES_BOUND = 4;
+/**
+ * ...and at least this many of the largest bursts (INGEST_MAX_MESSAGE_WORDS twice, a rank's burst at
+ * most): a burst that finds no room travels in a transferred buffer, which the main thread's V8
+ * counts as new external memory, and a run of large ones made it collect (a 30 ms pause of the event
+ * loop) where a ring region costs nothing (issue 26 item 4).
+ */
+export const INGEST_HANDOFF_RING_LARGEST_BURSTS = 2;
+/**
+ * An ingest thread posts at most one hand-off per this long (unless one fills the bounds): at mid
+ * rates over many sources a post, and the main thread's wake-up for it, cost more CPU than the small
+ * messages they carried (issue 30 item 2); the bursts of every socket read meanwhile go together. A
+ * message waits at most this much longer for the pool.
+ */
+export const INGEST_HANDOFF_COALESCE_MS = 1;
 /** An ingest thread reports its sources' counters this often... */
 export const INGEST_THREAD_STATS_MS = 250;
 /** ...and this long after they changed (a post per thread turn cost more than the small bursts it followed). */

@@ -27,6 +27,7 @@ import {
   MIN_MAX_MESSAGE_BYTES,
   MIN_PUBLICATION_QUEUE_BYTES,
 } from './limits';
+import { canonicalPeerAddress } from '../ingest/peer-address';
 import { parseSubjectPattern } from '../security/subjects';
 
 const utf8Length = (s: string): number => Buffer.byteLength(s, 'utf8');
@@ -107,10 +108,33 @@ export const workerSchema = z.strictObject({
       replayEndpoint: z.string().regex(/^(tcp|ipc|inproc):\/\/.+/, 'must be a ZMQ endpoint (tcp://HOST:PORT)').optional(),
       topic: z.string().default(''),
       mode: z.enum(['connect', 'bind']).default('connect'),
-      /** bind mode: the peer IP addresses allowed to publish (anyone who reaches the port when absent). */
-      allowedPeers: z.array(z.string().refine((a) => net.isIP(a) !== 0, 'must be an IP address')).min(1, 'must list at least one address').optional(),
+      /** bind mode: the peer IP addresses allowed to publish (canonicalized: ingest/peer-address.ts). */
+      allowedPeers: z
+        .array(z.string().refine((a) => net.isIP(a) !== 0, 'must be an IP address').transform(canonicalPeerAddress))
+        .min(1, 'must list at least one address')
+        .optional(),
+      /**
+       * bind mode without allowedPeers: anyone who reaches the port may publish. Must be said: such a
+       * peer can make the relay hold an unfinished multipart message of any size (libzmq bounds
+       * frames, not messages; issue 26 item 1).
+       */
+      allowAnyPeer: z.boolean().optional(),
     })
-    .refine((k) => k.allowedPeers === undefined || k.mode === 'bind', { message: 'allowedPeers applies to mode bind', path: ['allowedPeers'] })
+    .superRefine((k, ctx) => {
+      if (k.allowedPeers !== undefined && k.mode !== 'bind') ctx.addIssue({ code: 'custom', path: ['allowedPeers'], message: 'allowedPeers applies to mode bind' });
+      if (k.allowAnyPeer !== undefined && k.mode !== 'bind') ctx.addIssue({ code: 'custom', path: ['allowAnyPeer'], message: 'allowAnyPeer applies to mode bind' });
+      if (k.mode !== 'bind') return;
+      if (k.allowedPeers !== undefined && k.allowAnyPeer === true) {
+        ctx.addIssue({ code: 'custom', path: ['allowAnyPeer'], message: 'allowAnyPeer: true contradicts allowedPeers; keep one' });
+      } else if (k.allowedPeers === undefined && k.allowAnyPeer !== true) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['allowedPeers'],
+          message:
+            'mode bind needs allowedPeers (the engine IP addresses allowed to publish), or allowAnyPeer: true to accept anyone who reaches the port (whose unfinished multipart messages are not bounded in bytes)',
+        });
+      }
+    })
     .optional(),
   metrics: z.strictObject({ url: z.url({ protocol: /^https?$/ }), format: z.enum(['vllm']).default('vllm') }).optional(),
 });
