@@ -225,6 +225,11 @@ function stripUndefined<T extends object>(group: Partial<T> | undefined): Partia
 // --- etcd discovery and relay shards (README "Discovery from etcd", "Relay shards") ---
 /** Lease TTL of a relay shard (its address and pool claims) and of a registered worker entry. */
 export const DEFAULT_ETCD_LEASE_TTL_S = 10;
+/**
+ * Off: a shard that cannot confirm its lease stops serving within the TTL even when it sees no
+ * sibling, because a shard cut off from etcd cannot know that none started meanwhile.
+ */
+export const DEFAULT_LONE_SHARD_KEEPS_SERVING = false;
 /** Retry delay of a failed etcd read, watch or lease grant: doubling from this with jitter... */
 export const ETCD_RETRY_INITIAL_MS = 200;
 /** ...up to this. */

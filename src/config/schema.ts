@@ -5,6 +5,7 @@ import {
   DEFAULT_BIND,
   DEFAULT_METRICS_HOST,
   DEFAULT_ETCD_LEASE_TTL_S,
+  DEFAULT_LONE_SHARD_KEEPS_SERVING,
   DEFAULT_EXPECTED_UNIQUE_BLOCKS,
   DEFAULT_LIMITS,
   DEFAULT_QUEUES,
@@ -166,6 +167,12 @@ const etcdDiscoverySchema = z.strictObject({
   leaseTtlSeconds: count(MIN_ETCD_LEASE_TTL_S, MAX_ETCD_LEASE_TTL_S).default(DEFAULT_ETCD_LEASE_TTL_S),
   /** Address consumers reach this shard at (default: the bound gRPC address). */
   advertise: socketAddress.optional(),
+  /**
+   * A shard that cannot confirm its lease while its mirror shows no other live shard keeps serving
+   * (stale) instead of stopping: for a DC that runs one relay and would rather serve through an etcd
+   * outage. A shard started while this one is cut off then serves the same pools until it reconnects.
+   */
+  loneShardKeepsServing: z.boolean().default(DEFAULT_LONE_SHARD_KEEPS_SERVING),
 });
 
 /** An allow-list entry: a bare common name or a full `ATTR=value, ...` subject. */
