@@ -220,6 +220,7 @@ export const relayConfigSchema = z
         maxLoadSubscribers: count(1).default(DEFAULT_LIMITS.maxLoadSubscribers),
         maxServingLoadSubscribers: count(1).default(DEFAULT_LIMITS.maxServingLoadSubscribers),
         maxConnections: count(1).default(DEFAULT_LIMITS.maxConnections),
+        maxConnectionsPerIp: count(1).optional(),
         maxTrackedBlocksPerPool: count(1, MAX_TRACKED_BLOCKS_PER_POOL).default(DEFAULT_LIMITS.maxTrackedBlocksPerPool),
         ingestThreads: count(0, MAX_INGEST_THREADS).default(DEFAULT_LIMITS.ingestThreads),
       })
@@ -235,7 +236,7 @@ export const relayConfigSchema = z
         publicationDelayMs: timerMs.default(DEFAULT_TIMING.publicationDelayMs),
         healthProbeMs: timerMs.default(DEFAULT_TIMING.healthProbeMs),
         connectionIdleMs: timerMs.default(DEFAULT_TIMING.connectionIdleMs),
-        connectionPrefaceMs: timerMs.default(DEFAULT_TIMING.connectionPrefaceMs),
+        connectionFirstCallMs: timerMs.default(DEFAULT_TIMING.connectionFirstCallMs),
       })
       .prefault({}),
     queues: z
