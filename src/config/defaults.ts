@@ -299,6 +299,15 @@ export const LOAD_SILENCE_WINDOWS = 3;
 export const RELAY_INFO_TIMEOUT_MS = 10_000;
 /** Window over which a replica's deltas per second are measured. */
 export const REPLICA_RATE_WINDOW_MS = 5_000;
+/**
+ * A consumer's replica budget (src/client/replica-budget.ts), shared by every shard of a
+ * ShardedRelayClient: pools it replicates at once, and bytes of their bucket tables (bucket count
+ * x 8, allocated at a snapshot's first chunk; the catalog declares it before any is subscribed).
+ * A relay's default pool is 4 MiB (2^19 buckets), the largest the wire allows 128 MiB (2^24): 1 GiB
+ * holds 256 default pools or 8 of the largest, so a relay listing more cannot take a router's memory.
+ */
+export const DEFAULT_CLIENT_MAX_REPLICA_POOLS = 256;
+export const DEFAULT_CLIENT_MAX_REPLICA_BYTES = 1_073_741_824;
 /** Redraw period of `watch` on a terminal (and of its replica statistics line otherwise). */
 export const WATCH_REFRESH_MS = 500;
 /** Errors kept on the `watch` terminal screen. */
