@@ -144,12 +144,25 @@ describeWithEtcd('shard fencing under faults', () => {
 
   const leaseGone = async (prefix: string, shard: Shard): Promise<boolean> => (await kv.get(shardKey(prefix, shard.id)).string()) === null;
 
+  /** Four pools and one shard (through `etcdEndpoint`) serving all of them. */
+  async function loneShard(prefix: string, etcdEndpoint: string, etcdOver: Record<string, unknown> = {}): Promise<Shard> {
+    await addPools(prefix, ['a', 'b', 'c', 'd']);
+    const shard = await startShard(prefix, etcdEndpoint, etcdOver);
+    await waitFor(() => shard.served().length === 4, 'the lone shard to serve every pool', WAIT_MS, 10);
+    return shard;
+  }
+
+  /** `a`, fenced and back in touch with etcd, learns its lease expired, registers again and takes back its share of `all`. */
+  async function rejoin(a: Shard, b: Shard, all: string[]): Promise<void> {
+    const forA = all.filter((key) => preferredShard(key, [a.id, b.id]) === a.id);
+    await waitFor(() => (a.logs().match(/shard lease granted/g) ?? []).length === 2, 'a new lease', WAIT_MS, 10);
+    await waitFor(() => a.served().join() === forA.join() && b.served().length === all.length - forA.length, 'the rejoin', WAIT_MS, 10);
+  }
+
   test('keepalives lost, watch working: a lone shard stops serving within the TTL; a sibling started after takes over; it rejoins after', async () => {
     const prefix = nextPrefix();
     const proxy = await faultProxy();
-    await addPools(prefix, ['a', 'b', 'c', 'd']);
-    const a = await startShard(prefix, proxy.endpoint);
-    await waitFor(() => a.served().length === 4, 'the lone shard to serve every pool', WAIT_MS, 10);
+    const a = await loneShard(prefix, proxy.endpoint);
     const all = a.served();
     const overlap = watchOverlap();
 
@@ -165,18 +178,14 @@ describeWithEtcd('shard fencing under faults', () => {
 
     // Keepalives pass again: etcd answers that the lease expired; a new one, and its share back.
     proxy.release('LeaseKeepAlive');
-    const forA = all.filter((key) => preferredShard(key, [a.id, b.id]) === a.id);
-    await waitFor(() => (a.logs().match(/shard lease granted/g) ?? []).length === 2, 'a new lease', WAIT_MS, 10);
-    await waitFor(() => a.served().join() === forA.join() && b.served().length === 4 - forA.length, 'the rejoin', WAIT_MS, 10);
+    await rejoin(a, b, all);
     expect(overlap.stop()).toBeLessThan(TTL_MS);
   }, 90_000);
 
   test('loneShardKeepsServing: the lone shard serves on while unconfirmed, drops a pool etcd shows as another’s, and stops when a sibling appears', async () => {
     const prefix = nextPrefix();
     const proxy = await faultProxy();
-    await addPools(prefix, ['a', 'b', 'c', 'd']);
-    const a = await startShard(prefix, proxy.endpoint, { loneShardKeepsServing: true });
-    await waitFor(() => a.served().length === 4, 'the lone shard to serve every pool', WAIT_MS, 10);
+    const a = await loneShard(prefix, proxy.endpoint, { loneShardKeepsServing: true });
     const overlap = watchOverlap();
 
     proxy.dropRequests('LeaseKeepAlive');
@@ -249,9 +258,7 @@ describeWithEtcd('shard fencing under faults', () => {
     const prefix = nextPrefix();
     const proxy = await new TcpProxy({ host: '127.0.0.1', port: etcd.clientPort }).start();
     closers.push(() => proxy.close());
-    await addPools(prefix, ['a', 'b', 'c', 'd']);
-    const a = await startShard(prefix, proxy.endpoint);
-    await waitFor(() => a.served().length === 4, 'the lone shard to serve every pool', WAIT_MS, 10);
+    const a = await loneShard(prefix, proxy.endpoint);
     const all = a.served();
     const overlap = watchOverlap();
 
@@ -263,9 +270,7 @@ describeWithEtcd('shard fencing under faults', () => {
     await waitFor(() => b.served().length === 4, 'the sibling to take every pool', WAIT_MS, 10);
 
     proxy.restore();
-    const forA = all.filter((key) => preferredShard(key, [a.id, b.id]) === a.id);
-    await waitFor(() => (a.logs().match(/shard lease granted/g) ?? []).length === 2, 'a new lease after the partition', WAIT_MS, 10);
-    await waitFor(() => a.served().join() === forA.join() && b.served().length === 4 - forA.length, 'the rejoin', WAIT_MS, 10);
+    await rejoin(a, b, all);
     expect(overlap.stop()).toBeLessThan(TTL_MS);
   }, 90_000);
 });
