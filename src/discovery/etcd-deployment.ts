@@ -70,6 +70,8 @@ export class EtcdDeployment {
   /** Claims this shard deleted → revision of the delete (until the mirror has caught up with it). */
   private readonly releasing = new Map<string, bigint>();
   private running: Promise<void> | undefined;
+  /** The fence epoch in which a lone shard last kept serving (loneShardKeepsServing). */
+  private keptAloneInEpoch: number | undefined;
   private mirrorChanged = false;
   private dirty = false;
   private closed = false;
@@ -198,8 +200,13 @@ export class EtcdDeployment {
       this.logger.warn({ pool }, 'the claim of a served pool is gone from etcd; no longer serving it');
     }
     if (!this.lease.confirmed && this.held.size > 0) {
-      if (this.options.etcd.loneShardKeepsServing && this.alone()) {
-        this.logger.warn({ pools: this.held.size }, 'the shard lease is unconfirmed; no other shard is live, so the pools stay served (stale)');
+      // An expired lease (no id) took every claim with it: nothing to keep serving alone.
+      if (this.options.etcd.loneShardKeepsServing && leaseId !== undefined && this.alone()) {
+        // Once per fence, not on every mirror change while it lasts.
+        if (this.keptAloneInEpoch !== this.lease.epoch) {
+          this.keptAloneInEpoch = this.lease.epoch;
+          this.logger.warn({ pools: this.held.size }, 'the shard lease is unconfirmed; no other shard is live, so the pools stay served (stale)');
+        }
       } else {
         this.logger.error({ pools: this.held.size, leaseExpired: leaseId === undefined }, 'shard fenced: its pools are no longer served here');
         this.held.clear();

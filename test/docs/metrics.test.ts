@@ -18,6 +18,7 @@ function everyRegisteredMetric(): string[] {
     discovery: never,
     transport: never,
     tls: never,
+    connections: never,
     eventLoop: never,
     deltaLatency: new DeltaLatencyMetrics(),
   };
