@@ -18,7 +18,6 @@
 //   revision) stops being served, fenced or not;
 // - a claim is served only when its answer comes in the same fence epoch it was sent in.
 import type { Etcd3 } from 'etcd3';
-import { DISCOVERY_BATCH_INTERVAL_MS } from '../config/defaults';
 import type { EtcdDiscoveryConfig } from '../config/schema';
 import type { Logger } from '../log';
 import type { DiscoveryMetrics } from '../metrics/registry';
@@ -30,6 +29,7 @@ import { assembleEndpoints, ValueCache, type Rejection } from './assemble';
 import { createEtcdClient, etcdErrorText } from './etcd-client';
 import { normalizePrefix, ownerKey, shardKey } from './keys';
 import { PrefixMirror } from './mirror';
+import { PassLoop } from './pass-loop';
 
 export interface DeploymentSink {
   applyDeployment(deployment: Deployment, serves: (poolKey: string) => boolean): Promise<void>;
@@ -69,11 +69,10 @@ export class EtcdDeployment {
   private readonly held = new Map<string, bigint>();
   /** Claims this shard deleted → revision of the delete (until the mirror has caught up with it). */
   private readonly releasing = new Map<string, bigint>();
-  private running: Promise<void> | undefined;
+  private readonly passes = new PassLoop(() => this.guardedPass());
   /** The fence epoch in which a lone shard last kept serving (loneShardKeepsServing). */
   private keptAloneInEpoch: number | undefined;
   private mirrorChanged = false;
-  private dirty = false;
   private closed = false;
 
   constructor(private readonly options: EtcdDeploymentOptions) {
@@ -133,7 +132,7 @@ export class EtcdDeployment {
     if (this.closed) return;
     this.closed = true;
     this.mirror.close();
-    await this.running;
+    await this.passes.close();
     await this.lease.close();
     this.client.close();
   }
@@ -164,23 +163,17 @@ export class EtcdDeployment {
     this.rejected = next;
   }
 
-  /** Runs the loop now, or once more after the running pass. */
+  /** Runs a pass now, or once more after the running one. */
   private schedule(): void {
-    if (this.closed) return;
-    this.dirty = true;
-    this.running ??= this.loop().finally(() => (this.running = undefined));
+    if (!this.closed) this.passes.schedule();
   }
 
-  private async loop(): Promise<void> {
-    while (this.dirty && !this.closed) {
-      this.dirty = false;
-      try {
-        await this.pass();
-      } catch (err) {
-        // A failed claim or release is retried on the next change or the next lease event.
-        this.logger.warn({ err: etcdErrorText(err) }, 'shard reconciliation failed; retrying on the next change');
-      }
-      if (this.dirty) await new Promise((resolve) => setTimeout(resolve, DISCOVERY_BATCH_INTERVAL_MS));
+  private async guardedPass(): Promise<void> {
+    try {
+      await this.pass();
+    } catch (err) {
+      // A failed claim or release is retried on the next change or the next lease event.
+      this.logger.warn({ err: etcdErrorText(err) }, 'shard reconciliation failed; retrying on the next change');
     }
   }
 
