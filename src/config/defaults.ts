@@ -115,6 +115,12 @@ export interface Limits {
   /** Open TCP connections of the gRPC listener; more are closed on accept. */
   maxConnections: number;
   /**
+   * Open gRPC connections from one source (an IPv4 address; an IPv6 /64); more from it are closed
+   * on accept, so one host cannot take the slots of everyone else (src/transport/admission.ts).
+   * Unset: maxConnections x PER_IP_CONNECTION_SHARE, at least 1.
+   */
+  maxConnectionsPerIp?: number;
+  /**
    * Blocks one pool tracks (engine lineage entries over all its sources). At the bound a store that
    * would add blocks is rejected whole and counted; removals make room again.
    */
@@ -139,10 +145,11 @@ export interface Timing {
   /** A connection without an open stream for this long is closed (GOAWAY); clients reconnect on demand. */
   connectionIdleMs: number;
   /**
-   * A connection that has not sent the 24-byte HTTP/2 client preface (or, with TLS, at least that much
-   * of its handshake) this long after accept is closed: grpc-js's idle timer starts only with a session.
+   * A connection on which no authorized call started this long after accept is closed: the TLS
+   * handshake, the HTTP/2 preface and the first request all fit in it (grpc-js's idle timer starts
+   * only with a session, and a TLS ClientHello alone would keep a socket forever).
    */
-  connectionPrefaceMs: number;
+  connectionFirstCallMs: number;
 }
 
 export interface Queues {
@@ -193,7 +200,9 @@ export const DEFAULT_TIMING: Readonly<Timing> = Object.freeze({
   publicationDelayMs: 1,
   healthProbeMs: 1_000,
   connectionIdleMs: 300_000,
-  connectionPrefaceMs: 10_000,
+  // Real clients start their first call right after the handshake (milliseconds, a WAN TLS
+  // handshake well under a second); 5 s is the least a held-open socket costs an attacker per slot.
+  connectionFirstCallMs: 5_000,
 });
 
 export const DEFAULT_QUEUES: Readonly<Queues> = Object.freeze({
@@ -202,6 +211,21 @@ export const DEFAULT_QUEUES: Readonly<Queues> = Object.freeze({
   encodingConcurrency: 2,
   maxMessageBytes: 8_388_608,
 });
+
+/**
+ * Default `limits.maxConnectionsPerIp` as a share of `limits.maxConnections`: 32 of the default 256.
+ * A router host runs a few consumer processes with one connection each per relay; 32 leaves room
+ * for a NAT'd group of them, and scaled with maxConnections one source never holds more than 1/8.
+ */
+export const PER_IP_CONNECTION_SHARE = 1 / 8;
+/**
+ * Share of `limits.maxConnections` kept for sources that made an authorized call before: a source
+ * never seen to make one may open a connection only while fewer than the other 3/4 of the slots
+ * are held by connections that have not made a call yet (src/transport/admission.ts).
+ */
+export const RESERVED_CONNECTION_SHARE = 1 / 4;
+/** Sources remembered as having made an authorized call (most recent kept): 32 B each at most. */
+export const KNOWN_PEER_SOURCES = 4_096;
 
 export const DEFAULT_WAN: Readonly<Wan> = Object.freeze({
   keepaliveIntervalMs: 20_000,
@@ -234,6 +258,11 @@ function stripUndefined<T extends object>(group: Partial<T> | undefined): Partia
 // --- etcd discovery and relay shards (README "Discovery from etcd", "Relay shards") ---
 /** Lease TTL of a relay shard (its address and pool claims) and of a registered worker entry. */
 export const DEFAULT_ETCD_LEASE_TTL_S = 10;
+/**
+ * Off: a shard that cannot confirm its lease stops serving within the TTL even when it sees no
+ * sibling, because a shard cut off from etcd cannot know that none started meanwhile.
+ */
+export const DEFAULT_LONE_SHARD_KEEPS_SERVING = false;
 /** Retry delay of a failed etcd read, watch or lease grant: doubling from this with jitter... */
 export const ETCD_RETRY_INITIAL_MS = 200;
 /** ...up to this. */
@@ -279,6 +308,15 @@ export const LOAD_SILENCE_WINDOWS = 3;
 export const RELAY_INFO_TIMEOUT_MS = 10_000;
 /** Window over which a replica's deltas per second are measured. */
 export const REPLICA_RATE_WINDOW_MS = 5_000;
+/**
+ * A consumer's replica budget (src/client/replica-budget.ts), shared by every shard of a
+ * ShardedRelayClient: pools it replicates at once, and bytes of their bucket tables (bucket count
+ * x 8, allocated at a snapshot's first chunk; the catalog declares it before any is subscribed).
+ * A relay's default pool is 4 MiB (2^19 buckets), the largest the wire allows 128 MiB (2^24): 1 GiB
+ * holds 256 default pools or 8 of the largest, so a relay listing more cannot take a router's memory.
+ */
+export const DEFAULT_CLIENT_MAX_REPLICA_POOLS = 256;
+export const DEFAULT_CLIENT_MAX_REPLICA_BYTES = 1_073_741_824;
 /** Redraw period of `watch` on a terminal (and of its replica statistics line otherwise). */
 export const WATCH_REFRESH_MS = 500;
 /** Errors kept on the `watch` terminal screen. */

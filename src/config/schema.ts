@@ -5,6 +5,7 @@ import {
   DEFAULT_BIND,
   DEFAULT_METRICS_HOST,
   DEFAULT_ETCD_LEASE_TTL_S,
+  DEFAULT_LONE_SHARD_KEEPS_SERVING,
   DEFAULT_EXPECTED_UNIQUE_BLOCKS,
   DEFAULT_LIMITS,
   DEFAULT_QUEUES,
@@ -190,6 +191,12 @@ const etcdDiscoverySchema = z.strictObject({
   leaseTtlSeconds: count(MIN_ETCD_LEASE_TTL_S, MAX_ETCD_LEASE_TTL_S).default(DEFAULT_ETCD_LEASE_TTL_S),
   /** Address consumers reach this shard at (default: the bound gRPC address). */
   advertise: socketAddress.optional(),
+  /**
+   * A shard that cannot confirm its lease while its mirror shows no other live shard keeps serving
+   * (stale) instead of stopping: for a DC that runs one relay and would rather serve through an etcd
+   * outage. A shard started while this one is cut off then serves the same pools until it reconnects.
+   */
+  loneShardKeepsServing: z.boolean().default(DEFAULT_LONE_SHARD_KEEPS_SERVING),
 });
 
 /** `nats://host:port` (or host:port) of a NATS server. */
@@ -263,6 +270,7 @@ export const relayConfigSchema = z
         maxLoadSubscribers: count(1).default(DEFAULT_LIMITS.maxLoadSubscribers),
         maxServingLoadSubscribers: count(1).default(DEFAULT_LIMITS.maxServingLoadSubscribers),
         maxConnections: count(1).default(DEFAULT_LIMITS.maxConnections),
+        maxConnectionsPerIp: count(1).optional(),
         maxTrackedBlocksPerPool: count(1, MAX_TRACKED_BLOCKS_PER_POOL).default(DEFAULT_LIMITS.maxTrackedBlocksPerPool),
         ingestThreads: count(0, MAX_INGEST_THREADS).default(DEFAULT_LIMITS.ingestThreads),
       })
@@ -278,7 +286,7 @@ export const relayConfigSchema = z
         publicationDelayMs: timerMs.default(DEFAULT_TIMING.publicationDelayMs),
         healthProbeMs: timerMs.default(DEFAULT_TIMING.healthProbeMs),
         connectionIdleMs: timerMs.default(DEFAULT_TIMING.connectionIdleMs),
-        connectionPrefaceMs: timerMs.default(DEFAULT_TIMING.connectionPrefaceMs),
+        connectionFirstCallMs: timerMs.default(DEFAULT_TIMING.connectionFirstCallMs),
       })
       .prefault({}),
     queues: z
