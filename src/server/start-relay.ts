@@ -6,6 +6,11 @@ import { parseConfigText, type ConfigOverrides } from '../config/load';
 import type { RelayConfig } from '../config/schema';
 import { watchConfigFile, type ConfigWatcher } from '../config/watch';
 import { EtcdDeployment } from '../discovery/etcd-deployment';
+import { DynamoDiscovery } from '../dynamo/discovery/watch';
+import { DynamoEventPlane, type EventPlane } from '../dynamo/event-plane/plane';
+import { ThreadedEventPlane } from '../dynamo/event-plane/threaded';
+import type { IngestSink } from '../ingest/types';
+import { dynamoMetrics } from '../dynamo/metrics';
 import { newRelayIdentity } from '../identity';
 import type { Logger } from '../log';
 import { EventLoopDelayMonitor } from '../metrics/event-loop';
@@ -31,6 +36,8 @@ export interface RunningRelay {
   readonly server: RelayServer;
   /** With `discovery.etcd`: the deployment source and this relay's shard. */
   readonly discovery: EtcdDeployment | undefined;
+  /** With `discovery.dynamo`: the Dynamo deployment's discovery (its event plane feeds the producer). */
+  readonly dynamoDiscovery: DynamoDiscovery | undefined;
   /**
    * Resolves with the error if the transport fails on its own (a load plane stopped). The transport
    * has then shut itself down; call shutdown() to stop the rest. Never resolves otherwise.
@@ -49,7 +56,24 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
   logger.info({ addons: addonOrigins() }, 'native addons loaded');
   const relay = newRelayIdentity();
   const deltaLatency = config.metricsBind ? new DeltaLatencyMetrics() : undefined;
-  const producer = new Producer({ config, relay, logger, onDeltaPublished: deltaLatency && ((t) => deltaLatency.observe(t)) });
+  // A Dynamo deployment: KV events from its event plane, the deployment from its own etcd layout.
+  const dynamo = config.discovery?.dynamo;
+  let eventPlane: EventPlane | undefined;
+  // On a thread of its own (the NATS client, decoding and order off the event loop) unless the
+  // config runs ingest on the main thread (limits.ingestThreads 0).
+  const newPlane = (sink: IngestSink): EventPlane => {
+    const options = { natsServers: dynamo?.nats?.servers, sink };
+    return config.limits.ingestThreads > 0
+      ? new ThreadedEventPlane({ ...options, logger })
+      : new DynamoEventPlane({ ...options, logger: logger.child({ component: 'dynamo-events' }) });
+  };
+  const producer = new Producer({
+    config,
+    relay,
+    logger,
+    onDeltaPublished: deltaLatency && ((t) => deltaLatency.observe(t)),
+    ...(dynamo ? { eventPlane: (sink: IngestSink) => (eventPlane = newPlane(sink)) } : {}),
+  });
   await producer.start();
 
   let fail!: (err: unknown) => void;
@@ -87,6 +111,8 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
       })
     : undefined;
   discovery?.start();
+  const dynamoDiscovery = dynamo && eventPlane ? new DynamoDiscovery({ config: dynamo, dcId: config.dcId, producer, eventPlane, logger }) : undefined;
+  void dynamoDiscovery?.start();
 
   let shuttingDown = false;
   let metrics: MetricsServer | undefined;
@@ -96,16 +122,18 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
     const registry = createRelayMetrics({
       producer: () => producer.metrics(),
       transport: () => server.stats(),
+      connections: () => server.connectionStats(),
       eventLoop: () => loop.take(),
       deltaLatency,
       ...(server.secure ? { tls: () => server.tlsStats()! } : {}),
       ...(discovery ? { discovery: () => discovery.metrics() } : {}),
+      ...(dynamoDiscovery && eventPlane ? { dynamo: dynamoMetrics(dynamoDiscovery, eventPlane) } : {}),
     });
     try {
       metrics = await startMetricsServer(config.metricsBind, registry, () => server.serving && !shuttingDown);
     } catch (err) {
       loop.close();
-      await Promise.all([server.shutdown(), producer.close(), discovery?.close()]);
+      await Promise.all([server.shutdown(), producer.close(), discovery?.close(), dynamoDiscovery?.close()]);
       throw err;
     }
     logger.info({ address: metrics.address }, 'metrics listening');
@@ -119,7 +147,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
     onChange: (next) => {
       const ignored = startOnlyChanges(config, next);
       if (ignored.length > 0) logger.warn({ fields: ignored }, 'config fields changed that apply only at start; restart to apply them');
-      if (discovery) return;
+      if (discovery || dynamoDiscovery) return;
       logger.info({ file: configFile }, 'config changed; applying endpoints');
       producer.applyConfig(next).catch((err: Error) => logger.error({ err: err.message }, 'applying the config failed'));
     },
@@ -135,6 +163,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
       await server.shutdown();
       // The lease is revoked once nothing is served here, so sibling shards take over without overlap.
       await discovery?.close();
+      await dynamoDiscovery?.close();
       await producer.close();
       await metrics?.close();
       eventLoop?.close();
@@ -143,7 +172,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
     return stopped;
   };
 
-  return { address: server.address, metricsAddress: metrics?.address, relay, producer, server, discovery, failed, shutdown };
+  return { address: server.address, metricsAddress: metrics?.address, relay, producer, server, discovery, dynamoDiscovery, failed, shutdown };
 }
 
 /** The certificate files are part of the config: a problem is reported like any other (exit 2). */
