@@ -2,7 +2,7 @@
 // rate; block ids expanded to tokens so that equal ids are equal tokens.
 import * as path from 'path';
 import { outputIds, promptTokens, type PromptSpec } from '../../examples/global-router/sim/request';
-import { parseTrace, parseTraceLine, readTrace, timeScaleFor, traceRate, traceRequests, TraceError } from '../../examples/global-router/sim/trace';
+import { parseTrace, parseTraceLine, readTrace, timeScaleFor, traceRate, traceRequests, TraceError, windowStart } from '../../examples/global-router/sim/trace';
 
 const TRACE = path.resolve(__dirname, '..', '..', '..', 'shared', 'traces', 'mooncake_conversation_trace.jsonl');
 
@@ -53,6 +53,19 @@ describe('replay windows', () => {
       [2, 1500, 1000, 10],
     ]);
     expect(requests[2].prompt).toEqual({ kind: 'blocks', ids: [0, 3], blockTokens: 512, length: 1000 });
+  });
+
+  it('gives each seed its own window, none overlapping, spread over the whole trace', () => {
+    // The Mooncake trace: 13 windows of 900 requests, 927 apart, the last ending 7 records before the end.
+    const starts = Array.from({ length: 13 }, (_, i) => windowStart(12_031, 900, i + 1));
+    expect(starts[0]).toBe(0);
+    expect(starts[12] + 900).toBeLessThanOrEqual(12_031);
+    expect(starts[12] + 900).toBeGreaterThan(12_031 - 13);
+    for (let i = 1; i < starts.length; i++) expect(starts[i] - starts[i - 1]).toBeGreaterThanOrEqual(900);
+    expect(windowStart(12_031, 900, 14)).toBe(starts[0]); // past the last window: the first again
+    expect(windowStart(1000, 1000, 3)).toBe(0);
+    expect(() => windowStart(100, 101, 1)).toThrow(RangeError);
+    expect(() => windowStart(100, 10, 0)).toThrow(RangeError);
   });
 
   it('rejects windows outside the trace and bad scales', () => {

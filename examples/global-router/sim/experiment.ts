@@ -17,7 +17,7 @@ import { summarize, type RunSummary } from './metrics';
 import { DEFAULT_DCS, DEFAULT_ENGINE, DEFAULT_RUN, DEFAULT_WORKLOAD, type DcSpec, type EngineSpec, type RunDefaults, type WorkloadKind } from './options';
 import { RelayRouter } from './relay-router';
 import type { SimRequest } from './request';
-import { readTrace, timeScaleFor, TRACE_BLOCK_TOKENS, traceRequests, type TraceRecord } from './trace';
+import { readTrace, timeScaleFor, TRACE_BLOCK_TOKENS, traceRequests, windowStart, type TraceRecord } from './trace';
 import { MultiTenantWorkload } from './workload';
 
 export type View = 'relay' | 'oracle';
@@ -68,13 +68,13 @@ export class Workload {
     return new Workload(setup, null, tokensCapacityPerS(prompts, setup.engine.blockSize, LLAMA3_8B_A100, ranks));
   }
 
-  /** The requests of one run: for the trace a window chosen by the seed, scaled to the load. */
+  /** The requests of one run: for the trace the seed's window (windowStart), scaled to the load. */
   requests(load: number, seed: number): SimRequest[] {
     const count = this.setup.run.requests;
     const rate = this.capacityPerS * load;
     if (!this.trace) return new MultiTenantWorkload({ ...DEFAULT_WORKLOAD, seed }).requests(count, rate);
     if (count > this.trace.length) throw new RangeError(`the trace has ${this.trace.length} records, fewer than ${count}`);
-    const start = Math.floor(new Rng(seed).next() * (this.trace.length - count + 1));
+    const start = windowStart(this.trace.length, count, seed);
     return traceRequests(this.trace, { start, count, timeScale: timeScaleFor(this.trace.slice(start, start + count), rate) });
   }
 }
