@@ -2,7 +2,7 @@
 // evaluation) the DCs are processes behind their own relays and the routers read them over gRPC
 // through the WAN proxies, paced against wall time; with the oracle view the engines run in this
 // process and the router reads them directly, unpaced (calibration and the view's upper bound).
-import { GlobalRouter, policyByName, type PolicyName } from '../router';
+import { DEFAULT_FAILURE_HOLD_MS, GlobalRouter, policyByName, type PolicyName } from '../router';
 import { waitReady } from '../router/ready';
 import { Rng } from '../../../src/sim/rng';
 import { traceCapacityPerS, tokensCapacityPerS } from './capacity';
@@ -137,7 +137,16 @@ export async function runOnce(workload: Workload, spec: RunSpec): Promise<RunOut
     try {
       const routers: RouterPort[] = [];
       for (let i = 0; i < setup.routers; i++) {
-        const router = new GlobalRouter({ dcs: cluster.targets(), subscriberId: `sim-router-${i}`, policy: policy(i), client: { backoff: { initialMs: 50, maxMs: 1_000 } } });
+        // The router times its failure hold on the wall clock; the run is paced `speed` times faster,
+        // so the hold is given in wall time to last its default in simulated time (as the WAN's
+        // failure timeout does). The load windows' silence is already in the relays' wall-clock windows.
+        const router = new GlobalRouter({
+          dcs: cluster.targets(),
+          subscriberId: `sim-router-${i}`,
+          policy: policy(i),
+          failureHoldMs: DEFAULT_FAILURE_HOLD_MS / speed,
+          client: { backoff: { initialMs: 50, maxMs: 1_000 } },
+        });
         globals.push(router);
         router.start();
         const missing = await waitReady(router, setup.run.model, 30_000);
