@@ -39,8 +39,13 @@ export interface ProducerOptions {
   config: RelayConfig;
   relay: RelayIdentity;
   logger: Logger;
-  /** Every pool's published deltas: PoolActorOptions.onDeltaPublished (the /metrics histograms). */
-  onDeltaPublished?(timing: DeltaTiming): void;
+  /** Every pool's published deltas: PoolActorOptions.onDeltaPublished (the /metrics histograms), with the pool's key. */
+  onDeltaPublished?(timing: DeltaTiming, pool: string): void;
+  /**
+   * Build the pools but dial no engine until startIngest(): a relay binds its listeners first, so a
+   * port in use stops it before any engine was contacted.
+   */
+  holdIngest?: boolean;
 }
 
 interface LivePool {
@@ -74,8 +79,10 @@ export class Producer implements RelaySource {
   /** Serializes deployment changes (each awaits subscriber start/stop). */
   private changes: Promise<void> = Promise.resolve();
   private closed = false;
+  private ingestHeld: boolean;
 
   constructor(private readonly options: ProducerOptions) {
+    this.ingestHeld = options.holdIngest === true;
     this.logger = options.logger;
     this.relay = options.relay;
     this.dcId = options.config.dcId;
@@ -110,6 +117,13 @@ export class Producer implements RelaySource {
    */
   applyDeployment(deployment: Deployment, serves: (poolKey: string) => boolean = () => true): Promise<void> {
     return this.serialize(() => this.apply(deployment, serves));
+  }
+
+  /** Starts the KV-event subscriptions that `holdIngest` held back; resolves once they started. */
+  startIngest(): Promise<void> {
+    if (!this.ingestHeld) return Promise.resolve();
+    this.ingestHeld = false;
+    return this.serialize(() => this.reconcileSources());
   }
 
   // ---- RelaySource ----
@@ -261,7 +275,7 @@ export class Producer implements RelaySource {
       logger: this.logger,
       onFenced: () => this.replaceFenced(spec.key, actor),
       onOverflow: (source, batches) => this.sources.overflowed(source, batches),
-      onDeltaPublished: this.options.onDeltaPublished,
+      onDeltaPublished: this.options.onDeltaPublished && ((timing) => this.options.onDeltaPublished!(timing, spec.key)),
     });
     this.pools.set(spec.key, { spec, actor });
     this.catalogState.upsert(spec.key, descriptor(spec, producer));
@@ -314,6 +328,7 @@ export class Producer implements RelaySource {
   }
 
   private reconcileSources(): Promise<void> {
+    if (this.ingestHeld) return Promise.resolve();
     const specs = [...this.pools.values()].map((p) => p.spec);
     // A replaced subscription replays from the start: what the old one delivered is dropped first.
     return this.sources.reconcile(kvSourceConfigs(specs), (old) => {

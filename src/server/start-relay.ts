@@ -13,6 +13,7 @@ import { createRelayMetrics, DeltaLatencyMetrics } from '../metrics/registry';
 import { startMetricsServer, type MetricsServer } from '../metrics/server';
 import { addonOrigins } from '../native';
 import { Producer } from '../producer/producer';
+import { listenError } from './listen-error';
 import { CertificateFileError, readCertificateFiles } from '../security/certificate-files';
 import { startRelayServer, type RelayServer } from '../transport/server';
 import type { RelayIdentity } from '../wire/types';
@@ -49,7 +50,9 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
   logger.info({ addons: addonOrigins() }, 'native addons loaded');
   const relay = newRelayIdentity();
   const deltaLatency = config.metricsBind ? new DeltaLatencyMetrics() : undefined;
-  const producer = new Producer({ config, relay, logger, onDeltaPublished: deltaLatency && ((t) => deltaLatency.observe(t)) });
+  // Pools are built now, but no engine is dialled until both listeners are bound: a port in use
+  // ends the start (one line, exit 1) before anything outside this process was contacted.
+  const producer = new Producer({ config, relay, logger, holdIngest: true, onDeltaPublished: deltaLatency && ((t) => deltaLatency.observe(t)) });
   await producer.start();
 
   let fail!: (err: unknown) => void;
@@ -70,9 +73,8 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
     });
   } catch (err) {
     await producer.close();
-    throw err;
+    throw listenError('gRPC', config.bind, err);
   }
-  logger.info({ address: server.address, relayIncarnation: relay.relayIncarnation.toString(), dcId: config.dcId }, 'listening');
 
   // With etcd discovery the deployment (and this shard's share of it) comes from etcd, not the file.
   const etcd = config.discovery?.etcd;
@@ -86,7 +88,6 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
         logger,
       })
     : undefined;
-  discovery?.start();
 
   let shuttingDown = false;
   let metrics: MetricsServer | undefined;
@@ -106,13 +107,18 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
     } catch (err) {
       loop.close();
       await Promise.all([server.shutdown(), producer.close(), discovery?.close()]);
-      throw err;
+      throw listenError('metrics', config.metricsBind, err);
     }
+  }
+  logger.info({ address: server.address, relayIncarnation: relay.relayIncarnation.toString(), dcId: config.dcId }, 'listening');
+  if (metrics) {
     logger.info({ address: metrics.address }, 'metrics listening');
     if (!metrics.loopback) {
       logger.warn({ address: metrics.address }, 'metrics listener is reachable from other hosts: /metrics and /healthz are plaintext HTTP without authentication');
     }
   }
+  discovery?.start();
+  await producer.startIngest();
 
   const watcher: ConfigWatcher = watchConfigFile(configFile, text, {
     overrides,
