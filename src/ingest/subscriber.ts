@@ -118,7 +118,7 @@ export class KvEventSubscriber {
     const key = `${source.workerId}:${source.dpRank}`;
     let s = this.counters.get(key);
     if (!s) {
-      s = { source, events: 0, blocks: 0, malformed: 0, rejectedRanks: 0, overflows: 0, outOfOrder: 0, refusedPeers: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, connections: 0, lastSequence: null };
+      s = { source, events: 0, blocks: 0, malformed: 0, rejectedRanks: 0, overflows: 0, outOfOrder: 0, refusedPeers: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, droppedBlockSize: 0, connections: 0, lastSequence: null, mismatchedBlockSize: 0 };
       this.counters.set(key, s);
     }
     return s;
@@ -408,6 +408,10 @@ class RankSubscription {
     stats.events += r.events;
     stats.ignored += r.ignored;
     stats.blocks += r.blocks;
+    if (r.droppedBlockSize > 0) {
+      stats.droppedBlockSize += r.droppedBlockSize;
+      stats.mismatchedBlockSize = r.lastDroppedBlockSize;
+    }
     if (!this.flushQueued && !this.receiving) {
       // Replies and held-back messages arrive outside the receive loop: flush after their turn.
       this.flushQueued = true;

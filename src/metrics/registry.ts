@@ -208,7 +208,7 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
     set({}, providers.producer().degradedLoadCoveragePoolCount),
   );
 
-  const ingest = (field: keyof Omit<SourceStats, 'source' | 'lastSequence'>): Sampler => (set) => {
+  const ingest = (field: keyof Omit<SourceStats, 'source' | 'lastSequence' | 'mismatchedBlockSize'>): Sampler => (set) => {
     for (const s of providers.producer().ingest) set({ worker: s.source.workerId.toString(), dp_rank: String(s.source.dpRank) }, s[field]);
   };
   const source = ['worker', 'dp_rank'];
@@ -223,6 +223,7 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
   counter('kv_dc_relay_ingest_replays_total', 'Replay requests sent to engines', source, ingest('replays'));
   counter('kv_dc_relay_ingest_resets_total', 'Source resets (history lost)', source, ingest('resets'));
   counter('kv_dc_relay_ingest_ignored_total', 'Events ignored (tier, attention group, unknown type)', source, ingest('ignored'));
+  counter('kv_dc_relay_ingest_dropped_block_size_total', "Stored events dropped because their block size is not the pool's kvBlockSize", source, ingest('droppedBlockSize'));
   gauge('kv_dc_relay_ingest_connections', 'Live ZMQ connections to the engine publisher of a source', source, ingest('connections'));
   counter('kv_dc_relay_ingest_thread_restarts_total', 'Ingest threads that died and were started again (every source they owned was reset)', [], (set) =>
     set({}, providers.producer().ingestThreadRestarts),
