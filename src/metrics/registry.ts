@@ -2,6 +2,7 @@
 // counters). Every value is sampled from its owner at scrape time, so nothing here holds state; the
 // one exception is the delta-latency histograms, observed as deltas are published.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { DiagnosticsMetrics } from '../diagnostics/diagnostics';
 import type { SourceStats } from '../ingest/types';
 import type { PublicationStats, StreamKind } from '../publication/stats';
 import type { TlsStats } from '../security/listener-security';
@@ -70,6 +71,8 @@ export interface MetricsProviders {
   eventLoop?(): EventLoopDelay | undefined;
   /** Observed by the producer as deltas are published. */
   deltaLatency?: DeltaLatencyMetrics;
+  /** The misconfiguration checks (src/diagnostics) as of their last round. */
+  diagnostics?(): DiagnosticsMetrics;
 }
 
 /** Seconds: the 5 ms goal of #8 and the tails seen under load (tens to hundreds of ms) each fall on a bound. */
@@ -139,6 +142,7 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
     ...(sources.transport ? { transport: oncePerScrape(sources.transport) } : {}),
     ...(sources.discovery ? { discovery: oncePerScrape(sources.discovery) } : {}),
     ...(sources.tls ? { tls: oncePerScrape(sources.tls) } : {}),
+    ...(sources.diagnostics ? { diagnostics: oncePerScrape(sources.diagnostics) } : {}),
   };
   const registry = new Registry();
   if (sources.deltaLatency) {
@@ -273,6 +277,25 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
       set({ code: 'unauthenticated' }, refused.unauthenticated);
       set({ code: 'permission_denied' }, refused.permissionDenied);
     });
+  }
+  const diagnostics = providers.diagnostics;
+  if (diagnostics) {
+    gauge(
+      'kv_dc_relay_diagnostics_active',
+      'Sources or pools for which a misconfiguration check holds now (check: source_not_connected, block_size_mismatch, pool_empty_while_publishing); each is also a warning in the log',
+      ['check'],
+      (set) => {
+        for (const [check, n] of Object.entries(diagnostics().active)) set({ check }, n);
+      },
+    );
+    gauge(
+      'kv_dc_relay_ingest_last_event_age_seconds',
+      'Seconds since the last engine message of a source (before its first one: since its subscription started); sampled every second',
+      source,
+      (set) => {
+        for (const s of diagnostics().lastEventAge) set({ worker: s.worker, dp_rank: String(s.dpRank) }, s.seconds);
+      },
+    );
   }
   const discovery = providers.discovery;
   if (discovery) {

@@ -10,10 +10,10 @@ import type { RelayConfig } from '../config/schema';
 import { DEFAULT_CKF_SEED } from '../config/defaults';
 import { LayoutGenerationCounter } from '../identity';
 import { sourcesOf } from '../ingest/sources';
-import type { IngestSink, PackedEngineEvents, ResetReason, SourceKey } from '../ingest/types';
+import type { IngestSink, PackedEngineEvents, ResetReason, SourceKey, SourceStats } from '../ingest/types';
 import { buildPoolLoad, buildServingLoad, MetricsScraper, type LoadPool } from '../load';
 import type { Logger } from '../log';
-import type { DeltaTiming, ProducerMetrics } from '../metrics/registry';
+import type { DeltaTiming, PoolMetrics, ProducerMetrics } from '../metrics/registry';
 import { CBI1, ckfBucketCount, keptPageBytes } from '../native';
 import type {
   CatalogState,
@@ -46,6 +46,12 @@ export interface ProducerOptions {
    * port in use stops it before any engine was contacted.
    */
   holdIngest?: boolean;
+}
+
+export interface ServedPool {
+  spec: PoolSpec;
+  metrics: PoolMetrics;
+  producer: ProducerIdentity;
 }
 
 interface LivePool {
@@ -174,6 +180,16 @@ export class Producer implements RelaySource {
   /** @internal The KV-event subscriptions (tests reach the ingest threads through them). */
   get kvSources(): KvSources {
     return this.sources;
+  }
+
+  /** The served pools: each one's spec, counters and current generation (diagnostics, the status view). */
+  servedPools(): ServedPool[] {
+    return [...this.pools.values()].map((p) => ({ spec: p.spec, metrics: p.actor.metrics(), producer: p.actor.producer }));
+  }
+
+  /** Every KV-event source's counters (ProducerMetrics.ingest without the rest of a metrics sample). */
+  ingestStats(): SourceStats[] {
+    return this.sources.stats();
   }
 
   /** KV-event subscribers' endpoints of a worker (bind mode shows chosen ports). */

@@ -1,10 +1,14 @@
 // startRelay: a whole relay in this process — config, producer, gRPC listener, metrics, etcd
 // discovery and the config watch — as `kv-dc-relay serve` runs it and as tests and embedders start it.
 import * as fs from 'fs';
+import { monotonicMs } from '../clock';
+import { DIAGNOSTICS_INTERVAL_MS } from '../config/defaults';
 import { ConfigError } from '../config/errors';
 import { parseConfigText, type ConfigOverrides } from '../config/load';
 import type { RelayConfig } from '../config/schema';
 import { watchConfigFile, type ConfigWatcher } from '../config/watch';
+import { Diagnostics } from '../diagnostics/diagnostics';
+import { sampleRelay } from '../diagnostics/sample';
 import { EtcdDeployment } from '../discovery/etcd-deployment';
 import { newRelayIdentity } from '../identity';
 import type { Logger } from '../log';
@@ -49,15 +53,37 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
   checkCertificateFiles(configFile, config);
   logger.info({ addons: addonOrigins() }, 'native addons loaded');
   const relay = newRelayIdentity();
+  const startedAt = monotonicMs();
   const deltaLatency = config.metricsBind ? new DeltaLatencyMetrics() : undefined;
+  // Rounds start once ingest has; until then nothing samples the producer or the server.
+  let producer: Producer;
+  let server: RelayServer;
+  const diagnostics = new Diagnostics({
+    sample: (latency, now) => sampleRelay({ producer, poolSubscribers: () => server.poolSubscribers() }, latency, now),
+    relayInfo: () => ({
+      dcId: config.dcId,
+      relayIncarnation: relay.relayIncarnation.toString(),
+      address: server.address,
+      uptimeSeconds: Math.round(monotonicMs() - startedAt) / 1000,
+    }),
+    logger,
+  });
   // Pools are built now, but no engine is dialled until both listeners are bound: a port in use
   // ends the start (one line, exit 1) before anything outside this process was contacted.
-  const producer = new Producer({ config, relay, logger, holdIngest: true, onDeltaPublished: deltaLatency && ((t) => deltaLatency.observe(t)) });
+  producer = new Producer({
+    config,
+    relay,
+    logger,
+    holdIngest: true,
+    onDeltaPublished: (t, pool) => {
+      deltaLatency?.observe(t);
+      diagnostics.deltaPublished(pool, t.handoffMs + t.poolMs);
+    },
+  });
   await producer.start();
 
   let fail!: (err: unknown) => void;
   const failed = new Promise<unknown>((resolve) => (fail = resolve));
-  let server: RelayServer;
   try {
     server = await startRelayServer({
       source: producer,
@@ -101,9 +127,10 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
       deltaLatency,
       ...(server.secure ? { tls: () => server.tlsStats()! } : {}),
       ...(discovery ? { discovery: () => discovery.metrics() } : {}),
+      diagnostics: () => diagnostics.metrics(),
     });
     try {
-      metrics = await startMetricsServer(config.metricsBind, registry, () => server.serving && !shuttingDown);
+      metrics = await startMetricsServer(config.metricsBind, registry, () => server.serving && !shuttingDown, () => diagnostics.status());
     } catch (err) {
       loop.close();
       await Promise.all([server.shutdown(), producer.close(), discovery?.close()]);
@@ -119,6 +146,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
   }
   discovery?.start();
   await producer.startIngest();
+  diagnostics.start(DIAGNOSTICS_INTERVAL_MS);
 
   const watcher: ConfigWatcher = watchConfigFile(configFile, text, {
     overrides,
@@ -137,6 +165,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
     stopped ??= (async () => {
       shuttingDown = true;
       watcher.close();
+      diagnostics.close();
       logger.info({}, 'shutting down');
       await server.shutdown();
       // The lease is revoked once nothing is served here, so sibling shards take over without overlap.
