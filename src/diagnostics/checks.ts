@@ -113,16 +113,22 @@ function observePool(prev: PoolMemory | undefined, sources: { before: SourceMemo
 export function evaluate(prev: Memory, snapshot: RelaySnapshot, now: number, t: Thresholds): Evaluation {
   const sources = new Map<string, SourceMemory>();
   for (const s of snapshot.sources) sources.set(sourceName(s), observeSource(prev.sources.get(sourceName(s)), s, now, t));
+  const byPool = new Map<string, SourceSnapshot[]>();
+  for (const s of snapshot.sources) {
+    const list = byPool.get(s.pool);
+    if (list) list.push(s);
+    else byPool.set(s.pool, [s]);
+  }
   const pools = new Map<string, PoolMemory>();
   for (const p of snapshot.pools) {
-    const own = snapshot.sources.filter((s) => s.pool === p.pool).map((s) => ({ before: prev.sources.get(sourceName(s)), now: sources.get(sourceName(s))! }));
+    const own = (byPool.get(p.pool) ?? []).map((s) => ({ before: prev.sources.get(sourceName(s)), now: sources.get(sourceName(s))! }));
     pools.set(p.pool, observePool(prev.pools.get(p.pool), own, p, now, t));
   }
   const memory: Memory = { sources, pools };
   const findings: Finding[] = [];
   for (const s of snapshot.sources) findings.push(...sourceFindings(s, sources.get(sourceName(s))!, now, t));
   for (const p of snapshot.pools) {
-    const f = poolFinding(p, pools.get(p.pool)!, snapshot.sources.filter((s) => s.pool === p.pool), now, t);
+    const f = poolFinding(p, pools.get(p.pool)!, byPool.get(p.pool) ?? [], now, t);
     if (f) findings.push(f);
   }
   return { memory, findings };

@@ -58,7 +58,11 @@ export class Speaker {
   private lines(level: Line['level'], findings: Finding[], repeated: boolean): Line[] {
     const out: Line[] = [];
     const byCheck = new Map<CheckName, Finding[]>();
-    for (const f of findings) byCheck.set(f.check, [...(byCheck.get(f.check) ?? []), f]);
+    for (const f of findings) {
+      const list = byCheck.get(f.check);
+      if (list) list.push(f);
+      else byCheck.set(f.check, [f]);
+    }
     for (const [check, list] of byCheck) {
       const text = CHECK_MESSAGES[check];
       for (const f of list.slice(0, this.maxPerRound)) {
