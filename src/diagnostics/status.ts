@@ -3,7 +3,7 @@
 // and findings.
 import { disconnectedSinceMs, lastEventMs, type CheckName, type Finding, type FindingFields, type Memory } from './checks';
 import { CHECK_MESSAGES } from './speaker';
-import { sourceName, type RelaySnapshot } from './snapshot';
+import { sourceName, type PoolSnapshot, type RelaySnapshot } from './snapshot';
 
 export interface RelayStatusInfo {
   dcId: string;
@@ -37,16 +37,8 @@ export interface SourceStatus {
   receivedBlockSize: number | null;
 }
 
-export interface PoolStatus {
-  pool: string;
-  endpoint: string;
-  model: string;
-  kvBlockSize: number;
-  trackedBlocks: number;
-  filterLoad: number;
-  subscribers: number;
-  deltaLatencyP99Ms: number | null;
-}
+/** A pool as sampled (snapshot.ts). */
+export type PoolStatus = PoolSnapshot;
 
 export interface WarningStatus {
   check: CheckName;

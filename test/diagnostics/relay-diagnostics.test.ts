@@ -3,7 +3,6 @@
 // engine with a consumer. Each warning is one JSON log line naming worker, rank and endpoint, said
 // once; /status, `kv-dc-relay status` and /metrics show the same state.
 import * as fs from 'fs';
-import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { PassThrough, Writable } from 'stream';
@@ -14,6 +13,7 @@ import { createLogger } from '../../src/log';
 import { startRelay, type RunningRelay } from '../../src/server';
 import { SimulatedEngine } from '../../src/sim';
 import { runCli } from '../support/cli-process';
+import { freePort } from '../support/free-port';
 import { BS, endpointConfig, relayConfig, workerConfig } from '../support/relay-config';
 import { waitFor } from '../support/waitFor';
 
@@ -32,19 +32,10 @@ let relay: RunningRelay;
 let consumer: RelayClient;
 let deadEndpoint: string;
 
-/** A loopback port nothing listens on (bound, then closed). */
-async function deadPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 beforeAll(async () => {
   wrongSize = await new SimulatedEngine({ modelName: 'llama', workload: { blockSize: 2 * BS } }).start();
   healthy = await new SimulatedEngine({ modelName: 'mistral', workload: { blockSize: BS } }).start();
-  deadEndpoint = `tcp://127.0.0.1:${await deadPort()}`;
+  deadEndpoint = `tcp://127.0.0.1:${await freePort()}`;
   const file = path.join(dir, 'relay.json');
   fs.writeFileSync(
     file,

@@ -2,25 +2,14 @@
 // it) on free loopback ports with a temporary data dir.
 import { spawnSync, spawn, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
-import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
+import { freePort } from './free-port';
 import { waitFor } from './waitFor';
 
 export const ETCD_BINARY = process.env.ETCD_BINARY ?? 'etcd';
 
 export const etcdAvailable: boolean = spawnSync(ETCD_BINARY, ['--version'], { stdio: 'ignore' }).status === 0;
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** etcd fsyncs its WAL on every commit; in memory (tmpfs) a test's puts do not wait for the VM's disk. */
 const DATA_ROOT = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();

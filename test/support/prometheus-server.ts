@@ -2,9 +2,9 @@
 // a temporary config and storage dir, on a free loopback port, scraping every second. Also promtool.
 import { spawn, spawnSync, type ChildProcess } from 'child_process';
 import * as fs from 'fs';
-import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
+import { freePort } from './free-port';
 import { waitFor } from './waitFor';
 
 export const PROMETHEUS_BINARY = process.env.PROMETHEUS_BINARY ?? 'prometheus';
@@ -28,14 +28,6 @@ export function describeWithPrometheus(name: string, body: () => void): void {
 export function promtool(args: string[]): { status: number | null; output: string } {
   const r = spawnSync(PROMTOOL_BINARY, args, { encoding: 'utf8' });
   return { status: r.status, output: `${r.stdout}${r.stderr}` };
-}
-
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 export interface QueryResult {
