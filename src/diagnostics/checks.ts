@@ -84,20 +84,36 @@ function sumCounts(list: Counts[]): Counts {
 
 function observeSource(prev: SourceMemory | undefined, s: SourceSnapshot, now: number, t: Thresholds): SourceMemory {
   const st = s.stats;
-  const base: SourceMemory = prev ?? { ...ZERO, firstSeenMs: now, disconnectedSinceMs: now, everConnected: false, lastSequence: null, lastEventMs: undefined, lastBlockSizeDropMs: undefined, mismatchSinceMs: undefined };
   const connected = st.connections > 0;
-  const published = grew(st.events, base.events) || grew(st.ignored, base.ignored) || (st.lastSequence !== null && st.lastSequence !== base.lastSequence);
-  const dropped = grew(st.droppedBlockSize, base.droppedBlockSize);
-  const mismatching = base.lastBlockSizeDropMs !== undefined && now - base.lastBlockSizeDropMs < t.blockSizeHoldMs;
+  if (!prev) {
+    const first: SourceMemory = {
+      events: 0,
+      ignored: 0,
+      droppedBlockSize: 0,
+      firstSeenMs: now,
+      disconnectedSinceMs: now,
+      everConnected: false,
+      lastSequence: null,
+      lastEventMs: undefined,
+      lastBlockSizeDropMs: undefined,
+      mismatchSinceMs: undefined,
+    };
+    return observeSource(first, s, now, t);
+  }
+  const published = grew(st.events, prev.events) || grew(st.ignored, prev.ignored) || (st.lastSequence !== null && st.lastSequence !== prev.lastSequence);
+  const dropped = grew(st.droppedBlockSize, prev.droppedBlockSize);
+  const mismatching = prev.lastBlockSizeDropMs !== undefined && now - prev.lastBlockSizeDropMs < t.blockSizeHoldMs;
   return {
-    ...countsOf(s),
-    firstSeenMs: base.firstSeenMs,
-    disconnectedSinceMs: connected ? undefined : (base.disconnectedSinceMs ?? now),
-    everConnected: base.everConnected || connected,
+    events: st.events,
+    ignored: st.ignored,
+    droppedBlockSize: st.droppedBlockSize,
+    firstSeenMs: prev.firstSeenMs,
+    disconnectedSinceMs: connected ? undefined : (prev.disconnectedSinceMs ?? now),
+    everConnected: prev.everConnected || connected,
     lastSequence: st.lastSequence,
-    lastEventMs: published ? now : base.lastEventMs,
-    lastBlockSizeDropMs: dropped ? now : base.lastBlockSizeDropMs,
-    mismatchSinceMs: dropped && !mismatching ? now : mismatching || dropped ? base.mismatchSinceMs : undefined,
+    lastEventMs: published ? now : prev.lastEventMs,
+    lastBlockSizeDropMs: dropped ? now : prev.lastBlockSizeDropMs,
+    mismatchSinceMs: dropped && !mismatching ? now : mismatching || dropped ? prev.mismatchSinceMs : undefined,
   };
 }
 
@@ -112,43 +128,48 @@ function observePool(prev: PoolMemory | undefined, sources: { before: SourceMemo
 /** The next memory and every rule that holds at `now`. */
 export function evaluate(prev: Memory, snapshot: RelaySnapshot, now: number, t: Thresholds): Evaluation {
   const sources = new Map<string, SourceMemory>();
-  for (const s of snapshot.sources) sources.set(sourceName(s), observeSource(prev.sources.get(sourceName(s)), s, now, t));
-  const byPool = new Map<string, SourceSnapshot[]>();
+  // Per pool, its sources with their memory before and after this round.
+  const byPool = new Map<string, { snapshot: SourceSnapshot; before: SourceMemory | undefined; now: SourceMemory }[]>();
+  const findings: Finding[] = [];
   for (const s of snapshot.sources) {
+    const name = sourceName(s);
+    const before = prev.sources.get(name);
+    const after = observeSource(before, s, now, t);
+    sources.set(name, after);
+    const entry = { snapshot: s, before, now: after };
     const list = byPool.get(s.pool);
-    if (list) list.push(s);
-    else byPool.set(s.pool, [s]);
+    if (list) list.push(entry);
+    else byPool.set(s.pool, [entry]);
+    sourceFindings(s, name, after, now, t, findings);
   }
   const pools = new Map<string, PoolMemory>();
   for (const p of snapshot.pools) {
-    const own = (byPool.get(p.pool) ?? []).map((s) => ({ before: prev.sources.get(sourceName(s)), now: sources.get(sourceName(s))! }));
-    pools.set(p.pool, observePool(prev.pools.get(p.pool), own, p, now, t));
-  }
-  const memory: Memory = { sources, pools };
-  const findings: Finding[] = [];
-  for (const s of snapshot.sources) findings.push(...sourceFindings(s, sources.get(sourceName(s))!, now, t));
-  for (const p of snapshot.pools) {
-    const f = poolFinding(p, pools.get(p.pool)!, byPool.get(p.pool) ?? [], now, t);
+    const own = byPool.get(p.pool) ?? [];
+    const memory = observePool(prev.pools.get(p.pool), own, p, now, t);
+    pools.set(p.pool, memory);
+    const f = poolFinding(p, memory, own.map((o) => o.snapshot), now, t);
     if (f) findings.push(f);
   }
-  return { memory, findings };
+  return { memory: { sources, pools }, findings };
 }
 
 const seconds = (ms: number): number => Math.round(ms / 100) / 10;
 
-function sourceFindings(s: SourceSnapshot, m: SourceMemory, now: number, t: Thresholds): Finding[] {
-  const out: Finding[] = [];
+function sourceFindings(s: SourceSnapshot, name: string, m: SourceMemory, now: number, t: Thresholds, out: Finding[]): void {
+  const disconnected = m.disconnectedSinceMs !== undefined && now - m.disconnectedSinceMs >= t.notConnectedMs;
+  const mismatching = m.mismatchSinceMs !== undefined && m.lastBlockSizeDropMs !== undefined && now - m.lastBlockSizeDropMs < t.blockSizeHoldMs;
+  if (!disconnected && !mismatching) return;
   const where = { worker: s.worker, dpRank: s.dpRank, endpoint: s.endpoint, pool: s.pool };
-  if (m.disconnectedSinceMs !== undefined && now - m.disconnectedSinceMs >= t.notConnectedMs) {
+  if (disconnected) {
     out.push({
       check: 'source_not_connected',
-      subject: sourceName(s),
-      sinceMs: m.disconnectedSinceMs,
+      subject: name,
+      sinceMs: m.disconnectedSinceMs!,
       fields: {
         ...where,
         mode: s.mode,
         since: m.everConnected ? 'connection lost' : 'start',
-        forSeconds: seconds(now - m.disconnectedSinceMs),
+        forSeconds: seconds(now - m.disconnectedSinceMs!),
         action:
           s.mode === 'connect'
             ? "no engine publisher answers there: check that the engine runs with KV events on (vLLM --kv-events-config) publishing on this endpoint, and that this host reaches it"
@@ -156,11 +177,11 @@ function sourceFindings(s: SourceSnapshot, m: SourceMemory, now: number, t: Thre
       },
     });
   }
-  if (m.mismatchSinceMs !== undefined && m.lastBlockSizeDropMs !== undefined && now - m.lastBlockSizeDropMs < t.blockSizeHoldMs) {
+  if (mismatching) {
     out.push({
       check: 'block_size_mismatch',
-      subject: sourceName(s),
-      sinceMs: m.mismatchSinceMs,
+      subject: name,
+      sinceMs: m.mismatchSinceMs!,
       fields: {
         ...where,
         configuredBlockSize: s.kvBlockSize,
@@ -170,7 +191,6 @@ function sourceFindings(s: SourceSnapshot, m: SourceMemory, now: number, t: Thre
       },
     });
   }
-  return out;
 }
 
 function poolFinding(p: PoolSnapshot, m: PoolMemory, sources: SourceSnapshot[], now: number, t: Thresholds): Finding | undefined {
