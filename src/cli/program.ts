@@ -91,7 +91,7 @@ export function buildProgram(io: CliIo, finish: (code: number) => void): Command
     .option('--topic <topic>', 'ZMQ topic of the KV event messages', '')
     .option('--lora <name...>', 'LoRA adapters some conversations use', [] as string[])
     .option('--worker-id <id>', 'worker id in the printed config entry', integerOption(0), 1)
-    .option('--prompt-file <file>', 'write the token ids of a prompt whose prefix the engine will cache (for query)')
+    .option('--print-prompt', 'print the token ids of a prompt whose prefix the engine will cache (for query), and exit')
     .action(async (flags) => run((await import('./sim-engine')).runSimEngine(flags, io)));
 
   withClientTls(

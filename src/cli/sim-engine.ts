@@ -3,9 +3,8 @@
 // rank (and a replay ROUTER when asked), /health and /metrics over HTTP, driven by a realistic
 // workload (conversations sharing system prompts, LRU eviction). It prints the relay config of the
 // worker it simulates, then runs until SIGINT/SIGTERM.
-import * as fs from 'fs';
 import { stringify } from 'yaml';
-import { SimulatedEngine } from '../sim';
+import { SimulatedEngine, Workload } from '../sim';
 import type { CliIo } from './io';
 import { EXIT } from './usage';
 
@@ -25,8 +24,8 @@ export interface SimEngineFlags {
   lora: string[];
   /** The worker id the printed config snippet uses (the engine's events do not carry it). */
   workerId: number;
-  /** Write the token ids (comma-separated) of a prompt that starts with a shared system prompt. */
-  promptFile?: string;
+  /** Print the token ids of a prompt whose prefix the engine will cache (for `query`), and exit. */
+  printPrompt?: boolean;
 }
 
 /** A timer period and batches per tick that publish `rate` batches per second (1 ms timer floor). */
@@ -54,6 +53,13 @@ export function simWorkerConfig(engine: SimulatedEngine, flags: SimEngineFlags):
 
 /** Runs until SIGINT/SIGTERM (exit 0); a port that cannot be bound exits 1. */
 export async function runSimEngine(flags: SimEngineFlags, io: CliIo): Promise<number> {
+  const workload = { seed: flags.seed, blockSize: flags.blockSize, capacityBlocks: flags.capacityBlocks, loraNames: [null, ...flags.lora] };
+  if (flags.printPrompt) {
+    // The same seed gives the same system prompts: the running engine caches this prompt's prefix
+    // once it served a conversation on system prompt 0.
+    io.stdout.write(`${new Workload([0], workload).sharedPrefixPrompt().join(',')}\n`);
+    return EXIT.ok;
+  }
   const engine = new SimulatedEngine({
     host: flags.host,
     port: flags.port,
@@ -65,7 +71,7 @@ export async function runSimEngine(flags: SimEngineFlags, io: CliIo): Promise<nu
     // What vLLM 0.26 publishes: map-encoded events and envelope, main attention group.
     envelope: 'map',
     events: 'map',
-    workload: { seed: flags.seed, blockSize: flags.blockSize, capacityBlocks: flags.capacityBlocks, loraNames: [null, ...flags.lora] },
+    workload,
   });
   const stopped = new Promise<void>((resolve) => {
     process.once('SIGINT', resolve);
@@ -78,7 +84,6 @@ export async function runSimEngine(flags: SimEngineFlags, io: CliIo): Promise<nu
     io.stderr.write(`sim-engine: cannot listen on ${flags.host} (port ${flags.port}, replay ${flags.replayPort ?? '-'}, http ${flags.httpPort}): ${(err as Error).message}\n`);
     return EXIT.failure;
   }
-  if (flags.promptFile !== undefined) fs.writeFileSync(flags.promptFile, engine.workload.sharedPrefixPrompt().join(','));
   const { intervalMs, stepsPerTick } = workloadPacing(flags.rate);
   engine.startWorkload(intervalMs, stepsPerTick);
   io.stderr.write(

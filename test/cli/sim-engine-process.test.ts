@@ -20,15 +20,19 @@ test('workloadPacing publishes the asked rate', () => {
 test('sim-engine feeds a relay started from its printed config; query finds the prompt cached', async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-dc-relay-sim-engine-'));
   const promptFile = path.join(dir, 'prompt.txt');
-  const engine = spawnCli(['sim-engine', '--port', '0', '--replay-port', '0', '--http-port', '0', '--rate', '200', '--seed', '7', '--prompt-file', promptFile]);
+  const printed = await runCli(['sim-engine', '--seed', '7', '--print-prompt']);
+  expect(printed.code).toBe(0);
+  expect(printed.stdout).toMatch(/^\d+(,\d+)+\n$/);
+  fs.writeFileSync(promptFile, printed.stdout);
+  const engine = spawnCli(['sim-engine', '--port', '0', '--replay-port', '0', '--http-port', '0', '--rate', '200', '--seed', '7']);
   const relayExit: Promise<number | null>[] = [];
   let relay: ReturnType<typeof spawnCli> | undefined;
   try {
-    let printed = '';
-    engine.stdout!.on('data', (b: Buffer) => (printed += b.toString()));
+    let entry = '';
+    engine.stdout!.on('data', (b: Buffer) => (entry += b.toString()));
     const workers = await waitForValue(() => {
       try {
-        const parsed = parse(printed) as unknown;
+        const parsed = parse(entry) as unknown;
         return Array.isArray(parsed) && parsed.length === 1 ? (parsed as Record<string, unknown>[]) : undefined;
       } catch {
         return undefined;
