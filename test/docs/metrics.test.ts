@@ -20,6 +20,7 @@ function everyRegisteredMetric(): string[] {
     tls: never,
     eventLoop: never,
     deltaLatency: new DeltaLatencyMetrics(),
+    diagnostics: never,
   };
   return createRelayMetrics(providers)
     .getMetricsAsArray()
