@@ -77,7 +77,8 @@ export class Diagnostics {
     const { memory, findings } = evaluate(this.memory, this.snapshot, now, this.thresholds);
     this.memory = memory;
     this.findings = findings;
-    for (const line of this.speaker.round(findings, now)) this.options.logger[line.level](line.fields, line.msg);
+    const present = new Set([...this.snapshot.sources.map(sourceName), ...this.snapshot.pools.map((p) => p.pool)]);
+    for (const line of this.speaker.round(findings, now, present)) this.options.logger[line.level](line.fields, line.msg);
   }
 
   /** Rounds every `intervalMs` until close(). */

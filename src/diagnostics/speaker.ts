@@ -34,7 +34,11 @@ export class Speaker {
     private readonly maxPerRound: number,
   ) {}
 
-  round(findings: readonly Finding[], now: number): Line[] {
+  /**
+   * This round's lines. A finding whose subject is no longer `present` (a source or pool the config
+   * took away) ends without a line: it was not resolved, it went.
+   */
+  round(findings: readonly Finding[], now: number, present: ReadonlySet<string>): Line[] {
     const holding = new Set<string>();
     const begins: Finding[] = [];
     const repeats: Finding[] = [];
@@ -50,7 +54,7 @@ export class Speaker {
     for (const [key, said] of this.said) {
       if (holding.has(key)) continue;
       this.said.delete(key);
-      ended.push(said.finding);
+      if (present.has(said.finding.subject)) ended.push(said.finding);
     }
     return [...this.lines('warn', begins, false), ...this.lines('warn', repeats, true), ...this.lines('info', ended, false)];
   }

@@ -14,7 +14,7 @@ import { startRelay, type RunningRelay } from '../../src/server';
 import { SimulatedEngine } from '../../src/sim';
 import { CertificateFactory } from '../support/certificates';
 import { ROOT } from '../support/cli-process';
-import { EtcdServer, etcdAvailable } from '../support/etcd-server';
+import { describeWithEtcd, EtcdServer } from '../support/etcd';
 import { describeWithPrometheus, promtool, PrometheusServer } from '../support/prometheus-server';
 import { BS, endpointConfig, relayConfig, workerConfig } from '../support/relay-config';
 import { waitFor } from '../support/waitFor';
@@ -86,7 +86,7 @@ describeWithPrometheus('alert rules and dashboard', () => {
     expect(comparisonSides('sum(rate(a{b=~"c"}[1m]))')).toEqual(['sum(rate(a{b=~"c"}[1m]))']);
   });
 
-  describe('a real Prometheus scraping a running relay', () => {
+  describeWithEtcd('a real Prometheus scraping a running relay (with etcd discovery)', () => {
     const PREFIX = 'kv-dc-relay/prometheus-test/';
     const TRIPLE = { namespace: 'prod', component: 'backend', endpoint: 'generate' };
     const certs = new CertificateFactory();
@@ -99,7 +99,6 @@ describeWithPrometheus('alert rules and dashboard', () => {
     let prometheus: PrometheusServer;
 
     beforeAll(async () => {
-      if (!etcdAvailable) throw new Error('this suite needs the etcd binary (apt-get install etcd-server)');
       const ca = certs.ca('ca');
       const server = certs.server('relay', ca);
       etcd = await new EtcdServer().start();

@@ -102,6 +102,13 @@ describe('a source not connected', () => {
     expect(at(612_000)).toEqual([]);
   });
 
+  test('taken away by the config while warned about: no line says it connected', () => {
+    const { at } = harness();
+    at(0, { sources: [source({ connections: 0 })], pools: [pool()] });
+    expect(at(10_000)).toHaveLength(1);
+    expect(at(11_000, { sources: [], pools: [] })).toEqual([]);
+  });
+
   test('is warned about 10 s after a loss, saying so; a bind-mode source says no engine dialled in', () => {
     const { at } = harness();
     expect(at(0, { sources: [source({ connections: 1 }), { ...source({ connections: 0 }, 1), mode: 'bind' }], pools: [pool()] })).toEqual([]);
