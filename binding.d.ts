@@ -337,6 +337,63 @@ export class EngineBatchDecoder {
   ): boolean;
 }
 
+// --- Dynamo event-plane decoder (relay addon; native/ingest/router_event_decode*) ---
+// Errors: TypeError / RangeError for bad arguments only; a malformed message is a record with status
+// `malformed` (errorOf says why), never a throw.
+
+/** u32 slots of one message's record in RouterEventDecoder.decodeBatch's records (`stride` each), and the record's codes. */
+export const routerEventRecord: {
+  readonly status: number;
+  readonly flags: number;
+  readonly publisherLo: number;
+  readonly publisherHi: number;
+  readonly sequenceLo: number;
+  readonly sequenceHi: number;
+  readonly workerLo: number;
+  readonly workerHi: number;
+  readonly eventIdLo: number;
+  readonly eventIdHi: number;
+  readonly dpRank: number;
+  readonly kind: number;
+  readonly blocks: number;
+  readonly metaEnd: number;
+  readonly wordsEnd: number;
+  readonly stride: number;
+  /** status values */
+  readonly ok: number;
+  readonly malformed: number;
+  readonly otherTopic: number;
+  /** flags bits */
+  readonly hasEnvelope: number;
+  readonly counted: number;
+  readonly otherTier: number;
+  readonly unsupportedDomain: number;
+  /** decodeBatch formats */
+  readonly formatEnvelope: number;
+  readonly formatFramed: number;
+  readonly formatJson: number;
+};
+export class RouterEventDecoder {
+  /** `sizes` (length >= 2) receives [metaEnd, wordsEnd] (or the lengths needed) after each decodeBatch. */
+  constructor(topic: string, legacyTopic: string, sizes: Float64Array);
+  /**
+   * Decodes `count` messages laid end to end in `arena` (message i ends at ends[i]). true: records
+   * and the packed events (message order) are written; false: records are written, meta / words are
+   * not (they must grow to sizes[0] / sizes[1]).
+   */
+  decodeBatch(
+    arena: Uint8Array,
+    ends: Uint32Array,
+    count: number,
+    format: number,
+    records: Uint32Array,
+    meta: Uint32Array,
+    words: BigUint64Array,
+  ): boolean;
+  /** Why message `index` of the last decodeBatch was malformed ('' if it was not). */
+  errorOf(index: number): string;
+}
+
 // --- ZMQ ingest sockets (relay addon; native/bindings/relay/zmq_subscriber.cc) ---
 // A SUB socket on libzmq's C API (bound at run time to the libzmq zeromq.js's addon carries:
 // native/ingest/libzmq.h) in the context of the calling thread (one per JS environment),
@@ -448,6 +505,8 @@ export type RelayAddon = Pick<
   | 'PoolFilterState'
   | 'engineDecodeSlots'
   | 'EngineBatchDecoder'
+  | 'routerEventRecord'
+  | 'RouterEventDecoder'
   | 'zmqRecord'
   | 'zmqEvents'
   | 'ZmqSubscriber'

@@ -66,6 +66,9 @@ export function buildProgram(io: CliIo, finish: (code: number) => void): Command
     .option('--tls-key <file>', 'server private key')
     .option('--tls-ca <file>', 'CA bundle to verify client certificates')
     .option('--tls-require-client-cert', 'require and verify client certificates (mTLS)')
+    .option('--dynamo-etcd <host:port,...>', "read a Dynamo deployment from its etcd (v1/ cards, instances, event channels): discovery.dynamo.etcd.endpoints")
+    .option('--dynamo-nats <nats://host:port,...>', "the Dynamo deployment's NATS (event plane, JetStream): discovery.dynamo.nats.servers")
+    .option('--dynamo-namespaces <ns,...>', 'Dynamo namespaces to serve (default: all): discovery.dynamo.namespaces')
     .action(async (flags) => run((await import('./serve')).runServe(flags, io)));
 
   program

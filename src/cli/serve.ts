@@ -25,7 +25,13 @@ export interface ServeFlags {
   tlsKey?: string;
   tlsCa?: string;
   tlsRequireClientCert?: boolean;
+  dynamoEtcd?: string;
+  dynamoNats?: string;
+  dynamoNamespaces?: string;
 }
+
+/** A comma-separated flag value as a list (undefined when the flag is absent). */
+const list = (v: string | undefined): string[] | undefined => v?.split(',').map((s) => s.trim()).filter((s) => s.length > 0);
 
 /** `kv-dc-relay serve`: runs until SIGINT/SIGTERM (exit 0) or a transport failure (exit 1). */
 export async function runServe(flags: ServeFlags, io: CliIo): Promise<number> {
@@ -43,7 +49,8 @@ export async function runServe(flags: ServeFlags, io: CliIo): Promise<number> {
   let relay: RunningRelay;
   try {
     const tls = { cert: flags.tlsCert, key: flags.tlsKey, ca: flags.tlsCa, requireClientCert: flags.tlsRequireClientCert };
-    relay = await startRelay({ configFile: flags.config, overrides: { bind: flags.bind, dcId: flags.dcId, tls }, logger });
+    const dynamo = { etcd: list(flags.dynamoEtcd), nats: list(flags.dynamoNats), namespaces: list(flags.dynamoNamespaces) };
+    relay = await startRelay({ configFile: flags.config, overrides: { bind: flags.bind, dcId: flags.dcId, tls, dynamo }, logger });
   } catch (err) {
     if (err instanceof ConfigError) {
       io.stderr.write(`${err.message}\n`);

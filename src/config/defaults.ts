@@ -391,3 +391,13 @@ export const INGEST_THREAD_RESTART_MS = 200;
 export const INGEST_THREAD_CLOSE_TIMEOUT_MS = 2_000;
 /** ...and this long more for their sockets' last receives to settle before it exits. */
 export const INGEST_THREAD_EXIT_SETTLE_MS = 20;
+
+// Dynamo event plane (src/dynamo/event-plane).
+/** Publishers whose order each event-plane channel remembers (the longest idle is forgotten beyond it). */
+export const DYNAMO_MAX_PUBLISHERS_PER_CHANNEL = 65_536;
+/** Wait between NATS reconnect attempts. */
+export const DYNAMO_NATS_RECONNECT_WAIT_MS = 500;
+/** Wait before reading a JetStream stream again that does not exist yet or whose consumer ended. */
+export const DYNAMO_STREAM_RETRY_MS = 1_000;
+/** JetStream pull expiry of the ordered consumers (their idle heartbeat is half of it). */
+export const DYNAMO_JETSTREAM_PULL_EXPIRES_MS = 2_000;

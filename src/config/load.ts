@@ -13,6 +13,8 @@ export interface ConfigOverrides {
   dcId?: string;
   /** Merged over the file's `tls` fields (the file may have none). */
   tls?: { cert?: string; key?: string; ca?: string; requireClientCert?: boolean };
+  /** `--dynamo-etcd`, `--dynamo-nats`, `--dynamo-namespaces`: merged over the file's `discovery.dynamo`. */
+  dynamo?: { etcd?: string[]; nats?: string[]; namespaces?: string[] };
 }
 
 export function parseConfigText(text: string, file: string, overrides: ConfigOverrides = {}): RelayConfig {
@@ -23,6 +25,21 @@ export function parseConfigText(text: string, file: string, overrides: ConfigOve
   const merged: Record<string, unknown> = { ...(raw as Record<string, unknown>) };
   if (overrides.bind !== undefined) merged.bind = overrides.bind;
   if (overrides.dcId !== undefined) merged.dcId = overrides.dcId;
+  const dynamo = overrides.dynamo;
+  if (dynamo && (dynamo.etcd || dynamo.nats || dynamo.namespaces)) {
+    const object = (v: unknown): Record<string, unknown> => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+    const discovery = object(merged.discovery);
+    const file = object(discovery.dynamo);
+    merged.discovery = {
+      ...discovery,
+      dynamo: {
+        ...file,
+        ...(dynamo.etcd ? { etcd: { ...object(file.etcd), endpoints: dynamo.etcd } } : {}),
+        ...(dynamo.nats ? { nats: { ...object(file.nats), servers: dynamo.nats } } : {}),
+        ...(dynamo.namespaces ? { namespaces: dynamo.namespaces } : {}),
+      },
+    };
+  }
   const tls = Object.entries(overrides.tls ?? {}).filter(([, v]) => v !== undefined);
   if (tls.length > 0) {
     const fileTls = merged.tls !== null && typeof merged.tls === 'object' && !Array.isArray(merged.tls) ? merged.tls : {};

@@ -86,7 +86,7 @@ export const DESCRIPTIONS: Readonly<Record<string, string>> = {
   'endpoints[].workers[].metrics': "The worker's Prometheus metrics, scraped for load.",
   'endpoints[].workers[].metrics.url': 'HTTP(S) URL of the metrics endpoint (vLLM: `/metrics`).',
   'endpoints[].workers[].metrics.format': 'Metric names to read: `vllm` (`vllm:kv_cache_usage_perc` per engine rank).',
-  discovery: 'Read the deployment from etcd instead of `endpoints` (docs/scaling-out.md).',
+  discovery: 'Read the deployment from etcd instead of `endpoints`: this project\'s layout (`etcd`, docs/scaling-out.md) or a Dynamo deployment\'s own (`dynamo`); exactly one of them.',
   'discovery.etcd': 'The etcd cluster and key prefix of this DC\'s deployment.',
   'discovery.etcd.endpoints': 'etcd members, `host:port` or `http(s)://host:port`.',
   'discovery.etcd.prefix': "Key prefix of this data center's deployment; relays with the same prefix and dcId are shards of one relay.",
@@ -99,6 +99,19 @@ export const DESCRIPTIONS: Readonly<Record<string, string>> = {
   'discovery.etcd.auth.password': 'Its password.',
   'discovery.etcd.leaseTtlSeconds': "TTL of this shard's lease: a dead shard's pools move within it.",
   'discovery.etcd.advertise': 'Address consumers reach this shard at (default: the bound gRPC address).',
+  'discovery.dynamo': "A Dynamo deployment: its cards, instances and event channels from its etcd (`v1/`), its KV events from its event plane (NATS, JetStream, ZMQ); no per-engine config (`--dynamo-etcd`, `--dynamo-nats`, `--dynamo-namespaces`).",
+  'discovery.dynamo.etcd': "The deployment's etcd (Dynamo's discovery store).",
+  'discovery.dynamo.etcd.endpoints': 'etcd members, `host:port` or `http(s)://host:port`.',
+  'discovery.dynamo.etcd.tls': 'TLS to etcd.',
+  'discovery.dynamo.etcd.tls.caFile': 'PEM CA bundle etcd is verified against.',
+  'discovery.dynamo.etcd.tls.certFile': 'Client certificate (with keyFile).',
+  'discovery.dynamo.etcd.tls.keyFile': 'Client private key (with certFile).',
+  'discovery.dynamo.etcd.auth': 'etcd user authentication.',
+  'discovery.dynamo.etcd.auth.username': 'etcd user.',
+  'discovery.dynamo.etcd.auth.password': 'Its password.',
+  'discovery.dynamo.nats': "The deployment's NATS (its event plane on NATS, JetStream streams, kv_metrics); omitted = ZMQ event-plane channels only.",
+  'discovery.dynamo.nats.servers': 'NATS servers, `nats://host:port`.',
+  'discovery.dynamo.namespaces': 'Dynamo namespaces to serve; omitted = every namespace found.',
 };
 
 /** Defaults that depend on the machine, written as the rule instead of this machine's value. */

@@ -168,6 +168,32 @@ const etcdDiscoverySchema = z.strictObject({
   advertise: socketAddress.optional(),
 });
 
+/** `nats://host:port` (or host:port) of a NATS server. */
+const natsServer = z.string().regex(/^((nats|tls):\/\/)?[^\s/:]+:\d{1,5}$|^((nats|tls):\/\/)?\[[0-9a-fA-F:.]+\]:\d{1,5}$/, 'must be nats://host:port');
+
+/**
+ * A Dynamo deployment read from its own discovery and event plane (docs/incoming/dynamo-plane.md):
+ * cards, instances and event channels from etcd (`v1/...`), KV events from NATS (core subjects and
+ * JetStream streams) and the ZMQ event plane. No per-engine config.
+ */
+const dynamoDiscoverySchema = z.strictObject({
+  etcd: z.strictObject({
+    endpoints: z.array(etcdEndpoint).min(1, 'must list at least one etcd member'),
+    tls: z.strictObject({ caFile: name, certFile: name.optional(), keyFile: name.optional() })
+      .refine((t) => (t.certFile === undefined) === (t.keyFile === undefined), 'certFile and keyFile go together')
+      .optional(),
+    auth: z.strictObject({ username: name, password: z.string().min(1, 'must not be empty') }).optional(),
+  }),
+  /** The deployment's NATS (its event plane on NATS and its JetStream streams); omitted = ZMQ event plane only. */
+  nats: z.strictObject({ servers: z.array(natsServer).min(1, 'must list at least one NATS server') }).optional(),
+  /** Dynamo namespaces to serve; omitted = every namespace found (Dynamo's watch-all). */
+  namespaces: z
+    .array(name)
+    .min(1, 'must list at least one namespace (omit it to serve every namespace)')
+    .refine((ns) => new Set(ns).size === ns.length, 'must not repeat a namespace')
+    .optional(),
+});
+
 /** An allow-list entry: a bare common name or a full `ATTR=value, ...` subject. */
 const subjectEntry = z.string().superRefine((entry, ctx) => {
   try {
@@ -240,11 +266,14 @@ export const relayConfigSchema = z
       })
       .prefault({}),
     endpoints: z.array(endpointSchema).default([]),
-    discovery: z.strictObject({ etcd: etcdDiscoverySchema }).optional(),
+    discovery: z
+      .strictObject({ etcd: etcdDiscoverySchema.optional(), dynamo: dynamoDiscoverySchema.optional() })
+      .refine((d) => (d.etcd === undefined) !== (d.dynamo === undefined), 'must have exactly one of etcd and dynamo')
+      .optional(),
   })
   .superRefine((cfg, ctx) => {
     if (cfg.discovery && cfg.endpoints.length > 0) {
-      ctx.addIssue({ code: 'custom', path: ['endpoints'], message: 'the deployment comes from discovery.etcd; remove endpoints or discovery' });
+      ctx.addIssue({ code: 'custom', path: ['endpoints'], message: `the deployment comes from discovery.${cfg.discovery.etcd ? 'etcd' : 'dynamo'}; remove endpoints or discovery` });
     }
     const seen = new Map<string, number>();
     // Worker (instance) ids are global, as in Dynamo: health, metrics and KV sources key on them.
@@ -273,4 +302,5 @@ export type WorkerConfig = EndpointConfig['workers'][number];
 export type AdapterConfig = EndpointConfig['adapters'][number];
 export type TlsConfig = z.output<typeof tlsSchema>;
 export type EtcdDiscoveryConfig = z.output<typeof etcdDiscoverySchema>;
+export type DynamoDiscoveryConfig = z.output<typeof dynamoDiscoverySchema>;
 export type WorkerType = (typeof WORKER_TYPES)[number];

@@ -8,7 +8,6 @@
 // serving (producer applied without the pool) before it deletes its claim; the taking shard serves
 // only after its claim was created. A fenced shard (lease lost or unconfirmed) stops serving at once.
 import type { Etcd3 } from 'etcd3';
-import { DISCOVERY_BATCH_INTERVAL_MS } from '../config/defaults';
 import type { EtcdDiscoveryConfig } from '../config/schema';
 import type { Logger } from '../log';
 import type { DiscoveryMetrics } from '../metrics/registry';
@@ -20,6 +19,7 @@ import { assembleEndpoints, ValueCache, type Rejection } from './assemble';
 import { createEtcdClient, etcdErrorText } from './etcd-client';
 import { normalizePrefix, shardKey } from './keys';
 import { PrefixMirror } from './mirror';
+import { PassLoop } from './pass-loop';
 
 export interface DeploymentSink {
   applyDeployment(deployment: Deployment, serves: (poolKey: string) => boolean): Promise<void>;
@@ -57,9 +57,8 @@ export class EtcdDeployment {
   private readonly held = new Map<string, bigint>();
   /** Claims this shard deleted → revision of the delete (until the mirror has caught up with it). */
   private readonly releasing = new Map<string, bigint>();
-  private running: Promise<void> | undefined;
+  private readonly passes = new PassLoop(() => this.guardedPass());
   private mirrorChanged = false;
-  private dirty = false;
   private closed = false;
 
   constructor(private readonly options: EtcdDeploymentOptions) {
@@ -123,7 +122,7 @@ export class EtcdDeployment {
     if (this.closed) return;
     this.closed = true;
     this.mirror.close();
-    await this.running;
+    await this.passes.close();
     await this.lease.close();
     this.client.close();
   }
@@ -148,23 +147,17 @@ export class EtcdDeployment {
     this.rejected = next;
   }
 
-  /** Runs the loop now, or once more after the running pass. */
+  /** Runs a pass now, or once more after the running one. */
   private schedule(): void {
-    if (this.closed) return;
-    this.dirty = true;
-    this.running ??= this.loop().finally(() => (this.running = undefined));
+    if (!this.closed) this.passes.schedule();
   }
 
-  private async loop(): Promise<void> {
-    while (this.dirty && !this.closed) {
-      this.dirty = false;
-      try {
-        await this.pass();
-      } catch (err) {
-        // A failed claim or release is retried on the next change or the next lease event.
-        this.logger.warn({ err: etcdErrorText(err) }, 'shard reconciliation failed; retrying on the next change');
-      }
-      if (this.dirty) await new Promise((resolve) => setTimeout(resolve, DISCOVERY_BATCH_INTERVAL_MS));
+  private async guardedPass(): Promise<void> {
+    try {
+      await this.pass();
+    } catch (err) {
+      // A failed claim or release is retried on the next change or the next lease event.
+      this.logger.warn({ err: etcdErrorText(err) }, 'shard reconciliation failed; retrying on the next change');
     }
   }
 

@@ -59,8 +59,29 @@ export interface DiscoveryMetrics {
   servedPools: number;
 }
 
+/** A Dynamo deployment's discovery and event plane (src/dynamo). */
+export interface DynamoMetrics {
+  discoveryStale: boolean;
+  rejectedEntries: number;
+  conflicts: number;
+  endpoints: number;
+  workers: number;
+  natsConnected: boolean;
+  natsReconnects: number;
+  /** Channels read: NATS subjects, JetStream streams, ZMQ publishers. */
+  channels: { nats: number; jetstream: number; zmq: number };
+  messages: number;
+  malformed: number;
+  otherTopic: number;
+  unknownWorker: number;
+  duplicates: number;
+  gaps: number;
+}
+
 export interface MetricsProviders {
   producer(): ProducerMetrics;
+  /** With discovery.dynamo: its discovery and event plane. */
+  dynamo?(): DynamoMetrics;
   /** With etcd discovery: its state and this shard's share. */
   discovery?(): DiscoveryMetrics;
   /** The publication layer's counters; without it the transport metrics are not exported. */
@@ -143,6 +164,7 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
     ...(sources.discovery ? { discovery: oncePerScrape(sources.discovery) } : {}),
     ...(sources.tls ? { tls: oncePerScrape(sources.tls) } : {}),
     ...(sources.diagnostics ? { diagnostics: oncePerScrape(sources.diagnostics) } : {}),
+    ...(sources.dynamo ? { dynamo: oncePerScrape(sources.dynamo) } : {}),
   };
   const registry = new Registry();
   if (sources.deltaLatency) {
@@ -305,6 +327,28 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
     gauge('kv_dc_relay_shard_live_shards', 'Relay shards with a live entry under the prefix', [], (set) => set({}, discovery().liveShards));
     gauge('kv_dc_relay_shard_deployment_pools', 'Pools of the whole deployment (all shards)', [], (set) => set({}, discovery().deploymentPools));
     gauge('kv_dc_relay_shard_served_pools', 'Pools this shard claims and serves', [], (set) => set({}, discovery().servedPools));
+  }
+  const dynamo = providers.dynamo;
+  if (dynamo) {
+    gauge('kv_dc_relay_dynamo_discovery_stale', '1 while the Dynamo etcd watch is lost and the last known deployment is served', [], (set) => set({}, dynamo().discoveryStale ? 1 : 0));
+    gauge('kv_dc_relay_dynamo_rejected_entries', 'Dynamo discovery entries (v1/...) rejected as invalid', [], (set) => set({}, dynamo().rejectedEntries));
+    gauge('kv_dc_relay_dynamo_conflicts', 'Dynamo cards or endpoints left out for a conflict', [], (set) => set({}, dynamo().conflicts));
+    gauge('kv_dc_relay_dynamo_endpoints', 'Dynamo serving endpoints projected from the model cards', [], (set) => set({}, dynamo().endpoints));
+    gauge('kv_dc_relay_dynamo_workers', 'Dynamo workers with a base model card', [], (set) => set({}, dynamo().workers));
+    gauge('kv_dc_relay_dynamo_nats_connected', '1 while the NATS connection of the event plane is up', [], (set) => set({}, dynamo().natsConnected ? 1 : 0));
+    counter('kv_dc_relay_dynamo_nats_reconnects_total', 'NATS reconnections of the event plane', [], (set) => set({}, dynamo().natsReconnects));
+    gauge('kv_dc_relay_dynamo_channels', 'Event-plane channels read', ['transport'], (set) => {
+      const c = dynamo().channels;
+      set({ transport: 'nats' }, c.nats);
+      set({ transport: 'jetstream' }, c.jetstream);
+      set({ transport: 'zmq' }, c.zmq);
+    });
+    counter('kv_dc_relay_dynamo_messages_total', 'Event-plane messages received', [], (set) => set({}, dynamo().messages));
+    counter('kv_dc_relay_dynamo_malformed_total', 'Event-plane messages that could not be decoded (counted, logged, dropped)', [], (set) => set({}, dynamo().malformed));
+    counter('kv_dc_relay_dynamo_other_topic_total', 'Envelopes of another topic on a KV-event channel (dropped)', [], (set) => set({}, dynamo().otherTopic));
+    counter('kv_dc_relay_dynamo_unknown_worker_total', 'Events of a worker without a model card in the served namespaces (dropped)', [], (set) => set({}, dynamo().unknownWorker));
+    counter('kv_dc_relay_dynamo_duplicates_total', 'Envelopes at or below their publisher\'s last sequence (duplicates or reordered; dropped)', [], (set) => set({}, dynamo().duplicates));
+    counter('kv_dc_relay_dynamo_gaps_total', 'Publisher sequence gaps (each resets the publisher\'s sources)', [], (set) => set({}, dynamo().gaps));
   }
   return registry;
 }

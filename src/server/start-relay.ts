@@ -10,6 +10,11 @@ import { watchConfigFile, type ConfigWatcher } from '../config/watch';
 import { Diagnostics } from '../diagnostics/diagnostics';
 import { sampleRelay } from '../diagnostics/sample';
 import { EtcdDeployment } from '../discovery/etcd-deployment';
+import { DynamoDiscovery } from '../dynamo/discovery/watch';
+import { DynamoEventPlane, type EventPlane } from '../dynamo/event-plane/plane';
+import { ThreadedEventPlane } from '../dynamo/event-plane/threaded';
+import type { IngestSink } from '../ingest/types';
+import { dynamoMetrics } from '../dynamo/metrics';
 import { newRelayIdentity } from '../identity';
 import type { Logger } from '../log';
 import { EventLoopDelayMonitor } from '../metrics/event-loop';
@@ -36,6 +41,8 @@ export interface RunningRelay {
   readonly server: RelayServer;
   /** With `discovery.etcd`: the deployment source and this relay's shard. */
   readonly discovery: EtcdDeployment | undefined;
+  /** With `discovery.dynamo`: the Dynamo deployment's discovery (its event plane feeds the producer). */
+  readonly dynamoDiscovery: DynamoDiscovery | undefined;
   /**
    * Resolves with the error if the transport fails on its own (a load plane stopped). The transport
    * has then shut itself down; call shutdown() to stop the rest. Never resolves otherwise.
@@ -68,8 +75,20 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
     }),
     logger,
   });
-  // Pools are built now, but no engine is dialled until both listeners are bound: a port in use
-  // ends the start (one line, exit 1) before anything outside this process was contacted.
+  // A Dynamo deployment: KV events from its event plane, the deployment from its own etcd layout.
+  const dynamo = config.discovery?.dynamo;
+  let eventPlane: EventPlane | undefined;
+  // On a thread of its own (the NATS client, decoding and order off the event loop) unless the
+  // config runs ingest on the main thread (limits.ingestThreads 0).
+  const newPlane = (sink: IngestSink): EventPlane => {
+    const options = { natsServers: dynamo?.nats?.servers, sink };
+    return config.limits.ingestThreads > 0
+      ? new ThreadedEventPlane({ ...options, logger })
+      : new DynamoEventPlane({ ...options, logger: logger.child({ component: 'dynamo-events' }) });
+  };
+  // Pools are built now, but no engine is dialled (nor the event plane's discovery started) until
+  // both listeners are bound: a port in use ends the start (one line, exit 1) before anything
+  // outside this process was contacted.
   producer = new Producer({
     config,
     relay,
@@ -79,6 +98,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
       deltaLatency?.observe(t);
       diagnostics.deltaPublished(pool, t.handoffMs + t.poolMs);
     },
+    ...(dynamo ? { eventPlane: (sink: IngestSink) => (eventPlane = newPlane(sink)) } : {}),
   });
   await producer.start();
 
@@ -114,6 +134,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
         logger,
       })
     : undefined;
+  const dynamoDiscovery = dynamo && eventPlane ? new DynamoDiscovery({ config: dynamo, dcId: config.dcId, producer, eventPlane, logger }) : undefined;
 
   let shuttingDown = false;
   let metrics: MetricsServer | undefined;
@@ -127,13 +148,14 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
       deltaLatency,
       ...(server.secure ? { tls: () => server.tlsStats()! } : {}),
       ...(discovery ? { discovery: () => discovery.metrics() } : {}),
+      ...(dynamoDiscovery && eventPlane ? { dynamo: dynamoMetrics(dynamoDiscovery, eventPlane) } : {}),
       diagnostics: () => diagnostics.metrics(),
     });
     try {
       metrics = await startMetricsServer(config.metricsBind, registry, () => server.serving && !shuttingDown, () => diagnostics.status());
     } catch (err) {
       loop.close();
-      await Promise.all([server.shutdown(), producer.close(), discovery?.close()]);
+      await Promise.all([server.shutdown(), producer.close(), discovery?.close(), dynamoDiscovery?.close()]);
       throw listenError('metrics', config.metricsBind, err);
     }
   }
@@ -145,6 +167,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
     }
   }
   discovery?.start();
+  void dynamoDiscovery?.start();
   await producer.startIngest();
   diagnostics.start(DIAGNOSTICS_INTERVAL_MS);
 
@@ -153,7 +176,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
     onChange: (next) => {
       const ignored = startOnlyChanges(config, next);
       if (ignored.length > 0) logger.warn({ fields: ignored }, 'config fields changed that apply only at start; restart to apply them');
-      if (discovery) return;
+      if (discovery || dynamoDiscovery) return;
       logger.info({ file: configFile }, 'config changed; applying endpoints');
       producer.applyConfig(next).catch((err: Error) => logger.error({ err: err.message }, 'applying the config failed'));
     },
@@ -170,6 +193,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
       await server.shutdown();
       // The lease is revoked once nothing is served here, so sibling shards take over without overlap.
       await discovery?.close();
+      await dynamoDiscovery?.close();
       await producer.close();
       await metrics?.close();
       eventLoop?.close();
@@ -178,7 +202,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
     return stopped;
   };
 
-  return { address: server.address, metricsAddress: metrics?.address, relay, producer, server, discovery, failed, shutdown };
+  return { address: server.address, metricsAddress: metrics?.address, relay, producer, server, discovery, dynamoDiscovery, failed, shutdown };
 }
 
 /** The certificate files are part of the config: a problem is reported like any other (exit 2). */

@@ -13,7 +13,7 @@ import { createLogger } from '../../src/log';
 import { startRelay, type RunningRelay } from '../../src/server';
 import { SimulatedEngine } from '../../src/sim';
 import { runCli } from '../support/cli-process';
-import { freePort } from '../support/free-port';
+import { freePort } from '../support/etcd-server';
 import { BS, endpointConfig, relayConfig, workerConfig } from '../support/relay-config';
 import { waitFor } from '../support/waitFor';
 

@@ -21,5 +21,5 @@ test.each([
 });
 
 test('members may be DNS names with a scheme', () => {
-  expect(parse(etcd({ endpoints: ['https://etcd-0.etcd:2379', 'etcd-1:2379'] })).discovery?.etcd.endpoints).toHaveLength(2);
+  expect(parse(etcd({ endpoints: ['https://etcd-0.etcd:2379', 'etcd-1:2379'] })).discovery?.etcd?.endpoints).toHaveLength(2);
 });

@@ -16,6 +16,7 @@ function everyRegisteredMetric(): string[] {
   const providers: Required<MetricsProviders> = {
     producer: never,
     discovery: never,
+    dynamo: never,
     transport: never,
     tls: never,
     eventLoop: never,

@@ -1,10 +1,9 @@
 // A real Prometheus for tests: the `prometheus` binary (Debian prometheus; .ci/run installs it) with
 // a temporary config and storage dir, on a free loopback port, scraping every second. Also promtool.
-import { spawn, spawnSync, type ChildProcess } from 'child_process';
+import { spawn, spawnSync } from 'child_process';
 import * as fs from 'fs';
-import * as os from 'os';
 import * as path from 'path';
-import { freePort } from './free-port';
+import { freePort, ServerProcess } from './etcd-server';
 import { waitFor } from './waitFor';
 
 export const PROMETHEUS_BINARY = process.env.PROMETHEUS_BINARY ?? 'prometheus';
@@ -35,11 +34,13 @@ export interface QueryResult {
   value: [number, string];
 }
 
-export class PrometheusServer {
-  readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvrelay-prometheus-'));
-  private child: ChildProcess | undefined;
+export class PrometheusServer extends ServerProcess {
   private log = '';
   address = '';
+
+  constructor() {
+    super('prometheus');
+  }
 
   /** Starts Prometheus scraping `targets` (job `kv-dc-relay`) every second, with `ruleFiles` loaded. */
   async start(targets: string[], ruleFiles: string[] = []): Promise<this> {
@@ -86,16 +87,5 @@ export class PrometheusServer {
   /** The loaded rule groups as the rules API reports them (health, lastError per rule). */
   async rules(): Promise<{ name: string; rules: { name: string; health: string; lastError?: string }[] }[]> {
     return (await this.api<{ groups: { name: string; rules: { name: string; health: string; lastError?: string }[] }[] }>('rules')).groups;
-  }
-
-  async stop(): Promise<void> {
-    const child = this.child;
-    this.child = undefined;
-    if (child && child.exitCode === null) {
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGKILL');
-      await exited;
-    }
-    fs.rmSync(this.dir, { recursive: true, force: true });
   }
 }

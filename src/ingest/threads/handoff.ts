@@ -154,6 +154,25 @@ export class HandoffBuilder {
   }
 }
 
+/** The message that announces a hand-off: a region of the ring, or a buffer of its own (transferred). */
+export interface HandoffMessage {
+  type: 'events';
+  base: number;
+  length: number;
+  buffer?: ArrayBuffer;
+}
+
+/** Posts a taken hand-off on `port` (thread side). */
+export function postHandoff(port: { postMessage(m: HandoffMessage, transfer?: ArrayBuffer[]): void }, h: Handoff, ring: HandoffRing): void {
+  if (h.buffer === ring.data) {
+    ring.posted(h.base, h.length);
+    port.postMessage({ type: 'events', base: h.base, length: h.length });
+  } else {
+    const buffer = h.buffer as ArrayBuffer;
+    port.postMessage({ type: 'events', base: 0, length: h.length, buffer }, [buffer]);
+  }
+}
+
 /** A received hand-off's bursts and counters (as take() returned them). */
 export function readHandoff(buffer: ArrayBuffer | SharedArrayBuffer, base = 0, length = buffer.byteLength): Handoff {
   const head = new Float64Array(buffer, base, HEAD_SLOTS);

@@ -9,7 +9,7 @@ import { INGEST_THREAD_EXIT_SETTLE_MS, INGEST_THREAD_STATS_DELAY_MS } from '../.
 import { META_STRIDE, packedBlockCount } from '../../native';
 import { KvEventSubscriber } from '../subscriber';
 import { MESSAGE_INFO_STRIDE, type IngestLogger, type IngestSink, type SourceKey, type SourceStats } from '../types';
-import { burstBytes, HandoffBuilder, HandoffCounter, HandoffRing, unpackBurst, type ChangedStats, type Handoff } from './handoff';
+import { burstBytes, HandoffBuilder, postHandoff, HandoffCounter, HandoffRing, unpackBurst, type ChangedStats, type Handoff } from './handoff';
 import type { FromThread, ThreadData, ToThread } from './protocol';
 
 if (!parentPort) throw new Error('the ingest thread runs as a worker thread');
@@ -156,13 +156,7 @@ function handOff(): void {
   if (pending.isEmpty) return;
   const h = pending.take(changedStats(), ring);
   if (!handoff.add({ messages: h.messages, blocks: h.blocks, bytes: h.length }, data.bounds)) return overflow(h);
-  if (h.buffer === ring.data) {
-    ring.posted(h.base, h.length);
-    port.postMessage({ type: 'events', base: h.base, length: h.length } satisfies FromThread);
-  } else {
-    const buffer = h.buffer as ArrayBuffer;
-    port.postMessage({ type: 'events', base: 0, length: h.length, buffer } satisfies FromThread, [buffer]);
-  }
+  postHandoff(port, h, ring);
 }
 
 /**
