@@ -325,7 +325,15 @@ export const engineDecodeSlots: {
   readonly count: number;
 };
 export class EngineBatchDecoder {
-  constructor(workerId: bigint, kvBlockSize: number, eagle: boolean, dpStartRank: number, dpSize: number, results: Float64Array);
+  constructor(
+    workerId: bigint,
+    kvBlockSize: number,
+    eagle: boolean,
+    dpStartRank: number,
+    dpSize: number,
+    results: Float64Array,
+    bounds: { maxBlocksPerEvent: number; maxMessageWords: number; retainedBytes: number },
+  );
   /** true: appended, results hold the summary; false: nothing written, results hold needMeta / needWords. */
   decodeInto(
     payload: Uint8Array,

@@ -10,8 +10,7 @@ import { buildNameIndex, resolveName, type Binding } from '../client/name-index'
 import { queryPoolView } from '../client/views';
 import type { ClientTlsOptions } from '../security/client-tls';
 import type { KvPoolDescriptor } from '../wire/types';
-import { clientTlsFromFlags, type ClientTlsFlagValues } from '../client/tls-flags';
-import { connectionCause, EXIT, parseRelayAddresses, UsageError } from './usage';
+import { clientTls, connectionCause, EXIT, parseRelayAddresses, UsageError, type TlsOptionValues } from './usage';
 import type { CliIo } from './io';
 
 
@@ -170,7 +169,7 @@ export function queryResultJson(model: string, result: QueryResult, lora?: strin
   return { model, binding: result.binding, pools: result.pools.map(queryPoolView) };
 }
 
-export interface QueryFlags extends ClientTlsFlagValues {
+export interface QueryFlags extends TlsOptionValues {
   model: string;
   tokens?: string;
   tokensFile?: string;
@@ -196,13 +195,7 @@ async function queryOptions(addresses: string | undefined, flags: QueryFlags): P
     }
   }
   const address = flags.etcd !== undefined ? { etcd: parseRelayAddresses(flags.etcd), prefix: flags.prefix! } : parseRelayAddresses(addresses!);
-  let tls: ClientTlsOptions | undefined;
-  try {
-    tls = clientTlsFromFlags(flags);
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
-  return { address, model: flags.model, tokens: parseTokens(text), lora: flags.lora, timeoutMs: flags.timeoutMs, subscriberId: flags.subscriberId, tls };
+  return { address, model: flags.model, tokens: parseTokens(text), lora: flags.lora, timeoutMs: flags.timeoutMs, subscriberId: flags.subscriberId, tls: clientTls(flags) };
 }
 
 /** Why there is no answer: gRPC's cause per relay (the address named when there are several). */
@@ -221,7 +214,9 @@ export async function runQuery(addresses: string | undefined, flags: QueryFlags,
   if (result.kind === 'noCatalog') {
     const { address } = options;
     const where = typeof address === 'string' ? address : Array.isArray(address) ? address.join(',') : `the relay shards under ${address.prefix} in etcd`;
-    io.stderr.write(`kv-dc-relay query: no answer from ${where} within ${options.timeoutMs} ms: ${unreachable(outcome)}\n`);
+    const cause = unreachable(outcome);
+    if (flags.json) io.stdout.write(`${JSON.stringify({ ...queryResultJson(options.model, result), cause })}\n`);
+    io.stderr.write(`kv-dc-relay query: no answer from ${where} within ${options.timeoutMs} ms: ${cause}\n`);
     return EXIT.failure;
   }
   const { lora } = options;

@@ -5,6 +5,7 @@ import {
   DEFAULT_BIND,
   DEFAULT_METRICS_HOST,
   DEFAULT_ETCD_LEASE_TTL_S,
+  DEFAULT_LONE_SHARD_KEEPS_SERVING,
   DEFAULT_EXPECTED_UNIQUE_BLOCKS,
   DEFAULT_LIMITS,
   DEFAULT_QUEUES,
@@ -27,6 +28,7 @@ import {
   MIN_MAX_MESSAGE_BYTES,
   MIN_PUBLICATION_QUEUE_BYTES,
 } from './limits';
+import { canonicalPeerAddress } from '../ingest/peer-address';
 import { parseSubjectPattern } from '../security/subjects';
 
 const utf8Length = (s: string): number => Buffer.byteLength(s, 'utf8');
@@ -107,10 +109,33 @@ export const workerSchema = z.strictObject({
       replayEndpoint: z.string().regex(/^(tcp|ipc|inproc):\/\/.+/, 'must be a ZMQ endpoint (tcp://HOST:PORT)').optional(),
       topic: z.string().default(''),
       mode: z.enum(['connect', 'bind']).default('connect'),
-      /** bind mode: the peer IP addresses allowed to publish (anyone who reaches the port when absent). */
-      allowedPeers: z.array(z.string().refine((a) => net.isIP(a) !== 0, 'must be an IP address')).min(1, 'must list at least one address').optional(),
+      /** bind mode: the peer IP addresses allowed to publish (canonicalized: ingest/peer-address.ts). */
+      allowedPeers: z
+        .array(z.string().refine((a) => net.isIP(a) !== 0, 'must be an IP address').transform(canonicalPeerAddress))
+        .min(1, 'must list at least one address')
+        .optional(),
+      /**
+       * bind mode without allowedPeers: anyone who reaches the port may publish. Must be said: such a
+       * peer can make the relay hold an unfinished multipart message of any size (libzmq bounds
+       * frames, not messages; issue 26 item 1).
+       */
+      allowAnyPeer: z.boolean().optional(),
     })
-    .refine((k) => k.allowedPeers === undefined || k.mode === 'bind', { message: 'allowedPeers applies to mode bind', path: ['allowedPeers'] })
+    .superRefine((k, ctx) => {
+      if (k.allowedPeers !== undefined && k.mode !== 'bind') ctx.addIssue({ code: 'custom', path: ['allowedPeers'], message: 'allowedPeers applies to mode bind' });
+      if (k.allowAnyPeer !== undefined && k.mode !== 'bind') ctx.addIssue({ code: 'custom', path: ['allowAnyPeer'], message: 'allowAnyPeer applies to mode bind' });
+      if (k.mode !== 'bind') return;
+      if (k.allowedPeers !== undefined && k.allowAnyPeer === true) {
+        ctx.addIssue({ code: 'custom', path: ['allowAnyPeer'], message: 'allowAnyPeer: true contradicts allowedPeers; keep one' });
+      } else if (k.allowedPeers === undefined && k.allowAnyPeer !== true) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['allowedPeers'],
+          message:
+            'mode bind needs allowedPeers (the engine IP addresses allowed to publish), or allowAnyPeer: true to accept anyone who reaches the port (whose unfinished multipart messages are not bounded in bytes)',
+        });
+      }
+    })
     .optional(),
   metrics: z.strictObject({ url: z.url({ protocol: /^https?$/ }), format: z.enum(['vllm']).default('vllm') }).optional(),
 });
@@ -166,6 +191,12 @@ const etcdDiscoverySchema = z.strictObject({
   leaseTtlSeconds: count(MIN_ETCD_LEASE_TTL_S, MAX_ETCD_LEASE_TTL_S).default(DEFAULT_ETCD_LEASE_TTL_S),
   /** Address consumers reach this shard at (default: the bound gRPC address). */
   advertise: socketAddress.optional(),
+  /**
+   * A shard that cannot confirm its lease while its mirror shows no other live shard keeps serving
+   * (stale) instead of stopping: for a DC that runs one relay and would rather serve through an etcd
+   * outage. A shard started while this one is cut off then serves the same pools until it reconnects.
+   */
+  loneShardKeepsServing: z.boolean().default(DEFAULT_LONE_SHARD_KEEPS_SERVING),
 });
 
 /** `nats://host:port` (or host:port) of a NATS server. */
@@ -239,6 +270,7 @@ export const relayConfigSchema = z
         maxLoadSubscribers: count(1).default(DEFAULT_LIMITS.maxLoadSubscribers),
         maxServingLoadSubscribers: count(1).default(DEFAULT_LIMITS.maxServingLoadSubscribers),
         maxConnections: count(1).default(DEFAULT_LIMITS.maxConnections),
+        maxConnectionsPerIp: count(1).optional(),
         maxTrackedBlocksPerPool: count(1, MAX_TRACKED_BLOCKS_PER_POOL).default(DEFAULT_LIMITS.maxTrackedBlocksPerPool),
         ingestThreads: count(0, MAX_INGEST_THREADS).default(DEFAULT_LIMITS.ingestThreads),
       })
@@ -254,7 +286,7 @@ export const relayConfigSchema = z
         publicationDelayMs: timerMs.default(DEFAULT_TIMING.publicationDelayMs),
         healthProbeMs: timerMs.default(DEFAULT_TIMING.healthProbeMs),
         connectionIdleMs: timerMs.default(DEFAULT_TIMING.connectionIdleMs),
-        connectionPrefaceMs: timerMs.default(DEFAULT_TIMING.connectionPrefaceMs),
+        connectionFirstCallMs: timerMs.default(DEFAULT_TIMING.connectionFirstCallMs),
       })
       .prefault({}),
     queues: z

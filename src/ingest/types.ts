@@ -143,8 +143,13 @@ export interface KvEventEndpointConfig {
   /** connect: dial the engine's PUB; bind: bind a SUB that engines dial into. */
   mode: 'connect' | 'bind';
   /**
-   * bind mode: the only peer IP addresses allowed to publish (checked by ZAP before the handshake);
-   * absent = anyone who reaches the port.
+   * bind mode: the only peer IP addresses allowed to publish (checked by ZAP before the handshake).
+   * Absent, allowAnyPeer must be true.
    */
   allowedPeers?: string[];
+  /**
+   * bind mode without allowedPeers: anyone who reaches the port may publish, and can make the relay
+   * hold an unfinished multipart message of any size (libzmq bounds frames, not messages).
+   */
+  allowAnyPeer?: boolean;
 }

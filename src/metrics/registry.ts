@@ -6,6 +6,7 @@ import type { DiagnosticsMetrics } from '../diagnostics/diagnostics';
 import type { SourceStats } from '../ingest/types';
 import type { PublicationStats, StreamKind } from '../publication/stats';
 import type { TlsStats } from '../security/listener-security';
+import type { ConnectionStats } from '../transport/admission';
 import type { EventLoopDelay } from './event-loop';
 
 /** Per pool generation counters of the producer. */
@@ -88,6 +89,8 @@ export interface MetricsProviders {
   transport?(): PublicationStats;
   /** With `tls`: the listener's certificate and refusals. */
   tls?(): TlsStats;
+  /** The gRPC listener's connection admission (src/transport/admission.ts). */
+  connections?(): ConnectionStats;
   /** The event-loop delay since the previous scrape (src/metrics/event-loop.ts). */
   eventLoop?(): EventLoopDelay | undefined;
   /** Observed by the producer as deltas are published. */
@@ -164,6 +167,7 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
     ...(sources.discovery ? { discovery: oncePerScrape(sources.discovery) } : {}),
     ...(sources.tls ? { tls: oncePerScrape(sources.tls) } : {}),
     ...(sources.diagnostics ? { diagnostics: oncePerScrape(sources.diagnostics) } : {}),
+    ...(sources.connections ? { connections: oncePerScrape(sources.connections) } : {}),
     ...(sources.dynamo ? { dynamo: oncePerScrape(sources.dynamo) } : {}),
   };
   const registry = new Registry();
@@ -209,6 +213,20 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
     gauge('kv_dc_relay_initialized_publication_hub_count', 'Hubs holding a mirror', [], (set) => set({}, transport().initializedHubs));
     gauge('kv_dc_relay_ready_publication_hub_count', 'Hubs with a ready contiguous mirror', [], (set) => set({}, transport().readyHubs));
     gauge('kv_dc_relay_idle_publication_hub_count', 'Ready hubs with no subscribers', [], (set) => set({}, transport().idleHubs));
+  }
+  const connections = providers.connections;
+  if (connections) {
+    gauge('kv_dc_relay_grpc_connections', 'Open gRPC connections: pending (no authorized call yet) or established', ['state'], (set) => {
+      const c = connections();
+      set({ state: 'pending' }, c.pending);
+      set({ state: 'established' }, c.established);
+    });
+    counter('kv_dc_relay_grpc_connections_refused_total', 'gRPC connections closed on accept: total (maxConnections), per_ip (maxConnectionsPerIp), reserved (only slots reserved for known sources left)', ['reason'], (set) => {
+      for (const [reason, count] of Object.entries(connections().refusedTotal)) set({ reason }, count);
+    });
+    counter('kv_dc_relay_grpc_connection_first_call_timeouts_total', 'gRPC connections closed because no authorized call started within connectionFirstCallMs', [], (set) =>
+      set({}, connections().firstCallTimeoutsTotal),
+    );
   }
   counter('kv_dc_relay_terminal_publication_failures_total', 'Generations fenced after a terminal publication failure', [], (set) =>
     set({}, providers.producer().fencedGenerationsTotal),

@@ -141,7 +141,18 @@ export class Producer implements RelaySource {
    * deployment, with links to every materialized pool, so every shard publishes the same readiness.
    */
   applyDeployment(deployment: Deployment, serves: (poolKey: string) => boolean = () => true): Promise<void> {
-    return this.serialize(() => this.apply(deployment, serves));
+    return this.serialize(() => this.apply(deployment, serves)());
+  }
+
+  /**
+   * Stops serving, before returning, every served pool `serves` no longer selects (a fenced relay
+   * shard: it must not wait behind a deployment change in progress). Their sources stop afterwards,
+   * in turn with other changes.
+   */
+  withdraw(serves: (poolKey: string) => boolean): void {
+    if (this.closed) return;
+    const stopSources = this.apply(this.deployment, (key) => this.pools.has(key) && serves(key));
+    void this.serialize(stopSources);
   }
 
   /** Starts the KV-event subscriptions that `holdIngest` held back; resolves once they started. */
@@ -275,8 +286,12 @@ export class Producer implements RelaySource {
     return next;
   }
 
-  private async apply(full: Deployment, serves: (poolKey: string) => boolean): Promise<void> {
-    if (this.closed) return;
+  /**
+   * Applies a deployment's catalog, pools and routes at once; returns what is left to await (the
+   * sources' subscriptions and the retiring generations).
+   */
+  private apply(full: Deployment, serves: (poolKey: string) => boolean): () => Promise<void> {
+    if (this.closed) return () => Promise.resolve();
     const next = { ...full, pools: full.pools.filter((p) => serves(p.key)) };
     const diff = diffDeployments(this.served, next);
     for (const c of next.conflicts) if (!this.deployment.conflicts.includes(c)) this.logger.warn({ conflict: c }, 'deployment conflict');
@@ -307,9 +322,12 @@ export class Producer implements RelaySource {
     this.setProbeTargets();
     this.publishReadiness();
     // A worker that now feeds another pool is re-subscribed, so its replay fills the new pool.
-    await this.sources.stop([...this.routes].filter(([id, key]) => before.has(id) && before.get(id) !== key).map(([id]) => id));
-    await this.reconcileSources();
-    await Promise.all(retiring);
+    const rerouted = [...this.routes].filter(([id, key]) => before.has(id) && before.get(id) !== key).map(([id]) => id);
+    return async () => {
+      await this.sources.stop(rerouted);
+      await this.reconcileSources();
+      await Promise.all(retiring);
+    };
   }
 
   private materialize(spec: PoolSpec): void {

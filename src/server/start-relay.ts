@@ -144,6 +144,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
     const registry = createRelayMetrics({
       producer: () => producer.metrics(),
       transport: () => server.stats(),
+      connections: () => server.connectionStats(),
       eventLoop: () => loop.take(),
       deltaLatency,
       ...(server.secure ? { tls: () => server.tlsStats()! } : {}),

@@ -19,6 +19,7 @@ function everyRegisteredMetric(): string[] {
     dynamo: never,
     transport: never,
     tls: never,
+    connections: never,
     eventLoop: never,
     deltaLatency: new DeltaLatencyMetrics(),
     diagnostics: never,
