@@ -155,7 +155,7 @@ export class KvEventSubscriber {
     const key = `${source.workerId}:${source.dpRank}`;
     let s = this.counters.get(key);
     if (!s) {
-      s = { source, events: 0, blocks: 0, malformed: 0, rejectedRanks: 0, overflows: 0, outOfOrder: 0, refusedPeers: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, connections: 0, lastSequence: null };
+      s = { source, events: 0, blocks: 0, malformed: 0, rejectedRanks: 0, overflows: 0, outOfOrder: 0, refusedPeers: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, droppedBlockSize: 0, connections: 0, lastSequence: null, mismatchedBlockSize: 0 };
       this.counters.set(key, s);
     }
     return s;
@@ -454,6 +454,10 @@ class RankSubscription {
     stats.events += r.events;
     stats.ignored += r.ignored;
     stats.blocks += r.blocks;
+    if (r.droppedBlockSize > 0) {
+      stats.droppedBlockSize += r.droppedBlockSize;
+      stats.mismatchedBlockSize = r.lastDroppedBlockSize;
+    }
     // A burst of large messages goes on in pieces of about a message's bound: what the event loop
     // copies of it later (the pool's inbox) stays small (issue 26 item 4).
     if (this.burst.wordCount >= INGEST_MAX_MESSAGE_WORDS) {
