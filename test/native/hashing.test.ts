@@ -186,6 +186,34 @@ describe('cross-check against xxhash-addon', () => {
     );
   });
 
+  // 64-byte windows (16 tokens, or 15 plus Eagle's extra one) and the chain step have hashes of their
+  // own in native/core/block_hash.h; the batch chains eight prompts at a time.
+  test('64-byte windows and eight-lane chains on random tokens and seeds', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(fc.integer({ min: 0, max: 0xffff_ffff }), { maxLength: 70 }), { minLength: 8, maxLength: 19 }),
+        fc.boolean(),
+        fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }),
+        (promptLists, eagle, seed) => {
+          const bs = eagle ? 15 : 16;
+          const ps = promptLists.map((p) => Uint32Array.from(p));
+          const { hashes, blockOffsets } = hashBatch(packPrompts(ps), { kvBlockSize: bs, eagle, seed, sequence: true });
+          ps.forEach((tokens, i) => {
+            const chained: bigint[] = [];
+            for (let start = 0; start + bs + (eagle ? 1 : 0) <= tokens.length; start += bs) {
+              const block = jsXxh3(new Uint8Array(tokens.buffer, start * 4, 64), seed);
+              const pair = new BigUint64Array([chained[chained.length - 1] ?? 0n, block]);
+              chained.push(chained.length === 0 ? block : jsXxh3(new Uint8Array(pair.buffer), 1337n));
+            }
+            const end = i + 1 < ps.length ? blockOffsets[i + 1] : hashes.length;
+            expect(Array.from(hashes.subarray(blockOffsets[i], end))).toEqual(chained);
+          });
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
   test('mm hashes are appended sorted (unsigned) after the tokens', () => {
     const tokens = Uint32Array.of(5, 6, 7, 8);
     const mm = [0xffff_ffff_ffff_fff0n, 3n, 3n];
