@@ -68,8 +68,7 @@ export class PoolSubscriber implements HubSubscriber {
    * (publication/pacing.ts): live, within the pause budget since its queue last stood low; taking
    * its snapshot, while the chunk in flight is within its allowance. 0 otherwise.
    */
-  occupancy(): number {
-    const now = performance.now();
+  occupancy(now: number): number {
     if (!this.live) return now <= this.chunkPacedUntil ? this.fill(this.queued.length, this.queuedBytes) : 0;
     const fill = this.fill(this.stream.frames, this.stream.bytes);
     if (fill < PACING_STRETCH_OCCUPANCY) this.lowAt = now;
@@ -112,7 +111,7 @@ export class PoolSubscriber implements HubSubscriber {
         clearTimeout(timer);
         resolve('closed');
       });
-      this.stream.send(chunk.bytes, undefined, () => {
+      this.stream.sendUncounted(chunk.bytes, () => {
         clearTimeout(timer);
         resolve('taken');
       });
@@ -139,7 +138,7 @@ export class PoolSubscriber implements HubSubscriber {
     if (this.stream.frames === 0 && !this.heartbeatPending) {
       this.heartbeatPending = true;
       const message = heartbeatMessage(this.options.relay, this.options.producer, this.lastSequence);
-      this.stream.send(message, undefined, () => {
+      this.stream.sendUncounted(message, () => {
         this.heartbeatPending = false;
       });
       this.options.counters.poolHeartbeatsTotal += 1;
