@@ -5,6 +5,7 @@
 const fs = require('fs');
 const path = require('path');
 const { runPackageBin } = require('./native-target');
+const { TYPESCRIPT, markBuilt, upToDate } = require('./build-inputs');
 
 const root = path.resolve(__dirname, '..');
 
@@ -12,9 +13,17 @@ function buildTypeScript() {
   const status = runPackageBin(root, 'typescript', ['-p', 'tsconfig.json'], 'tsc');
   if (status !== 0) return status;
   fs.copyFileSync(path.join(root, 'binding.d.ts'), path.join(root, 'dist', 'binding.d.ts'));
+  markBuilt(root, TYPESCRIPT);
   return 0;
 }
 
 module.exports = { buildTypeScript };
 
-if (require.main === module) process.exit(buildTypeScript());
+// `--if-changed` (npm's prepack): skip when dist/ was built from exactly the current sources.
+if (require.main === module) {
+  if (process.argv.includes('--if-changed') && upToDate(root, TYPESCRIPT)) {
+    console.log('build-ts: dist/ is current');
+    process.exit(0);
+  }
+  process.exit(buildTypeScript());
+}

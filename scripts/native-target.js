@@ -39,9 +39,11 @@ function runPackageBin(root, pkg, args, name = pkg) {
   return result.status ?? 1;
 }
 
-/** Compiles the addons into build/Release with cmake-js; returns the exit status. */
+/** Compiles the addons into build/Release with cmake-js and stamps their inputs; returns the exit status. */
 function compileAddon(root) {
-  return runPackageBin(root, 'cmake-js', ['compile', '--out', 'build']);
+  const status = runPackageBin(root, 'cmake-js', ['compile', '--out', 'build']);
+  if (status === 0) require('./build-inputs').markBuilt(root, require('./build-inputs').NATIVE);
+  return status;
 }
 
 module.exports = {

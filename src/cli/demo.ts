@@ -3,15 +3,17 @@
 // live watch view of what it publishes. Ctrl-C stops everything.
 //
 // The engines bind OS-chosen ports, so the demo writes its config (YAML) into a temporary folder and
-// prints the path: editing that file while the demo runs exercises hot reload.
+// prints the path: editing that file while the demo runs exercises hot reload. A clean stop removes
+// the folder (--keep leaves it, and says where).
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
-import { parseArgs } from 'util';
 import { stringify } from 'yaml';
 import { createLogger } from '../log';
 import { SimulatedEngine } from '../sim';
 import { startRelay, type RunningRelay } from '../server/start-relay';
+import type { CliIo } from './io';
+import { EXIT } from './usage';
 import { runWatch } from './watch';
 
 export const DEMO_BIND = '127.0.0.1:5561';
@@ -26,6 +28,8 @@ interface DemoEngine {
 
 export interface Demo {
   readonly relay: RunningRelay;
+  /** The temporary folder holding the config, the log and the prompt. */
+  readonly dir: string;
   readonly configFile: string;
   readonly logFile: string;
   /** Token ids (comma-separated) of a prompt the aggregated model has cached a prefix of. */
@@ -106,10 +110,9 @@ export async function startDemo(options: { bind?: string; dir?: string } = {}): 
   ];
   const configFile = path.join(dir, 'relay.yaml');
   const logFile = path.join(dir, 'relay.log');
-  // A prompt that starts with one of the aggregated engine's shared system prompts: `query` finds
-  // its prefix cached once a conversation using that system prompt has been served.
+  // `query` finds this prompt's prefix cached once the aggregated engine served a conversation on it.
   const promptFile = path.join(dir, 'prompt.txt');
-  fs.writeFileSync(promptFile, [...engines[0].engine.workload.systemPromptTokens(0), 1, 2, 3].join(','));
+  fs.writeFileSync(promptFile, engines[0].engine.workload.sharedPrefixPrompt().join(','));
   const [aggregated, prefill, decode] = engines;
   fs.writeFileSync(configFile, stringify(demoConfig(options.bind ?? DEMO_BIND, aggregated, prefill, decode)));
 
@@ -119,6 +122,7 @@ export async function startDemo(options: { bind?: string; dir?: string } = {}): 
     relay = await startRelay({ configFile, logger });
   } catch (err) {
     await Promise.all(engines.map((e) => e.engine.stop()));
+    if (options.dir === undefined) fs.rmSync(dir, { recursive: true, force: true });
     throw err;
   }
   for (const { engine } of engines) engine.startWorkload(WORKLOAD_INTERVAL_MS);
@@ -132,34 +136,46 @@ export async function startDemo(options: { bind?: string; dir?: string } = {}): 
     })();
     return stopped;
   };
-  return { relay, configFile, logFile, promptFile, stop };
+  return { relay, dir, configFile, logFile, promptFile, stop };
 }
 
-/** The `demo` subcommand: runs until SIGINT/SIGTERM (exit 0) or a relay transport failure (exit 1). */
-export async function demoCommand(argv: string[]): Promise<number> {
-  const { values } = parseArgs({ args: argv, options: { bind: { type: 'string' }, json: { type: 'boolean' } }, strict: true });
+export interface DemoFlags {
+  bind?: string;
+  json?: boolean;
+  /** Leave the temporary folder (config, log, prompt) in place after a stop. */
+  keep?: boolean;
+}
+
+/** `kv-dc-relay demo`: runs until SIGINT/SIGTERM (exit 0) or a relay transport failure (exit 1). */
+export async function runDemo(flags: DemoFlags, io: CliIo): Promise<number> {
   let demo: Demo;
   try {
-    demo = await startDemo({ bind: values.bind });
+    demo = await startDemo({ bind: flags.bind });
   } catch (err) {
-    process.stderr.write(`demo failed to start: ${(err as Error).message}\n`);
-    return 1;
+    io.stderr.write(`demo: the relay did not start: ${(err as Error).message}\n`);
+    return EXIT.failure;
   }
   const banner =
     `kv-dc-relay demo: relay on ${demo.relay.address}\n  config (edit it live): ${demo.configFile}\n  relay log: ${demo.logFile}\n` +
     `  try: npx kv-dc-relay query ${demo.relay.address} --model llama --tokens-file ${demo.promptFile}\n  Ctrl-C stops\n`;
-  process.stderr.write(banner);
+  io.stderr.write(banner);
   const abort = new AbortController();
   process.once('SIGINT', () => abort.abort());
   process.once('SIGTERM', () => abort.abort());
   let failed = false;
   void demo.relay.failed.then(() => {
     failed = true;
-    process.stderr.write(`kv-dc-relay demo: the relay transport failed (see ${demo.logFile}); stopping\n`);
+    io.stderr.write(`kv-dc-relay demo: the relay transport failed (see ${demo.logFile}); stopping\n`);
     abort.abort();
   });
-  await runWatch({ address: demo.relay.address, json: values.json, out: process.stdout, signal: abort.signal, subscriberId: 'kv-dc-relay-demo', banner });
+  await runWatch({ address: demo.relay.address, json: flags.json, out: io.stdout, signal: abort.signal, subscriberId: 'kv-dc-relay-demo', banner });
   await demo.stop();
-  process.stderr.write('kv-dc-relay demo: stopped\n');
-  return failed ? 1 : 0;
+  // A failed run keeps its folder: the log says why.
+  if (flags.keep || failed) {
+    io.stderr.write(`kv-dc-relay demo: stopped; config, log and prompt kept in ${demo.dir}\n`);
+  } else {
+    fs.rmSync(demo.dir, { recursive: true, force: true });
+    io.stderr.write(`kv-dc-relay demo: stopped; removed ${demo.dir}\n`);
+  }
+  return failed ? EXIT.failure : EXIT.ok;
 }

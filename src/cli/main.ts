@@ -1,44 +1,66 @@
 #!/usr/bin/env node
-// kv-dc-relay command-line entry: one subcommand per module; add new ones to COMMANDS.
-import { demoCommand } from './demo';
-import { queryCommand } from './query';
-import { registerCommand } from './register';
-import { serveCommand } from './serve';
-import { watchCommand } from './watch';
+// kv-dc-relay command-line entry: parses with the program (program.ts), runs one command, and turns
+// every failure into one line on stderr and an exit code (usage.ts's EXIT) instead of a stack trace.
+import { CommanderError } from 'commander';
+import { ConfigError } from '../config/errors';
+import { processIo, type CliIo } from './io';
+import { buildProgram } from './program';
+import { EXIT, UsageError } from './usage';
 
-type Command = (argv: string[]) => Promise<number>;
+/** The command named in argv (for error lines), or undefined before one. */
+function commandName(argv: string[]): string | undefined {
+  return argv.find((a) => !a.startsWith('-'));
+}
 
-const COMMANDS: Record<string, Command> = {
-  serve: serveCommand,
-  watch: watchCommand,
-  query: queryCommand,
-  demo: demoCommand,
-  register: registerCommand,
-};
-
-const USAGE = `usage: kv-dc-relay <command> [options]\ncommands: ${Object.keys(COMMANDS).join(', ')}`;
-
-export async function main(argv: string[]): Promise<number> {
-  const [name, ...rest] = argv;
-  if (name === undefined || name === '--help' || name === '-h') {
-    process.stderr.write(`${USAGE}\n`);
-    return name === undefined ? 2 : 0;
+export async function main(argv: string[], io: CliIo = processIo): Promise<number> {
+  let code: number = EXIT.ok;
+  const program = buildProgram(io, (c) => (code = c));
+  const who = commandName(argv);
+  const prefix = who && program.commands.some((c) => c.name() === who) ? `kv-dc-relay ${who}` : 'kv-dc-relay';
+  if (argv.length === 0) {
+    program.outputHelp({ error: true });
+    return EXIT.usage;
   }
-  const command = COMMANDS[name];
-  if (!command) {
-    process.stderr.write(`unknown command: ${name}\n${USAGE}\n`);
-    return 2;
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return code;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      // --help, --version and `help` end here too, with exit code 0.
+      if (err.exitCode === 0) return EXIT.ok;
+      const message = err.message.replace(/^error: /, '').replace(/\s*\n\s*/g, ' ');
+      io.stderr.write(`${prefix}: ${message} (see ${prefix} --help)\n`);
+      return EXIT.usage;
+    }
+    if (err instanceof UsageError) {
+      io.stderr.write(`${prefix}: ${err.message} (see ${prefix} --help)\n`);
+      return EXIT.usage;
+    }
+    if (err instanceof ConfigError) {
+      io.stderr.write(`${err.message}\n`);
+      return EXIT.usage;
+    }
+    // A runtime failure: the native addon that does not load, a port in use, an unreachable etcd.
+    const message = (err as Error).message ?? String(err);
+    io.stderr.write(`${message.startsWith('kv-dc-relay') ? message : `${prefix}: ${message}`}\n`);
+    if (process.env.KV_DC_RELAY_DEBUG) io.stderr.write(`${(err as Error).stack}\n`);
+    return EXIT.failure;
   }
-  return command(rest);
 }
 
 if (require.main === module) {
+  // Output piped into a reader that stopped (`| head`) is not an error of the command.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(EXIT.ok);
+    });
+  }
   main(process.argv.slice(2)).then(
     // Sockets and timers of stopped components may linger; the command's result is final.
     (code) => process.exit(code),
     (err: Error) => {
-      process.stderr.write(`${err.stack ?? err.message}\n`);
-      process.exit(1);
+      process.stderr.write(`kv-dc-relay: ${err.message}\n`);
+      process.exit(EXIT.failure);
     },
   );
 }

@@ -1,28 +1,28 @@
-// `kv-dc-relay query HOST:PORT[,HOST:PORT...] | --etcd HOST:PORT --prefix PREFIX --model NAME
-// --tokens 1,2,3 | --tokens-file FILE [--lora NAME] [--json]`: connects (to every relay shard, merged),
-// waits for the catalog and the replicas of the pools the model resolves to, and prints each pool's
-// matched prefix depth with its readiness and load.
+// `kv-dc-relay query`: connects (to every relay shard, merged), waits for the catalog and the
+// replicas of the pools the model resolves to, and prints each pool's matched prefix depth with its
+// readiness and load. Loads the client only (no relay addon, no ZMQ).
 import { readFile } from 'fs/promises';
-import { parseArgs } from 'util';
-import { QUERY_SETTLE_MS, QUERY_WAIT_MS } from '../config/defaults';
+import { QUERY_SETTLE_MS, QUERY_TIMEOUT_MS } from '../config/defaults';
 import { MAX_U32 } from '../config/limits';
 import { ShardedRelayClient, type QueryRequest, type QueryResult } from '../client';
 import { EtcdShardAddresses } from '../discovery/shard-addresses';
 import { buildNameIndex, resolveName } from '../client/name-index';
 import { queryPoolView } from '../client/views';
 import type { ClientTlsOptions } from '../security/client-tls';
-import { CLIENT_TLS_FLAGS, CLIENT_TLS_USAGE, clientTlsFromFlags } from '../client/tls-flags';
+import { clientTlsFromFlags, type ClientTlsFlagValues } from '../client/tls-flags';
+import { connectionCause, EXIT, parseRelayAddresses, UsageError } from './usage';
+import type { CliIo } from './io';
 
-export const QUERY_USAGE =
-  'usage: kv-dc-relay query (HOST:PORT[,HOST:PORT...] | --etcd HOST:PORT[,...] --prefix PREFIX) --model NAME (--tokens 1,2,3 | --tokens-file FILE) [--lora NAME] [--json] [--timeout-ms N] [--subscriber-id ID] ' +
-  CLIENT_TLS_USAGE;
-
-export class UsageError extends Error {}
 
 /** Token ids separated by commas and/or whitespace, or a JSON array; each a u32. */
 export function parseTokens(text: string): number[] {
   const trimmed = text.trim();
-  const items: unknown[] = trimmed.startsWith('[') ? (JSON.parse(trimmed) as unknown[]) : trimmed.split(/[\s,]+/).filter((s) => s.length > 0);
+  let items: unknown[];
+  try {
+    items = trimmed.startsWith('[') ? (JSON.parse(trimmed) as unknown[]) : trimmed.split(/[\s,]+/).filter((s) => s.length > 0);
+  } catch (err) {
+    throw new UsageError(`tokens: not a JSON array (${(err as Error).message})`);
+  }
   if (!Array.isArray(items) || items.length === 0) throw new UsageError('no tokens given');
   return items.map((item) => {
     const n = typeof item === 'number' ? item : /^\d+$/.test(String(item)) ? Number(item) : NaN;
@@ -40,11 +40,17 @@ export interface QueryOptions extends QueryRequest {
   tls?: ClientTlsOptions;
 }
 
+export interface QueryOutcome {
+  result: QueryResult;
+  /** Per relay address, the last connection failure seen (gRPC's message), when the answer is incomplete. */
+  failures: Map<string, string>;
+}
+
 /**
  * Resolves once the answer is complete (catalog, readiness, load and every resolved pool's replica)
  * and has had QUERY_SETTLE_MS to take the deltas queued behind a snapshot, or when the wait runs out.
  */
-export async function queryRelay(options: QueryOptions): Promise<QueryResult> {
+export async function queryRelay(options: QueryOptions): Promise<QueryOutcome> {
   const { address } = options;
   const shards = typeof address === 'string' ? [address] : Array.isArray(address) ? address : new EtcdShardAddresses({ endpoints: address.etcd }, address.prefix);
   const client = new ShardedRelayClient(shards, {
@@ -57,8 +63,10 @@ export async function queryRelay(options: QueryOptions): Promise<QueryResult> {
     },
   });
   const request: QueryRequest = { model: options.model, tokens: options.tokens, lora: options.lora };
+  const failures = new Map<string, string>();
+  client.on('error', (e) => failures.set(e.address, e.message));
   try {
-    return await new Promise<QueryResult>((resolve) => {
+    const result = await new Promise<QueryResult>((resolve) => {
       let settle: NodeJS.Timeout | undefined;
       const complete = (result: QueryResult): boolean =>
         result.kind === 'ok'
@@ -74,12 +82,13 @@ export async function queryRelay(options: QueryOptions): Promise<QueryResult> {
         const result = client.query(request);
         if (complete(result)) finish(result);
       };
-      const timer = setTimeout(() => finish(client.query(request)), options.timeoutMs ?? QUERY_WAIT_MS);
+      const timer = setTimeout(() => finish(client.query(request)), options.timeoutMs ?? QUERY_TIMEOUT_MS);
       client.on('changed', () => {
         if (settle === undefined && complete(client.query(request))) settle = setTimeout(settled, QUERY_SETTLE_MS);
       });
       client.start();
     });
+    return { result, failures };
   } finally {
     client.close();
   }
@@ -113,52 +122,60 @@ export function queryResultJson(model: string, result: QueryResult): object {
   return { model, binding: result.binding, pools: result.pools.map(queryPoolView) };
 }
 
-/** CLI entry: 0 = answered, 1 = no answer (no catalog, unknown or ambiguous model), 2 = usage error. */
-export async function queryCommand(
-  argv: string[],
-  io: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream } = { stdout: process.stdout, stderr: process.stderr },
-): Promise<number> {
-  let options: QueryOptions;
-  let json: boolean;
-  try {
-    const { values, positionals } = parseArgs({
-      args: argv,
-      allowPositionals: true,
-      options: {
-        model: { type: 'string' },
-        tokens: { type: 'string' },
-        'tokens-file': { type: 'string' },
-        lora: { type: 'string' },
-        json: { type: 'boolean' },
-        'timeout-ms': { type: 'string' },
-        'subscriber-id': { type: 'string' },
-        etcd: { type: 'string' },
-        prefix: { type: 'string' },
-        ...CLIENT_TLS_FLAGS,
-      },
-    });
-    if ((values.etcd === undefined) !== (values.prefix === undefined)) throw new UsageError('--etcd and --prefix go together');
-    if (positionals.length !== (values.etcd === undefined ? 1 : 0)) throw new UsageError('expected exactly one HOST:PORT[,HOST:PORT...] or --etcd with --prefix');
-    if (!values.model) throw new UsageError('--model is required');
-    if ((values.tokens === undefined) === (values['tokens-file'] === undefined)) throw new UsageError('give exactly one of --tokens and --tokens-file');
-    const text = values.tokens ?? (await readFile(values['tokens-file']!, 'utf8'));
-    const timeoutMs = values['timeout-ms'] === undefined ? undefined : Number(values['timeout-ms']);
-    if (timeoutMs !== undefined && !(Number.isInteger(timeoutMs) && timeoutMs > 0)) throw new UsageError('--timeout-ms must be a positive integer');
-    const address = values.etcd !== undefined ? { etcd: values.etcd.split(','), prefix: values.prefix! } : positionals[0].split(',');
-    const tls = clientTlsFromFlags(values);
-    options = { address, model: values.model, tokens: parseTokens(text), lora: values.lora, timeoutMs, subscriberId: values['subscriber-id'], tls };
-    json = values.json ?? false;
-  } catch (err) {
-    io.stderr.write(`query: ${(err as Error).message}\n${QUERY_USAGE}\n`);
-    return 2;
+export interface QueryFlags extends ClientTlsFlagValues {
+  model: string;
+  tokens?: string;
+  tokensFile?: string;
+  lora?: string;
+  json?: boolean;
+  timeoutMs: number;
+  subscriberId?: string;
+  etcd?: string;
+  prefix?: string;
+}
+
+/** Checks the command line (UsageError) before anything connects. */
+async function queryOptions(addresses: string | undefined, flags: QueryFlags): Promise<QueryOptions> {
+  if ((flags.etcd === undefined) !== (flags.prefix === undefined)) throw new UsageError('--etcd and --prefix go together');
+  if ((addresses === undefined) === (flags.etcd === undefined)) throw new UsageError('give the relay as HOST:PORT[,HOST:PORT...], or --etcd with --prefix');
+  if ((flags.tokens === undefined) === (flags.tokensFile === undefined)) throw new UsageError('give exactly one of --tokens and --tokens-file');
+  let text = flags.tokens;
+  if (text === undefined) {
+    try {
+      text = await readFile(flags.tokensFile!, 'utf8');
+    } catch (err) {
+      throw new UsageError(`--tokens-file ${flags.tokensFile}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
   }
-  let result: QueryResult;
+  const address = flags.etcd !== undefined ? { etcd: parseRelayAddresses(flags.etcd), prefix: flags.prefix! } : parseRelayAddresses(addresses!);
+  let tls: ClientTlsOptions | undefined;
   try {
-    result = await queryRelay(options);
+    tls = clientTlsFromFlags(flags);
   } catch (err) {
-    io.stderr.write(`query: ${(err as Error).message}\n`);
-    return 2;
+    throw new UsageError((err as Error).message);
   }
-  io.stdout.write(json ? `${JSON.stringify(queryResultJson(options.model, result))}\n` : formatQueryResult(options.model, result));
-  return result.kind === 'ok' ? 0 : 1;
+  return { address, model: flags.model, tokens: parseTokens(text), lora: flags.lora, timeoutMs: flags.timeoutMs, subscriberId: flags.subscriberId, tls };
+}
+
+/** Why there is no answer: gRPC's cause per relay (the address named when there are several). */
+function unreachable(outcome: QueryOutcome): string {
+  const failures = [...outcome.failures];
+  if (failures.length === 0) return 'no catalog arrived';
+  if (failures.length === 1) return connectionCause(failures[0][1]);
+  return failures.map(([address, message]) => `${address}: ${connectionCause(message)}`).join('; ');
+}
+
+/** `kv-dc-relay query`: 0 = answered, 1 = no answer (unreachable, no catalog, unknown or ambiguous model). */
+export async function runQuery(addresses: string | undefined, flags: QueryFlags, io: CliIo): Promise<number> {
+  const options = await queryOptions(addresses, flags);
+  const outcome = await queryRelay(options);
+  const { result } = outcome;
+  if (result.kind === 'noCatalog') {
+    const { address } = options;
+    const where = typeof address === 'string' ? address : Array.isArray(address) ? address.join(',') : `the relay shards under ${address.prefix} in etcd`;
+    io.stderr.write(`kv-dc-relay query: no answer from ${where} within ${options.timeoutMs} ms: ${unreachable(outcome)}\n`);
+    return EXIT.failure;
+  }
+  io.stdout.write(flags.json ? `${JSON.stringify(queryResultJson(options.model, result))}\n` : formatQueryResult(options.model, result));
+  return result.kind === 'ok' ? EXIT.ok : EXIT.failure;
 }

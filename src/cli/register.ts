@@ -6,74 +6,56 @@
 //   kv-dc-relay register (--config RELAY_CONFIG | --etcd HOST:PORT[,HOST:PORT...] --prefix PREFIX)
 //       --namespace NS --component C --endpoint E --worker JSON|@FILE [--ttl SECONDS]
 import * as fs from 'fs';
-import { parseArgs } from 'util';
 import { ConfigError } from '../config/errors';
 import { loadConfigFile } from '../config/load';
-import { MAX_ETCD_LEASE_TTL_S, MIN_ETCD_LEASE_TTL_S } from '../config/limits';
 import type { EtcdDiscoveryConfig } from '../config/schema';
 import { WorkerRegistration } from '../discovery/register';
 import { createLogger } from '../log';
+import type { CliIo } from './io';
+import { EXIT, parseRelayAddresses, UsageError } from './usage';
 
-export const REGISTER_USAGE =
-  'usage: kv-dc-relay register (--config RELAY_CONFIG | --etcd HOST:PORT[,...] --prefix PREFIX) --namespace NS --component C --endpoint E --worker JSON|@FILE [--ttl SECONDS]';
+export interface RegisterFlags {
+  config?: string;
+  etcd?: string;
+  prefix?: string;
+  namespace: string;
+  component: string;
+  endpoint: string;
+  worker: string;
+  /** Lease TTL in seconds (program.ts bounds it). */
+  ttl?: number;
+}
 
-const OPTIONS = {
-  config: { type: 'string' },
-  etcd: { type: 'string' },
-  prefix: { type: 'string' },
-  namespace: { type: 'string' },
-  component: { type: 'string' },
-  endpoint: { type: 'string' },
-  worker: { type: 'string' },
-  ttl: { type: 'string' },
-} as const;
-
-/** Runs until SIGINT/SIGTERM (exit 0); a usage, config or worker-entry error exits 2. */
-export async function registerCommand(argv: string[]): Promise<number> {
-  const usage = (problem: string): number => {
-    process.stderr.write(`${problem}\n${REGISTER_USAGE}\n`);
-    return 2;
-  };
-  let values: { [K in keyof typeof OPTIONS]?: string };
-  try {
-    ({ values } = parseArgs({ args: argv, options: OPTIONS, strict: true, allowPositionals: false }));
-  } catch (err) {
-    return usage((err as Error).message);
-  }
-  const { namespace, component, endpoint } = values;
-  if (namespace === undefined || component === undefined || endpoint === undefined) return usage('--namespace, --component and --endpoint are required');
-  if (values.worker === undefined) return usage('--worker is required');
-  const ttlSeconds = values.ttl === undefined ? undefined : Number(values.ttl);
-  if (ttlSeconds !== undefined && !(Number.isInteger(ttlSeconds) && ttlSeconds >= MIN_ETCD_LEASE_TTL_S && ttlSeconds <= MAX_ETCD_LEASE_TTL_S)) {
-    return usage(`--ttl must be an integer number of seconds in ${MIN_ETCD_LEASE_TTL_S}..${MAX_ETCD_LEASE_TTL_S}`);
-  }
-
+/** Runs until SIGINT/SIGTERM (exit 0); a config or worker-entry error exits 2. */
+export async function runRegister(flags: RegisterFlags, io: CliIo): Promise<number> {
+  const { namespace, component, endpoint } = flags;
+  if (flags.config === undefined && (flags.etcd === undefined || flags.prefix === undefined)) throw new UsageError('--config, or --etcd with --prefix, is required');
+  if (flags.config !== undefined && flags.etcd !== undefined) throw new UsageError('give --config or --etcd, not both');
+  const ttlSeconds = flags.ttl;
   let etcd: Pick<EtcdDiscoveryConfig, 'endpoints' | 'prefix' | 'tls' | 'auth'>;
   let registration: WorkerRegistration;
   const logger = createLogger();
   try {
-    if (values.config !== undefined) {
-      const discovery = loadConfigFile(values.config).discovery?.etcd;
-      if (!discovery) throw new ConfigError(values.config, 'discovery.etcd', 'required for register --config');
+    if (flags.config !== undefined) {
+      const discovery = loadConfigFile(flags.config).discovery?.etcd;
+      if (!discovery) throw new ConfigError(flags.config, 'discovery.etcd', 'required for register --config');
       etcd = discovery;
-    } else if (values.etcd !== undefined && values.prefix !== undefined) {
-      etcd = { endpoints: values.etcd.split(','), prefix: values.prefix };
     } else {
-      return usage('--config, or --etcd with --prefix, is required');
+      etcd = { endpoints: parseRelayAddresses(flags.etcd!), prefix: flags.prefix! };
     }
-    const worker = readWorker(values.worker);
+    const worker = readWorker(flags.worker);
     registration = new WorkerRegistration({
       etcd,
       prefix: etcd.prefix,
       endpoint: { namespace, component, endpoint },
       worker,
-      ttlSeconds: ttlSeconds ?? (values.config !== undefined ? (etcd as EtcdDiscoveryConfig).leaseTtlSeconds : undefined),
+      ttlSeconds: ttlSeconds ?? (flags.config !== undefined ? (etcd as EtcdDiscoveryConfig).leaseTtlSeconds : undefined),
       logger,
     });
   } catch (err) {
     if (err instanceof ConfigError) {
-      process.stderr.write(`${err.message}\n`);
-      return 2;
+      io.stderr.write(`${err.message}\n`);
+      return EXIT.usage;
     }
     throw err;
   }
@@ -85,7 +67,7 @@ export async function registerCommand(argv: string[]): Promise<number> {
   const signal = await signalled;
   logger.info({ signal }, 'signal received; deregistering');
   await registration.close();
-  return 0;
+  return EXIT.ok;
 }
 
 /** The worker entry from inline JSON or `@FILE`. */

@@ -1,12 +1,13 @@
 // `kv-dc-relay watch HOST:PORT`: a live consumer view. On a terminal the view is redrawn in place;
 // otherwise every plane change, replica event and error is one JSON line (plus a periodic line of
 // replica statistics), so the output can be piped into other tools.
-import { parseArgs } from 'util';
-import { WATCH_RECENT_ERRORS, WATCH_REFRESH_MS } from '../config/defaults';
+import { QUERY_TIMEOUT_MS, WATCH_RECENT_ERRORS, WATCH_REFRESH_MS } from '../config/defaults';
 import { RelayClient } from '../client';
 import { catalogView, errorView, loadView, readinessView, replicaView, servingLoadView } from '../client/views';
 import type { ClientTlsOptions } from '../security/client-tls';
-import { CLIENT_TLS_FLAGS, CLIENT_TLS_USAGE, clientTlsFromFlags } from '../client/tls-flags';
+import { clientTlsFromFlags, type ClientTlsFlagValues } from '../client/tls-flags';
+import type { CliIo } from './io';
+import { connectionCause, EXIT, parseRelayAddress, UsageError } from './usage';
 
 export interface WatchOptions {
   address: string;
@@ -21,6 +22,9 @@ export interface WatchOptions {
   refreshMs?: number;
   /** TLS to the relay; plaintext when omitted. */
   tls?: ClientTlsOptions;
+  /** With no catalog this long after start, `unreachable` gets one line naming the address and the cause. */
+  timeoutMs?: number;
+  unreachable?: (line: string) => void;
 }
 
 /** Runs until `signal` aborts. */
@@ -30,8 +34,10 @@ export async function runWatch(options: WatchOptions): Promise<void> {
   const lines = options.json || !options.out.isTTY;
   const recentErrors: string[] = [];
   const line = (type: string, body: object) => options.out.write(`${JSON.stringify({ type, at: new Date().toISOString(), ...body })}\n`);
+  let lastError: string | undefined;
 
   client.on('error', (e) => {
+    lastError = e.message;
     if (lines) line('error', errorView(e));
     else {
       recentErrors.push(`${new Date().toISOString()} ${e.plane} ${e.reason}: ${e.message} (${e.next})`);
@@ -56,6 +62,11 @@ export async function runWatch(options: WatchOptions): Promise<void> {
   };
   client.start();
   const timer = setInterval(tick, refreshMs);
+  const patience = setTimeout(() => {
+    if (client.catalog() !== undefined) return;
+    const cause = lastError === undefined ? 'no answer yet' : connectionCause(lastError);
+    options.unreachable?.(`watch: no catalog from ${options.address} after ${options.timeoutMs ?? QUERY_TIMEOUT_MS} ms: ${cause} (still trying)`);
+  }, options.timeoutMs ?? QUERY_TIMEOUT_MS);
   try {
     await new Promise<void>((resolve) => {
       if (options.signal.aborted) resolve();
@@ -63,6 +74,7 @@ export async function runWatch(options: WatchOptions): Promise<void> {
     });
   } finally {
     clearInterval(timer);
+    clearTimeout(patience);
     client.close();
   }
 }
@@ -109,38 +121,38 @@ export function renderWatchScreen(client: RelayClient, recentErrors: readonly st
   return `${out.join('\n')}\n`;
 }
 
-export const WATCH_USAGE = `usage: kv-dc-relay watch HOST:PORT [--subscriber-id ID] [--json] ${CLIENT_TLS_USAGE}`;
+export interface WatchFlags extends ClientTlsFlagValues {
+  subscriberId?: string;
+  json?: boolean;
+  timeoutMs: number;
+}
 
-/** CLI entry: returns the process exit code (2 = usage error). */
-export async function watchCommand(
-  argv: string[],
-  io: { stdout: WatchOptions['out']; stderr: NodeJS.WritableStream } = { stdout: process.stdout, stderr: process.stderr },
-): Promise<number> {
-  let parsed;
+/** `kv-dc-relay watch`: runs until SIGINT/SIGTERM (exit 0). */
+export async function runWatchCommand(address: string, flags: WatchFlags, io: CliIo): Promise<number> {
   let tls: ClientTlsOptions | undefined;
   try {
-    parsed = parseArgs({ args: argv, allowPositionals: true, options: { 'subscriber-id': { type: 'string' }, json: { type: 'boolean' }, ...CLIENT_TLS_FLAGS } });
-    tls = clientTlsFromFlags(parsed.values);
+    tls = clientTlsFromFlags(flags);
   } catch (err) {
-    io.stderr.write(`${(err as Error).message}\n${WATCH_USAGE}\n`);
-    return 2;
-  }
-  if (parsed.positionals.length !== 1) {
-    io.stderr.write(`${WATCH_USAGE}\n`);
-    return 2;
+    throw new UsageError((err as Error).message);
   }
   const abort = new AbortController();
   const stop = () => abort.abort();
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
   try {
-    await runWatch({ address: parsed.positionals[0], subscriberId: parsed.values['subscriber-id'], json: parsed.values.json, out: io.stdout, signal: abort.signal, tls });
-  } catch (err) {
-    io.stderr.write(`watch: ${(err as Error).message}\n`);
-    return 2;
+    await runWatch({
+      address: parseRelayAddress(address),
+      subscriberId: flags.subscriberId,
+      json: flags.json,
+      out: io.stdout,
+      signal: abort.signal,
+      tls,
+      timeoutMs: flags.timeoutMs,
+      unreachable: (text) => io.stderr.write(`${text}\n`),
+    });
   } finally {
     process.off('SIGINT', stop);
     process.off('SIGTERM', stop);
   }
-  return 0;
+  return EXIT.ok;
 }

@@ -1,6 +1,6 @@
 // The query pipeline of one pool over the native core: tokens → salted block hashes → canonical
 // sequence hashes (hashing-ckf-cbi1.md §1), and CKF addressing for probes (§2.2).
-import { ckfPrepare, saltSeed, sequenceHashes } from '../native';
+import { ckfPrepare, saltSeed, sequenceHashes } from '../native/hashing';
 import type { QueryHasher } from './query';
 
 export const queryHasher: QueryHasher = {

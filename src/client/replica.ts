@@ -3,7 +3,7 @@
 // snapshot and then advanced by contiguous deltas. Any violation throws a ReplicaFault; the caller
 // drops the replica and resubscribes (there is no buffering across gaps and no repair).
 import * as os from 'os';
-import { CBI1, decodeFrame, SnapshotAssembly, type AssembledSnapshot, type DecodedChunk, type DecodedDelta, type DecodedFrame } from '../native';
+import { CBI1, decodeFrame, SnapshotAssembly, type AssembledSnapshot, type DecodedChunk, type DecodedDelta, type DecodedFrame } from '../native/cbi1';
 import { REPLICA_RATE_WINDOW_MS } from '../config/defaults';
 import { FilterUpdateKind } from '../wire/enums';
 import type { FilterUpdate, ProducerIdentity, RelayIdentity } from '../wire/types';

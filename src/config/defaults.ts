@@ -274,8 +274,11 @@ export const REPLICA_RATE_WINDOW_MS = 5_000;
 export const WATCH_REFRESH_MS = 500;
 /** Errors kept on the `watch` terminal screen. */
 export const WATCH_RECENT_ERRORS = 5;
-/** How long `query` waits for the catalog and the resolved pools' replicas. */
-export const QUERY_WAIT_MS = 10_000;
+/**
+ * How long `query` waits for the catalog and the resolved pools' replicas (--timeout-ms), and after
+ * how long `watch` says that a relay it has no catalog from is unreachable, with gRPC's cause.
+ */
+export const QUERY_TIMEOUT_MS = 5_000;
 /**
  * How long `query` keeps reading after its answer is complete. A new subscriber may get a shared
  * snapshot followed by the deltas published since; they arrive right behind it, and an answer taken

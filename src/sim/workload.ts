@@ -124,6 +124,14 @@ export class Workload {
   }
 
   /** The token ids of one of the shared system prompts (every conversation starts with one). */
+  /**
+   * A prompt that starts with system prompt 0 and goes on with tokens of its own: its prefix is
+   * cached once a conversation on that system prompt was served (the demo's and sim-engine's query).
+   */
+  sharedPrefixPrompt(): number[] {
+    return [...this.systemPromptTokens(0), 1, 2, 3];
+  }
+
   systemPromptTokens(index: number): number[] {
     const prompt = this.systemPrompts[index];
     if (!prompt) throw new RangeError(`no system prompt ${index} (there are ${this.systemPrompts.length})`);

@@ -1,6 +1,7 @@
 // `watch` writes JSON lines when stdout is not a terminal, against a real relay over loopback.
 import { PassThrough } from 'stream';
-import { runWatch, watchCommand } from '../../src/cli/watch';
+import { main } from '../../src/cli/main';
+import { runWatch } from '../../src/cli/watch';
 import type { RelayServer } from '../../src/transport/server';
 import { ServingReadinessState, WorkerRole } from '../../src/wire/enums';
 import { TestSource, testPoolId, testProducer } from '../support/test-source';
@@ -103,8 +104,8 @@ describe('kv-dc-relay watch', () => {
   it('rejects bad usage with exit code 2', async () => {
     const { out } = capture();
     const err = capture();
-    expect(await watchCommand([], { stdout: out, stderr: err.out })).toBe(2);
-    expect(await watchCommand(['a:1', 'b:2'], { stdout: out, stderr: err.out })).toBe(2);
-    expect(await watchCommand(['a:1', '--bogus'], { stdout: out, stderr: err.out })).toBe(2);
+    expect(await main(['watch'], { stdout: out, stderr: err.out })).toBe(2);
+    expect(await main(['watch', 'a:1', 'b:2'], { stdout: out, stderr: err.out })).toBe(2);
+    expect(await main(['watch', 'a:1', '--bogus'], { stdout: out, stderr: err.out })).toBe(2);
   });
 });

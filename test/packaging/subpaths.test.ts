@@ -6,6 +6,11 @@ import { spawnSync } from 'child_process';
 import * as fs from 'fs';
 import * as os from 'os';
 import * as path from 'path';
+import { DEFAULT_CKF_SEED } from '../../src/config/defaults';
+import { ckfPrepare, saltSeed, sequenceHashes } from '../../src/native/hashing';
+import type { RelayServer } from '../../src/transport/server';
+import { startRelay } from '../client/helpers';
+import { TestSource, testProducer } from '../support/test-source';
 import { installStagedPackage, ROOT, tsc } from './staged-package';
 
 const SUBPATHS = ['kv-dc-relay', 'kv-dc-relay/client', 'kv-dc-relay/server', 'kv-dc-relay/discovery', 'kv-dc-relay/native', 'kv-dc-relay/wire'];
@@ -92,6 +97,59 @@ describe('package subpaths', () => {
     expect(exports).toEqual(expect.arrayContaining(['RelayClient', 'ShardedRelayClient', 'findPrefixDepth', 'catalogView', 'queryPoolView']));
     expect(loaded).toContainEqual(expect.stringMatching(/node_modules\/kv-dc-relay\/dist\/src\/client\/relay-client\.js$/));
     expect(outsideClient(host, loaded)).toEqual([]);
+  }, 60_000);
+
+  // A router host with no libzmq in any form: zeromq (and the libzmq its addon carries) is not even
+  // installed. The client still hashes, decodes CBI1 and answers a query from a real relay.
+  test('kv-dc-relay/client works where zeromq is not installed at all', async () => {
+    const bare = path.join(work, 'no-zmq-host');
+    const installed = path.join(bare, 'node_modules', 'kv-dc-relay');
+    fs.mkdirSync(path.dirname(installed), { recursive: true });
+    fs.writeFileSync(path.join(bare, 'package.json'), JSON.stringify({ name: 'no-zmq-host', version: '1.0.0', private: true }));
+    fs.cpSync(fs.realpathSync(path.join(host, 'node_modules', 'kv-dc-relay')), installed, { recursive: true, verbatimSymlinks: true });
+    fs.rmSync(path.join(installed, 'node_modules'));
+    fs.mkdirSync(path.join(installed, 'node_modules'));
+    for (const name of fs.readdirSync(path.join(ROOT, 'node_modules'))) {
+      if (name === 'zeromq' || name === 'cmake-ts' || name === '.bin') continue;
+      fs.symlinkSync(path.join(ROOT, 'node_modules', name), path.join(installed, 'node_modules', name));
+    }
+
+    const tokens = Array.from({ length: 64 * 4 + 3 }, (_, i) => 7 * i + 1);
+    const hashes = sequenceHashes(Uint32Array.from(tokens), 64, false, saltSeed(null, null));
+    const source = new TestSource();
+    const feed = source.attachPool(testProducer({ pool: 1, bucketCount: 256 }));
+    for (const i of [0, 1]) {
+      const p = ckfPrepare(hashes[i], 256, DEFAULT_CKF_SEED);
+      feed.publish([[p.bucketA, feed.words[p.bucketA] | (BigInt(p.fingerprint) << 48n)]]);
+    }
+    const server: RelayServer = await startRelay(source);
+    try {
+      const script = `
+        let zeromq = 'absent';
+        try { require.resolve('zeromq', { paths: [require.resolve('kv-dc-relay/client')] }); zeromq = 'present'; } catch {}
+        const { RelayClient } = require('kv-dc-relay/client');
+        const client = new RelayClient(${JSON.stringify(server.address)}, { subscriberId: 'no-zmq-router' });
+        client.on('replicaInstalled', () => {
+          const result = client.query({ model: 'chat', tokens: ${JSON.stringify(tokens)} });
+          const maps = require('fs').readFileSync('/proc/self/maps', 'utf8');
+          client.close();
+          process.stdout.write(JSON.stringify({ zeromq, matched: result.pools.map((p) => p.matchedBlocks), zmqMapped: /zeromq|libzmq/.test(maps), relayAddon: /kv_dc_relay\.node/.test(maps), coreAddon: /kv_dc_relay_core\.node/.test(maps) }));
+        });
+        client.start();`;
+      const result = await new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+        const child = require('child_process').spawn(process.execPath, ['-e', script], { cwd: bare }) as import('child_process').ChildProcess;
+        let stdout = '';
+        let stderr = '';
+        child.stdout!.on('data', (b: Buffer) => (stdout += b.toString()));
+        child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
+        child.on('exit', (status) => resolve({ status, stdout, stderr }));
+      });
+      expect(result.stderr).toBe('');
+      expect(result.status).toBe(0);
+      expect(JSON.parse(result.stdout)).toEqual({ zeromq: 'absent', matched: [2], zmqMapped: false, relayAddon: false, coreAddon: true });
+    } finally {
+      await server.shutdown();
+    }
   }, 60_000);
 
   test('the server and discovery entries do load their parts (the check above can see them)', () => {

@@ -60,6 +60,10 @@ describe('packed tarball', () => {
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'kv-dc-relay-pack-'));
     sh('npm', ['run', 'prebuild'], ROOT);
     const packed = JSON.parse(sh('npm', ['pack', '--json', '--pack-destination', work], ROOT)) as { filename: string; files: { path: string }[] }[];
+    // prepack built dist/ from the current sources: the tarball never ships stale JavaScript.
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const { TYPESCRIPT, upToDate } = require(path.join(ROOT, 'scripts', 'build-inputs.js')) as { TYPESCRIPT: unknown; upToDate(root: string, step: unknown): boolean };
+    expect(upToDate(ROOT, TYPESCRIPT)).toBe(true);
     const files = packed[0].files.map((f) => f.path);
     expect(files).toContain(`prebuilds/${process.platform}-${process.arch}/kv_dc_relay.node`);
     expect(files).toContain(`prebuilds/${process.platform}-${process.arch}/kv_dc_relay_core.node`);
@@ -68,7 +72,7 @@ describe('packed tarball', () => {
     expect(files).toEqual(expect.arrayContaining(['dist/src/native/addon.d.ts', 'dist/binding.d.ts']));
     expect(files.some((f) => f.startsWith('build/'))).toBe(false);
     // What only development uses stays out: the testing addon's and the fuzz targets' sources, the test runners.
-    expect(files.filter((f) => /^native\/(testing|fuzz)\/|^scripts\/(test|test-asan|ts-hook)\.js$/.test(f))).toEqual([]);
+    expect(files.filter((f) => /^native\/(testing|fuzz)\/|^scripts\/(test|test-asan|ts-hook)\.js$|^scripts\/without-libzmq\.sh$/.test(f))).toEqual([]);
     expect(files).toEqual(expect.arrayContaining(['native/bindings/relay/pool_window.cc', 'scripts/install.js', 'CMakeLists.txt']));
     tarball = path.join(work, packed[0].filename);
     config = path.join(work, 'relay.yaml');

@@ -9,7 +9,7 @@ import * as os from 'os';
 import * as path from 'path';
 import { PassThrough } from 'stream';
 import { Etcd3 } from 'etcd3';
-import { queryCommand } from '../../src/cli/query';
+import { main } from '../../src/cli/main';
 import { ShardedRelayClient } from '../../src/client/shards';
 import { endpointKey, workerKey } from '../../src/discovery/keys';
 import { EtcdShardAddresses } from '../../src/discovery/shard-addresses';
@@ -142,7 +142,7 @@ describeWithEtcd('relay shards', () => {
       // The CLI finds the shards through etcd too.
       let out = '';
       const io = { stdout: new PassThrough().on('data', (b: Buffer) => (out += b.toString())), stderr: new PassThrough() };
-      expect(await queryCommand(['--etcd', etcd.endpoint, '--prefix', PREFIX, '--model', 'm0', '--tokens', prompt.join(','), '--json'], io)).toBe(0);
+      expect(await main(['query', '--etcd', etcd.endpoint, '--prefix', PREFIX, '--model', 'm0', '--tokens', prompt.join(','), '--json'], io)).toBe(0);
       expect(JSON.parse(out).pools[0].matchedBlocks).toBe(2);
     } finally {
       overlap.stop();
