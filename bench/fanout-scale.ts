@@ -22,9 +22,9 @@ const BUCKETS = 4096;
 /** Deltas of one pool in flight (published, not yet received by all its subscribers). */
 const WINDOW = 8;
 const WARMUP_MS = 1000;
-const MEASURE_MS = 3000;
-/** Relay and bare runs alternate this many times; medians are reported (the host is shared). */
-const ROUNDS = 3;
+const MEASURE_MS = 2500;
+/** Rounds of a bare run then a relay run (the host is shared). */
+const ROUNDS = 5;
 /** Subscriptions opened at once while connecting. */
 const CONNECT_BATCH = 100;
 
@@ -193,40 +193,38 @@ export async function run(): Promise<BenchResult[]> {
     for (const mode of ['bare', 'relay'] as const) runs[mode].push(await runOnce(mode));
   }
   const med = (mode: Mode, pick: (m: Measurement) => number): number => median(runs[mode].map(pick));
+  // Ratios are taken within each round (a relay run and the bare run just before it), then their
+  // median: a slow spell of the shared machine then moves both sides of one ratio.
+  const pairedRatio = (pick: (m: Measurement) => number): number => median(runs.relay.map((m, i) => pick(m) / pick(runs.bare[i])));
   const shares = (mode: Mode): string =>
     `${mode}: server ${round(med(mode, (m) => m.serverCpuShare) * 100, 0)} % of a core, subscribers ${round(med(mode, (m) => m.clientCpuShare) * 100, 0)} %`;
-  const note = `${POOLS} pools × ${SUBSCRIBERS_PER_POOL} subscribers, a connection each, ${WINDOW} deltas of ${FANOUT_IMAGES} images in flight per pool; median of ${ROUNDS} alternating runs; ${shares('relay')}; ${shares('bare')}`;
-  const relayRate = med('relay', (m) => m.framesPerSecond);
-  const bareRate = med('bare', (m) => m.framesPerSecond);
-  const relayCpu = med('relay', (m) => m.serverCpuMsPerKFrames);
-  const bareCpu = med('bare', (m) => m.serverCpuMsPerKFrames);
-  const relayRss = med('relay', (m) => m.perSubscriber.rss);
-  const bareRss = med('bare', (m) => m.perSubscriber.rss);
+  const note = `${POOLS} pools × ${SUBSCRIBERS_PER_POOL} subscribers, a connection each, ${WINDOW} deltas of ${FANOUT_IMAGES} images in flight per pool; medians of ${ROUNDS} rounds, ratio = median of the rounds' ratios; ${shares('relay')}; ${shares('bare')}`;
+  const heap = (mode: Mode): number => kib(med(mode, (m) => m.perSubscriber.heapUsed));
   return [
     {
       name: `fan-out to ${SUBSCRIBERS} subscribers over ${POOLS} pools: frames/s delivered`,
-      value: round(relayRate, 0),
+      value: round(med('relay', (m) => m.framesPerSecond), 0),
       unit: 'frames/s',
-      baseline: { name: 'bare grpc-js server, same bytes, same streams', value: round(bareRate, 0) },
-      ratio: round(relayRate / bareRate, 3),
+      baseline: { name: 'bare grpc-js server, same bytes, same streams', value: round(med('bare', (m) => m.framesPerSecond), 0) },
+      ratio: round(pairedRatio((m) => m.framesPerSecond), 3),
       note: `${note}; deltas/s to all their subscribers: relay ${round(med('relay', (m) => m.deltasPerSecond), 0)}, bare ${round(med('bare', (m) => m.deltasPerSecond), 0)}; target ratio >= 0.9 (#30)`,
     },
     {
       name: `fan-out to ${SUBSCRIBERS} subscribers: server process CPU per 1 000 frames delivered`,
-      value: round(relayCpu, 3),
+      value: round(med('relay', (m) => m.serverCpuMsPerKFrames), 3),
       unit: 'ms',
-      baseline: { name: 'bare grpc-js server', value: round(bareCpu, 3) },
-      ratio: round(relayCpu / bareCpu, 3),
-      note: 'user + system, all threads (/proc)',
+      baseline: { name: 'bare grpc-js server', value: round(med('bare', (m) => m.serverCpuMsPerKFrames), 3) },
+      ratio: round(pairedRatio((m) => m.serverCpuMsPerKFrames), 3),
+      note: `user + system, all threads (/proc); per round: ${runs.relay.map((m, i) => round(m.serverCpuMsPerKFrames / runs.bare[i].serverCpuMsPerKFrames, 3)).join(', ')}`,
     },
     {
       name: `fan-out to ${SUBSCRIBERS} subscribers: server memory per subscriber (RSS, idle)`,
-      value: kib(relayRss),
+      value: kib(med('relay', (m) => m.perSubscriber.rss)),
       unit: 'KiB',
-      baseline: { name: 'bare grpc-js server', value: kib(bareRss) },
-      ratio: round(relayRss / bareRss, 3),
+      baseline: { name: 'bare grpc-js server', value: kib(med('bare', (m) => m.perSubscriber.rss)) },
+      ratio: round(pairedRatio((m) => m.perSubscriber.rss), 3),
       note:
-        `growth from 1 to ${SUBSCRIBERS_PER_POOL} subscribers per pool, after full GCs; of it V8 heap: relay ${kib(med('relay', (m) => m.perSubscriber.heapUsed))} KiB, bare ${kib(med('bare', (m) => m.perSubscriber.heapUsed))} KiB; ` +
+        `growth from 1 to ${SUBSCRIBERS_PER_POOL} subscribers per pool, after full GCs; of it V8 heap: relay ${heap('relay')} KiB, bare ${heap('bare')} KiB; ` +
         `per pool (hub, ${BUCKETS}-bucket snapshot): relay ${kib(med('relay', (m) => m.perPool.rss))} KiB RSS, bare ${kib(med('bare', (m) => m.perPool.rss))} KiB`,
     },
   ];
