@@ -113,11 +113,21 @@ inline size_t CompleteBlockCount(size_t tokenCount, uint32_t kvBlockSize, bool e
 // compile-time constant here, which folds that choice out of the loop: the chained sequence hashes
 // then keep up with raw block hashing (measured: 0.67 -> ~0.8 of raw XXH3 at 16-token blocks).
 // The 64-byte window (16-token blocks, or 15 with Eagle's extra token) has its own hash above.
+// Windows above XXH3_MIDSIZE_MAX (240 bytes: 61-token blocks and up) hash with a secret derived
+// from the seed; XXH3_64bits_withSeed derives it again for every window, so it is derived once
+// here (XXH3_generateSecret_fromSeed + XXH3_64bits_withSecretandSeed: the same hashes, xxhash.h).
 template <typename F>
 inline void ForEachWindowHash(const uint32_t* tokens, size_t blocks, uint32_t kvBlockSize, size_t windowBytes,
                               uint64_t seed, F&& f) {
   auto run = [&](auto bytes) {
     for (size_t i = 0; i < blocks; ++i) f(i, Xxh3(tokens + i * kvBlockSize, bytes, seed));
+  };
+  auto runLong = [&](auto bytes) {
+    alignas(64) uint8_t secret[XXH3_SECRET_DEFAULT_SIZE];
+    XXH3_generateSecret_fromSeed(secret, seed);
+    for (size_t i = 0; i < blocks; ++i) {
+      f(i, XXH3_64bits_withSecretandSeed(tokens + i * kvBlockSize, bytes, secret, sizeof secret, seed));
+    }
   };
   switch (windowBytes) {
     case 64: {
@@ -126,8 +136,8 @@ inline void ForEachWindowHash(const uint32_t* tokens, size_t blocks, uint32_t kv
       return;
     }
     case 128: return run(std::integral_constant<size_t, 128>{});
-    case 256: return run(std::integral_constant<size_t, 256>{});
-    default: return run(windowBytes);
+    case 256: return runLong(std::integral_constant<size_t, 256>{});
+    default: return windowBytes > XXH3_MIDSIZE_MAX ? runLong(windowBytes) : run(windowBytes);
   }
 }
 
