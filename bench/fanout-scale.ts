@@ -1,9 +1,13 @@
 // Fan-out at scale (#30 item 4): 1 000 subscribers over 100 pools, each on a connection of its own,
 // against a bare grpc-js server writing the same FilterUpdate bytes to the same streams, same run.
-// The server side runs in a process of its own (support/fanout-host.ts), so its CPU time (all
-// threads) and memory are the server's alone; this process holds the subscribers, reading the
-// streams as cheaply as it can (support/raw-subscribers.ts). A closed loop per pool: at most WINDOW
-// deltas of a pool not yet received by all its subscribers.
+// Each server runs in a process of its own (support/fanout-host.ts), so its CPU time (all threads)
+// and memory are its own; this process holds both servers' subscribers, reading the streams as
+// cheaply as it can (support/raw-subscribers.ts). A closed loop per pool: at most WINDOW deltas of a
+// pool not yet received by all its subscribers.
+// Both servers are up with all their subscribers for the whole run and take turns: one publishes
+// for a window while the other is idle, WINDOWS times each. On a shared machine whose load moves
+// by the second, short alternating windows put both sides of the ratio under the same load;
+// separate runs of a few seconds each gave per-run CPU ratios anywhere from 0.86 to 1.63.
 // Reported: frames delivered per second (sum over subscribers), server CPU per 1 000 frames, and
 // server memory per subscriber (RSS growth from one subscriber per pool to all of them, idle).
 import { fork, type ChildProcess } from 'child_process';
@@ -21,10 +25,10 @@ const SUBSCRIBERS = POOLS * SUBSCRIBERS_PER_POOL;
 const BUCKETS = 4096;
 /** Deltas of one pool in flight (published, not yet received by all its subscribers). */
 const WINDOW = 8;
-const WARMUP_MS = 1000;
-const MEASURE_MS = 2500;
-/** Rounds of a bare run then a relay run (the host is shared). */
-const ROUNDS = 5;
+/** Turns of each server, and how long each turn is measured after its warm-up. */
+const WINDOWS = 8;
+const WARMUP_MS = 300;
+const MEASURE_MS = 1200;
 /** Subscriptions opened at once while connecting. */
 const CONNECT_BATCH = 100;
 
@@ -36,27 +40,31 @@ interface Memory {
   external: number;
 }
 
-interface Measurement {
-  framesPerSecond: number;
-  deltasPerSecond: number;
-  /** Server process CPU (user + system, all threads) per 1 000 frames delivered. */
-  serverCpuMsPerKFrames: number;
-  /** Server CPU over the measurement, as a share of one core. */
-  serverCpuShare: number;
-  /** This process's (the subscribers') CPU over the measurement, as a share of one core. */
-  clientCpuShare: number;
-  /** Memory growth from one subscriber per pool to all of them, per added subscriber. */
-  perSubscriber: Memory;
-  /** Memory growth from no subscriber to one per pool (hubs, snapshots), per pool. */
-  perPool: Memory;
-}
-
-class Host {
+/** One server process and its subscribers in this process. */
+class Side {
   private readonly child: ChildProcess;
   private readonly waiting = new Map<string, (value: unknown) => void>();
   private readonly exited: Promise<void>;
+  private readonly subscribers: RawSubscriber[][] = Array.from({ length: POOLS }, () => []);
+  /** Deltas every subscriber of the pool received. */
+  private readonly acked = new Array<number>(POOLS).fill(0);
+  private readonly dirty = new Set<number>();
+  private flushing = false;
+  address = '';
+  /** Messages received by every subscriber so far. */
+  frames = 0;
+  /** Totals over this side's measured windows. */
+  measuredMs = 0;
+  measuredFrames = 0;
+  measuredDeltas = 0;
+  measuredCpuMs = 0;
+  measuredClientCpuMs = 0;
+  /** Each window's frames per second and CPU ms per 1 000 frames. */
+  readonly windows: Array<{ rate: number; cpu: number }> = [];
+  perSubscriber: Memory | undefined;
+  perPool: Memory | undefined;
 
-  constructor(mode: Mode) {
+  constructor(readonly mode: Mode) {
     this.child = fork(path.join(__dirname, 'support', 'fanout-host.js'), [mode, String(POOLS), String(BUCKETS), String(SUBSCRIBERS)], {
       execArgv: ['--expose-gc', ...RELAY_NODE_ARGS],
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
@@ -71,35 +79,103 @@ class Host {
     });
   }
 
-  get pid(): number | undefined {
-    return this.child.pid;
+  get deltas(): number {
+    return this.acked.reduce((a, b) => a + b, 0);
   }
 
-  /** The next message carrying `key`. */
-  reply<T>(key: string): Promise<T> {
+  /** The next message from the host carrying `key`. */
+  private reply<T>(key: string): Promise<T> {
     return new Promise((resolve, reject) => {
       this.waiting.set(key, resolve as (value: unknown) => void);
-      this.child.once('exit', (code) => reject(new Error(`fanout host exited (${code}) waiting for ${key}`)));
+      this.child.once('exit', (code) => reject(new Error(`${this.mode} fanout host exited (${code}) waiting for ${key}`)));
     });
   }
 
-  send(message: object): void {
-    this.child.send(message);
-  }
-
-  async memory(): Promise<Memory> {
+  private async memory(): Promise<Memory> {
     const reply = this.reply<Memory>('memory');
-    this.send({ cmd: 'memory' });
+    this.child.send({ cmd: 'memory' });
     return reply;
   }
 
-  async stop(): Promise<void> {
+  /** Listening, subscribers connected and live, memory measured on the way. */
+  async setUp(): Promise<void> {
+    this.address = await this.reply<string>('address');
+    const empty = await this.memory();
+    await this.open(Array.from({ length: POOLS }, (_, p) => p));
+    const onePerPool = await this.memory();
+    await this.open(Array.from({ length: SUBSCRIBERS - POOLS }, (_, i) => i % POOLS));
+    const all = await this.memory();
+    this.perSubscriber = growth(onePerPool, all, SUBSCRIBERS - POOLS);
+    this.perPool = growth(empty, onePerPool, POOLS);
+  }
+
+  /** One turn: publish, measure after the warm-up, then pause and wait until every delta arrived. */
+  async turn(): Promise<void> {
+    this.child.send({ cmd: 'start', window: WINDOW });
+    await sleep(WARMUP_MS);
+    const frames = this.frames;
+    const deltas = this.deltas;
+    const cpu = processCpuMs(this.child.pid)!;
+    const client = process.cpuUsage();
+    const start = performance.now();
+    await sleep(MEASURE_MS);
+    const ms = performance.now() - start;
+    const cpuMs = processCpuMs(this.child.pid)! - cpu;
+    const used = process.cpuUsage(client);
+    const measuredFrames = this.frames - frames;
+    this.measuredMs += ms;
+    this.measuredFrames += measuredFrames;
+    this.measuredDeltas += this.deltas - deltas;
+    this.measuredCpuMs += cpuMs;
+    this.measuredClientCpuMs += (used.user + used.system) / 1000;
+    this.windows.push({ rate: (measuredFrames * 1000) / ms, cpu: cpuMs / (measuredFrames / 1000) });
+    const paused = this.reply<number[]>('paused');
+    this.child.send({ cmd: 'pause' });
+    const published = await paused;
+    while (this.acked.some((a, p) => a < published[p])) await sleep(10);
+    const ended = this.subscribers.flat().find((s) => s.ended !== undefined);
+    if (ended) throw new Error(`${this.mode}: a subscriber's stream ended during the run: ${ended.ended}`);
+  }
+
+  async close(): Promise<void> {
+    for (const s of this.subscribers.flat()) s.close();
     this.child.kill('SIGTERM');
     await this.exited;
   }
+
+  private async open(pools: number[]): Promise<void> {
+    for (let i = 0; i < pools.length; i += CONNECT_BATCH) {
+      const batch = pools.slice(i, i + CONNECT_BATCH);
+      const opened = await Promise.all(
+        batch.map((p) => subscribeRaw(this.address, `bench-${p}-${this.subscribers[p].length}`, fanoutProducer(p, BUCKETS), (n) => this.received(p, n))),
+      );
+      opened.forEach((s, j) => this.subscribers[batch[j]].push(s));
+    }
+  }
+
+  // Acks leave once per turn of this loop: every pool whose deltas all its subscribers now hold.
+  private received(pool: number, n: number): void {
+    this.frames += n;
+    const subscribers = this.subscribers[pool];
+    if (subscribers.length < SUBSCRIBERS_PER_POOL) return;
+    let delivered = Infinity;
+    for (const s of subscribers) delivered = Math.min(delivered, s.received - 1); // the snapshot first
+    if (delivered <= this.acked[pool]) return;
+    this.acked[pool] = delivered;
+    this.dirty.add(pool);
+    if (this.flushing) return;
+    this.flushing = true;
+    setImmediate(() => {
+      this.flushing = false;
+      const acks: number[] = [];
+      for (const p of this.dirty) acks.push(p, this.acked[p]);
+      this.dirty.clear();
+      this.child.send({ acks });
+    });
+  }
 }
 
-function memoryGrowth(before: Memory, after: Memory, count: number): Memory {
+function growth(before: Memory, after: Memory, count: number): Memory {
   return {
     rss: (after.rss - before.rss) / count,
     heapUsed: (after.heapUsed - before.heapUsed) / count,
@@ -107,125 +183,62 @@ function memoryGrowth(before: Memory, after: Memory, count: number): Memory {
   };
 }
 
-async function runOnce(mode: Mode): Promise<Measurement> {
-  const host = new Host(mode);
-  const address = await host.reply<string>('address');
-  const subscribers: RawSubscriber[][] = Array.from({ length: POOLS }, () => []);
-  const acked = new Array<number>(POOLS).fill(0);
-  const dirty = new Set<number>();
-  let frames = 0;
-  let flushing = false;
-  // Acks leave once per turn of this loop: every pool whose deltas all its subscribers now hold.
-  const flush = (): void => {
-    flushing = false;
-    const acks: number[] = [];
-    for (const p of dirty) acks.push(p, acked[p]);
-    dirty.clear();
-    if (acks.length > 0) host.send({ acks });
-  };
-  const onMessages = (pool: number) => (n: number): void => {
-    frames += n;
-    let delivered = Infinity;
-    for (const s of subscribers[pool]) delivered = Math.min(delivered, s.received - 1); // the snapshot first
-    if (subscribers[pool].length < SUBSCRIBERS_PER_POOL || delivered <= acked[pool]) return;
-    acked[pool] = delivered;
-    dirty.add(pool);
-    if (!flushing) {
-      flushing = true;
-      setImmediate(flush);
-    }
-  };
-  const open = async (pools: number[]): Promise<void> => {
-    for (let i = 0; i < pools.length; i += CONNECT_BATCH) {
-      const batch = pools.slice(i, i + CONNECT_BATCH);
-      const opened = await Promise.all(
-        batch.map((p) => subscribeRaw(address, `bench-${p}-${subscribers[p].length}`, fanoutProducer(p, BUCKETS), onMessages(p))),
-      );
-      opened.forEach((s, j) => subscribers[batch[j]].push(s));
-    }
-  };
-  try {
-    const pools = Array.from({ length: POOLS }, (_, p) => p);
-    const empty = await host.memory();
-    await open(pools);
-    const onePerPool = await host.memory();
-    await open(Array.from({ length: SUBSCRIBERS - POOLS }, (_, i) => i % POOLS));
-    const all = await host.memory();
-
-    host.send({ cmd: 'start', window: WINDOW });
-    await new Promise((resolve) => setTimeout(resolve, WARMUP_MS));
-    const framesBefore = frames;
-    const deltasBefore = acked.reduce((a, b) => a + b, 0);
-    const serverBefore = processCpuMs(host.pid)!;
-    const clientBefore = process.cpuUsage();
-    const start = performance.now();
-    await new Promise((resolve) => setTimeout(resolve, MEASURE_MS));
-    const elapsedMs = performance.now() - start;
-    const serverMs = processCpuMs(host.pid)! - serverBefore;
-    const client = process.cpuUsage(clientBefore);
-    const delivered = frames - framesBefore;
-    const deltas = acked.reduce((a, b) => a + b, 0) - deltasBefore;
-    const stopped = host.reply<number>('stopped');
-    host.send({ cmd: 'stop' });
-    await stopped;
-    const ended = subscribers.flat().find((s) => s.ended !== undefined);
-    if (ended) throw new Error(`${mode}: a subscriber's stream ended during the run: ${ended.ended}`);
-    return {
-      framesPerSecond: (delivered * 1000) / elapsedMs,
-      deltasPerSecond: (deltas * 1000) / elapsedMs,
-      serverCpuMsPerKFrames: serverMs / (delivered / 1000),
-      serverCpuShare: serverMs / elapsedMs,
-      clientCpuShare: (client.user + client.system) / 1000 / elapsedMs,
-      perSubscriber: memoryGrowth(onePerPool, all, SUBSCRIBERS - POOLS),
-      perPool: memoryGrowth(empty, onePerPool, POOLS),
-    };
-  } finally {
-    for (const s of subscribers.flat()) s.close();
-    await host.stop();
-  }
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
 const kib = (bytes: number): number => round(bytes / 1024, 2);
 
 export async function run(): Promise<BenchResult[]> {
-  const runs: Record<Mode, Measurement[]> = { relay: [], bare: [] };
-  for (let r = 0; r < ROUNDS; r += 1) {
-    for (const mode of ['bare', 'relay'] as const) runs[mode].push(await runOnce(mode));
+  const bare = new Side('bare');
+  const relay = new Side('relay');
+  try {
+    await bare.setUp();
+    await relay.setUp();
+    for (let w = 0; w < WINDOWS; w += 1) {
+      for (const side of w % 2 === 0 ? [bare, relay] : [relay, bare]) await side.turn();
+    }
+  } finally {
+    await Promise.all([bare.close(), relay.close()]);
   }
-  const med = (mode: Mode, pick: (m: Measurement) => number): number => median(runs[mode].map(pick));
-  // Ratios are taken within each round (a relay run and the bare run just before it), then their
-  // median: a slow spell of the shared machine then moves both sides of one ratio.
-  const pairedRatio = (pick: (m: Measurement) => number): number => median(runs.relay.map((m, i) => pick(m) / pick(runs.bare[i])));
-  const shares = (mode: Mode): string =>
-    `${mode}: server ${round(med(mode, (m) => m.serverCpuShare) * 100, 0)} % of a core, subscribers ${round(med(mode, (m) => m.clientCpuShare) * 100, 0)} %`;
-  const note = `${POOLS} pools × ${SUBSCRIBERS_PER_POOL} subscribers, a connection each, ${WINDOW} deltas of ${FANOUT_IMAGES} images in flight per pool; medians of ${ROUNDS} rounds, ratio = median of the rounds' ratios; ${shares('relay')}; ${shares('bare')}`;
-  const heap = (mode: Mode): number => kib(med(mode, (m) => m.perSubscriber.heapUsed));
+  const rate = (s: Side): number => (s.measuredFrames * 1000) / s.measuredMs;
+  const cpu = (s: Side): number => s.measuredCpuMs / (s.measuredFrames / 1000);
+  const share = (s: Side): string =>
+    `${s.mode}: server ${round((s.measuredCpuMs / s.measuredMs) * 100, 0)} % of a core, subscribers ${round((s.measuredClientCpuMs / s.measuredMs) * 100, 0)} %`;
+  const spread = (pick: (w: { rate: number; cpu: number }) => number): string => {
+    const ratios = relay.windows.map((w, i) => pick(w) / pick(bare.windows[i]));
+    return `windows' ratios: median ${round(median(ratios), 3)}, ${round(Math.min(...ratios), 3)}–${round(Math.max(...ratios), 3)}`;
+  };
+  const note =
+    `${POOLS} pools × ${SUBSCRIBERS_PER_POOL} subscribers, a connection each, ${WINDOW} deltas of ${FANOUT_IMAGES} images in flight per pool; ` +
+    `${WINDOWS} alternating ${MEASURE_MS} ms windows per server; ${share(relay)}; ${share(bare)}`;
+  const perSubscriber = (s: Side): Memory => s.perSubscriber!;
   return [
     {
       name: `fan-out to ${SUBSCRIBERS} subscribers over ${POOLS} pools: frames/s delivered`,
-      value: round(med('relay', (m) => m.framesPerSecond), 0),
+      value: round(rate(relay), 0),
       unit: 'frames/s',
-      baseline: { name: 'bare grpc-js server, same bytes, same streams', value: round(med('bare', (m) => m.framesPerSecond), 0) },
-      ratio: round(pairedRatio((m) => m.framesPerSecond), 3),
-      note: `${note}; deltas/s to all their subscribers: relay ${round(med('relay', (m) => m.deltasPerSecond), 0)}, bare ${round(med('bare', (m) => m.deltasPerSecond), 0)}; target ratio >= 0.9 (#30)`,
+      baseline: { name: 'bare grpc-js server, same bytes, same streams', value: round(rate(bare), 0) },
+      ratio: round(rate(relay) / rate(bare), 3),
+      note: `${note}; ${spread((w) => w.rate)}; deltas/s to all their subscribers: relay ${round((relay.measuredDeltas * 1000) / relay.measuredMs, 0)}, bare ${round((bare.measuredDeltas * 1000) / bare.measuredMs, 0)}; target ratio >= 0.9 (#30)`,
     },
     {
       name: `fan-out to ${SUBSCRIBERS} subscribers: server process CPU per 1 000 frames delivered`,
-      value: round(med('relay', (m) => m.serverCpuMsPerKFrames), 3),
+      value: round(cpu(relay), 3),
       unit: 'ms',
-      baseline: { name: 'bare grpc-js server', value: round(med('bare', (m) => m.serverCpuMsPerKFrames), 3) },
-      ratio: round(pairedRatio((m) => m.serverCpuMsPerKFrames), 3),
-      note: `user + system, all threads (/proc); per round: ${runs.relay.map((m, i) => round(m.serverCpuMsPerKFrames / runs.bare[i].serverCpuMsPerKFrames, 3)).join(', ')}`,
+      baseline: { name: 'bare grpc-js server', value: round(cpu(bare), 3) },
+      ratio: round(cpu(relay) / cpu(bare), 3),
+      note: `user + system, all threads (/proc); ${spread((w) => w.cpu)}`,
     },
     {
       name: `fan-out to ${SUBSCRIBERS} subscribers: server memory per subscriber (RSS, idle)`,
-      value: kib(med('relay', (m) => m.perSubscriber.rss)),
+      value: kib(perSubscriber(relay).rss),
       unit: 'KiB',
-      baseline: { name: 'bare grpc-js server', value: kib(med('bare', (m) => m.perSubscriber.rss)) },
-      ratio: round(pairedRatio((m) => m.perSubscriber.rss), 3),
+      baseline: { name: 'bare grpc-js server', value: kib(perSubscriber(bare).rss) },
+      ratio: round(perSubscriber(relay).rss / perSubscriber(bare).rss, 3),
       note:
-        `growth from 1 to ${SUBSCRIBERS_PER_POOL} subscribers per pool, after full GCs; of it V8 heap: relay ${heap('relay')} KiB, bare ${heap('bare')} KiB; ` +
-        `per pool (hub, ${BUCKETS}-bucket snapshot): relay ${kib(med('relay', (m) => m.perPool.rss))} KiB RSS, bare ${kib(med('bare', (m) => m.perPool.rss))} KiB`,
+        `growth from 1 to ${SUBSCRIBERS_PER_POOL} subscribers per pool, after full GCs; of it V8 heap: relay ${kib(perSubscriber(relay).heapUsed)} KiB, bare ${kib(perSubscriber(bare).heapUsed)} KiB; ` +
+        `per pool (hub, ${BUCKETS}-bucket snapshot): relay ${kib(relay.perPool!.rss)} KiB RSS, bare ${kib(bare.perPool!.rss)} KiB`,
     },
   ];
 }

@@ -8,7 +8,7 @@
 //   ← {cmd: 'memory'}               → {memory: process.memoryUsage() after full collections}
 //   ← {cmd: 'start', window}        publish up to `window` deltas ahead of delivery, per pool
 //   ← {acks: [pool, delivered, …]}  deltas every subscriber of the pool received
-//   ← {cmd: 'stop'}                 → {stopped: published deltas}
+//   ← {cmd: 'pause'}                publish no more → {paused: deltas published per pool}
 import type * as grpc from '@grpc/grpc-js';
 import { encodeDelta, encodeSnapshotChunks } from '../../src/native';
 import { filterUpdateMessage } from '../../src/publication/frames';
@@ -86,7 +86,7 @@ async function bareServer(pools: number, buckets: number): Promise<{ address: st
 }
 
 interface Command {
-  cmd?: 'memory' | 'start' | 'stop';
+  cmd?: 'memory' | 'start' | 'pause';
   window?: number;
   acks?: number[];
 }
@@ -94,28 +94,30 @@ interface Command {
 async function main(mode: string, pools: number, buckets: number, subscribers: number): Promise<void> {
   const { address, publish } = mode === 'relay' ? await relayServer(pools, buckets, subscribers) : await bareServer(pools, buckets);
   const published = new Array<number>(pools).fill(0);
+  const delivered = new Array<number>(pools).fill(0);
   let window = 0;
-  let total = 0;
-  const topUp = (pool: number, delivered: number): void => {
-    while (published[pool] - delivered < window) {
+  const topUp = (pool: number): void => {
+    while (published[pool] - delivered[pool] < window) {
       published[pool] += 1;
-      total += 1;
       publish(pool, BigInt(published[pool]));
     }
   };
   process.on('message', (message: Command) => {
     if (message.acks) {
-      for (let i = 0; i < message.acks.length; i += 2) topUp(message.acks[i], message.acks[i + 1]);
+      for (let i = 0; i < message.acks.length; i += 2) {
+        delivered[message.acks[i]] = message.acks[i + 1];
+        topUp(message.acks[i]);
+      }
     } else if (message.cmd === 'memory') {
       global.gc!();
       global.gc!();
       process.send!({ memory: process.memoryUsage() });
     } else if (message.cmd === 'start') {
       window = message.window!;
-      for (let p = 0; p < pools; p += 1) topUp(p, 0);
-    } else if (message.cmd === 'stop') {
+      for (let p = 0; p < pools; p += 1) topUp(p);
+    } else if (message.cmd === 'pause') {
       window = 0;
-      process.send!({ stopped: total });
+      process.send!({ paused: published });
     }
   });
   process.send!({ address });
