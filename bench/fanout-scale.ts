@@ -29,6 +29,8 @@ const WINDOW = 8;
 const WINDOWS = 8;
 const WARMUP_MS = 300;
 const MEASURE_MS = 1200;
+/** A pause whose deltas are not all delivered within this is a failure, not a wait. */
+const DRAIN_LIMIT_MS = 30_000;
 /** Subscriptions opened at once while connecting. */
 const CONNECT_BATCH = 100;
 
@@ -44,6 +46,8 @@ interface Memory {
 class Side {
   private readonly child: ChildProcess;
   private readonly waiting = new Map<string, (value: unknown) => void>();
+  /** Replies that came before anyone waited for them (the address, while the other side set up). */
+  private readonly arrived = new Map<string, unknown>();
   private readonly exited: Promise<void>;
   private readonly subscribers: RawSubscriber[][] = Array.from({ length: POOLS }, () => []);
   /** Deltas every subscriber of the pool received. */
@@ -73,8 +77,10 @@ class Side {
     this.exited = new Promise((resolve) => this.child.once('exit', () => resolve()));
     this.child.on('message', (message: Record<string, unknown>) => {
       for (const [key, value] of Object.entries(message)) {
-        this.waiting.get(key)?.(value);
+        const waiter = this.waiting.get(key);
         this.waiting.delete(key);
+        if (waiter) waiter(value);
+        else this.arrived.set(key, value);
       }
     });
   }
@@ -85,6 +91,11 @@ class Side {
 
   /** The next message from the host carrying `key`. */
   private reply<T>(key: string): Promise<T> {
+    if (this.arrived.has(key)) {
+      const value = this.arrived.get(key) as T;
+      this.arrived.delete(key);
+      return Promise.resolve(value);
+    }
     return new Promise((resolve, reject) => {
       this.waiting.set(key, resolve as (value: unknown) => void);
       this.child.once('exit', (code) => reject(new Error(`${this.mode} fanout host exited (${code}) waiting for ${key}`)));
@@ -132,7 +143,11 @@ class Side {
     const paused = this.reply<number[]>('paused');
     this.child.send({ cmd: 'pause' });
     const published = await paused;
-    while (this.acked.some((a, p) => a < published[p])) await sleep(10);
+    const deadline = performance.now() + DRAIN_LIMIT_MS;
+    while (this.acked.some((a, p) => a < published[p])) {
+      if (performance.now() > deadline) throw new Error(`${this.mode}: deltas still undelivered ${DRAIN_LIMIT_MS} ms after the pause`);
+      await sleep(10);
+    }
     const ended = this.subscribers.flat().find((s) => s.ended !== undefined);
     if (ended) throw new Error(`${this.mode}: a subscriber's stream ended during the run: ${ended.ended}`);
   }
