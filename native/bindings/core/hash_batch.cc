@@ -22,11 +22,7 @@ void HashBatchCore(const uint32_t* tokens, const uint32_t* offsets, const uint32
   size_t p = 0;
   if (sequence) {
     for (; p + hashing::kChainLanes < n; p += hashing::kChainLanes) {
-      hashing::PromptSpan lanes[hashing::kChainLanes];
-      for (size_t k = 0; k < hashing::kChainLanes; ++k) {
-        lanes[k] = {tokens + offsets[p + k], offsets[p + k + 1] - offsets[p + k], out + blockOffsets[p + k]};
-      }
-      hashing::SequenceHashesPlainLanes(lanes, bs, eagle, seed);
+      hashing::SequenceHashesPlainLanes(tokens, offsets + p, blockOffsets + p, bs, eagle, seed, out);
     }
   }
   for (; p + 1 < n; ++p) {
