@@ -26,9 +26,9 @@ const BUCKETS = 4096;
 /** Deltas of one pool in flight (published, not yet received by all its subscribers). */
 const WINDOW = 8;
 /** Turns of each server, and how long each turn is measured after its warm-up. */
-const WINDOWS = 8;
+const WINDOWS = 10;
 const WARMUP_MS = 300;
-const MEASURE_MS = 1200;
+const MEASURE_MS = 1500;
 /** A pause whose deltas are not all delivered within this is a failure, not a wait. */
 const DRAIN_LIMIT_MS = 30_000;
 /** Subscriptions opened at once while connecting. */
@@ -45,7 +45,7 @@ interface Memory {
 /** One server process and its subscribers in this process. */
 class Side {
   private readonly child: ChildProcess;
-  private readonly waiting = new Map<string, (value: unknown) => void>();
+  private readonly waiting = new Map<string, { resolve: (value: unknown) => void; reject: (err: Error) => void }>();
   /** Replies that came before anyone waited for them (the address, while the other side set up). */
   private readonly arrived = new Map<string, unknown>();
   private readonly exited: Promise<void>;
@@ -74,12 +74,18 @@ class Side {
       stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
     });
     killWithThisProcess(this.child);
-    this.exited = new Promise((resolve) => this.child.once('exit', () => resolve()));
+    this.exited = new Promise((resolve) =>
+      this.child.once('exit', (code) => {
+        for (const [key, waiter] of this.waiting) waiter.reject(new Error(`${mode} fanout host exited (${code}) waiting for ${key}`));
+        this.waiting.clear();
+        resolve();
+      }),
+    );
     this.child.on('message', (message: Record<string, unknown>) => {
       for (const [key, value] of Object.entries(message)) {
         const waiter = this.waiting.get(key);
         this.waiting.delete(key);
-        if (waiter) waiter(value);
+        if (waiter) waiter.resolve(value);
         else this.arrived.set(key, value);
       }
     });
@@ -96,10 +102,7 @@ class Side {
       this.arrived.delete(key);
       return Promise.resolve(value);
     }
-    return new Promise((resolve, reject) => {
-      this.waiting.set(key, resolve as (value: unknown) => void);
-      this.child.once('exit', (code) => reject(new Error(`${this.mode} fanout host exited (${code}) waiting for ${key}`)));
-    });
+    return new Promise((resolve, reject) => this.waiting.set(key, { resolve: resolve as (value: unknown) => void, reject }));
   }
 
   private async memory(): Promise<Memory> {
