@@ -319,12 +319,21 @@ export const engineDecodeSlots: {
   readonly ignored: number;
   readonly droppedBlockSize: number;
   readonly droppedNoCompleteBlock: number;
+  readonly lastDroppedBlockSize: number;
   readonly needMeta: number;
   readonly needWords: number;
   readonly count: number;
 };
 export class EngineBatchDecoder {
-  constructor(workerId: bigint, kvBlockSize: number, eagle: boolean, dpStartRank: number, dpSize: number, results: Float64Array);
+  constructor(
+    workerId: bigint,
+    kvBlockSize: number,
+    eagle: boolean,
+    dpStartRank: number,
+    dpSize: number,
+    results: Float64Array,
+    bounds: { maxBlocksPerEvent: number; maxMessageWords: number; retainedBytes: number },
+  );
   /** true: appended, results hold the summary; false: nothing written, results hold needMeta / needWords. */
   decodeInto(
     payload: Uint8Array,
@@ -334,6 +343,63 @@ export class EngineBatchDecoder {
     words: BigUint64Array,
     wordsOffset: number,
   ): boolean;
+}
+
+// --- Dynamo event-plane decoder (relay addon; native/ingest/router_event_decode*) ---
+// Errors: TypeError / RangeError for bad arguments only; a malformed message is a record with status
+// `malformed` (errorOf says why), never a throw.
+
+/** u32 slots of one message's record in RouterEventDecoder.decodeBatch's records (`stride` each), and the record's codes. */
+export const routerEventRecord: {
+  readonly status: number;
+  readonly flags: number;
+  readonly publisherLo: number;
+  readonly publisherHi: number;
+  readonly sequenceLo: number;
+  readonly sequenceHi: number;
+  readonly workerLo: number;
+  readonly workerHi: number;
+  readonly eventIdLo: number;
+  readonly eventIdHi: number;
+  readonly dpRank: number;
+  readonly kind: number;
+  readonly blocks: number;
+  readonly metaEnd: number;
+  readonly wordsEnd: number;
+  readonly stride: number;
+  /** status values */
+  readonly ok: number;
+  readonly malformed: number;
+  readonly otherTopic: number;
+  /** flags bits */
+  readonly hasEnvelope: number;
+  readonly counted: number;
+  readonly otherTier: number;
+  readonly unsupportedDomain: number;
+  /** decodeBatch formats */
+  readonly formatEnvelope: number;
+  readonly formatFramed: number;
+  readonly formatJson: number;
+};
+export class RouterEventDecoder {
+  /** `sizes` (length >= 2) receives [metaEnd, wordsEnd] (or the lengths needed) after each decodeBatch. */
+  constructor(topic: string, legacyTopic: string, sizes: Float64Array);
+  /**
+   * Decodes `count` messages laid end to end in `arena` (message i ends at ends[i]). true: records
+   * and the packed events (message order) are written; false: records are written, meta / words are
+   * not (they must grow to sizes[0] / sizes[1]).
+   */
+  decodeBatch(
+    arena: Uint8Array,
+    ends: Uint32Array,
+    count: number,
+    format: number,
+    records: Uint32Array,
+    meta: Uint32Array,
+    words: BigUint64Array,
+  ): boolean;
+  /** Why message `index` of the last decodeBatch was malformed ('' if it was not). */
+  errorOf(index: number): string;
 }
 
 // --- ZMQ ingest sockets (relay addon; native/bindings/relay/zmq_subscriber.cc) ---
@@ -447,6 +513,8 @@ export type RelayAddon = Pick<
   | 'PoolFilterState'
   | 'engineDecodeSlots'
   | 'EngineBatchDecoder'
+  | 'routerEventRecord'
+  | 'RouterEventDecoder'
   | 'zmqRecord'
   | 'zmqEvents'
   | 'ZmqSubscriber'

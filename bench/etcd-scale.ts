@@ -43,7 +43,7 @@ function endpointValue(i: number): string {
 }
 
 function workerValue(id: number): string {
-  return JSON.stringify({ id, totalKvBlocks: 1000, maxNumSeqs: 64, kvEvents: { endpoint: 'tcp://127.0.0.1:0', mode: 'bind' } });
+  return JSON.stringify({ id, totalKvBlocks: 1000, maxNumSeqs: 64, kvEvents: { endpoint: 'tcp://127.0.0.1:0', mode: 'bind', allowedPeers: ['127.0.0.1'] } });
 }
 
 async function startRelay(dir: string, name: string, etcd: string): Promise<RelayProcess> {

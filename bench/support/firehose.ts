@@ -143,12 +143,20 @@ export interface RelayIngestOptions {
   repeat?: boolean;
   /** Messages per source sent first, all of them applied before the firehose starts (its sequences follow them). */
   prefill?: Prefill;
+  /** What sends instead of a firehose (e.g. a PacedSender). */
+  sender?: Sender;
+}
+
+/** Sends the publishers' messages from start() until stop(). */
+export interface Sender {
+  start(): void;
+  stop(): Promise<void>;
 }
 
 /** What a relay process takes from the publishers sending `payloads` as fast as they can. */
 export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], window: FirehoseWindow, options: RelayIngestOptions): Promise<IngestRate> {
   const relay = await startRelayProcess(relayConfig([{ model: 'bench', endpoints: pubs.map((p) => p.lastEndpoint!) }], options.extra));
-  const firehose = new Firehose(pubs, payloads, options.repeat ?? true, BigInt(options.prefill?.payloads[0].length ?? 0));
+  const firehose = options.sender ?? new Firehose(pubs, payloads, options.repeat ?? true, BigInt(options.prefill?.payloads[0].length ?? 0));
   const totals = async (): Promise<{ blocks: number; events: number; gaps: number; applied: number; overflows: number; tracked: number }> => {
     const text = await scrape(relay.metricsAddress).catch((err: Error) => {
       throw new Error(`scraping the relay failed (${err.message})\n${relay.lastLog()}`);
@@ -307,7 +315,7 @@ export interface BareRate {
 }
 
 /** What a bare zeromq.js SUB per publisher, in a process of its own, receives from the firehose. */
-export async function bareSubscriberRate(pubs: Publisher[], payloads: Buffer[][], window: FirehoseWindow): Promise<BareRate> {
+export async function bareSubscriberRate(pubs: Publisher[], payloads: Buffer[][], window: FirehoseWindow, sender?: Sender): Promise<BareRate> {
   const script = `
     const { Subscriber } = require(${JSON.stringify(require.resolve('zeromq'))});
     let n = 0;
@@ -320,7 +328,7 @@ export async function bareSubscriberRate(pubs: Publisher[], payloads: Buffer[][]
     process.stdin.on('data', () => process.stderr.write(JSON.stringify({ n }) + '\\n'));
     process.stderr.write('{"ready":true}\\n');`;
   const child = spawn(process.execPath, ['-e', script, ...pubs.map((p) => p.lastEndpoint!)], { stdio: ['pipe', 'ignore', 'pipe'] });
-  const firehose = new Firehose(pubs, payloads);
+  const firehose = sender ?? new Firehose(pubs, payloads);
   const count = (): Promise<number> => {
     const line = waitForLine(child, (l) => (l.startsWith('{"n"') ? l : undefined));
     child.stdin!.write('\n');

@@ -10,6 +10,7 @@ void InitPool(Napi::Env env, Napi::Object exports);
 void InitPackedBatch(Napi::Env env, Napi::Object exports);
 void InitCbi1(Napi::Env env, Napi::Object exports);
 void InitEngineDecoder(Napi::Env env, Napi::Object exports);
+void InitRouterEventDecoder(Napi::Env env, Napi::Object exports);
 void InitNativeLimits(Napi::Env env, Napi::Object exports);
 void InitZmqIngest(Napi::Env env, Napi::Object exports);
 void InitThreadSlice(Napi::Env env, Napi::Object exports);

@@ -58,6 +58,7 @@
 #endif
 
 #include "core/ckf.h"
+#include "core/process_secret.h"
 #include "core/zeroed_buffer.h"
 
 namespace kvrelay {
@@ -103,12 +104,16 @@ class BucketMap {
   // own path); only the fallbacks above move more. Typical operations move none or a few.
   static constexpr uint64_t kMaxMovesPerOp = kDrainSteps * kSlots * (kMaxPath + 1) + kMaxPath;
 
+  // The public part of a fresh table's seed; the process secret (core/process_secret.h) is mixed in.
+  static constexpr uint64_t kInitialSeed = 0x2545F4914F6CDD1DULL;
+
   BucketMap() : BucketMap(0) {}
   // Maps given different growth phases (any numbers; consecutive ones spread best) grow at different
   // sizes once past kStaggerBuckets. The pool's lineage tables fill in step when their sources
   // publish alike, and without it they all grew, and drained, within the same few insertions: 8 or 64
   // drains at once made a pool's apply slower than its engines published (BENCHMARKS.md, 2026-12-05).
-  explicit BucketMap(uint64_t growthPhase) : table_(kMinBuckets, kInitialSeed), stagger_(StaggerOf(growthPhase)) {}
+  explicit BucketMap(uint64_t growthPhase)
+      : table_(kMinBuckets, kInitialSeed ^ ProcessSecret()), stagger_(StaggerOf(growthPhase)) {}
 
   size_t size() const { return Entries() + (hasZero_ ? 1 : 0); }
   bool empty() const { return size() == 0; }
@@ -319,7 +324,6 @@ class BucketMap {
   // Stash room of a fresh table: at least this, and twice what a rebuild left there, so keys a seed
   // cannot place (crafted, or very unlucky) cost a rebuild only after the stash doubled.
   static constexpr size_t kMinStash = 8;
-  static constexpr uint64_t kInitialSeed = 0x2545F4914F6CDD1DULL;
   // How far ahead of the drain an old bucket's keys have their new lines asked for (Plan): one bucket
   // ahead left most of the moves waiting for memory; with 4 drain steps, 3 filled 6 M blocks of 1 source
   // in 1.72-1.76 s instead of 2.05-2.18 (bench/pool-memory's fill), 7 no faster.
@@ -430,7 +434,11 @@ class BucketMap {
     // per lookup.
     Homes HomesOf(uint64_t key) const {
       const uint64_t n = buckets.size();
-      const uint64_t m = (key ^ seed) * 0x9E3779B97F4A7C15ULL;
+      // Keyed: the seed holds the process secret (a public seed let ~17 crafted ids fill a bucket
+      // pair and the stash, each batch a synchronous rebuild, issue 26 item 3), and the finalizer
+      // makes every bucket bit depend on every key bit, so no choice of key differences carries
+      // through the multiply to a known place.
+      const uint64_t m = Fmix64(key ^ seed);
       const unsigned __int128 scaled = static_cast<unsigned __int128>(m) * n;
       const size_t first = static_cast<size_t>(scaled >> 64);
       size_t second = static_cast<size_t>((static_cast<unsigned __int128>(static_cast<uint64_t>(scaled)) * n) >> 64);

@@ -24,6 +24,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   o.eagle = (options & 4) != 0;
   o.dpStartRank = in.Take<uint8_t>();
   o.dpSize = 1 + in.Take<uint8_t>() % 8;
+  // Small bounds, so that inputs reach them.
+  o.maxBlocksPerEvent = 1 + in.Take<uint8_t>();
+  o.maxMessageWords = 64 + in.Take<uint16_t>();
+  o.retainedBytes = 1024;
   engine::BatchDecoder decoder(o);
   engine::DecodeSummary s;
   try {
@@ -37,6 +41,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto& meta = decoder.meta();
   const auto& words = decoder.words();
   FUZZ_CHECK(pool::ValidatePackedBatch(meta.data(), meta.size(), words.size()).empty());
+  FUZZ_CHECK(words.size() <= o.maxMessageWords);
   FUZZ_CHECK(s.dpRank >= o.dpStartRank && s.dpRank - o.dpStartRank < o.dpSize);
   const size_t events = meta.size() / pool::kMetaStride;
   FUZZ_CHECK(events <= s.events);

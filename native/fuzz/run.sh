@@ -13,8 +13,8 @@ command -v "$CXX" >/dev/null || { echo "fuzz: $CXX not found (apt-get install cl
 xxhash_dir=$(node -p "require('path').join(require('path').dirname(require.resolve('xxhash-addon/package.json')), 'xxHash')")
 common=(-std=c++17 -O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=undefined -Inative -Inative/fuzz -I"$xxhash_dir")
 # The pure C++ core the targets exercise (no N-API).
-core=(core/cbi1 core/ckf ingest/engine_decode pool/packed_batch pool/pool_canonical pool/pool_filter_state pool/pool_plan)
-targets=(cbi1 pool_batch engine_decode bucket_map)
+core=(core/cbi1 core/ckf ingest/engine_decode ingest/router_event_decode pool/packed_batch pool/pool_canonical pool/pool_filter_state pool/pool_plan)
+targets=(cbi1 pool_batch engine_decode bucket_map router_event_decode)
 
 mkdir -p "$out/obj" "$out/artifacts"
 objs=()

@@ -119,10 +119,32 @@ const bucketSeeds = [];
   bucketSeeds.push(Buffer.from(fill), Buffer.from(churn), Buffer.from(raw), Buffer.from(reserving), Buffer.from(crowd), Buffer.from(crowdMidDrain));
 }
 
+// --- router_event_decode: [u8 format][message], from the byte-for-byte Dynamo fixtures -------------
+const dynamoFixtures = JSON.parse(fs.readFileSync(path.join(root, 'test', 'fixtures', 'dynamo', 'event-plane.json'), 'utf8')).messages;
+const routerSeeds = [];
+for (const f of dynamoFixtures) {
+  const bytes = f.hex !== undefined ? Buffer.from(f.hex, 'hex') : Buffer.from(f.text, 'utf8');
+  if (f.format === 'envelope') {
+    routerSeeds.push(Buffer.concat([u8(0), bytes]));
+    const header = Buffer.alloc(5);
+    header[0] = 1;
+    header.writeUInt32BE(bytes.length, 1);
+    routerSeeds.push(Buffer.concat([u8(1), header, bytes]));
+  } else if (f.format === 'json') {
+    routerSeeds.push(Buffer.concat([u8(2), bytes]), Buffer.concat([u8(0), bytes]));
+  } else {
+    // A bare MessagePack RouterEvent, wrapped as the event plane sends it.
+    const env = new Packr({ useRecords: false, variableMapSize: true });
+    const envelope = env.pack({ publisher_id: 5, sequence: 0, published_at: 1, topic: 'kv-events', payload: bytes });
+    routerSeeds.push(Buffer.concat([u8(0), envelope]));
+  }
+}
+
 const counts = {
   cbi1: writeAll('cbi1', cbi1Seeds.filter((s) => s !== null)),
   pool_batch: writeAll('pool_batch', poolSeeds),
   engine_decode: writeAll('engine_decode', engineSeeds),
   bucket_map: writeAll('bucket_map', bucketSeeds),
+  router_event_decode: writeAll('router_event_decode', routerSeeds),
 };
 console.log(`seeds: ${Object.entries(counts).map(([t, n]) => `${t} ${n}`).join(', ')}`);

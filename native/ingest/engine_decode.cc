@@ -5,12 +5,11 @@
 #include "ingest/engine_decode.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <random>
 #include <string_view>
 
 #include "core/block_hash.h"
+#include "core/process_secret.h"
 #include "pool/packed_batch.h"
 
 namespace kvrelay {
@@ -98,19 +97,7 @@ uint32_t TokenId(Cursor& c) {
 }
 
 // Odd multiplier of the repeat check's hash, unknown to peers (so they cannot aim ids at one slot).
-uint64_t RandomOddMultiplier() {
-  uint64_t x = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
-  try {
-    std::random_device device;
-    x ^= (uint64_t{device()} << 32) | device();
-  } catch (const std::exception&) {
-    // No entropy source: the clock alone still varies per process.
-  }
-  x ^= x >> 31;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  return x | 1;
-}
+uint64_t RandomOddMultiplier() { return DrawSecret() | 1; }
 
 int HexDigit(uint8_t ch) {
   if (ch >= '0' && ch <= '9') return ch - '0';
@@ -234,6 +221,27 @@ DecodeSummary BatchDecoder::Decode(const uint8_t* payload, size_t length, uint32
   summary_.dpRank = rank;
   for (size_t i = 1; i < meta_.size(); i += pool::kMetaStride) meta_[i] = rank;
   return summary_;
+}
+
+template <typename T>
+void GiveBackIfOver(std::vector<T>* v, uint64_t bytes) {
+  if (v->capacity() * sizeof(T) > bytes) std::vector<T>().swap(*v);
+}
+
+void BatchDecoder::Trim() {
+  const uint64_t keep = options_.retainedBytes;
+  GiveBackIfOver(&meta_, keep);
+  GiveBackIfOver(&words_, keep);
+  GiveBackIfOver(&extIds_, keep);
+  GiveBackIfOver(&tokens_, keep);
+  GiveBackIfOver(&mmBlocks_, keep);
+  GiveBackIfOver(&mmHashes_, keep);
+  GiveBackIfOver(&hashScratch_, keep);
+  if (seenIds_.capacity() * sizeof(uint64_t) + seenGeneration_.capacity() * sizeof(uint32_t) > keep) {
+    // Emptied together: the repeat check sizes both from seenIds_ (a fresh table starts at generation 0).
+    std::vector<uint64_t>().swap(seenIds_);
+    std::vector<uint32_t>().swap(seenGeneration_);
+  }
 }
 
 void BatchDecoder::ResetOutput() {
@@ -427,6 +435,10 @@ void BatchDecoder::DecodeField(Field f, Cursor* c, const Event& ev) {
       if (c == nullptr) Malformed(FieldName(eventName_, "block_hashes") + ": expected an array");
       const Value list = c->Read();
       if (list.type != Type::kArray) Malformed(FieldName(eventName_, "block_hashes") + ": expected an array");
+      if (list.length > options_.maxBlocksPerEvent) {
+        Malformed(FieldName(eventName_, "block_hashes") + ": " + std::to_string(list.length) + " blocks, more than the " +
+                  std::to_string(options_.maxBlocksPerEvent) + " one event may carry");
+      }
       extIds_.resize(list.length);
       uint64_t* ids = extIds_.data();
       for (uint32_t i = 0; i < list.length; ++i) {
@@ -443,6 +455,12 @@ void BatchDecoder::DecodeField(Field f, Cursor* c, const Event& ev) {
       const Value list = c->Read();
       if (list.type != Type::kArray) Malformed("BlockStored.token_ids: expected an array");
       const uint32_t n = list.length;
+      // Tokens beyond the largest store's blocks (of the pool's block size, Eagle's extra one
+      // included) have no use: bounded before the scratch grows for them.
+      if (uint64_t{n} > (uint64_t{options_.maxBlocksPerEvent} + 1) * options_.kvBlockSize) {
+        Malformed("BlockStored.token_ids: " + std::to_string(n) + " tokens, more than " + std::to_string(options_.maxBlocksPerEvent) +
+                  " blocks need");
+      }
       if (n > 0 && c->NextIsArray()) {
         // Eagle's bigram pairs [[t0, t1], [t1, t2], ...] (Dynamo's KvTokenIds) carry one token more
         // than they have pairs: the firsts, then the last pair's second.
@@ -680,6 +698,7 @@ void BatchDecoder::FinishStored(const Event& ev) {
   const uint32_t bs = options_.kvBlockSize;
   if (blockSize_ != bs) {
     summary_.droppedBlockSize += 1;
+    summary_.lastDroppedBlockSize = blockSize_;
     return;
   }
   // Too few tokens for some blocks: the event stops at the first incomplete block, like Dynamo.
@@ -713,6 +732,11 @@ void BatchDecoder::FinishStored(const Event& ev) {
 }
 
 void BatchDecoder::PutHeader(uint32_t kind, uint32_t flags, uint32_t count) {
+  // The event's words: the worker id, then a store's parent, ids and their token hashes, or a removal's ids.
+  const uint64_t eventWords = 1 + (kind == pool::kStored ? ((flags & pool::kFlagParent) != 0 ? 1 : 0) + 2 * uint64_t{count} : uint64_t{count});
+  if (words_.size() + eventWords > options_.maxMessageWords) {
+    Malformed("batch: its events carry more than the " + std::to_string(options_.maxMessageWords) + " packed words one message may");
+  }
   // [kind, dpRank (set once the batch's rank is known), flags, startPosition, blockCount]
   const uint32_t header[pool::kMetaStride] = {kind, 0, flags, 0, count};
   meta_.insert(meta_.end(), std::begin(header), std::end(header));

@@ -28,6 +28,13 @@ struct DecoderOptions {
   bool eagle;
   uint32_t dpStartRank;
   uint32_t dpSize;  // > 0, dpStartRank + dpSize <= 2^32
+  // Bounds on what one message may make the decoder hold (issue 26 item 2): an event with more block
+  // hashes, a store with more token ids than that many blocks need, or a message whose packed batch
+  // would exceed maxMessageWords words is malformed (checked before the scratch grows for it).
+  uint32_t maxBlocksPerEvent;  // > 0
+  uint64_t maxMessageWords;    // > 0
+  // Scratch and output buffers grown past this many bytes are given back by Trim().
+  uint64_t retainedBytes;
 };
 
 struct DecodeSummary {
@@ -38,6 +45,7 @@ struct DecodeSummary {
   uint64_t ignored;
   uint64_t droppedBlockSize;
   uint64_t droppedNoCompleteBlock;
+  uint32_t lastDroppedBlockSize;  // block_size of the last store dropped for it (0: none): what the engine sends
 };
 
 class BatchDecoder {
@@ -47,6 +55,10 @@ class BatchDecoder {
   // Decodes one payload into meta() / words() (replacing what they held). `fallbackRank` is the
   // rank of a batch that names none. Throws DecodeFailure; meta() / words() are then unspecified.
   DecodeSummary Decode(const uint8_t* payload, size_t length, uint32_t fallbackRank);
+
+  // Gives back every buffer grown past options.retainedBytes (a large message's scratch and output)
+  // once the caller copied the output out: one outsized message must not hold memory for good.
+  void Trim();
 
   // The packed apply batch (packed_batch.h layout) of the last successful Decode.
   const std::vector<uint32_t>& meta() const { return meta_; }

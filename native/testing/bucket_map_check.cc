@@ -392,11 +392,118 @@ Napi::Value CheckBucketMapWaitsForSuccessor(const Napi::CallbackInfo& info) {
   return out;
 }
 
+
+// The inverse of Fmix64 (core/process_secret.h): what an attacker who knows the code computes to
+// pick keys for chosen bucket bits.
+uint64_t InverseMultiply(uint64_t odd) {
+  uint64_t x = odd;  // Newton: each step doubles the correct low bits (3 to start)
+  for (int i = 0; i < 5; ++i) x *= 2 - odd * x;
+  return x;
+}
+uint64_t Unfmix64(uint64_t v) {
+  v ^= v >> 33;
+  v *= InverseMultiply(0xc4ceb9fe1a85ec53ULL);
+  v ^= v >> 33;
+  v *= InverseMultiply(0xff51afd7ed558ccdULL);
+  v ^= v >> 33;
+  return v;
+}
+
+// The key whose addressing value under `seed` is m (BucketMap::Table::HomesOf).
+uint64_t KeyFor(uint64_t m, uint64_t seed) { return Unfmix64(m) ^ seed; }
+
+// Addressing values m sharing both homes in a table of n buckets: HomesOf takes the first from the
+// high half of m * n and the second from its low half times n, so m0 = the least m with
+// m * n >= first * 2^64 + ceil(second * 2^64 / n), and m0 + j for j below 2^64 / n^2 all share them.
+struct HomePair {
+  uint64_t m0;
+  uint64_t span;
+};
+HomePair PairFor(uint64_t n, uint64_t first, uint64_t second) {
+  using u128 = unsigned __int128;
+  const u128 two64 = u128{1} << 64;
+  const u128 low = (u128{second} * two64 + n - 1) / n;
+  const u128 target = u128{first} * two64 + low;
+  const uint64_t m0 = static_cast<uint64_t>((target + n - 1) / n);
+  const uint64_t span = static_cast<uint64_t>(two64 / (u128{n} * n));
+  return HomePair{m0, span > 2 ? span - 2 : 1};
+}
+
+// (fill, batches, perBatch) -> { craftedNs, randomNs, reseeds, rebuilds, maxStash }
+// HashDoS on a lineage table (issue 26 item 3): a map of `fill` random engine ids takes `batches`
+// batches of `perBatch` ids crafted against the public addressing (all of a batch aimed at one
+// bucket pair of the table new keys go to, a best-case attacker who knows its size), timed, and then
+// as many random ids into a second map of the same fill, timed. reseeds/rebuilds/maxStash: of the
+// crafted map, from the crafted batches on.
+Napi::Value AttackBucketMap(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const uint64_t fill = args::U64(args::Arg(info, 0), "fill", true);
+  const uint32_t batches = args::U32(args::Arg(info, 1), "batches");
+  const uint32_t perBatch = args::U32(args::Arg(info, 2), "perBatch");
+  if (fill > (uint64_t{1} << 24) || uint64_t{batches} * perBatch > (uint64_t{1} << 20)) {
+    throw Napi::RangeError::New(env, "need fill <= 2^24 and batches * perBatch <= 2^20");
+  }
+  using Map = BucketMap<uint64_t>;
+  auto filled = [&](uint64_t seed) {
+    auto map = std::make_unique<Map>(1);
+    uint64_t rng = seed;
+    for (uint64_t i = 0; i < fill; ++i) {
+      if (map->Emplace(ckf::SplitmixNext(&rng) | 1, i).first == nullptr) throw Napi::Error::New(env, "allocation failed");
+    }
+    return map;
+  };
+  auto crafted = filled(11);
+  auto random = filled(11);
+  const Map::Shape before = crafted->GetShape();
+  uint64_t rng = 0xC0FFEE;
+  uint64_t maxStash = 0;
+  uint64_t craftedNs = 0;
+  uint64_t randomNs = 0;
+  // The seed as the public code predicts it: the initial one, then one step of BucketMap::Reseed's
+  // chain per move to another seed (a best-case attacker who also knows when the table moved).
+  uint64_t seed = Map::kInitialSeed;
+  uint64_t moves = 0;
+  auto timed = [](Map* map, const std::vector<uint64_t>& keys, Napi::Env env) {
+    const auto start = std::chrono::steady_clock::now();
+    for (uint64_t key : keys) {
+      if (key != 0 && map->Emplace(key, key).first == nullptr) throw Napi::Error::New(env, "allocation failed");
+    }
+    return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());
+  };
+  std::vector<uint64_t> keys(perBatch);
+  // Batches alternate between the two maps, so that neither is measured warmer than the other.
+  for (uint32_t b = 0; b < batches; ++b) {
+    const Map::Shape now = crafted->GetShape();
+    for (; moves < now.reseeds + now.rebuilds; ++moves) {
+      uint64_t state = seed;
+      seed = ckf::SplitmixNext(&state);
+    }
+    const uint64_t n = now.buckets;
+    const HomePair pair = PairFor(n, ckf::SplitmixNext(&rng) % n, ckf::SplitmixNext(&rng) % n);
+    for (uint32_t k = 0; k < perBatch; ++k) keys[k] = KeyFor(pair.m0 + ckf::SplitmixNext(&rng) % pair.span, seed);
+    craftedNs += timed(crafted.get(), keys, env);
+    maxStash = std::max<uint64_t>(maxStash, crafted->GetShape().stashed);
+    for (uint32_t k = 0; k < perBatch; ++k) keys[k] = ckf::SplitmixNext(&rng) | 1;
+    randomNs += timed(random.get(), keys, env);
+  }
+  if (const char* broken = crafted->Invariant()) throw Napi::Error::New(env, broken);
+  const Map::Shape after = crafted->GetShape();
+  Napi::Object out = Napi::Object::New(env);
+  auto num = [&](uint64_t v) { return Napi::Number::New(env, static_cast<double>(v)); };
+  out.Set("craftedNs", num(craftedNs));
+  out.Set("randomNs", num(randomNs));
+  out.Set("reseeds", num(after.reseeds - before.reseeds));
+  out.Set("rebuilds", num(after.rebuilds - before.rebuilds));
+  out.Set("maxStash", num(maxStash));
+  return out;
+}
+
 }  // namespace
 
 void InitBucketMapCheck(Napi::Env env, Napi::Object exports) {
   exports.Set("checkBucketMap", Napi::Function::New(env, CheckBucketMap, "checkBucketMap"));
   exports.Set("checkBucketMapGrowth", Napi::Function::New(env, CheckBucketMapGrowth, "checkBucketMapGrowth"));
+  exports.Set("attackBucketMap", Napi::Function::New(env, AttackBucketMap, "attackBucketMap"));
   exports.Set("checkBucketMapStagger", Napi::Function::New(env, CheckBucketMapStagger, "checkBucketMapStagger"));
   exports.Set("checkBucketMapWaitsForSuccessor",
               Napi::Function::New(env, CheckBucketMapWaitsForSuccessor, "checkBucketMapWaitsForSuccessor"));

@@ -2,6 +2,8 @@
 // checks of option values, and HOST:PORT validation done before anything connects.
 import * as net from 'net';
 import { InvalidArgumentError } from 'commander';
+import { clientTlsFromFlags } from '../client/tls-flags';
+import type { ClientTlsOptions } from '../security/client-tls';
 
 /** The process exit codes of every command (documented in `kv-dc-relay --help`). */
 export const EXIT = {
@@ -68,4 +70,22 @@ export function connectionCause(message: string): string {
           ? 'connection timed out'
           : undefined;
   return kind ? `${kind} (${detail})` : detail;
+}
+
+/** The `--tls*` options of `query` and `watch` as commander names them (camelCase). */
+export interface TlsOptionValues {
+  tls?: boolean;
+  tlsCa?: string;
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsServername?: string;
+}
+
+/** Client TLS from those options (undefined: plaintext); a usage error for a bad file or pairing. */
+export function clientTls(flags: TlsOptionValues): ClientTlsOptions | undefined {
+  try {
+    return clientTlsFromFlags({ tls: flags.tls, 'tls-ca': flags.tlsCa, 'tls-cert': flags.tlsCert, 'tls-key': flags.tlsKey, 'tls-servername': flags.tlsServername });
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
 }

@@ -5,9 +5,8 @@ import { QUERY_TIMEOUT_MS, WATCH_RECENT_ERRORS, WATCH_REFRESH_MS } from '../conf
 import { RelayClient } from '../client';
 import { catalogView, errorView, loadView, readinessView, replicaView, servingLoadView } from '../client/views';
 import type { ClientTlsOptions } from '../security/client-tls';
-import { clientTlsFromFlags, type ClientTlsFlagValues } from '../client/tls-flags';
 import type { CliIo } from './io';
-import { connectionCause, EXIT, parseRelayAddress, UsageError } from './usage';
+import { clientTls, connectionCause, EXIT, parseRelayAddress, type TlsOptionValues } from './usage';
 
 export interface WatchOptions {
   address: string;
@@ -121,7 +120,7 @@ export function renderWatchScreen(client: RelayClient, recentErrors: readonly st
   return `${out.join('\n')}\n`;
 }
 
-export interface WatchFlags extends ClientTlsFlagValues {
+export interface WatchFlags extends TlsOptionValues {
   subscriberId?: string;
   json?: boolean;
   timeoutMs: number;
@@ -129,12 +128,7 @@ export interface WatchFlags extends ClientTlsFlagValues {
 
 /** `kv-dc-relay watch`: runs until SIGINT/SIGTERM (exit 0). */
 export async function runWatchCommand(address: string, flags: WatchFlags, io: CliIo): Promise<number> {
-  let tls: ClientTlsOptions | undefined;
-  try {
-    tls = clientTlsFromFlags(flags);
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
+  const tls = clientTls(flags);
   const abort = new AbortController();
   const stop = () => abort.abort();
   process.once('SIGINT', stop);

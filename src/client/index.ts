@@ -12,6 +12,7 @@ export type { Plane, Quarantined } from './plane-error';
 export type { PoolQueryResult, QueryRequest, QueryResult, ReadinessName } from './query';
 export type { ReplicaStats, ReplicaFaultReason } from './replica';
 export type { BackoffOptions } from './backoff';
+export { ReplicaBudget, type ReplicaBudgetLimits, type ReplicaBudgetUsage } from './replica-budget';
 export { findPrefixDepth, linearPrefixDepth } from './prefix-search';
 export { readClientTlsFiles, type ClientTlsFiles, type ClientTlsOptions } from '../security/client-tls';
 // For a consumer's own command line (the global router example): the same --tls* flags as `query`.

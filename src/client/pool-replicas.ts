@@ -2,12 +2,15 @@
 // catalog currently lists. A new producer generation replaces the subscription; a pool that leaves
 // the catalog (or a lost catalog) drops its replica. Failures invalidate only the affected replica;
 // so does silence: a stream with no frame (data or heartbeat) for maxReplicaAgeMs is reopened.
+// Each subscription holds room in the replica budget (replica-budget.ts) for its bucket table; a
+// pool without room is not subscribed, reported once, and subscribed when room is freed.
 import { RELAY_CONTRACT_MARKER } from '../wire/constants';
 import type { KvEventRelayClient } from '../wire/service';
 import type { FilterUpdate, RelayIdentity } from '../wire/types';
 import { Backoff, type BackoffOptions } from './backoff';
 import type { CatalogPool, CatalogValue } from './catalog-plane';
 import { PoolReplica, type ReplicaStats } from './replica';
+import { replicaBytes, type ReplicaBudget } from './replica-budget';
 import { ResilientStream, type FailureDecision, type StreamState } from './resilient-stream';
 import { describeInvalid, failureFields, type ClientErrorEvent } from './stream-events';
 
@@ -39,10 +42,25 @@ interface Subscription {
   pool: CatalogPool;
   replica: PoolReplica | undefined;
   stream: ResilientStream<FilterUpdate>;
+  /** Room held in the budget. */
+  bytes: number;
 }
 
 export class PoolReplicas {
   private readonly subs = new Map<string, Subscription>();
+  /** The catalog followed now, and its selected pools the budget had no room for. */
+  private catalog: CatalogValue | undefined;
+  private refused = new Set<string>();
+  private retryQueued = false;
+  private readonly onReleased = (): void => {
+    if (this.refused.size === 0 || this.retryQueued) return;
+    // Not from inside the release: it may come from this object's own reconcile.
+    this.retryQueued = true;
+    queueMicrotask(() => {
+      this.retryQueued = false;
+      if (this.catalog) this.subscribeMissing(this.catalog);
+    });
+  };
 
   constructor(
     /** The channel's current client (RelayChannel replaces it while reconnecting). */
@@ -51,35 +69,45 @@ export class PoolReplicas {
     private readonly backoff: BackoffOptions,
     private readonly maxReplicaAgeMs: number,
     private readonly listener: PoolReplicaListener,
+    private readonly budget: ReplicaBudget,
     private readonly filter: PoolFilter = () => true,
-  ) {}
+  ) {
+    budget.on('released', this.onReleased);
+  }
 
   /** Follows a new catalog value. */
   reconcile(catalog: CatalogValue): void {
-    const listed = new Set<string>();
-    for (const pool of catalog.pools) {
-      if (!this.filter(pool, catalog)) continue;
-      listed.add(pool.poolKey);
-      const sub = this.subs.get(pool.poolKey);
-      if (sub && sub.pool.producerKey !== pool.producerKey) {
-        this.drop(pool.poolKey, 'producerChanged', 'the catalog lists a new producer generation');
-      }
-      const current = this.subs.get(pool.poolKey);
-      if (current) {
-        current.pool = pool;
-        current.stream.resume(); // a stream waiting for a catalog refresh retries the listed producer
-      } else {
-        this.subscribe(pool, catalog.relay);
-      }
-    }
+    const selected = catalog.pools.filter((pool) => this.filter(pool, catalog));
+    const listed = new Set(selected.map((p) => p.poolKey));
+    // Withdrawn pools first, so that their room is there for new ones.
     for (const key of [...this.subs.keys()]) {
       if (!listed.has(key)) this.drop(key, 'poolWithdrawn', 'the pool is no longer in the catalog (or no longer selected)');
     }
+    for (const pool of selected) {
+      const sub = this.subs.get(pool.poolKey);
+      if (!sub) continue;
+      if (sub.pool.producerKey !== pool.producerKey) {
+        this.drop(pool.poolKey, 'producerChanged', 'the catalog lists a new producer generation');
+        continue;
+      }
+      sub.pool = pool;
+      sub.stream.resume(); // a stream waiting for a catalog refresh retries the listed producer
+    }
+    this.catalog = catalog;
+    this.subscribeMissing(catalog);
   }
 
   /** Without a catalog no pool is known to exist: every replica goes (fail closed). */
   clear(reason: string, message: string): void {
+    this.catalog = undefined;
+    this.refused.clear();
     for (const key of [...this.subs.keys()]) this.drop(key, reason, message);
+  }
+
+  /** clear(), and stops following the budget. */
+  close(reason: string, message: string): void {
+    this.budget.off('released', this.onReleased);
+    this.clear(reason, message);
   }
 
   states(nowMs: number): PoolReplicaStatus[] {
@@ -97,11 +125,39 @@ export class PoolReplicas {
     return out;
   }
 
-  private subscribe(pool: CatalogPool, relay: RelayIdentity): void {
+  /** Subscribes every selected pool of `catalog` without a subscription, in catalog order, while the budget has room. */
+  private subscribeMissing(catalog: CatalogValue): void {
+    const refused: CatalogPool[] = [];
+    for (const pool of catalog.pools) {
+      if (this.subs.has(pool.poolKey) || !this.filter(pool, catalog)) continue;
+      const bytes = replicaBytes(pool);
+      if (this.budget.tryReserve(bytes)) this.subscribe(pool, catalog.relay, bytes);
+      else refused.push(pool);
+    }
+    const before = this.refused;
+    this.refused = new Set(refused.map((p) => p.poolKey));
+    // Reported when pools are newly refused, not on every catalog update while they stay so.
+    if (!refused.some((p) => !before.has(p.poolKey))) return;
+    const { limits } = this.budget;
+    const used = this.budget.usage();
+    this.listener.error({
+      plane: 'pool',
+      poolKey: refused[0].poolKey,
+      reason: 'ReplicaBudgetExceeded',
+      message:
+        `${refused.length} catalog pool(s) not replicated: the relay lists more than the replica budget holds ` +
+        `(memoryBudget: ${limits.maxPools} pools, ${limits.maxBytes} bytes; in use ${used.pools} pools, ${used.bytes} bytes; ` +
+        `the first needs ${replicaBytes(refused[0])} bytes); they are subscribed when room is freed`,
+      next: 'wait',
+    });
+  }
+
+  private subscribe(pool: CatalogPool, relay: RelayIdentity, bytes: number): void {
     const producer = pool.descriptor.producer!;
     const request = { subscriberId: `${this.subscriberId}/ckf`, expectedProducer: producer, contractMarker: RELAY_CONTRACT_MARKER };
     const sub: Subscription = {
       pool,
+      bytes,
       replica: undefined,
       stream: new ResilientStream<FilterUpdate>({
         open: () => this.client().subscribeKvPool(request),
@@ -146,5 +202,6 @@ export class PoolReplicas {
     this.subs.delete(poolKey);
     sub.stream.stop();
     this.invalidate(sub, reason, message);
+    this.budget.release(sub.bytes);
   }
 }

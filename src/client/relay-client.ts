@@ -33,6 +33,7 @@ import { runQuery, type QueryRequest, type QueryResult } from './query';
 import { applyReadinessUpdate, type ReadinessValue } from './readiness-plane';
 import { checkRelayInfo } from './relay-info';
 import type { PoolReplica } from './replica';
+import { ReplicaBudget, type ReplicaBudgetLimits } from './replica-budget';
 import { RelayChannel } from './relay-channel';
 import { ResilientStream } from './resilient-stream';
 import { describeInvalid, failureFields, type ClientErrorEvent } from './stream-events';
@@ -53,6 +54,11 @@ export interface RelayClientOptions {
   pools?: PoolFilter;
   /** TLS to the relay (its `tls` config); plaintext when omitted. */
   tls?: ClientTlsOptions;
+  /**
+   * The most pool replicas (and bytes of their bucket tables) the relay may make this client hold
+   * (default 256 pools, 1 GiB). A ReplicaBudget instance is shared with every client given it.
+   */
+  memoryBudget?: Partial<ReplicaBudgetLimits> | ReplicaBudget;
 }
 
 
@@ -126,13 +132,14 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
         }),
       this.backoffOptions,
     );
+    const budget = options.memoryBudget instanceof ReplicaBudget ? options.memoryBudget : new ReplicaBudget(options.memoryBudget);
     this.pools = new PoolReplicas(() => this.channel.client, this.subscriberId, this.backoffOptions, this.maxReplicaAgeMs, {
       sameConnection: (relay) => this.sameConnection(relay),
       installed: (e) => this.emit('replicaInstalled', e),
       invalidated: (e) => this.emit('replicaInvalidated', e),
       delta: (e) => this.emit('delta', e),
       error: (e) => this.report(e),
-    }, options.pools);
+    }, budget, options.pools);
   }
 
   start(): void {
@@ -146,7 +153,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     this.closed = true;
     this.abandonHandshake();
     this.stopPlanes();
-    this.pools.clear('closed', 'the client was closed');
+    this.pools.close('closed', 'the client was closed');
     this.channel.close();
     this.closeChannel();
   }

@@ -15,6 +15,7 @@ import { runQuery, type QueryRequest, type QueryResult } from './query';
 import type { ReadinessValue } from './readiness-plane';
 import { RelayClient, type RelayClientOptions } from './relay-client';
 import type { PoolReplica } from './replica';
+import { ReplicaBudget } from './replica-budget';
 import type { ClientErrorEvent } from './stream-events';
 import { DEFAULT_MAX_REPLICA_AGE_MS, DEFAULT_VERIFICATION_WINDOW } from '../config/defaults';
 
@@ -38,11 +39,16 @@ export class ShardedRelayClient extends EventEmitter<ShardedRelayClientEvents> {
   private started = false;
   private closed = false;
 
+  private readonly options: RelayClientOptions;
+
   constructor(
     private readonly source: readonly string[] | ShardAddressSource,
-    private readonly options: RelayClientOptions,
+    options: RelayClientOptions,
   ) {
     super();
+    // One budget for every shard: together they follow one datacenter's pools.
+    const budget = options.memoryBudget instanceof ReplicaBudget ? options.memoryBudget : new ReplicaBudget(options.memoryBudget);
+    this.options = { ...options, memoryBudget: budget };
   }
 
   start(): void {

@@ -47,6 +47,12 @@ export const ACTOR_MAILBOX_CAPACITY = 256;
 export const PENDING_BLOCK_PERMITS = 65_536;
 /** ...and events (block-less ones, e.g. AllBlocksCleared, cost no block permit but are work and memory). */
 export const PENDING_EVENT_PERMITS = 65_536;
+/**
+ * A pool actor keeps one inbox buffer grown past INGEST_RETAINED_BUFFER_BYTES for this long after its
+ * last use: a run of large bursts reuses it instead of allocating megabytes per burst on the event
+ * loop (external memory that made V8 collect: a 30 ms pause), and it is given back once they stop.
+ */
+export const POOL_LARGE_INBOX_HOLD_MS = 1_000;
 /** Byte accounting of one queued frame: payload length plus this overhead. */
 export const FRAME_OVERHEAD_BYTES = 256;
 
@@ -63,11 +69,14 @@ export const DEFAULT_CKF_MAX_KICKS = 500;
 export const SHUTDOWN_GRACE_MS = 250;
 /**
  * The scheduler slice (µs) a relay process asks for at start (sched_attr.sched_runtime; the kernel's
- * minimum), for its event loop and the ingest and ZMQ I/O threads it starts afterwards (they inherit
- * it). Linux 6.12+ lets a task whose slice is shorter than the running one's preempt it when it
- * wakes: at full ingest the loop otherwise waits behind busy threads for a default slice (mixed-load,
- * 13 runs each way: loop-delay p99 median 6.3 ms with the default slice, 5.0 ms with this one, ingest
- * unchanged). Shares of the CPU do not change; older kernels ignore it.
+ * minimum), for its event loop's thread only: it is set with SCHED_FLAG_RESET_ON_FORK, so the ingest,
+ * libuv pool and ZMQ I/O threads it starts afterwards keep the default slice (issue 26 item 10: they
+ * all inherited it, and the loop had no shorter slice than the threads it waited behind). Linux
+ * 6.12+ lets a task whose slice is shorter than the running one's preempt it when it wakes: at full
+ * ingest the loop otherwise waits behind busy threads for a default slice. Measured when every
+ * thread inherited it (mixed-load, 13 runs each way: loop-delay p99 median 6.3 ms with the default
+ * slice, 5.0 ms with this one, ingest unchanged); the loop-only figure is in BENCHMARKS.md
+ * (2026-12-06 ingest-hardening). Shares of the CPU do not change; older kernels ignore it.
  */
 export const EVENT_LOOP_SLICE_US = 100;
 
@@ -106,6 +115,12 @@ export interface Limits {
   /** Open TCP connections of the gRPC listener; more are closed on accept. */
   maxConnections: number;
   /**
+   * Open gRPC connections from one source (an IPv4 address; an IPv6 /64); more from it are closed
+   * on accept, so one host cannot take the slots of everyone else (src/transport/admission.ts).
+   * Unset: maxConnections x PER_IP_CONNECTION_SHARE, at least 1.
+   */
+  maxConnectionsPerIp?: number;
+  /**
    * Blocks one pool tracks (engine lineage entries over all its sources). At the bound a store that
    * would add blocks is rejected whole and counted; removals make room again.
    */
@@ -130,10 +145,11 @@ export interface Timing {
   /** A connection without an open stream for this long is closed (GOAWAY); clients reconnect on demand. */
   connectionIdleMs: number;
   /**
-   * A connection that has not sent the 24-byte HTTP/2 client preface (or, with TLS, at least that much
-   * of its handshake) this long after accept is closed: grpc-js's idle timer starts only with a session.
+   * A connection on which no authorized call started this long after accept is closed: the TLS
+   * handshake, the HTTP/2 preface and the first request all fit in it (grpc-js's idle timer starts
+   * only with a session, and a TLS ClientHello alone would keep a socket forever).
    */
-  connectionPrefaceMs: number;
+  connectionFirstCallMs: number;
 }
 
 export interface Queues {
@@ -184,7 +200,9 @@ export const DEFAULT_TIMING: Readonly<Timing> = Object.freeze({
   publicationDelayMs: 1,
   healthProbeMs: 1_000,
   connectionIdleMs: 300_000,
-  connectionPrefaceMs: 10_000,
+  // Real clients start their first call right after the handshake (milliseconds, a WAN TLS
+  // handshake well under a second); 5 s is the least a held-open socket costs an attacker per slot.
+  connectionFirstCallMs: 5_000,
 });
 
 export const DEFAULT_QUEUES: Readonly<Queues> = Object.freeze({
@@ -193,6 +211,21 @@ export const DEFAULT_QUEUES: Readonly<Queues> = Object.freeze({
   encodingConcurrency: 2,
   maxMessageBytes: 8_388_608,
 });
+
+/**
+ * Default `limits.maxConnectionsPerIp` as a share of `limits.maxConnections`: 32 of the default 256.
+ * A router host runs a few consumer processes with one connection each per relay; 32 leaves room
+ * for a NAT'd group of them, and scaled with maxConnections one source never holds more than 1/8.
+ */
+export const PER_IP_CONNECTION_SHARE = 1 / 8;
+/**
+ * Share of `limits.maxConnections` kept for sources that made an authorized call before: a source
+ * never seen to make one may open a connection only while fewer than the other 3/4 of the slots
+ * are held by connections that have not made a call yet (src/transport/admission.ts).
+ */
+export const RESERVED_CONNECTION_SHARE = 1 / 4;
+/** Sources remembered as having made an authorized call (most recent kept): 32 B each at most. */
+export const KNOWN_PEER_SOURCES = 4_096;
 
 export const DEFAULT_WAN: Readonly<Wan> = Object.freeze({
   keepaliveIntervalMs: 20_000,
@@ -222,9 +255,34 @@ function stripUndefined<T extends object>(group: Partial<T> | undefined): Partia
   return Object.fromEntries(Object.entries(group).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
+// --- Diagnostics and the status view (src/diagnostics; docs: operations) ---
+/** How often the diagnostics sample sources and pools (and so the resolution of an event's age). */
+export const DIAGNOSTICS_INTERVAL_MS = 1_000;
+/** A source without a connection this long after its start or after a loss is warned about. */
+export const DIAGNOSTICS_NOT_CONNECTED_MS = 10_000;
+/** A pool still empty this long after its engines began to publish is warned about. */
+export const DIAGNOSTICS_POOL_EMPTY_MS = 10_000;
+/** A block-size mismatch stays active (status, gauge) this long after the last store it dropped. */
+export const DIAGNOSTICS_BLOCK_SIZE_HOLD_MS = 60_000;
+/** A warning that still holds is said again at most this often. */
+export const DIAGNOSTICS_REPEAT_MS = 600_000;
+/** Warnings of one kind said in one round; the rest are one summary line (the status view lists them all). */
+export const DIAGNOSTICS_MAX_LINES_PER_ROUND = 10;
+/** A pool's delta latency p99 in the status view is over at most this many recent deltas... */
+export const DELTA_LATENCY_RECENT_SAMPLES = 512;
+/** ...published within this long. */
+export const DELTA_LATENCY_RECENT_MS = 60_000;
+/** How long `kv-dc-relay status` waits for the relay's answer. */
+export const STATUS_TIMEOUT_MS = 5_000;
+
 // --- etcd discovery and relay shards (README "Discovery from etcd", "Relay shards") ---
 /** Lease TTL of a relay shard (its address and pool claims) and of a registered worker entry. */
 export const DEFAULT_ETCD_LEASE_TTL_S = 10;
+/**
+ * Off: a shard that cannot confirm its lease stops serving within the TTL even when it sees no
+ * sibling, because a shard cut off from etcd cannot know that none started meanwhile.
+ */
+export const DEFAULT_LONE_SHARD_KEEPS_SERVING = false;
 /** Retry delay of a failed etcd read, watch or lease grant: doubling from this with jitter... */
 export const ETCD_RETRY_INITIAL_MS = 200;
 /** ...up to this. */
@@ -270,6 +328,15 @@ export const LOAD_SILENCE_WINDOWS = 3;
 export const RELAY_INFO_TIMEOUT_MS = 10_000;
 /** Window over which a replica's deltas per second are measured. */
 export const REPLICA_RATE_WINDOW_MS = 5_000;
+/**
+ * A consumer's replica budget (src/client/replica-budget.ts), shared by every shard of a
+ * ShardedRelayClient: pools it replicates at once, and bytes of their bucket tables (bucket count
+ * x 8, allocated at a snapshot's first chunk; the catalog declares it before any is subscribed).
+ * A relay's default pool is 4 MiB (2^19 buckets), the largest the wire allows 128 MiB (2^24): 1 GiB
+ * holds 256 default pools or 8 of the largest, so a relay listing more cannot take a router's memory.
+ */
+export const DEFAULT_CLIENT_MAX_REPLICA_POOLS = 256;
+export const DEFAULT_CLIENT_MAX_REPLICA_BYTES = 1_073_741_824;
 /** Redraw period of `watch` on a terminal (and of its replica statistics line otherwise). */
 export const WATCH_REFRESH_MS = 500;
 /** Errors kept on the `watch` terminal screen. */
@@ -301,6 +368,28 @@ export const INGEST_REPLAY_MAX_BUFFERED_BYTES = 64 * 1024 * 1024;
  */
 export const INGEST_MAX_MESSAGE_BYTES = 4 * 1024 * 1024;
 /**
+ * Blocks one engine event may carry (issue 26 item 2): a larger BlockStored / BlockRemoved is
+ * malformed (counted, logged, dropped whole) before any scratch is sized for it. One engine step's
+ * store is its prefill's new blocks: vLLM's default block of 16 tokens and a 128 k-token step make
+ * 8 192, SGLang's page of 1 token with its default 8 k-token chunk as many; 65 536 leaves 8x that (a
+ * 1 M-token step at 16 tokens per block). A 4 MiB message of one-byte ids (4 million blocks) is no
+ * engine event: it made the repeat check allocate 224 MiB it never gave back.
+ */
+export const INGEST_MAX_BLOCKS_PER_EVENT = 65_536;
+/**
+ * Packed words (8 bytes: ids, token hashes, one per event header) one engine message may decode to,
+ * 2 MiB: two full-size stores. A message that would exceed it is malformed; a rank's burst is handed
+ * on once it holds this many, so a burst holds at most twice this, and the copies the event loop
+ * makes of it (into the pool's inbox) stay well under a millisecond.
+ */
+export const INGEST_MAX_MESSAGE_WORDS = 262_144;
+/**
+ * Ingest buffers (receive arena, burst, decoder scratch, hand-off staging, pool inboxes) grown past
+ * this many bytes by an outsized message are given back once it was handled, so one burst of large
+ * messages does not hold memory for good (256 KiB per buffer: 128 MiB over 512 sources at most).
+ */
+export const INGEST_RETAINED_BUFFER_BYTES = 256 * 1024;
+/**
  * What one engine connection may have queued in the relay's SUB socket before the receive loop reads
  * it. libzmq bounds that queue in messages (INGEST_RECEIVE_HWM, derived from this); when it is full it
  * stops reading the connection, so the backlog waits in the engine's PUB queue (vLLM: 100 000
@@ -315,11 +404,14 @@ export const INGEST_REDIAL_MS = 1_000;
  */
 export const INGEST_RECEIVE_HWM = INGEST_RECEIVE_QUEUE_BYTES / INGEST_MAX_MESSAGE_BYTES;
 /**
- * Replay DEALER receive high-water mark: the engine's ROUTER sends its whole replay buffer at once and
- * silently drops what its own queue cannot hold, so this holds a full one (vLLM: 10 000 batches). A
- * replay is asked of the engine the relay dials, only after a gap, and read as fast as it comes.
+ * Replay DEALER receive high-water mark: the live socket's, so one replay holds at most
+ * INGEST_RECEIVE_QUEUE_BYTES of complete replies in the relay (issue 26 item 1: 100 000 let one
+ * answer of 1 GiB take the relay to 755 MiB). The engine's ROUTER sends its whole replay buffer at
+ * once and silently drops what its own queue (vLLM: 1 000) and this one cannot hold; the stream sees
+ * the hole in the replies and asks again from it (stream.ts replayed()), each round delivering at
+ * least the two queues' worth, so a full vLLM buffer (10 000 batches) takes a few rounds.
  */
-export const INGEST_REPLAY_RECEIVE_HWM = 100_000;
+export const INGEST_REPLAY_RECEIVE_HWM = INGEST_RECEIVE_HWM;
 /**
  * Engine messages one rank handles before yielding to the event loop: a backlog would otherwise be
  * drained in one turn, with no transport write completing meanwhile, and its burst of deltas would
@@ -361,6 +453,20 @@ export const INGEST_HANDOFF_WAIT_MS = 1_000;
  * transferred buffer of its own instead.
  */
 export const INGEST_HANDOFF_RING_PER_BYTES_BOUND = 4;
+/**
+ * ...and at least this many of the largest bursts (INGEST_MAX_MESSAGE_WORDS twice, a rank's burst at
+ * most): a burst that finds no room travels in a transferred buffer, which the main thread's V8
+ * counts as new external memory, and a run of large ones made it collect (a 30 ms pause of the event
+ * loop) where a ring region costs nothing (issue 26 item 4).
+ */
+export const INGEST_HANDOFF_RING_LARGEST_BURSTS = 2;
+/**
+ * An ingest thread posts at most one hand-off per this long (unless one fills the bounds): at mid
+ * rates over many sources a post, and the main thread's wake-up for it, cost more CPU than the small
+ * messages they carried (issue 30 item 2); the bursts of every socket read meanwhile go together. A
+ * message waits at most this much longer for the pool.
+ */
+export const INGEST_HANDOFF_COALESCE_MS = 1;
 /** An ingest thread reports its sources' counters this often... */
 export const INGEST_THREAD_STATS_MS = 250;
 /** ...and this long after they changed (a post per thread turn cost more than the small bursts it followed). */
@@ -371,3 +477,13 @@ export const INGEST_THREAD_RESTART_MS = 200;
 export const INGEST_THREAD_CLOSE_TIMEOUT_MS = 2_000;
 /** ...and this long more for their sockets' last receives to settle before it exits. */
 export const INGEST_THREAD_EXIT_SETTLE_MS = 20;
+
+// Dynamo event plane (src/dynamo/event-plane).
+/** Publishers whose order each event-plane channel remembers (the longest idle is forgotten beyond it). */
+export const DYNAMO_MAX_PUBLISHERS_PER_CHANNEL = 65_536;
+/** Wait between NATS reconnect attempts. */
+export const DYNAMO_NATS_RECONNECT_WAIT_MS = 500;
+/** Wait before reading a JetStream stream again that does not exist yet or whose consumer ended. */
+export const DYNAMO_STREAM_RETRY_MS = 1_000;
+/** JetStream pull expiry of the ordered consumers (their idle heartbeat is half of it). */
+export const DYNAMO_JETSTREAM_PULL_EXPIRES_MS = 2_000;

@@ -34,6 +34,8 @@ export const MIN_ETCD_LEASE_TTL_S = 2;
 export const MAX_ETCD_LEASE_TTL_S = 3_600;
 /** A discovery value larger than this is rejected unread (a worker or endpoint entry is a few hundred bytes). */
 export const MAX_DISCOVERY_VALUE_BYTES = 65_536;
+/** A Dynamo discovery value (a model card carries its tokenizer and config file references) larger than this is rejected unread. */
+export const MAX_DYNAMO_VALUE_BYTES = 1_048_576;
 
 // What a gRPC peer may send (hostile input is bounded before anything is allocated for it).
 /**

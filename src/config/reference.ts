@@ -7,6 +7,7 @@
 import * as fs from 'fs';
 import * as path from 'path';
 import { z } from 'zod';
+import { PER_IP_CONNECTION_SHARE } from './defaults';
 import { MAX_INGEST_THREADS } from './limits';
 import { relayConfigSchema } from './schema';
 
@@ -20,7 +21,7 @@ export const DESCRIPTIONS: Readonly<Record<string, string>> = {
   'tls.key': 'PEM private key of `cert`.',
   'tls.ca': 'PEM CA bundle client certificates are verified against (mTLS).',
   'tls.requireClientCert': 'Refuse clients without a certificate the CA signed (needs `ca`). When false a certificate is asked for, not required.',
-  'tls.allowedSubjects': 'Client certificate subjects allowed to call, checked per call (needs `ca`): a bare name matches the CN, `CN=x, O=y` the whole subject. Omitted: any verified client.',
+  'tls.allowedSubjects': 'Client certificate subjects allowed to call, checked per call (needs `ca`): a bare name matches a subject whose only CN it is (a certificate with several CNs matches no bare name), `CN=x, O=y` the whole subject. Omitted: any verified client.',
   expectedUniqueBlocks: "Sizes each pool's cuckoo filter: next_pow2(max(2, floor((5n + 15) / 16))) buckets of 4 slots (8 bytes each).",
   limits: 'Stream, connection and memory limits (start-time).',
   'limits.maxCatalogSubscribers': 'Concurrent WatchKvPoolCatalog streams; one more is refused RESOURCE_EXHAUSTED.',
@@ -30,7 +31,8 @@ export const DESCRIPTIONS: Readonly<Record<string, string>> = {
   'limits.maxReadinessSubscribers': 'Concurrent SubscribeServingReadiness streams.',
   'limits.maxLoadSubscribers': 'Concurrent SubscribeKvPoolLoad streams.',
   'limits.maxServingLoadSubscribers': 'Concurrent SubscribeServingLoad streams.',
-  'limits.maxConnections': 'Open gRPC connections; further ones are closed on accept.',
+  'limits.maxConnections': 'Open gRPC connections; further ones are closed on accept. A quarter of them is kept for sources that made an authorized call before.',
+  'limits.maxConnectionsPerIp': 'Open gRPC connections from one source (an IPv4 address, an IPv6 /64); further ones are closed on accept (32 with the default `maxConnections`).',
   'limits.maxTrackedBlocksPerPool': 'Blocks one pool tracks over all its sources (~46 B each); a store that would go past it is rejected whole and counted (`pool_stores_rejected_at_limit_total`); removals make room.',
   'limits.ingestThreads': 'Worker threads that run the engines\' KV-event subscriptions (a worker always on the same thread); 0 = on the main thread.',
   timing: 'Heartbeats, windows and timeouts (start-time).',
@@ -43,7 +45,7 @@ export const DESCRIPTIONS: Readonly<Record<string, string>> = {
   'timing.publicationDelayMs': '...or this long after the first change, whichever comes first.',
   'timing.healthProbeMs': 'Interval of the workers\' `/health` probes.',
   'timing.connectionIdleMs': 'A connection with no open stream this long is closed (clients reconnect on their next call).',
-  'timing.connectionPrefaceMs': 'A connection that has not sent the HTTP/2 preface (or that much of a TLS handshake) by then is closed.',
+  'timing.connectionFirstCallMs': 'A connection on which no authorized call started this long after accept is closed (covers the TLS handshake, the HTTP/2 preface and the first request).',
   queues: 'Subscriber queues and message sizes (start-time).',
   'queues.publicationQueueCapacity': 'Frames a subscriber may have queued; past it (or the bytes) it ends SUBSCRIBER_LAGGED.',
   'queues.publicationQueueBytes': 'Bytes a subscriber may have queued.',
@@ -82,11 +84,12 @@ export const DESCRIPTIONS: Readonly<Record<string, string>> = {
   'endpoints[].workers[].kvEvents.replayEndpoint': "ZMQ endpoint of the engine's replay ROUTER (per rank, same offsets); the relay asks it for what it missed.",
   'endpoints[].workers[].kvEvents.topic': 'ZMQ topic the engine publishes under.',
   'endpoints[].workers[].kvEvents.mode': '`connect`: the relay dials the engine\'s PUB; `bind`: the relay binds and engines dial in.',
-  'endpoints[].workers[].kvEvents.allowedPeers': 'Bind mode: the IP addresses allowed to publish (others are refused before the handshake ends).',
+  'endpoints[].workers[].kvEvents.allowedPeers': 'Bind mode: the IP addresses allowed to publish (others are refused before the handshake ends). Canonicalized as libzmq reports peers (`0:0:0:0:0:0:0:1` is `::1`, `::ffff:7f00:1` is `127.0.0.1`). Bind mode needs it unless `allowAnyPeer` is true.',
+  'endpoints[].workers[].kvEvents.allowAnyPeer': 'Bind mode without `allowedPeers`: anyone who reaches the port may publish, and can make the relay hold an unfinished multipart message of any size (libzmq bounds frames, not messages). Must be set to true to run bind mode without `allowedPeers`.',
   'endpoints[].workers[].metrics': "The worker's Prometheus metrics, scraped for load.",
   'endpoints[].workers[].metrics.url': 'HTTP(S) URL of the metrics endpoint (vLLM: `/metrics`).',
   'endpoints[].workers[].metrics.format': 'Metric names to read: `vllm` (`vllm:kv_cache_usage_perc` per engine rank).',
-  discovery: 'Read the deployment from etcd instead of `endpoints` (docs/scaling-out.md).',
+  discovery: 'Read the deployment from etcd instead of `endpoints`: this project\'s layout (`etcd`, docs/scaling-out.md) or a Dynamo deployment\'s own (`dynamo`); exactly one of them.',
   'discovery.etcd': 'The etcd cluster and key prefix of this DC\'s deployment.',
   'discovery.etcd.endpoints': 'etcd members, `host:port` or `http(s)://host:port`.',
   'discovery.etcd.prefix': "Key prefix of this data center's deployment; relays with the same prefix and dcId are shards of one relay.",
@@ -99,11 +102,26 @@ export const DESCRIPTIONS: Readonly<Record<string, string>> = {
   'discovery.etcd.auth.password': 'Its password.',
   'discovery.etcd.leaseTtlSeconds': "TTL of this shard's lease: a dead shard's pools move within it.",
   'discovery.etcd.advertise': 'Address consumers reach this shard at (default: the bound gRPC address).',
+  'discovery.etcd.loneShardKeepsServing': 'A shard that cannot confirm its lease while its mirror shows no other live shard keeps serving (stale) instead of stopping within the TTL. For a DC that runs one relay and would rather serve through an etcd outage: a shard started while this one is cut off then serves the same pools until it reconnects.',
+  'discovery.dynamo': "A Dynamo deployment: its cards, instances and event channels from its etcd (`v1/`), its KV events from its event plane (NATS, JetStream, ZMQ); no per-engine config (`--dynamo-etcd`, `--dynamo-nats`, `--dynamo-namespaces`).",
+  'discovery.dynamo.etcd': "The deployment's etcd (Dynamo's discovery store).",
+  'discovery.dynamo.etcd.endpoints': 'etcd members, `host:port` or `http(s)://host:port`.',
+  'discovery.dynamo.etcd.tls': 'TLS to etcd.',
+  'discovery.dynamo.etcd.tls.caFile': 'PEM CA bundle etcd is verified against.',
+  'discovery.dynamo.etcd.tls.certFile': 'Client certificate (with keyFile).',
+  'discovery.dynamo.etcd.tls.keyFile': 'Client private key (with certFile).',
+  'discovery.dynamo.etcd.auth': 'etcd user authentication.',
+  'discovery.dynamo.etcd.auth.username': 'etcd user.',
+  'discovery.dynamo.etcd.auth.password': 'Its password.',
+  'discovery.dynamo.nats': "The deployment's NATS (its event plane on NATS, JetStream streams, kv_metrics); omitted = ZMQ event-plane channels only.",
+  'discovery.dynamo.nats.servers': 'NATS servers, `nats://host:port`.',
+  'discovery.dynamo.namespaces': 'Dynamo namespaces to serve; omitted = every namespace found.',
 };
 
-/** Defaults that depend on the machine, written as the rule instead of this machine's value. */
+/** Defaults that depend on the machine or on another field, written as the rule instead of one value. */
 const MACHINE_DEFAULTS: Readonly<Record<string, string>> = {
   'limits.ingestThreads': `the machine's available parallelism, at most ${MAX_INGEST_THREADS}`,
+  'limits.maxConnectionsPerIp': `1/${1 / PER_IP_CONNECTION_SHARE} of \`maxConnections\`, at least 1`,
 };
 
 interface JsonSchema {

@@ -5,6 +5,7 @@ import {
   DEFAULT_BIND,
   DEFAULT_METRICS_HOST,
   DEFAULT_ETCD_LEASE_TTL_S,
+  DEFAULT_LONE_SHARD_KEEPS_SERVING,
   DEFAULT_EXPECTED_UNIQUE_BLOCKS,
   DEFAULT_LIMITS,
   DEFAULT_QUEUES,
@@ -27,6 +28,7 @@ import {
   MIN_MAX_MESSAGE_BYTES,
   MIN_PUBLICATION_QUEUE_BYTES,
 } from './limits';
+import { canonicalPeerAddress } from '../ingest/peer-address';
 import { parseSubjectPattern } from '../security/subjects';
 
 const utf8Length = (s: string): number => Buffer.byteLength(s, 'utf8');
@@ -107,10 +109,33 @@ export const workerSchema = z.strictObject({
       replayEndpoint: z.string().regex(/^(tcp|ipc|inproc):\/\/.+/, 'must be a ZMQ endpoint (tcp://HOST:PORT)').optional(),
       topic: z.string().default(''),
       mode: z.enum(['connect', 'bind']).default('connect'),
-      /** bind mode: the peer IP addresses allowed to publish (anyone who reaches the port when absent). */
-      allowedPeers: z.array(z.string().refine((a) => net.isIP(a) !== 0, 'must be an IP address')).min(1, 'must list at least one address').optional(),
+      /** bind mode: the peer IP addresses allowed to publish (canonicalized: ingest/peer-address.ts). */
+      allowedPeers: z
+        .array(z.string().refine((a) => net.isIP(a) !== 0, 'must be an IP address').transform(canonicalPeerAddress))
+        .min(1, 'must list at least one address')
+        .optional(),
+      /**
+       * bind mode without allowedPeers: anyone who reaches the port may publish. Must be said: such a
+       * peer can make the relay hold an unfinished multipart message of any size (libzmq bounds
+       * frames, not messages; issue 26 item 1).
+       */
+      allowAnyPeer: z.boolean().optional(),
     })
-    .refine((k) => k.allowedPeers === undefined || k.mode === 'bind', { message: 'allowedPeers applies to mode bind', path: ['allowedPeers'] })
+    .superRefine((k, ctx) => {
+      if (k.allowedPeers !== undefined && k.mode !== 'bind') ctx.addIssue({ code: 'custom', path: ['allowedPeers'], message: 'allowedPeers applies to mode bind' });
+      if (k.allowAnyPeer !== undefined && k.mode !== 'bind') ctx.addIssue({ code: 'custom', path: ['allowAnyPeer'], message: 'allowAnyPeer applies to mode bind' });
+      if (k.mode !== 'bind') return;
+      if (k.allowedPeers !== undefined && k.allowAnyPeer === true) {
+        ctx.addIssue({ code: 'custom', path: ['allowAnyPeer'], message: 'allowAnyPeer: true contradicts allowedPeers; keep one' });
+      } else if (k.allowedPeers === undefined && k.allowAnyPeer !== true) {
+        ctx.addIssue({
+          code: 'custom',
+          path: ['allowedPeers'],
+          message:
+            'mode bind needs allowedPeers (the engine IP addresses allowed to publish), or allowAnyPeer: true to accept anyone who reaches the port (whose unfinished multipart messages are not bounded in bytes)',
+        });
+      }
+    })
     .optional(),
   metrics: z.strictObject({ url: z.url({ protocol: /^https?$/ }), format: z.enum(['vllm']).default('vllm') }).optional(),
 });
@@ -166,6 +191,38 @@ const etcdDiscoverySchema = z.strictObject({
   leaseTtlSeconds: count(MIN_ETCD_LEASE_TTL_S, MAX_ETCD_LEASE_TTL_S).default(DEFAULT_ETCD_LEASE_TTL_S),
   /** Address consumers reach this shard at (default: the bound gRPC address). */
   advertise: socketAddress.optional(),
+  /**
+   * A shard that cannot confirm its lease while its mirror shows no other live shard keeps serving
+   * (stale) instead of stopping: for a DC that runs one relay and would rather serve through an etcd
+   * outage. A shard started while this one is cut off then serves the same pools until it reconnects.
+   */
+  loneShardKeepsServing: z.boolean().default(DEFAULT_LONE_SHARD_KEEPS_SERVING),
+});
+
+/** `nats://host:port` (or host:port) of a NATS server. */
+const natsServer = z.string().regex(/^((nats|tls):\/\/)?[^\s/:]+:\d{1,5}$|^((nats|tls):\/\/)?\[[0-9a-fA-F:.]+\]:\d{1,5}$/, 'must be nats://host:port');
+
+/**
+ * A Dynamo deployment read from its own discovery and event plane (docs/incoming/dynamo-plane.md):
+ * cards, instances and event channels from etcd (`v1/...`), KV events from NATS (core subjects and
+ * JetStream streams) and the ZMQ event plane. No per-engine config.
+ */
+const dynamoDiscoverySchema = z.strictObject({
+  etcd: z.strictObject({
+    endpoints: z.array(etcdEndpoint).min(1, 'must list at least one etcd member'),
+    tls: z.strictObject({ caFile: name, certFile: name.optional(), keyFile: name.optional() })
+      .refine((t) => (t.certFile === undefined) === (t.keyFile === undefined), 'certFile and keyFile go together')
+      .optional(),
+    auth: z.strictObject({ username: name, password: z.string().min(1, 'must not be empty') }).optional(),
+  }),
+  /** The deployment's NATS (its event plane on NATS and its JetStream streams); omitted = ZMQ event plane only. */
+  nats: z.strictObject({ servers: z.array(natsServer).min(1, 'must list at least one NATS server') }).optional(),
+  /** Dynamo namespaces to serve; omitted = every namespace found (Dynamo's watch-all). */
+  namespaces: z
+    .array(name)
+    .min(1, 'must list at least one namespace (omit it to serve every namespace)')
+    .refine((ns) => new Set(ns).size === ns.length, 'must not repeat a namespace')
+    .optional(),
 });
 
 /** An allow-list entry: a bare common name or a full `ATTR=value, ...` subject. */
@@ -213,6 +270,7 @@ export const relayConfigSchema = z
         maxLoadSubscribers: count(1).default(DEFAULT_LIMITS.maxLoadSubscribers),
         maxServingLoadSubscribers: count(1).default(DEFAULT_LIMITS.maxServingLoadSubscribers),
         maxConnections: count(1).default(DEFAULT_LIMITS.maxConnections),
+        maxConnectionsPerIp: count(1).optional(),
         maxTrackedBlocksPerPool: count(1, MAX_TRACKED_BLOCKS_PER_POOL).default(DEFAULT_LIMITS.maxTrackedBlocksPerPool),
         ingestThreads: count(0, MAX_INGEST_THREADS).default(DEFAULT_LIMITS.ingestThreads),
       })
@@ -228,7 +286,7 @@ export const relayConfigSchema = z
         publicationDelayMs: timerMs.default(DEFAULT_TIMING.publicationDelayMs),
         healthProbeMs: timerMs.default(DEFAULT_TIMING.healthProbeMs),
         connectionIdleMs: timerMs.default(DEFAULT_TIMING.connectionIdleMs),
-        connectionPrefaceMs: timerMs.default(DEFAULT_TIMING.connectionPrefaceMs),
+        connectionFirstCallMs: timerMs.default(DEFAULT_TIMING.connectionFirstCallMs),
       })
       .prefault({}),
     queues: z
@@ -240,11 +298,14 @@ export const relayConfigSchema = z
       })
       .prefault({}),
     endpoints: z.array(endpointSchema).default([]),
-    discovery: z.strictObject({ etcd: etcdDiscoverySchema }).optional(),
+    discovery: z
+      .strictObject({ etcd: etcdDiscoverySchema.optional(), dynamo: dynamoDiscoverySchema.optional() })
+      .refine((d) => (d.etcd === undefined) !== (d.dynamo === undefined), 'must have exactly one of etcd and dynamo')
+      .optional(),
   })
   .superRefine((cfg, ctx) => {
     if (cfg.discovery && cfg.endpoints.length > 0) {
-      ctx.addIssue({ code: 'custom', path: ['endpoints'], message: 'the deployment comes from discovery.etcd; remove endpoints or discovery' });
+      ctx.addIssue({ code: 'custom', path: ['endpoints'], message: `the deployment comes from discovery.${cfg.discovery.etcd ? 'etcd' : 'dynamo'}; remove endpoints or discovery` });
     }
     const seen = new Map<string, number>();
     // Worker (instance) ids are global, as in Dynamo: health, metrics and KV sources key on them.
@@ -273,4 +334,5 @@ export type WorkerConfig = EndpointConfig['workers'][number];
 export type AdapterConfig = EndpointConfig['adapters'][number];
 export type TlsConfig = z.output<typeof tlsSchema>;
 export type EtcdDiscoveryConfig = z.output<typeof etcdDiscoverySchema>;
+export type DynamoDiscoveryConfig = z.output<typeof dynamoDiscoverySchema>;
 export type WorkerType = (typeof WORKER_TYPES)[number];

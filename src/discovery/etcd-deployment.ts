@@ -6,9 +6,18 @@
 //
 // Order of a hand-over, so that a pool is never served by two shards: the releasing shard stops
 // serving (producer applied without the pool) before it deletes its claim; the taking shard serves
-// only after its claim was created. A fenced shard (lease lost or unconfirmed) stops serving at once.
+// only after its claim was created.
+//
+// What makes "never two owners for longer than a TTL" hold whatever etcd answers late or not at
+// all (`guard`, run synchronously on every lease event, every mirror change and every pass, never
+// behind a pass's etcd calls):
+// - a fenced shard (lease unconfirmed or expired) stops serving before the event handler returns
+//   (`DeploymentSink.withdraw`), unless `loneShardKeepsServing` is set and its mirror shows no
+//   other live shard, which is asked again on every change, so a sibling that appears ends it;
+// - a served pool whose claim the mirror no longer shows as this lease's (at or past the claim's
+//   revision) stops being served, fenced or not;
+// - a claim is served only when its answer comes in the same fence epoch it was sent in.
 import type { Etcd3 } from 'etcd3';
-import { DISCOVERY_BATCH_INTERVAL_MS } from '../config/defaults';
 import type { EtcdDiscoveryConfig } from '../config/schema';
 import type { Logger } from '../log';
 import type { DiscoveryMetrics } from '../metrics/registry';
@@ -18,11 +27,14 @@ import { planShard } from '../sharding/plan';
 import { ShardLease } from '../sharding/shard-lease';
 import { assembleEndpoints, ValueCache, type Rejection } from './assemble';
 import { createEtcdClient, etcdErrorText } from './etcd-client';
-import { normalizePrefix, shardKey } from './keys';
+import { normalizePrefix, ownerKey, shardKey } from './keys';
 import { PrefixMirror } from './mirror';
+import { PassLoop } from './pass-loop';
 
 export interface DeploymentSink {
   applyDeployment(deployment: Deployment, serves: (poolKey: string) => boolean): Promise<void>;
+  /** Stops serving, before it returns, the served pools `serves` no longer selects. */
+  withdraw(serves: (poolKey: string) => boolean): void;
 }
 
 export interface EtcdDeploymentOptions {
@@ -57,9 +69,10 @@ export class EtcdDeployment {
   private readonly held = new Map<string, bigint>();
   /** Claims this shard deleted → revision of the delete (until the mirror has caught up with it). */
   private readonly releasing = new Map<string, bigint>();
-  private running: Promise<void> | undefined;
+  private readonly passes = new PassLoop(() => this.guardedPass());
+  /** The fence epoch in which a lone shard last kept serving (loneShardKeepsServing). */
+  private keptAloneInEpoch: number | undefined;
   private mirrorChanged = false;
-  private dirty = false;
   private closed = false;
 
   constructor(private readonly options: EtcdDeploymentOptions) {
@@ -77,18 +90,14 @@ export class EtcdDeployment {
     // Read lazily by the next pass, so a burst of watch events is assembled once, not once per event.
     this.mirror.on('change', () => {
       this.mirrorChanged = true;
+      this.guard();
       this.schedule();
     });
     this.mirror.on('stale', () => this.schedule());
     this.lease.on('granted', () => this.schedule());
     this.lease.on('confirmed', () => this.schedule());
-    this.lease.on('expired', () => this.drop('the shard lease expired'));
-    this.lease.on('unconfirmed', () => {
-      // With a sibling that can take the pools over, exclusivity wins: stop serving before the lease
-      // can expire. A lone shard keeps serving what it has (nobody else can serve it meanwhile).
-      if ([...this.live].some((id) => id !== this.options.shardId)) this.drop('the shard lease is unconfirmed');
-      else this.logger.warn({ pools: this.held.size }, 'the shard lease is unconfirmed; no sibling shard is live, so the pools stay served (stale)');
-    });
+    this.lease.on('expired', () => this.guard());
+    this.lease.on('unconfirmed', () => this.guard());
   }
 
   /** Starts mirroring and the lease; both retry with backoff while etcd is unreachable. */
@@ -123,7 +132,7 @@ export class EtcdDeployment {
     if (this.closed) return;
     this.closed = true;
     this.mirror.close();
-    await this.running;
+    await this.passes.close();
     await this.lease.close();
     this.client.close();
   }
@@ -133,11 +142,17 @@ export class EtcdDeployment {
     this.logRejections(assembly.rejected);
     this.waiting = assembly.waiting.length;
     this.deployment = buildDeployment(this.options.dcId, assembly.endpoints);
-    this.live = new Set();
+    this.live = this.liveShards();
+  }
+
+  /** Shard ids with an entry in the mirror. */
+  private liveShards(): Set<string> {
+    const live = new Set<string>();
     for (const key of this.mirror.entries.keys()) {
       const parsed = this.cache.key(key);
-      if (parsed?.kind === 'shard') this.live.add(parsed.shardId);
+      if (parsed?.kind === 'shard') live.add(parsed.shardId);
     }
+    return live;
   }
 
   private logRejections(rejected: readonly Rejection[]): void {
@@ -148,30 +163,56 @@ export class EtcdDeployment {
     this.rejected = next;
   }
 
-  /** Runs the loop now, or once more after the running pass. */
+  /** Runs a pass now, or once more after the running one. */
   private schedule(): void {
-    if (this.closed) return;
-    this.dirty = true;
-    this.running ??= this.loop().finally(() => (this.running = undefined));
+    if (!this.closed) this.passes.schedule();
   }
 
-  private async loop(): Promise<void> {
-    while (this.dirty && !this.closed) {
-      this.dirty = false;
-      try {
-        await this.pass();
-      } catch (err) {
-        // A failed claim or release is retried on the next change or the next lease event.
-        this.logger.warn({ err: etcdErrorText(err) }, 'shard reconciliation failed; retrying on the next change');
-      }
-      if (this.dirty) await new Promise((resolve) => setTimeout(resolve, DISCOVERY_BATCH_INTERVAL_MS));
+  private async guardedPass(): Promise<void> {
+    try {
+      await this.pass();
+    } catch (err) {
+      // A failed claim or release is retried on the next change or the next lease event.
+      this.logger.warn({ err: etcdErrorText(err) }, 'shard reconciliation failed; retrying on the next change');
     }
   }
 
-  private drop(reason: string): void {
-    if (this.held.size > 0) this.logger.error({ reason, pools: this.held.size }, 'shard fenced: its pools are no longer served here');
-    this.held.clear();
+  /**
+   * Withdraws at once every served pool this shard may no longer serve: all of them once fenced
+   * (unless it keeps serving alone), and any whose claim the mirror shows gone or another's.
+   */
+  private guard(): void {
+    if (this.held.size === 0) return;
+    const before = this.held.size;
+    const leaseId = this.lease.leaseId;
+    const mine = leaseId === undefined ? undefined : claimValue(this.options.shardId, leaseId);
+    for (const [pool, rev] of this.held) {
+      if (this.mirror.revision < rev) continue; // the mirror has not seen the claim yet
+      if (this.mirror.entries.get(ownerKey('', pool)) === mine) continue;
+      this.held.delete(pool);
+      this.logger.warn({ pool }, 'the claim of a served pool is gone from etcd; no longer serving it');
+    }
+    if (!this.lease.confirmed && this.held.size > 0) {
+      // An expired lease (no id) took every claim with it: nothing to keep serving alone.
+      if (this.options.etcd.loneShardKeepsServing && leaseId !== undefined && this.alone()) {
+        // Once per fence, not on every mirror change while it lasts.
+        if (this.keptAloneInEpoch !== this.lease.epoch) {
+          this.keptAloneInEpoch = this.lease.epoch;
+          this.logger.warn({ pools: this.held.size }, 'the shard lease is unconfirmed; no other shard is live, so the pools stay served (stale)');
+        }
+      } else {
+        this.logger.error({ pools: this.held.size, leaseExpired: leaseId === undefined }, 'shard fenced: its pools are no longer served here');
+        this.held.clear();
+      }
+    }
+    if (this.held.size === before) return;
+    this.options.producer.withdraw((key) => this.held.has(key));
     this.schedule();
+  }
+
+  /** True when the mirror, as it is now, shows no live shard but this one. */
+  private alone(): boolean {
+    return [...this.liveShards()].every((id) => id === this.options.shardId);
   }
 
   private async pass(): Promise<void> {
@@ -179,9 +220,11 @@ export class EtcdDeployment {
       this.mirrorChanged = false;
       this.readMirror();
     }
+    this.guard();
     const deployment = this.deployment;
     const self = this.options.shardId;
     const leaseId = this.lease.leaseId;
+    const epoch = this.lease.epoch;
     const apply = (): Promise<void> => this.options.producer.applyDeployment(deployment, (key) => this.held.has(key));
     // While etcd is lost or the lease unconfirmed nothing is claimed or released.
     if (this.mirror.stale || !this.lease.confirmed || leaseId === undefined) return apply();
@@ -203,14 +246,8 @@ export class EtcdDeployment {
         owners.set(pool, self);
       } else owners.set(pool, claimShard(value) === self ? value : claimShard(value));
     }
-    // A held claim that etcd no longer shows (at or past its revision) was lost.
-    for (const [pool, rev] of this.held) {
-      if (owners.get(pool) === self) continue;
-      if (revision >= rev) {
-        this.held.delete(pool);
-        this.logger.warn({ pool }, 'the claim of a served pool is gone from etcd; no longer serving it');
-      } else owners.set(pool, self);
-    }
+    // What is still held after guard() is in the mirror or newer than it.
+    for (const pool of this.held.keys()) owners.set(pool, self);
     const plan = planShard({ self, live: this.live, pools: deployment.pools.map((p) => p.key), owners });
 
     for (const key of plan.release) this.held.delete(key);
@@ -222,10 +259,15 @@ export class EtcdDeployment {
     );
     if (plan.release.length > 0) this.logger.info({ pools: plan.release }, 'pools handed over');
 
+    if (this.lease.epoch !== epoch || plan.claim.length === 0) return;
     const claimed = await Promise.all(plan.claim.map(async (key) => [key, await claimPool(this.client, this.prefix, key, mine, leaseId)] as const));
-    // A claim made under a lease that ended meanwhile is not served (it dies with that lease).
-    if (this.lease.leaseId !== leaseId) return;
     const taken = claimed.filter(([, rev]) => rev !== undefined) as [string, bigint][];
+    // A claim answered after a fence is not served: another shard may own the pool by now. (Under a
+    // lease still alive it is adopted from the mirror once the lease is confirmed again.)
+    if (this.lease.epoch !== epoch) {
+      if (taken.length > 0) this.logger.warn({ pools: taken.map(([key]) => key) }, 'claims answered after the shard was fenced; not serving them');
+      return;
+    }
     for (const [key, rev] of taken) this.held.set(key, rev);
     if (taken.length > 0) {
       this.logger.info({ pools: taken.map(([key]) => key) }, 'pools claimed');

@@ -2,6 +2,7 @@
 // native decoder (decode, validate, hash) straight into one packed apply batch, so that a burst
 // costs one hand-off to the pool rather than one per message and no JS object per event or block.
 import { monotonicMs } from '../clock';
+import { INGEST_RETAINED_BUFFER_BYTES } from '../config/defaults';
 import { EngineBatchDecoder, needsRoom, type EngineDecodeResult } from '../native';
 import { MESSAGE_INFO_STRIDE, type PackedEngineEvents } from './types';
 
@@ -27,6 +28,11 @@ export class PackedBurst {
 
   get isEmpty(): boolean {
     return this.messages === 0;
+  }
+
+  /** Packed words held (a rank hands its burst on at INGEST_MAX_MESSAGE_WORDS). */
+  get wordCount(): number {
+    return this.wordsLength;
   }
 
   /**
@@ -72,11 +78,18 @@ export class PackedBurst {
     };
   }
 
+  /** Empties the burst; arrays an outsized message grew past INGEST_RETAINED_BUFFER_BYTES are given back. */
   clear(): void {
     this.metaLength = 0;
     this.wordsLength = 0;
     this.messages = 0;
     this.droppedBlockSize = 0;
+    if (this.meta.byteLength > INGEST_RETAINED_BUFFER_BYTES) this.meta = new Uint32Array(INITIAL_META);
+    if (this.words.byteLength > INGEST_RETAINED_BUFFER_BYTES) this.words = new BigUint64Array(INITIAL_WORDS);
+    if (this.sequences.byteLength > INGEST_RETAINED_BUFFER_BYTES) {
+      this.sequences = new BigUint64Array(INITIAL_MESSAGES);
+      this.info = new Uint32Array(INITIAL_MESSAGES * MESSAGE_INFO_STRIDE);
+    }
   }
 }
 

@@ -20,6 +20,8 @@ export interface ReplayLimits {
   idleTimeoutMs: number;
   /** A reply larger than this drops the connection (the replay then times out, incomplete). */
   maxMessageBytes: number;
+  /** While this returns a promise, replies are not read until it settles (ingest thread back-pressure). */
+  paused?: () => Promise<void> | undefined;
 }
 
 export function requestReplay(endpoint: string, topic: string, from: bigint, limits: ReplayLimits, cb: ReplayCallbacks): ReplayHandle {
@@ -51,6 +53,8 @@ export function requestReplay(endpoint: string, topic: string, from: bigint, lim
     while (!done) {
       // As on the live socket: a long replay must not hold the event loop (subscriber.ts).
       if (++handled % INGEST_MESSAGES_PER_TURN === 0) await nextTurn();
+      const resumed = limits.paused?.();
+      if (resumed) await resumed;
       if (done) return;
       const frames = await dealer.receive();
       if (done) return;

@@ -6,8 +6,10 @@ import {
   INGEST_LOG_MAX_PER_WINDOW,
   INGEST_MAX_MESSAGE_BYTES,
   INGEST_LOG_WINDOW_MS,
+  INGEST_MAX_MESSAGE_WORDS,
   INGEST_MAX_ZMQ_SOCKETS,
   INGEST_MESSAGES_PER_TURN,
+  INGEST_RETAINED_BUFFER_BYTES,
   INGEST_RECEIVE_HWM,
   INGEST_REDIAL_MS,
   INGEST_RESTART_CONFIRMATIONS,
@@ -53,6 +55,10 @@ export class KvEventSubscriber {
   /** One decoder for every rank (calls are synchronous; it keeps scratch buffers). */
   readonly decoder: EngineBatchDecoder;
   private closed = false;
+  /** Its sockets are not read (an ingest thread's hand-off has no room for this worker: threads/thread.ts). */
+  private paused = false;
+  /** Settles at the next resume (replays wait on it). */
+  private resuming: { promise: Promise<void>; resolve(): void } | undefined;
   /** The ZAP domain of a bound socket with a peer allow-list. */
   private zap: ReturnType<typeof allowPeers> | undefined;
 
@@ -99,9 +105,40 @@ export class KvEventSubscriber {
 
   async close(): Promise<void> {
     this.closed = true;
+    this.resuming?.resolve();
+    this.resuming = undefined;
     for (const r of this.ranks) r.close();
     this.zap?.release();
     this.zap = undefined;
+  }
+
+  /** Stops reading the sockets: their messages queue in ZMQ (whose bound shows as a gap and a replay). */
+  pause(): void {
+    this.paused = true;
+  }
+
+  /** Reads the sockets again, starting with what queued meanwhile. */
+  resume(): void {
+    if (!this.paused) return;
+    this.paused = false;
+    this.resuming?.resolve();
+    this.resuming = undefined;
+    for (const r of this.ranks) r.resumed();
+  }
+
+  get isPaused(): boolean {
+    return this.paused;
+  }
+
+  /** @internal While paused, a promise of the resume (a closed subscriber never pauses its replays). */
+  whenResumed(): Promise<void> | undefined {
+    if (!this.paused || this.closed) return undefined;
+    if (!this.resuming) {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      this.resuming = { promise, resolve };
+    }
+    return this.resuming.promise;
   }
 
   /** @internal */
@@ -118,7 +155,7 @@ export class KvEventSubscriber {
     const key = `${source.workerId}:${source.dpRank}`;
     let s = this.counters.get(key);
     if (!s) {
-      s = { source, events: 0, blocks: 0, malformed: 0, rejectedRanks: 0, overflows: 0, outOfOrder: 0, refusedPeers: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, connections: 0, lastSequence: null };
+      s = { source, events: 0, blocks: 0, malformed: 0, rejectedRanks: 0, overflows: 0, outOfOrder: 0, refusedPeers: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, droppedBlockSize: 0, connections: 0, lastSequence: null, mismatchedBlockSize: 0 };
       this.counters.set(key, s);
     }
     return s;
@@ -339,6 +376,13 @@ class RankSubscription {
     if (!this.continuing) this.readBurst();
   }
 
+  /** The subscriber resumed: libzmq signals only new messages, so what queued meanwhile is read now. */
+  resumed(): void {
+    if (this.continuing || this.socket.closed) return;
+    this.continuing = true;
+    setImmediate(() => this.readBurst());
+  }
+
   /**
    * Everything the socket holds, up to INGEST_MESSAGES_PER_TURN messages, read in one native call and
    * decoded into one burst: one hand-off to the sink per wake-up. A full burst (or one that filled the
@@ -346,7 +390,7 @@ class RankSubscription {
    */
   private readBurst(): void {
     this.continuing = false;
-    if (this.socket.closed) return;
+    if (this.socket.closed || this.owner.isPaused) return;
     let n = this.socket.receive(this.arena, this.records, this.sequences, INGEST_MESSAGES_PER_TURN);
     while (n < 0) {
       // Doubled, but never past the largest message a peer may send (which -n is at most).
@@ -356,6 +400,8 @@ class RankSubscription {
     this.receiving = true;
     for (let i = 0; i < n; i++) this.handle(i);
     this.receiving = false;
+    // An arena a large message grew is given back (512 sources x 4 MiB would otherwise stay held).
+    if (this.arena.length > INGEST_RETAINED_BUFFER_BYTES) this.arena = new Uint8Array(INITIAL_ARENA_BYTES);
     const cut = n === INGEST_MESSAGES_PER_TURN;
     this.flush(cut);
     if (cut || this.socket.pending) {
@@ -408,6 +454,16 @@ class RankSubscription {
     stats.events += r.events;
     stats.ignored += r.ignored;
     stats.blocks += r.blocks;
+    if (r.droppedBlockSize > 0) {
+      stats.droppedBlockSize += r.droppedBlockSize;
+      stats.mismatchedBlockSize = r.lastDroppedBlockSize;
+    }
+    // A burst of large messages goes on in pieces of about a message's bound: what the event loop
+    // copies of it later (the pool's inbox) stays small (issue 26 item 4).
+    if (this.burst.wordCount >= INGEST_MAX_MESSAGE_WORDS) {
+      this.flush();
+      return;
+    }
     if (!this.flushQueued && !this.receiving) {
       // Replies and held-back messages arrive outside the receive loop: flush after their turn.
       this.flushQueued = true;
@@ -438,7 +494,7 @@ class RankSubscription {
   private startReplay(from: bigint): ReplayHandle | null {
     if (!this.replayEndpoint || this.owner.isClosed) return null;
     this.owner.counter(this.source).replays += 1;
-    const limits = { idleTimeoutMs: this.owner.replayIdleTimeoutMs, maxMessageBytes: this.owner.maxMessageBytes };
+    const limits = { idleTimeoutMs: this.owner.replayIdleTimeoutMs, maxMessageBytes: this.owner.maxMessageBytes, paused: () => this.owner.whenResumed() };
     return requestReplay(this.replayEndpoint, this.owner.config.topic, from, limits, {
       reply: (handle, seq, payload) => this.stream.replayed(handle, seq, payload),
       end: (handle, complete) => {
@@ -472,5 +528,10 @@ function validateConfig(c: KvEventEndpointConfig): void {
     if (!Array.isArray(c.allowedPeers) || c.allowedPeers.some((a) => typeof a !== 'string' || isIP(a) === 0)) {
       throw new TypeError('allowedPeers must be a list of IP addresses');
     }
+  }
+  if (c.allowAnyPeer !== undefined && typeof c.allowAnyPeer !== 'boolean') throw new TypeError('allowAnyPeer must be a boolean');
+  // Safe by default (issue 26 item 1): a bound socket open to anyone must be asked for.
+  if (c.mode === 'bind' && c.allowedPeers === undefined && c.allowAnyPeer !== true) {
+    throw new RangeError('bind mode needs allowedPeers, or allowAnyPeer: true to accept any publisher that reaches the port');
   }
 }

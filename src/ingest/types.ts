@@ -90,6 +90,8 @@ export interface IngestCounters {
   resets: number;
   /** Events dropped by the tier / attention-group filter, and unknown event types. */
   ignored: number;
+  /** Stores dropped because their block size is not the pool's kvBlockSize. */
+  droppedBlockSize: number;
 }
 
 export interface SourceStats extends IngestCounters {
@@ -98,6 +100,8 @@ export interface SourceStats extends IngestCounters {
   connections: number;
   /** Last sequence delivered (or skipped as malformed), null before the first one. */
   lastSequence: bigint | null;
+  /** The block size of the last store dropped for its block size: what the engine sends (0: none yet). */
+  mismatchedBlockSize: number;
 }
 
 /** One worker's running subscription, on the main thread (KvEventSubscriber) or on an ingest thread. */
@@ -139,8 +143,13 @@ export interface KvEventEndpointConfig {
   /** connect: dial the engine's PUB; bind: bind a SUB that engines dial into. */
   mode: 'connect' | 'bind';
   /**
-   * bind mode: the only peer IP addresses allowed to publish (checked by ZAP before the handshake);
-   * absent = anyone who reaches the port.
+   * bind mode: the only peer IP addresses allowed to publish (checked by ZAP before the handshake).
+   * Absent, allowAnyPeer must be true.
    */
   allowedPeers?: string[];
+  /**
+   * bind mode without allowedPeers: anyone who reaches the port may publish, and can make the relay
+   * hold an unfinished multipart message of any size (libzmq bounds frames, not messages).
+   */
+  allowAnyPeer?: boolean;
 }

@@ -4,3 +4,4 @@ export { usageByRank, usedBlocks, type RankUsage } from './ranks';
 export { MetricsScraper, type MetricsTarget, type UsageObservations } from './scraper';
 export { buildPoolLoad } from './pool-load';
 export { buildServingLoad } from './serving-load';
+export { withReportedBlocks, type ReportedBlocks } from './reported-blocks';

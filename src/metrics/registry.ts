@@ -2,9 +2,11 @@
 // counters). Every value is sampled from its owner at scrape time, so nothing here holds state; the
 // one exception is the delta-latency histograms, observed as deltas are published.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { DiagnosticsMetrics } from '../diagnostics/diagnostics';
 import type { SourceStats } from '../ingest/types';
 import type { PublicationStats, StreamKind } from '../publication/stats';
 import type { TlsStats } from '../security/listener-security';
+import type { ConnectionStats } from '../transport/admission';
 import type { EventLoopDelay } from './event-loop';
 
 /** Per pool generation counters of the producer. */
@@ -58,18 +60,43 @@ export interface DiscoveryMetrics {
   servedPools: number;
 }
 
+/** A Dynamo deployment's discovery and event plane (src/dynamo). */
+export interface DynamoMetrics {
+  discoveryStale: boolean;
+  rejectedEntries: number;
+  conflicts: number;
+  endpoints: number;
+  workers: number;
+  natsConnected: boolean;
+  natsReconnects: number;
+  /** Channels read: NATS subjects, JetStream streams, ZMQ publishers. */
+  channels: { nats: number; jetstream: number; zmq: number };
+  messages: number;
+  malformed: number;
+  otherTopic: number;
+  unknownWorker: number;
+  duplicates: number;
+  gaps: number;
+}
+
 export interface MetricsProviders {
   producer(): ProducerMetrics;
+  /** With discovery.dynamo: its discovery and event plane. */
+  dynamo?(): DynamoMetrics;
   /** With etcd discovery: its state and this shard's share. */
   discovery?(): DiscoveryMetrics;
   /** The publication layer's counters; without it the transport metrics are not exported. */
   transport?(): PublicationStats;
   /** With `tls`: the listener's certificate and refusals. */
   tls?(): TlsStats;
+  /** The gRPC listener's connection admission (src/transport/admission.ts). */
+  connections?(): ConnectionStats;
   /** The event-loop delay since the previous scrape (src/metrics/event-loop.ts). */
   eventLoop?(): EventLoopDelay | undefined;
   /** Observed by the producer as deltas are published. */
   deltaLatency?: DeltaLatencyMetrics;
+  /** The misconfiguration checks (src/diagnostics) as of their last round. */
+  diagnostics?(): DiagnosticsMetrics;
 }
 
 /** Seconds: the 5 ms goal of #8 and the tails seen under load (tens to hundreds of ms) each fall on a bound. */
@@ -139,6 +166,9 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
     ...(sources.transport ? { transport: oncePerScrape(sources.transport) } : {}),
     ...(sources.discovery ? { discovery: oncePerScrape(sources.discovery) } : {}),
     ...(sources.tls ? { tls: oncePerScrape(sources.tls) } : {}),
+    ...(sources.diagnostics ? { diagnostics: oncePerScrape(sources.diagnostics) } : {}),
+    ...(sources.connections ? { connections: oncePerScrape(sources.connections) } : {}),
+    ...(sources.dynamo ? { dynamo: oncePerScrape(sources.dynamo) } : {}),
   };
   const registry = new Registry();
   if (sources.deltaLatency) {
@@ -184,6 +214,20 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
     gauge('kv_dc_relay_ready_publication_hub_count', 'Hubs with a ready contiguous mirror', [], (set) => set({}, transport().readyHubs));
     gauge('kv_dc_relay_idle_publication_hub_count', 'Ready hubs with no subscribers', [], (set) => set({}, transport().idleHubs));
   }
+  const connections = providers.connections;
+  if (connections) {
+    gauge('kv_dc_relay_grpc_connections', 'Open gRPC connections: pending (no authorized call yet) or established', ['state'], (set) => {
+      const c = connections();
+      set({ state: 'pending' }, c.pending);
+      set({ state: 'established' }, c.established);
+    });
+    counter('kv_dc_relay_grpc_connections_refused_total', 'gRPC connections closed on accept: total (maxConnections), per_ip (maxConnectionsPerIp), reserved (only slots reserved for known sources left)', ['reason'], (set) => {
+      for (const [reason, count] of Object.entries(connections().refusedTotal)) set({ reason }, count);
+    });
+    counter('kv_dc_relay_grpc_connection_first_call_timeouts_total', 'gRPC connections closed because no authorized call started within connectionFirstCallMs', [], (set) =>
+      set({}, connections().firstCallTimeoutsTotal),
+    );
+  }
   counter('kv_dc_relay_terminal_publication_failures_total', 'Generations fenced after a terminal publication failure', [], (set) =>
     set({}, providers.producer().fencedGenerationsTotal),
   );
@@ -208,7 +252,7 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
     set({}, providers.producer().degradedLoadCoveragePoolCount),
   );
 
-  const ingest = (field: keyof Omit<SourceStats, 'source' | 'lastSequence'>): Sampler => (set) => {
+  const ingest = (field: keyof Omit<SourceStats, 'source' | 'lastSequence' | 'mismatchedBlockSize'>): Sampler => (set) => {
     for (const s of providers.producer().ingest) set({ worker: s.source.workerId.toString(), dp_rank: String(s.source.dpRank) }, s[field]);
   };
   const source = ['worker', 'dp_rank'];
@@ -223,6 +267,7 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
   counter('kv_dc_relay_ingest_replays_total', 'Replay requests sent to engines', source, ingest('replays'));
   counter('kv_dc_relay_ingest_resets_total', 'Source resets (history lost)', source, ingest('resets'));
   counter('kv_dc_relay_ingest_ignored_total', 'Events ignored (tier, attention group, unknown type)', source, ingest('ignored'));
+  counter('kv_dc_relay_ingest_dropped_block_size_total', "Stored events dropped because their block size is not the pool's kvBlockSize", source, ingest('droppedBlockSize'));
   gauge('kv_dc_relay_ingest_connections', 'Live ZMQ connections to the engine publisher of a source', source, ingest('connections'));
   counter('kv_dc_relay_ingest_thread_restarts_total', 'Ingest threads that died and were started again (every source they owned was reset)', [], (set) =>
     set({}, providers.producer().ingestThreadRestarts),
@@ -273,6 +318,25 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
       set({ code: 'permission_denied' }, refused.permissionDenied);
     });
   }
+  const diagnostics = providers.diagnostics;
+  if (diagnostics) {
+    gauge(
+      'kv_dc_relay_diagnostics_active',
+      'Sources or pools for which a misconfiguration check holds now (check: source_not_connected, block_size_mismatch, pool_empty_while_publishing); each is also a warning in the log',
+      ['check'],
+      (set) => {
+        for (const [check, n] of Object.entries(diagnostics().active)) set({ check }, n);
+      },
+    );
+    gauge(
+      'kv_dc_relay_ingest_last_event_age_seconds',
+      'Seconds since the last engine message of a source (before its first one: since its subscription started); sampled every second',
+      source,
+      (set) => {
+        for (const s of diagnostics().lastEventAge) set({ worker: s.worker, dp_rank: String(s.dpRank) }, s.seconds);
+      },
+    );
+  }
   const discovery = providers.discovery;
   if (discovery) {
     gauge('kv_dc_relay_discovery_stale', '1 while the etcd watch is lost and the last known deployment is served', [], (set) => set({}, discovery().stale ? 1 : 0));
@@ -281,6 +345,28 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
     gauge('kv_dc_relay_shard_live_shards', 'Relay shards with a live entry under the prefix', [], (set) => set({}, discovery().liveShards));
     gauge('kv_dc_relay_shard_deployment_pools', 'Pools of the whole deployment (all shards)', [], (set) => set({}, discovery().deploymentPools));
     gauge('kv_dc_relay_shard_served_pools', 'Pools this shard claims and serves', [], (set) => set({}, discovery().servedPools));
+  }
+  const dynamo = providers.dynamo;
+  if (dynamo) {
+    gauge('kv_dc_relay_dynamo_discovery_stale', '1 while the Dynamo etcd watch is lost and the last known deployment is served', [], (set) => set({}, dynamo().discoveryStale ? 1 : 0));
+    gauge('kv_dc_relay_dynamo_rejected_entries', 'Dynamo discovery entries (v1/...) rejected as invalid', [], (set) => set({}, dynamo().rejectedEntries));
+    gauge('kv_dc_relay_dynamo_conflicts', 'Dynamo cards or endpoints left out for a conflict', [], (set) => set({}, dynamo().conflicts));
+    gauge('kv_dc_relay_dynamo_endpoints', 'Dynamo serving endpoints projected from the model cards', [], (set) => set({}, dynamo().endpoints));
+    gauge('kv_dc_relay_dynamo_workers', 'Dynamo workers with a base model card', [], (set) => set({}, dynamo().workers));
+    gauge('kv_dc_relay_dynamo_nats_connected', '1 while the NATS connection of the event plane is up', [], (set) => set({}, dynamo().natsConnected ? 1 : 0));
+    counter('kv_dc_relay_dynamo_nats_reconnects_total', 'NATS reconnections of the event plane', [], (set) => set({}, dynamo().natsReconnects));
+    gauge('kv_dc_relay_dynamo_channels', 'Event-plane channels read', ['transport'], (set) => {
+      const c = dynamo().channels;
+      set({ transport: 'nats' }, c.nats);
+      set({ transport: 'jetstream' }, c.jetstream);
+      set({ transport: 'zmq' }, c.zmq);
+    });
+    counter('kv_dc_relay_dynamo_messages_total', 'Event-plane messages received', [], (set) => set({}, dynamo().messages));
+    counter('kv_dc_relay_dynamo_malformed_total', 'Event-plane messages that could not be decoded (counted, logged, dropped)', [], (set) => set({}, dynamo().malformed));
+    counter('kv_dc_relay_dynamo_other_topic_total', 'Envelopes of another topic on a KV-event channel (dropped)', [], (set) => set({}, dynamo().otherTopic));
+    counter('kv_dc_relay_dynamo_unknown_worker_total', 'Events of a worker without a model card in the served namespaces (dropped)', [], (set) => set({}, dynamo().unknownWorker));
+    counter('kv_dc_relay_dynamo_duplicates_total', 'Envelopes at or below their publisher\'s last sequence (duplicates or reordered; dropped)', [], (set) => set({}, dynamo().duplicates));
+    counter('kv_dc_relay_dynamo_gaps_total', 'Publisher sequence gaps (each resets the publisher\'s sources)', [], (set) => set({}, dynamo().gaps));
   }
   return registry;
 }

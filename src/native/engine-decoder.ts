@@ -16,6 +16,7 @@
 // - One decoder per thread (it keeps scratch buffers); calls are synchronous (bench/engine-decode.ts:
 //   ~1-2 µs of CPU for a 1-event message, ~25-35 µs for 16 events × 32 blocks of 16 tokens).
 import type * as Binding from '../../binding';
+import { INGEST_MAX_BLOCKS_PER_EVENT, INGEST_MAX_MESSAGE_WORDS, INGEST_RETAINED_BUFFER_BYTES } from '../config/defaults';
 import { relayAddon } from './addon';
 
 const addon = relayAddon();
@@ -30,6 +31,12 @@ export interface EngineDecoderOptions {
   /** The worker's ranks are [dpStartRank, dpStartRank + dpSize). */
   dpStartRank: number;
   dpSize: number;
+  /** Blocks one event may carry (default INGEST_MAX_BLOCKS_PER_EVENT); more: MalformedKvBatch. */
+  maxBlocksPerEvent?: number;
+  /** Packed words one message may decode to (default INGEST_MAX_MESSAGE_WORDS); more: MalformedKvBatch. */
+  maxMessageWords?: number;
+  /** Scratch grown past this is given back after each call (default INGEST_RETAINED_BUFFER_BYTES). */
+  retainedBytes?: number;
 }
 
 export interface EngineDecodeResult {
@@ -47,6 +54,8 @@ export interface EngineDecodeResult {
   ignored: number;
   droppedBlockSize: number;
   droppedNoCompleteBlock: number;
+  /** The block_size of the payload's last store dropped for its block size (0: none). */
+  lastDroppedBlockSize: number;
 }
 
 /** The output arrays are too small: nothing was written; they need at least these lengths. */
@@ -64,7 +73,11 @@ export class EngineBatchDecoder {
   private readonly native: Binding.EngineBatchDecoder;
 
   constructor(opts: EngineDecoderOptions) {
-    this.native = new addon.EngineBatchDecoder(opts.workerId, opts.kvBlockSize, opts.eagle, opts.dpStartRank, opts.dpSize, this.results);
+    this.native = new addon.EngineBatchDecoder(opts.workerId, opts.kvBlockSize, opts.eagle, opts.dpStartRank, opts.dpSize, this.results, {
+      maxBlocksPerEvent: opts.maxBlocksPerEvent ?? INGEST_MAX_BLOCKS_PER_EVENT,
+      maxMessageWords: opts.maxMessageWords ?? INGEST_MAX_MESSAGE_WORDS,
+      retainedBytes: opts.retainedBytes ?? INGEST_RETAINED_BUFFER_BYTES,
+    });
   }
 
   /** Appends one payload's packed events at meta[metaOffset..] / words[wordsOffset..]. */
@@ -90,6 +103,7 @@ export class EngineBatchDecoder {
       ignored: r[SLOT.ignored],
       droppedBlockSize: r[SLOT.droppedBlockSize],
       droppedNoCompleteBlock: r[SLOT.droppedNoCompleteBlock],
+      lastDroppedBlockSize: r[SLOT.lastDroppedBlockSize],
     };
   }
 }

@@ -3,6 +3,7 @@ export * from './cbi1';
 export * from './engine-decoder';
 export * from './hashing';
 export * from './pool';
+export * from './router-event-decoder';
 export { addonOrigins, explainLoadFailure, AddonLoadError, type AddonOrigin, type AddonName } from './addon';
 export { nativeLimits } from './limits';
 export { keptPageBytes } from './pages';

@@ -161,6 +161,11 @@ export class PoolEventBatch {
     return this.metaLen / META_STRIDE;
   }
 
+  /** Bytes its arrays hold (grown to the largest batch encoded since it was made). */
+  get capacityBytes(): number {
+    return this.meta.byteLength + this.words.byteLength;
+  }
+
   reset(): void {
     this.metaLen = 0;
     this.wordsLen = 0;

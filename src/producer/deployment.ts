@@ -53,7 +53,15 @@ export function querySemanticsOf(ep: EndpointConfig): KvQuerySemantics {
   };
 }
 
-export function buildDeployment(dcId: string, endpoints: readonly EndpointConfig[]): Deployment {
+export interface DeploymentOptions {
+  /**
+   * The workers' KV events come from an event plane the deployment does not list per worker (a
+   * Dynamo deployment's): an endpoint materializes without `kvEvents` on its workers.
+   */
+  eventPlane?: boolean;
+}
+
+export function buildDeployment(dcId: string, endpoints: readonly EndpointConfig[], options: DeploymentOptions = {}): Deployment {
   const conflicts: string[] = [];
   const allRegs = endpoints.map(endpointRegistrations);
   const colliding = collidingNames(allRegs);
@@ -73,9 +81,9 @@ export function buildDeployment(dcId: string, endpoints: readonly EndpointConfig
           .map((a) => ({ servedModel: a.servedModel, workers: a.workers ?? ep.workers.map((w) => w.id) })),
       });
     }
-    const reason = materializationProblem(ep, regs);
+    const reason = materializationProblem(ep, regs, options);
     if (reason !== undefined) {
-      if (ep.workers.some((w) => w.kvEvents)) conflicts.push(`${endpointName(ep)}: not materialized: ${reason}`);
+      if (options.eventPlane || ep.workers.some((w) => w.kvEvents)) conflicts.push(`${endpointName(ep)}: not materialized: ${reason}`);
       return;
     }
     const poolId = poolIdOf(ep, dcId);
@@ -104,8 +112,8 @@ export function buildDeployment(dcId: string, endpoints: readonly EndpointConfig
   return { pools, topology, conflicts };
 }
 
-function materializationProblem(ep: EndpointConfig, regs: readonly ModelRegistration[]): string | undefined {
-  if (!ep.workers.some((w) => w.kvEvents)) return 'no worker has kvEvents';
+function materializationProblem(ep: EndpointConfig, regs: readonly ModelRegistration[], options: DeploymentOptions): string | undefined {
+  if (options.eventPlane ? ep.workers.length === 0 : !ep.workers.some((w) => w.kvEvents)) return 'no worker has kvEvents';
   if (ep.model.kvBlockSize === 0) return 'kvBlockSize is 0';
   return registrationConflict(regs);
 }

@@ -5,8 +5,9 @@
 // with an apply). The batches handed over in one event-loop turn (each ingest thread's hand-off is
 // a port message of its own) are applied together, in slices of about SLICE_BLOCKS blocks, each on
 // a libuv worker thread: the event loop, which serves every gRPC stream, heartbeat and timer, never
-// runs an apply (a synchronous apply held it for ~60 % of its time at 3 M blocks/s, and a growing
-// table's rehash for tens of ms). The pool stays single-writer: the native state runs its async calls
+// runs a large apply (a synchronous apply held it for ~60 % of its time at 3 M blocks/s, and a
+// growing table's rehash for tens of ms); an inbox of at most SYNC_APPLY_BLOCKS blocks and no reset,
+// with nothing in flight, is applied on the loop instead (no worker round trip for a small message). The pool stays single-writer: the native state runs its async calls
 // one after another in the order they were made, and the next slice is handed over while one runs
 // (APPLIES_IN_FLIGHT), so the pool's thread goes straight on to it instead of idling while the event
 // loop, woken by the finished slice, handles it and makes the next call (a growing pool's applies
@@ -36,7 +37,9 @@ import type { DeltaFrame, PoolFeed, PoolImage, PoolListener } from '../publicati
 import type { ProducerIdentity } from '../wire/types';
 import {
   ACTOR_MAILBOX_CAPACITY,
+  POOL_LARGE_INBOX_HOLD_MS,
   INGEST_LOG_MAX_PER_WINDOW,
+  INGEST_RETAINED_BUFFER_BYTES,
   INGEST_LOG_WINDOW_MS,
   PACING_MAX_SLICE_BLOCKS,
   PACING_MAX_SLICE_MS,
@@ -66,6 +69,14 @@ import type { DeltaTiming, PoolMetrics } from '../metrics/registry';
  * the earliest, so this bounds how long a backlog's first changes wait for their delta (~1 ms).
  */
 const SLICE_BLOCKS = 4096;
+
+/**
+ * An inbox of at most this many blocks, with no apply in flight, is applied on the event loop (tens
+ * of microseconds) rather than on a libuv worker: a worker's round trip is two thread wake-ups per
+ * inbox, most of the relay's CPU per message at low rates where each inbox is one small engine
+ * message (issue 30 item 2).
+ */
+const SYNC_APPLY_BLOCKS = 256;
 
 /** Inbox buffers kept for reuse: about the slices in flight while ingest threads fill the mailbox. */
 const SPARE_INBOXES = 8;
@@ -112,6 +123,8 @@ interface Inbox {
   batches: number;
   eventCount: number;
   blocks: number;
+  /** It clears a source (a reset), whose cost is the source's size, not the inbox's. */
+  clears: boolean;
   /** When the oldest of its batches was received (monotonicMs); Infinity for none (a reset alone). */
   receivedAtMs: number;
   /** When that batch reached this actor (monotonicMs). */
@@ -180,6 +193,9 @@ export class PoolActor implements PoolFeed {
   private inbox: Inbox | undefined;
   /** Applied inboxes' buffers, kept for the next ones (they have grown to the usual burst). */
   private readonly spares: PoolEventBatch[] = [];
+  /** One grown past INGEST_RETAINED_BUFFER_BYTES, kept POOL_LARGE_INBOX_HOLD_MS after its last use. */
+  private largeSpare: PoolEventBatch | undefined;
+  private largeSpareTimer: NodeJS.Timeout | undefined;
   /** Batches, events and blocks accepted and not yet applied (the mailbox bound). */
   private queuedBatches = 0;
   private queuedEvents = 0;
@@ -274,7 +290,7 @@ export class PoolActor implements PoolFeed {
     }
     // Nearly always empty: the burst's sources (and their keys) are not worked out per burst then.
     if (this.resetQueued.size > 0) for (const source of burstSources(b)) this.resetQueued.delete(sourceKey(source));
-    const inbox = this.admit(b.messages, events, blocks);
+    const inbox = this.admit(b.messages, events, blocks, 8 * b.words.length > INGEST_RETAINED_BUFFER_BYTES);
     inbox.events.append(b.meta, b.words);
     if (b.receivedAtMs < inbox.receivedAtMs) {
       inbox.receivedAtMs = b.receivedAtMs;
@@ -308,11 +324,13 @@ export class PoolActor implements PoolFeed {
     // Taken whatever the mailbox holds: at most one per source, since duplicates are skipped.
     if (this.resetQueued.has(key)) return;
     this.resetQueued.add(key);
-    this.admit(1, 1, 0).events.addCleared(source.workerId, source.dpRank);
+    const inbox = this.admit(1, 1, 0);
+    inbox.clears = true;
+    inbox.events.addCleared(source.workerId, source.dpRank);
   }
 
   /** Accounts a batch to the mailbox; the open inbox, or a new one whose apply is queued now. */
-  private admit(batches: number, events: number, blocks: number): Inbox {
+  private admit(batches: number, events: number, blocks: number, large = false): Inbox {
     this.queuedBatches += batches;
     this.queuedEvents += events;
     this.queuedBlocks += blocks;
@@ -328,10 +346,11 @@ export class PoolActor implements PoolFeed {
     }
     let applied!: () => void;
     const inbox: Inbox = {
-      events: this.spares.pop() ?? new PoolEventBatch(),
+      events: (large ? this.takeLargeSpare() : undefined) ?? this.spares.pop() ?? new PoolEventBatch(),
       batches,
       eventCount: events,
       blocks,
+      clears: false,
       receivedAtMs: Infinity,
       admittedAtMs: Infinity,
       applied: new Promise((resolve) => (applied = resolve)),
@@ -351,12 +370,28 @@ export class PoolActor implements PoolFeed {
           this.queuedBlocks -= inbox.blocks;
           applied();
           inbox.events.reset();
-          if (this.spares.length < SPARE_INBOXES) this.spares.push(inbox.events);
+          // One a large burst grew is kept a moment for the next, then given back (issue 26 items 2, 4).
+          if (inbox.events.capacityBytes > INGEST_RETAINED_BUFFER_BYTES) this.keepLargeSpare(inbox.events);
+          else if (this.spares.length < SPARE_INBOXES) this.spares.push(inbox.events);
         });
       }
     });
     this.inbox = inbox;
     return inbox;
+  }
+
+  private takeLargeSpare(): PoolEventBatch | undefined {
+    const spare = this.largeSpare;
+    this.largeSpare = undefined;
+    return spare;
+  }
+
+  private keepLargeSpare(batch: PoolEventBatch): void {
+    if (this.ended) return;
+    if (!this.largeSpare || batch.capacityBytes > this.largeSpare.capacityBytes) this.largeSpare = batch;
+    clearTimeout(this.largeSpareTimer);
+    this.largeSpareTimer = setTimeout(() => (this.largeSpare = undefined), POOL_LARGE_INBOX_HOLD_MS);
+    this.largeSpareTimer.unref();
   }
 
   attach(listener: PoolListener): Promise<PoolImage> {
@@ -432,6 +467,9 @@ export class PoolActor implements PoolFeed {
   private async apply(inbox: Inbox): Promise<void> {
     const { meta, words } = inbox.events.packed();
     const count = meta.length / META_STRIDE;
+    if (this.applying.length === 0 && !inbox.clears && inbox.blocks <= SYNC_APPLY_BLOCKS && words.length <= nativeLimits.maxSyncBatchWords) {
+      return this.applyHere(inbox, meta, words);
+    }
     for (let s = slice(meta, 0, count, 0); s.from < count; s = slice(meta, s.to, count, s.wordsTo)) {
       while (this.applying.length >= APPLIES_IN_FLIGHT) await this.applying[0];
       if (this.ended) return;
@@ -462,6 +500,35 @@ export class PoolActor implements PoolFeed {
       this.applying.push(handled);
       void handled.then(() => this.applying.shift());
     }
+  }
+
+  /**
+   * A small inbox applied on the calling (event-loop) thread: nothing is in flight, so the state is
+   * free for a synchronous call and the results stay in order. A window it ends ends as a timer's
+   * would (flush(): at once for a small window, on a worker for a large one).
+   */
+  private async applyHere(inbox: Inbox, meta: Uint32Array, words: BigUint64Array): Promise<void> {
+    if (this.ended) return;
+    this.pendingEvents += meta.length / META_STRIDE;
+    this.pendingBlocks += inbox.blocks;
+    if (inbox.receivedAtMs < this.pendingSinceMs) {
+      this.pendingSinceMs = inbox.receivedAtMs;
+      this.pendingAdmittedMs = inbox.admittedAtMs;
+    }
+    let result: PoolBatchResult;
+    try {
+      result = this.state.applyPacked(meta, words);
+    } catch (err) {
+      this.fence(`pool actor command failed: ${(err as Error).message}`);
+      return;
+    }
+    this.account(meta, words, result);
+    if (result.outcomes.includes('IndexerInvariantViolation')) {
+      this.fence('IndexerInvariantViolation');
+      return;
+    }
+    if (this.pendingEvents >= this.sliceThreshold() || this.pendingBlocks >= PACING_MAX_SLICE_BLOCKS) await this.flush();
+    else this.armTimer();
   }
 
   /** One slice's result, in the order the slices were handed over. */
@@ -518,7 +585,9 @@ export class PoolActor implements PoolFeed {
   }
 
   private armTimer(): void {
-    if (this.timer || this.pendingEvents === 0) return;
+    // Without a listener a window's end publishes nothing: it ends at the threshold, or at attach()
+    // (which flushes first), rather than on a timer that wakes the loop for every small message.
+    if (this.timer || this.pendingEvents === 0 || !this.listener) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
       this.enqueue(() => this.flush());
@@ -602,6 +671,8 @@ export class PoolActor implements PoolFeed {
   }
 
   private stop(how: 'retired' | 'fenced'): void {
+    clearTimeout(this.largeSpareTimer);
+    this.largeSpare = undefined;
     this.ended = how;
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;

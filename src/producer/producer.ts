@@ -10,10 +10,10 @@ import type { RelayConfig } from '../config/schema';
 import { DEFAULT_CKF_SEED } from '../config/defaults';
 import { LayoutGenerationCounter } from '../identity';
 import { sourcesOf } from '../ingest/sources';
-import type { IngestSink, PackedEngineEvents, ResetReason, SourceKey } from '../ingest/types';
-import { buildPoolLoad, buildServingLoad, MetricsScraper, type LoadPool } from '../load';
+import type { IngestSink, PackedEngineEvents, ResetReason, SourceKey, SourceStats } from '../ingest/types';
+import { buildPoolLoad, buildServingLoad, MetricsScraper, withReportedBlocks, type LoadPool, type ReportedBlocks } from '../load';
 import type { Logger } from '../log';
-import type { DeltaTiming, ProducerMetrics } from '../metrics/registry';
+import type { DeltaTiming, PoolMetrics, ProducerMetrics } from '../metrics/registry';
 import { CBI1, ckfBucketCount, keptPageBytes } from '../native';
 import type {
   CatalogState,
@@ -39,8 +39,34 @@ export interface ProducerOptions {
   config: RelayConfig;
   relay: RelayIdentity;
   logger: Logger;
-  /** Every pool's published deltas: PoolActorOptions.onDeltaPublished (the /metrics histograms). */
-  onDeltaPublished?(timing: DeltaTiming): void;
+  /** Every pool's published deltas: PoolActorOptions.onDeltaPublished (the /metrics histograms), with the pool's key. */
+  onDeltaPublished?(timing: DeltaTiming, pool: string): void;
+  /**
+   * Build the pools but dial no engine until startIngest(): a relay binds its listeners first, so a
+   * port in use stops it before any engine was contacted.
+   */
+  holdIngest?: boolean;
+  /**
+   * KV events from an event plane instead of per-worker `kvEvents` subscriptions (a Dynamo
+   * deployment's): every worker of a pool's endpoint feeds the pool.
+   */
+  eventPlane?(sink: IngestSink): EventPlaneSources;
+}
+
+export interface ServedPool {
+  spec: PoolSpec;
+  metrics: PoolMetrics;
+  producer: ProducerIdentity;
+}
+
+/** An event plane's side of the producer (src/dynamo/event-plane). */
+export interface EventPlaneSources {
+  /** A pool dropped `batches` batches of `source` on a full mailbox and reset it. */
+  overflowed(source: SourceKey, batches: number): void;
+  stats(): SourceStats[];
+  /** The workers' own kv_used_blocks reports per rank (their load), latest each. */
+  reportedBlocks(): ReportedBlocks;
+  close(): Promise<void>;
 }
 
 interface LivePool {
@@ -63,6 +89,7 @@ export class Producer implements RelaySource {
   private readonly health: HealthMonitor;
   private readonly scraper: MetricsScraper;
   private readonly sources: KvSources;
+  private readonly eventPlane: EventPlaneSources | undefined;
   private readonly liveness: Liveness;
   private readonly pools = new Map<string, LivePool>();
   /** Worker id → key of the pool its KV events feed. */
@@ -71,11 +98,15 @@ export class Producer implements RelaySource {
   /** The pools this process serves: `deployment` less the pools of sibling shards. */
   private served: Deployment = EMPTY;
   private fencedGenerations = 0;
+  /** False while the deployment's own availability source is lost (a Dynamo etcd watch): readiness is UNKNOWN. */
+  private availabilityKnown = true;
   /** Serializes deployment changes (each awaits subscriber start/stop). */
   private changes: Promise<void> = Promise.resolve();
   private closed = false;
+  private ingestHeld: boolean;
 
   constructor(private readonly options: ProducerOptions) {
+    this.ingestHeld = options.holdIngest === true;
     this.logger = options.logger;
     this.relay = options.relay;
     this.dcId = options.config.dcId;
@@ -86,6 +117,7 @@ export class Producer implements RelaySource {
     this.liveness = (id, staticLive) => this.health.liveness(id, staticLive);
     const sink: IngestSink = { events: (b) => this.events(b), reset: (s, r) => this.reset(s, r) };
     this.sources = new KvSources(sink, this.logger, options.config.limits.ingestThreads);
+    this.eventPlane = options.eventPlane?.(sink);
     this.health.onChange(() => this.publishReadiness());
   }
 
@@ -109,7 +141,25 @@ export class Producer implements RelaySource {
    * deployment, with links to every materialized pool, so every shard publishes the same readiness.
    */
   applyDeployment(deployment: Deployment, serves: (poolKey: string) => boolean = () => true): Promise<void> {
-    return this.serialize(() => this.apply(deployment, serves));
+    return this.serialize(() => this.apply(deployment, serves)());
+  }
+
+  /**
+   * Stops serving, before returning, every served pool `serves` no longer selects (a fenced relay
+   * shard: it must not wait behind a deployment change in progress). Their sources stop afterwards,
+   * in turn with other changes.
+   */
+  withdraw(serves: (poolKey: string) => boolean): void {
+    if (this.closed) return;
+    const stopSources = this.apply(this.deployment, (key) => this.pools.has(key) && serves(key));
+    void this.serialize(stopSources);
+  }
+
+  /** Starts the KV-event subscriptions that `holdIngest` held back; resolves once they started. */
+  startIngest(): Promise<void> {
+    if (!this.ingestHeld) return Promise.resolve();
+    this.ingestHeld = false;
+    return this.serialize(() => this.reconcileSources());
   }
 
   // ---- RelaySource ----
@@ -137,7 +187,9 @@ export class Producer implements RelaySource {
   }
 
   poolLoad(): PoolLoadState {
-    return { pools: buildPoolLoad(this.loadPools(), this.scraper.usage()) };
+    const pools = this.loadPools();
+    const reported = this.eventPlane?.reportedBlocks();
+    return { pools: buildPoolLoad(pools, reported ? withReportedBlocks(this.scraper.usage(), reported, pools) : this.scraper.usage()) };
   }
 
   servingLoad(): ServingLoadState {
@@ -155,11 +207,32 @@ export class Producer implements RelaySource {
     this.actorOf(source)?.reset(source);
   }
 
+  /**
+   * Whether the workers' availability is known. A Dynamo relay's availability is the instance watch
+   * (identity-topology-load.md §3.1): while that watch is lost it is None, so every entry is UNKNOWN
+   * until the watch is back; pools and their contents are kept meanwhile.
+   */
+  setAvailabilityKnown(known: boolean): void {
+    if (this.availabilityKnown === known) return;
+    this.availabilityKnown = known;
+    this.publishReadiness();
+  }
+
   // ---- lifecycle and diagnostics ----
 
   /** @internal The KV-event subscriptions (tests reach the ingest threads through them). */
   get kvSources(): KvSources {
     return this.sources;
+  }
+
+  /** The served pools: each one's spec, counters and current generation (diagnostics, the status view). */
+  servedPools(): ServedPool[] {
+    return [...this.pools.values()].map((p) => ({ spec: p.spec, metrics: p.actor.metrics(), producer: p.actor.producer }));
+  }
+
+  /** The per-worker KV-event subscriptions' counters (an event plane's sources are in metrics().ingest only). */
+  ingestStats(): SourceStats[] {
+    return this.sources.stats();
   }
 
   /** KV-event subscribers' endpoints of a worker (bind mode shows chosen ports). */
@@ -179,7 +252,7 @@ export class Producer implements RelaySource {
       fencedGenerationsTotal: this.fencedGenerations,
       topology,
       degradedLoadCoveragePoolCount: this.poolLoad().pools.filter((p) => p.kvObservedRanks < p.kvExpectedRanks).length,
-      ingest: this.sources.stats(),
+      ingest: [...this.sources.stats(), ...(this.eventPlane?.stats() ?? [])],
       ingestThreadRestarts: this.sources.threadRestarts,
       pools: [...this.pools.values()].map((p) => p.actor.metrics()),
       keptPageBytes: keptPageBytes(),
@@ -194,6 +267,7 @@ export class Producer implements RelaySource {
     this.health.close();
     this.scraper.close();
     await this.sources.close();
+    await this.eventPlane?.close();
     this.routes.clear();
     await Promise.all([...this.pools.values()].map((p) => p.actor.retire()));
     this.pools.clear();
@@ -212,8 +286,12 @@ export class Producer implements RelaySource {
     return next;
   }
 
-  private async apply(full: Deployment, serves: (poolKey: string) => boolean): Promise<void> {
-    if (this.closed) return;
+  /**
+   * Applies a deployment's catalog, pools and routes at once; returns what is left to await (the
+   * sources' subscriptions and the retiring generations).
+   */
+  private apply(full: Deployment, serves: (poolKey: string) => boolean): () => Promise<void> {
+    if (this.closed) return () => Promise.resolve();
     const next = { ...full, pools: full.pools.filter((p) => serves(p.key)) };
     const diff = diffDeployments(this.served, next);
     for (const c of next.conflicts) if (!this.deployment.conflicts.includes(c)) this.logger.warn({ conflict: c }, 'deployment conflict');
@@ -229,7 +307,7 @@ export class Producer implements RelaySource {
     for (const spec of diff.updated) {
       const live = this.pools.get(spec.key);
       if (!live) continue;
-      for (const source of droppedSources(live.spec, spec)) live.actor.reset(source);
+      for (const source of droppedSources(live.spec, spec, this.eventPlane !== undefined)) live.actor.reset(source);
       live.spec = spec;
       this.catalogState.upsert(spec.key, descriptor(spec, live.actor.producer));
       this.logger.info({ pool: spec.key }, 'pool metadata updated');
@@ -239,14 +317,17 @@ export class Producer implements RelaySource {
     this.served = next;
     const before = new Map(this.routes);
     this.routes.clear();
-    for (const { spec } of this.pools.values()) for (const c of kvSourceConfigs([spec])) this.routes.set(c.workerId, spec.key);
+    for (const { spec } of this.pools.values()) for (const id of this.feedingWorkers(spec)) this.routes.set(id, spec.key);
     this.catalogState.publish();
     this.setProbeTargets();
     this.publishReadiness();
     // A worker that now feeds another pool is re-subscribed, so its replay fills the new pool.
-    await this.sources.stop([...this.routes].filter(([id, key]) => before.has(id) && before.get(id) !== key).map(([id]) => id));
-    await this.reconcileSources();
-    await Promise.all(retiring);
+    const rerouted = [...this.routes].filter(([id, key]) => before.has(id) && before.get(id) !== key).map(([id]) => id);
+    return async () => {
+      await this.sources.stop(rerouted);
+      await this.reconcileSources();
+      await Promise.all(retiring);
+    };
   }
 
   private materialize(spec: PoolSpec): void {
@@ -260,8 +341,8 @@ export class Producer implements RelaySource {
       maxTrackedBlocks: this.options.config.limits.maxTrackedBlocksPerPool,
       logger: this.logger,
       onFenced: () => this.replaceFenced(spec.key, actor),
-      onOverflow: (source, batches) => this.sources.overflowed(source, batches),
-      onDeltaPublished: this.options.onDeltaPublished,
+      onOverflow: (source, batches) => (this.eventPlane ?? this.sources).overflowed(source, batches),
+      onDeltaPublished: this.options.onDeltaPublished && ((timing) => this.options.onDeltaPublished!(timing, spec.key)),
     });
     this.pools.set(spec.key, { spec, actor });
     this.catalogState.upsert(spec.key, descriptor(spec, producer));
@@ -304,6 +385,11 @@ export class Producer implements RelaySource {
     };
   }
 
+  /** The workers whose KV events feed a pool: those with kvEvents, or with an event plane every worker of its endpoint. */
+  private feedingWorkers(spec: PoolSpec): bigint[] {
+    return this.eventPlane ? spec.endpoint.workers.map((w) => w.id) : kvSourceConfigs([spec]).map((c) => c.workerId);
+  }
+
   private actorOf(source: SourceKey): PoolActor | undefined {
     return this.actorOfWorker(source.workerId);
   }
@@ -314,6 +400,7 @@ export class Producer implements RelaySource {
   }
 
   private reconcileSources(): Promise<void> {
+    if (this.ingestHeld) return Promise.resolve();
     const specs = [...this.pools.values()].map((p) => p.spec);
     // A replaced subscription replays from the start: what the old one delivered is dropped first.
     return this.sources.reconcile(kvSourceConfigs(specs), (old) => {
@@ -332,7 +419,8 @@ export class Producer implements RelaySource {
 
   private publishReadiness(): void {
     const linked = new Map(this.deployment.pools.map((p) => [p.key, p.poolId]));
-    const inputs = topologyInputs(this.deployment, this.liveness, (key) => linked.get(key));
+    const liveness: Liveness = this.availabilityKnown ? this.liveness : () => undefined;
+    const inputs = topologyInputs(this.deployment, liveness, (key) => linked.get(key));
     if (!this.projection.update(inputs).changed) return;
     const state = this.projection.current();
     for (const listener of this.readinessListeners) listener(state);

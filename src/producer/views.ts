@@ -33,16 +33,17 @@ export function kvSourceConfigs(specs: Iterable<PoolSpec>): KvEventEndpointConfi
   return out;
 }
 
-/** Every (worker, rank) source of a pool's workers with kvEvents. */
-export function poolSources(spec: PoolSpec): SourceKey[] {
-  return kvSourceConfigs([spec]).flatMap((c) => sourcesOf(c));
+/** Every (worker, rank) source of a pool's workers with kvEvents, or with an event plane of all its workers. */
+export function poolSources(spec: PoolSpec, eventPlane = false): SourceKey[] {
+  if (!eventPlane) return kvSourceConfigs([spec]).flatMap((c) => sourcesOf(c));
+  return spec.endpoint.workers.flatMap((w) => Array.from({ length: w.dpSize }, (_, i) => ({ workerId: w.id, dpRank: w.dpStartRank + i })));
 }
 
-/** (worker, rank) sources a metadata update takes away from a pool. */
-export function droppedSources(before: PoolSpec, after: PoolSpec): SourceKey[] {
+/** (worker, rank) sources a metadata update takes away from a pool (e.g. a worker whose lease ended). */
+export function droppedSources(before: PoolSpec, after: PoolSpec, eventPlane = false): SourceKey[] {
   const key = (s: SourceKey): string => `${s.workerId}:${s.dpRank}`;
-  const kept = new Set(poolSources(after).map(key));
-  return poolSources(before).filter((s) => !kept.has(key(s)));
+  const kept = new Set(poolSources(after, eventPlane).map(key));
+  return poolSources(before, eventPlane).filter((s) => !kept.has(key(s)));
 }
 
 export function topologyInputs(deployment: Deployment, liveness: Liveness, poolIdOf: (key: string) => KvPoolId | undefined): TopologyEndpointInput[] {

@@ -1,5 +1,6 @@
 // The allow-list of client certificate subjects (config `tls.allowedSubjects`). An entry is either a
-// bare common name (`router-a`: any certificate whose CN is that) or a full subject written as
+// bare common name (`router-a`: a certificate whose only CN is that, whatever its other attributes;
+// a subject with several CNs, `CN=evil, CN=router-a`, matches no bare name) or a full subject written as
 // comma-separated `ATTR=value` pairs (`CN=router-a, O=acme`), which must name exactly the
 // certificate's subject attributes, in any order. Pure functions: the config schema validates the
 // entries with them and the transport checks each call's peer certificate with them.
@@ -44,7 +45,11 @@ export function subjectOf(fields: Readonly<Record<string, string | string[] | un
 }
 
 export function subjectMatches(pattern: SubjectPattern, subject: Subject): boolean {
-  if (pattern.kind === 'cn') return (subject.get('CN') ?? []).includes(pattern.cn);
+  if (pattern.kind === 'cn') {
+    // Exactly one CN: with several, which one names the peer depends on who reads the certificate.
+    const cns = subject.get('CN') ?? [];
+    return cns.length === 1 && cns[0] === pattern.cn;
+  }
   if (pattern.subject.size !== subject.size) return false;
   for (const [attr, values] of pattern.subject) {
     const actual = subject.get(attr);

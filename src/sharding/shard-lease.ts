@@ -8,11 +8,18 @@
 // etcd extends every lease by its TTL when it comes back (a new leader), so after an etcd outage the
 // same lease, and every claim under it, is confirmed again. Only an answer that the lease expired
 // ends it; then a new lease is granted and the entry written again.
+//
+// Times are read from the monotonic clock (a wall-clock step must not stretch the fence), and
+// `confirmed` compares that clock with the fence deadline on every read, so a fence timer that fires
+// late (a busy event loop) never leaves the shard believing an old confirmation. Every fence (the
+// deadline passed, the lease expired or was closed) starts a new fence epoch: an etcd answer to a
+// claim sent in an earlier epoch is never served, whatever the lease id says.
 import { EventEmitter } from 'events';
 import { EtcdLeaseInvalidError, type Etcd3, type Lease } from 'etcd3';
 import { ETCD_RETRY_INITIAL_MS, ETCD_RETRY_MAX_MS } from '../config/defaults';
 import { Backoff } from '../client/backoff';
 import { etcdErrorText } from '../discovery/etcd-client';
+import { monotonicMs } from '../clock';
 import type { Logger } from '../log';
 
 /** Part of the TTL kept in reserve: a shard unconfirmed for (1 - this) x TTL stops serving. */
@@ -34,7 +41,11 @@ export interface ShardLeaseEvents {
 export class ShardLease extends EventEmitter<ShardLeaseEvents> {
   private lease: Lease | undefined;
   private id: string | undefined;
-  private confirmedValue = false;
+  /** Monotonic time until which the lease is certainly alive in etcd (0: not confirmed). */
+  private fenceAt = 0;
+  /** True once the fence of the current confirmation happened (the deadline passed or the lease ended). */
+  private fenced = true;
+  private epochValue = 0;
   private fenceTimer: NodeJS.Timeout | undefined;
   private keepaliveTimer: NodeJS.Timeout | undefined;
   private retry: NodeJS.Timeout | undefined;
@@ -62,7 +73,12 @@ export class ShardLease extends EventEmitter<ShardLeaseEvents> {
 
   /** True while the lease is certainly alive in etcd (claims under it are this shard's). */
   get confirmed(): boolean {
-    return this.confirmedValue;
+    return !this.fenced && monotonicMs() < this.fenceAt;
+  }
+
+  /** Counts fences: a claim answered in another epoch than it was sent in is not this shard's to serve. */
+  get epoch(): number {
+    return this.epochValue;
   }
 
   /** Revokes the lease (its entry and claims are deleted at once, so siblings take over now). */
@@ -72,14 +88,14 @@ export class ShardLease extends EventEmitter<ShardLeaseEvents> {
     const lease = this.lease;
     this.lease = undefined;
     this.id = undefined;
-    this.confirmedValue = false;
+    this.fence();
     await lease?.revoke().catch((err: unknown) => this.logger.warn({ err: etcdErrorText(err) }, 'revoking the shard lease failed; it expires on its own'));
   }
 
   private async acquire(): Promise<void> {
     this.retry = undefined;
     if (this.closed) return;
-    const requestedAt = Date.now();
+    const requestedAt = monotonicMs();
     const lease = this.client.lease(this.ttlSeconds, { autoKeepAlive: false });
     lease.on('lost', () => undefined); // failures are handled where the calls are awaited
     this.lease = lease;
@@ -108,7 +124,7 @@ export class ShardLease extends EventEmitter<ShardLeaseEvents> {
   }
 
   private async keepalive(lease: Lease): Promise<void> {
-    const sentAt = Date.now();
+    const sentAt = monotonicMs();
     const intervalMs = (this.ttlSeconds * 1000) / KEEPALIVES_PER_TTL;
     let timer: NodeJS.Timeout | undefined;
     try {
@@ -116,9 +132,9 @@ export class ShardLease extends EventEmitter<ShardLeaseEvents> {
       const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error('keepalive timed out')), intervalMs)));
       await Promise.race([lease.keepaliveOnce(), timeout]);
       if (this.lease !== lease || this.closed) return;
-      const wasConfirmed = this.confirmedValue;
+      const wasFenced = this.fenced;
       this.confirm(sentAt);
-      if (!wasConfirmed) {
+      if (wasFenced && !this.fenced) {
         this.logger.info({ lease: this.id }, 'shard lease confirmed again');
         this.emit('confirmed');
       }
@@ -135,15 +151,30 @@ export class ShardLease extends EventEmitter<ShardLeaseEvents> {
     this.scheduleKeepalive(lease);
   }
 
+  /** etcd acknowledged the lease at or after `sentAt`: it is alive until TTL after that. */
   private confirm(sentAt: number): void {
-    this.confirmedValue = true;
+    // A deadline that passed before its timer ran (a busy loop) is a fence all the same.
+    if (!this.fenced && monotonicMs() >= this.fenceAt) this.unconfirm();
     if (this.fenceTimer) clearTimeout(this.fenceTimer);
-    const delayMs = sentAt + this.ttlSeconds * 1000 * (1 - FENCE_MARGIN_FRACTION) - Date.now();
-    this.fenceTimer = setTimeout(() => {
-      this.confirmedValue = false;
-      this.logger.error({ lease: this.id }, 'no keepalive acknowledged within the shard lease TTL');
-      this.emit('unconfirmed');
-    }, Math.max(0, delayMs));
+    this.fenceAt = sentAt + this.ttlSeconds * 1000 * (1 - FENCE_MARGIN_FRACTION);
+    this.fenced = monotonicMs() >= this.fenceAt;
+    if (this.fenced) return; // acknowledged too late to count
+    this.fenceTimer = setTimeout(() => this.unconfirm(), this.fenceAt - monotonicMs());
+  }
+
+  private unconfirm(): void {
+    this.fenceTimer = undefined;
+    if (this.fenced) return;
+    this.fence();
+    this.logger.error({ lease: this.id }, 'no keepalive acknowledged within the shard lease TTL');
+    this.emit('unconfirmed');
+  }
+
+  /** Ends the current confirmation and starts a new epoch. */
+  private fence(): void {
+    this.fenced = true;
+    this.fenceAt = 0;
+    this.epochValue += 1;
   }
 
   private expire(): void {
@@ -151,7 +182,7 @@ export class ShardLease extends EventEmitter<ShardLeaseEvents> {
     this.lease?.release();
     this.lease = undefined;
     this.id = undefined;
-    this.confirmedValue = false;
+    this.fence();
     this.logger.error({ key: this.key }, 'the shard lease expired; registering the shard again');
     this.emit('expired');
     void this.acquire();

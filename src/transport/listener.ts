@@ -24,33 +24,24 @@ export function parseBind(bind: string): { host: string; port: number } {
   return { host: match[1], port };
 }
 
-/** The HTTP/2 client connection preface ("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") is 24 bytes. */
-const HTTP2_PREFACE_BYTES = 24;
-
 export interface ListenOptions {
-  /** Connections beyond this many open at once are closed on accept. */
-  maxConnections?: number;
-  /** A connection that sent fewer than the preface's bytes this long after accept is destroyed. */
-  prefaceMs?: number;
+  /** Decides on each accepted socket before anything is read from it; a refused one is closed. */
+  admit?: (socket: net.Socket) => boolean;
 }
 
-/** Listens on `bind` and hands each accepted socket to `accept`. */
+/** Listens on `bind` and hands each accepted (and admitted) socket to `accept`. */
 export function listen(bind: string, accept: (socket: net.Socket) => void, options: ListenOptions = {}): Promise<Listener> {
   const { host, port } = parseBind(bind);
   const sockets = new Set<net.Socket>();
   const server = net.createServer({ noDelay: true }, (socket) => {
+    if (options.admit && !options.admit(socket)) {
+      socket.destroy();
+      return;
+    }
     sockets.add(socket);
-    // Counting bytes needs no 'data' listener, which would take them from the HTTP/2 session.
-    const preface = options.prefaceMs === undefined ? undefined : setTimeout(() => {
-      if (socket.bytesRead < HTTP2_PREFACE_BYTES) socket.destroy();
-    }, options.prefaceMs).unref();
-    socket.once('close', () => {
-      clearTimeout(preface);
-      sockets.delete(socket);
-    });
+    socket.once('close', () => sockets.delete(socket));
     accept(socket);
   });
-  server.maxConnections = options.maxConnections ?? Infinity;
   return new Promise((resolve, reject) => {
     server.once('error', reject);
     server.listen(port, host, () => {

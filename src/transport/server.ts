@@ -23,6 +23,7 @@ import { relayReflectionPackageDefinition } from '../wire/proto';
 import { serviceDefinition } from '../wire/service';
 import type { RelayIdentity } from '../wire/types';
 import { relayHandlers } from './handlers';
+import { ConnectionAdmission, connectionsPerIp, type ConnectionStats } from './admission';
 import { listen, type Listener } from './listener';
 import { acceptZstdRequests } from './zstd';
 
@@ -55,8 +56,12 @@ export interface RelayServer {
   readonly lastError: unknown;
   /** Publication counters for the metrics exporter. */
   stats(): PublicationStats;
+  /** Pool streams per generation (producer key) for the status view. */
+  poolSubscribers(): Map<string, number>;
   /** TLS state for the metrics exporter; undefined for a plaintext listener. */
   tlsStats(): TlsStats | undefined;
+  /** Connection admission counters for the metrics exporter. */
+  connectionStats(): ConnectionStats;
   /** Ends every stream and closes every connection; resolves within 5 s. Idempotent. */
   shutdown(): Promise<void>;
 }
@@ -67,6 +72,10 @@ export async function startRelayServer(config: RelayServerConfig): Promise<Relay
   const logger = config.logger ?? silentLogger;
   // First, so a bad certificate file fails the start before anything is set up.
   const security = listenerSecurity(config.tls, logger);
+  const admission = new ConnectionAdmission(
+    { maxConnections: options.limits.maxConnections, maxConnectionsPerIp: connectionsPerIp(options.limits), firstCallMs: options.timing.connectionFirstCallMs },
+    logger,
+  );
   if (!acceptZstdRequests()) {
     logger.warn({}, 'grpc-js internals changed: zstd-compressed requests are refused (UNIMPLEMENTED); other requests are served');
   }
@@ -77,7 +86,8 @@ export async function startRelayServer(config: RelayServerConfig): Promise<Relay
     'grpc.max_connection_idle_ms': options.timing.connectionIdleMs,
     'grpc.keepalive_time_ms': wan.keepaliveIntervalMs,
     'grpc.keepalive_timeout_ms': wan.keepaliveTimeoutMs,
-    interceptors: security.interceptors,
+    // The allow-list first: a call it refuses does not make its connection established.
+    interceptors: [...security.interceptors, admission.interceptor],
   });
   let lastError: unknown;
   const fatal = (err: unknown): void => {
@@ -94,10 +104,7 @@ export async function startRelayServer(config: RelayServerConfig): Promise<Relay
   const injector = server.createConnectionInjector(security.credentials);
   let listener: Listener;
   try {
-    listener = await listen(config.bind, (socket) => injector.injectConnection(socket), {
-      maxConnections: options.limits.maxConnections,
-      prefaceMs: options.timing.connectionPrefaceMs,
-    });
+    listener = await listen(config.bind, (socket) => injector.injectConnection(socket), { admit: (socket) => admission.admit(socket) });
   } catch (err) {
     publication.close();
     server.forceShutdown();
@@ -138,7 +145,9 @@ export async function startRelayServer(config: RelayServerConfig): Promise<Relay
       return lastError;
     },
     stats: () => publication.stats(),
+    poolSubscribers: () => publication.poolSubscribers(),
     tlsStats: () => security.stats(),
+    connectionStats: () => admission.stats(),
     shutdown,
   };
 }

@@ -178,7 +178,7 @@ test('an identity change replaces the pool and the engine replay fills the new g
 
 test('bind mode: the relay binds the SUB and an engine dials in', async () => {
   const file = path.join(dir, 'bind.json');
-  const worker = { id: 7, kvEvents: { endpoint: 'tcp://127.0.0.1:0', mode: 'bind' } };
+  const worker = { id: 7, kvEvents: { endpoint: 'tcp://127.0.0.1:0', mode: 'bind', allowedPeers: ['127.0.0.1'] } };
   fs.writeFileSync(file, JSON.stringify(relayConfig([endpointConfig([worker])], { dcId: 'dc-a', metricsBind: undefined, expectedUniqueBlocks: 1024 })));
   relay = await startRelay({ configFile: file, logger: silentLogger });
   const [sub] = relay.producer.ingestEndpoints(7n);

@@ -78,8 +78,14 @@ describe('config defaults', () => {
     expect(cfg.endpoints[0].workers[0].kvEvents).toEqual({ endpoint: 'tcp://h:1', topic: '', mode: 'connect' });
   });
 
-  test('kvEvents allowedPeers in bind mode', () => {
-    const kvEvents = { endpoint: 'tcp://0.0.0.0:5557', mode: 'bind', allowedPeers: ['10.0.0.7', '::1'] };
+  test('kvEvents allowedPeers in bind mode, canonicalized as libzmq reports peers (issue 26 item 11)', () => {
+    const kvEvents = { endpoint: 'tcp://0.0.0.0:5557', mode: 'bind', allowedPeers: ['10.0.0.7', '0:0:0:0:0:0:0:1', 'FE80::0001', '::ffff:7f00:1'] };
+    const cfg = parseConfigText(JSON.stringify({ dcId: 'dc-a', endpoints: [{ ...endpoint, workers: [{ id: 7, kvEvents }] }] }), 'x.json');
+    expect(cfg.endpoints[0].workers[0].kvEvents).toEqual({ ...kvEvents, allowedPeers: ['10.0.0.7', '::1', 'fe80::1', '127.0.0.1'], topic: '' });
+  });
+
+  test('kvEvents bind mode open to any peer only when the config says so (issue 26 item 1)', () => {
+    const kvEvents = { endpoint: 'tcp://0.0.0.0:5557', mode: 'bind', allowAnyPeer: true };
     const cfg = parseConfigText(JSON.stringify({ dcId: 'dc-a', endpoints: [{ ...endpoint, workers: [{ id: 7, kvEvents }] }] }), 'x.json');
     expect(cfg.endpoints[0].workers[0].kvEvents).toEqual({ ...kvEvents, topic: '' });
   });
@@ -107,6 +113,13 @@ describe('config errors are one line: FILE: field.path: problem', () => {
     ['padded dcId', { dcId: 'dc-a ' }, 'relay.json: dcId: must not have surrounding whitespace'],
     ['unknown top-level field', { dcId: 'a', colour: 1 }, 'relay.json: colour: unknown field'],
     ['unknown nested field', { dcId: 'a', timing: { heartbeat: 1 } }, 'relay.json: timing.heartbeat: unknown field'],
+    ['misspelt top-level field', { dcId: 'a', metricBind: 9464 }, 'relay.json: metricBind: unknown field (did you mean metricsBind?)'],
+    ['field in another case', { dcId: 'a', dcid: 'b' }, 'relay.json: dcid: unknown field (did you mean dcId?)'],
+    ['misspelt nested field', { dcId: 'a', timing: { poolHeartbeatMS: 1 } }, 'relay.json: timing.poolHeartbeatMS: unknown field (did you mean poolHeartbeatMs?)'],
+    ['misspelt field of a list entry', ep({ model: { name: 'llama', kvBlocksize: 16 } }), 'relay.json: endpoints.0.model.kvBlocksize: unknown field (did you mean kvBlockSize?)'],
+    ['misspelt field of a worker', ep({ workers: [{ id: 1, kvEvent: {} }] }), 'relay.json: endpoints.0.workers.0.kvEvent: unknown field (did you mean kvEvents?)'],
+    ['misspelt field deep in a worker', ep({ workers: [{ id: 1, kvEvents: { endpoint: 'tcp://127.0.0.1:1', replay: 'x' } }] }), 'relay.json: endpoints.0.workers.0.kvEvents.replay: unknown field'],
+    ['misspelt etcd field', { dcId: 'a', discovery: { etcd: { endpoints: ['h:1'], prefix: 'p', leaseTTLSeconds: 5 } } }, 'relay.json: discovery.etcd.leaseTTLSeconds: unknown field (did you mean leaseTtlSeconds?)'],
     ['zero limit', { dcId: 'a', limits: { maxPoolStreamsTotal: 0 } }, 'relay.json: limits.maxPoolStreamsTotal: Too small'],
     ['timer above one year', { dcId: 'a', timing: { poolHeartbeatMs: 31_536_000_001 } }, 'relay.json: timing.poolHeartbeatMs: Too big'],
     ['zero timer', { dcId: 'a', timing: { loadWindowMs: 0 } }, 'relay.json: timing.loadWindowMs: Too small'],
@@ -140,6 +153,10 @@ describe('config errors are one line: FILE: field.path: problem', () => {
     ['bad kvEvents endpoint', ep({ workers: [{ id: 1, kvEvents: { endpoint: '127.0.0.1:5557' } }] }), 'relay.json: endpoints.0.workers.0.kvEvents.endpoint: must be a ZMQ endpoint'],
     ['bad kvEvents mode', ep({ workers: [{ id: 1, kvEvents: { endpoint: 'tcp://h:1', mode: 'listen' } }] }), 'relay.json: endpoints.0.workers.0.kvEvents.mode: Invalid option'],
     ['allowedPeers in connect mode', ep({ workers: [{ id: 1, kvEvents: { endpoint: 'tcp://h:1', allowedPeers: ['10.0.0.7'] } }] }), 'relay.json: endpoints.0.workers.0.kvEvents.allowedPeers: allowedPeers applies to mode bind'],
+    ['bind mode without allowedPeers', ep({ workers: [{ id: 1, kvEvents: { endpoint: 'tcp://*:1', mode: 'bind' } }] }), 'relay.json: endpoints.0.workers.0.kvEvents.allowedPeers: mode bind needs allowedPeers'],
+    ['bind mode, allowAnyPeer false', ep({ workers: [{ id: 1, kvEvents: { endpoint: 'tcp://*:1', mode: 'bind', allowAnyPeer: false } }] }), 'relay.json: endpoints.0.workers.0.kvEvents.allowedPeers: mode bind needs allowedPeers'],
+    ['allowAnyPeer with allowedPeers', ep({ workers: [{ id: 1, kvEvents: { endpoint: 'tcp://*:1', mode: 'bind', allowAnyPeer: true, allowedPeers: ['10.0.0.7'] } }] }), 'relay.json: endpoints.0.workers.0.kvEvents.allowAnyPeer: allowAnyPeer: true contradicts allowedPeers'],
+    ['allowAnyPeer in connect mode', ep({ workers: [{ id: 1, kvEvents: { endpoint: 'tcp://h:1', allowAnyPeer: true } }] }), 'relay.json: endpoints.0.workers.0.kvEvents.allowAnyPeer: allowAnyPeer applies to mode bind'],
     ['allowedPeers not an IP', ep({ workers: [{ id: 1, kvEvents: { endpoint: 'tcp://*:1', mode: 'bind', allowedPeers: ['engine-7'] } }] }), 'relay.json: endpoints.0.workers.0.kvEvents.allowedPeers.0: must be an IP address'],
     ['bad health url', ep({ workers: [{ id: 1, health: { url: 'ftp://x/health' } }] }), 'relay.json: endpoints.0.workers.0.health.url:'],
     ['bad metrics format', ep({ workers: [{ id: 1, metrics: { url: 'http://h/metrics', format: 'sglang' } }] }), 'relay.json: endpoints.0.workers.0.metrics.format: Invalid input'],

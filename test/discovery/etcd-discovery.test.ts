@@ -83,7 +83,9 @@ describeWithEtcd('deployment from etcd', () => {
   test('etcd lost while running: the last deployment is served (stale); a restart resyncs it as a diff', async () => {
     const e1 = await run.engine();
     await putEndpoint();
-    await run.start(discoveryConfig(), []);
+    // A lone relay that opted to serve through an outage (by default a shard that cannot confirm its
+    // lease stops serving: test/chaos/shard-fencing.test.ts).
+    await run.start(discoveryConfig({ loneShardKeepsServing: true }), []);
     // A lease long enough to outlive the outage (etcd restores leases with their full TTL).
     await register(workerConfig(7, e1), 30);
     await e1.waitForSubscribers();

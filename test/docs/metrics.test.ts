@@ -16,10 +16,13 @@ function everyRegisteredMetric(): string[] {
   const providers: Required<MetricsProviders> = {
     producer: never,
     discovery: never,
+    dynamo: never,
     transport: never,
     tls: never,
+    connections: never,
     eventLoop: never,
     deltaLatency: new DeltaLatencyMetrics(),
+    diagnostics: never,
   };
   return createRelayMetrics(providers)
     .getMetricsAsArray()

@@ -16,7 +16,7 @@ test(`${SOURCES} bound KV-event subscribers (${3 * SOURCES} sockets) start and c
   const subscribers: KvEventSubscriber[] = [];
   try {
     for (let i = 0; i < SOURCES; i++) {
-      const s = new KvEventSubscriber({ workerId: BigInt(i + 1), dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', topic: '', mode: 'bind', kvBlockSize: 16, eagle: false }, sink);
+      const s = new KvEventSubscriber({ workerId: BigInt(i + 1), dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', topic: '', mode: 'bind', allowAnyPeer: true, kvBlockSize: 16, eagle: false }, sink);
       subscribers.push(s);
       await s.start();
     }

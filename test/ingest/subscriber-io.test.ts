@@ -100,6 +100,27 @@ describe('message size bound', () => {
   });
 });
 
+describe('replay bounded like the live socket (issue 26 item 1)', () => {
+  it('a replay far larger than the DEALER may queue, read by a blocked relay, still delivers every batch in order', async () => {
+    // 3 000 batches of ~4 KiB the subscriber never saw live: its first connection replays them all
+    // while its thread is blocked. The DEALER queues INGEST_REPLAY_RECEIVE_HWM (32) of them, the
+    // engine's ROUTER what its own queue holds, and drops the rest: the stream asks again from the
+    // first hole, round after round, and resets nothing.
+    const engine = await new SimulatedEngine({ http: false }).start();
+    const tokens = Array.from({ length: 2048 }, (_, i) => i);
+    const messages = 3_000;
+    for (let i = 0; i < messages; i++) {
+      await engine.publish([{ type: 'BlockStored', blockHashes: [BigInt(i + 1)], parentBlockHash: null, tokenIds: tokens, blockSize: 4 }]);
+    }
+    h = await attachSubscriber(engine);
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1_000);
+    await waitFor(() => h!.sink.batches.length >= messages, 'every replayed batch', 90_000, 100);
+    expect(h.sink.sequences()).toEqual(Array.from({ length: messages }, (_, i) => BigInt(i)));
+    expect(h.sink.resets).toEqual([]);
+    expect(h.sub.stats()[0]).toMatchObject({ resets: 0, overflows: 0 });
+  }, 120_000);
+});
+
 describe('restart plausibility', () => {
   it('one live message with a lower sequence is dropped and counted, the worker is not reset', async () => {
     h = await connectHarness();
@@ -168,7 +189,7 @@ describe('data-parallel ranks', () => {
     await probe.stop();
     const sink = new RecordingSink();
     const sub = new KvEventSubscriber(
-      { workerId: WORKER, dpSize: 2, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', replayEndpoint: `tcp://127.0.0.1:${replayPort}`, topic: '', mode: 'bind', kvBlockSize: BLOCK_SIZE, eagle: false },
+      { workerId: WORKER, dpSize: 2, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', replayEndpoint: `tcp://127.0.0.1:${replayPort}`, topic: '', mode: 'bind', allowAnyPeer: true, kvBlockSize: BLOCK_SIZE, eagle: false },
       sink,
       { logger: { warn: () => undefined } },
     );
@@ -212,7 +233,16 @@ describe('bind mode peer allow-list', () => {
     }, '20 batches published', 20_000, 25);
     expect(h.sink.batches).toEqual([]);
     expect(h.sub.stats()[0]).toMatchObject({ connections: 0, events: 0, resets: 0 });
-    expect(h.warnings[0]).toMatchObject({ msg: 'KV-event publisher refused: not in allowedPeers' });
+    // The refused peer is named, not the relay's own endpoint (issue 26 item 11).
+    expect(h.warnings[0]).toMatchObject({ msg: 'KV-event publisher refused: not in allowedPeers', obj: { peer: '127.0.0.1' } });
+  });
+
+  it('an entry spelled otherwise than libzmq reports the peer still matches (IPv4-mapped IPv6, uncompressed)', async () => {
+    h = await bound(['0:0:0:0:0:ffff:7f00:1']);
+    await h.engine.waitForSubscribers();
+    await h.engine.publish(store(1n));
+    await waitFor(() => h!.sink.batches.length === 1, 'the batch of the listed publisher');
+    expect(h.sub.stats()[0]).toMatchObject({ connections: 1, refusedPeers: 0 });
   });
 
   it('a listed publisher is ingested as without a list', async () => {
@@ -227,6 +257,8 @@ describe('bind mode peer allow-list', () => {
     const base = { workerId: WORKER, dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:5557', topic: '', kvBlockSize: BLOCK_SIZE, eagle: false };
     expect(() => new KvEventSubscriber({ ...base, mode: 'connect', allowedPeers: ['127.0.0.1'] }, new RecordingSink())).toThrow(/bind mode/);
     expect(() => new KvEventSubscriber({ ...base, mode: 'bind', allowedPeers: ['engine-1'] }, new RecordingSink())).toThrow(/IP addresses/);
+    // Open to anyone only when asked for (issue 26 item 1).
+    expect(() => new KvEventSubscriber({ ...base, mode: 'bind' }, new RecordingSink())).toThrow(/allowAnyPeer/);
   });
 });
 
@@ -235,7 +267,7 @@ describe('bind mode with a restarted engine', () => {
     const sink = new RecordingSink();
     const sub = new KvEventSubscriber(
       // The replay endpoint is nobody's: the second replay request is what this test observes.
-      { workerId: WORKER, dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', replayEndpoint: 'tcp://127.0.0.1:1', topic: '', mode: 'bind', kvBlockSize: BLOCK_SIZE, eagle: false },
+      { workerId: WORKER, dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', replayEndpoint: 'tcp://127.0.0.1:1', topic: '', mode: 'bind', allowAnyPeer: true, kvBlockSize: BLOCK_SIZE, eagle: false },
       sink,
       { logger: { warn: () => undefined }, replayIdleTimeoutMs: 200 },
     );
@@ -260,7 +292,7 @@ describe('bind mode with a restarted engine', () => {
 describe('connections', () => {
   it('TCP probes and non-ZMTP peers on a bound socket neither reset nor count as engines', async () => {
     const sink = new RecordingSink();
-    const sub = new KvEventSubscriber({ workerId: WORKER, dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', topic: '', mode: 'bind', kvBlockSize: BLOCK_SIZE, eagle: false }, sink, {
+    const sub = new KvEventSubscriber({ workerId: WORKER, dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', topic: '', mode: 'bind', allowAnyPeer: true, kvBlockSize: BLOCK_SIZE, eagle: false }, sink, {
       logger: { warn: () => undefined },
     });
     await sub.start();
@@ -337,7 +369,7 @@ describe('close()', () => {
     const subs = ['connect', 'bind'].map(
       (mode) =>
         new KvEventSubscriber(
-          { workerId: 1n, dpSize: 3, dpStartRank: 0, endpoint: mode === 'bind' ? 'tcp://127.0.0.1:0' : 'tcp://127.0.0.1:9', topic: '', mode: mode as 'connect' | 'bind', kvBlockSize: BLOCK_SIZE, eagle: false },
+          { workerId: 1n, dpSize: 3, dpStartRank: 0, endpoint: mode === 'bind' ? 'tcp://127.0.0.1:0' : 'tcp://127.0.0.1:9', topic: '', mode: mode as 'connect' | 'bind', ...(mode === 'bind' ? { allowAnyPeer: true } : {}), kvBlockSize: BLOCK_SIZE, eagle: false },
           new RecordingSink(),
         ),
     );
@@ -350,12 +382,12 @@ describe('close()', () => {
 
 describe('start()', () => {
   it('fails on a bind port in use and releases the sockets it opened', async () => {
-    const first = new KvEventSubscriber({ workerId: 1n, dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', topic: '', mode: 'bind', kvBlockSize: BLOCK_SIZE, eagle: false }, new RecordingSink());
+    const first = new KvEventSubscriber({ workerId: 1n, dpSize: 1, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', topic: '', mode: 'bind', allowAnyPeer: true, kvBlockSize: BLOCK_SIZE, eagle: false }, new RecordingSink());
     await first.start();
     const port = portOf(first.endpoints()[0]);
     // Rank 0 of the second one binds port − 1 (free or not, it is released again), rank 1 collides.
     const second = new KvEventSubscriber(
-      { workerId: 2n, dpSize: 2, dpStartRank: 0, endpoint: `tcp://127.0.0.1:${port - 1}`, topic: '', mode: 'bind', kvBlockSize: BLOCK_SIZE, eagle: false },
+      { workerId: 2n, dpSize: 2, dpStartRank: 0, endpoint: `tcp://127.0.0.1:${port - 1}`, topic: '', mode: 'bind', allowAnyPeer: true, kvBlockSize: BLOCK_SIZE, eagle: false },
       new RecordingSink(),
     );
     await expect(second.start()).rejects.toThrow(/in use/i);

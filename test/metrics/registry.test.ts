@@ -30,3 +30,17 @@ test('one producer sample per scrape, a new one on the next scrape', async () =>
   expect(samples).toBe(2);
   expect(second).toContain('kv_dc_relay_pool_events_applied_total{pool="p"} 20');
 });
+
+test('connection admission: open connections by state, refusals by reason, first-call timeouts', async () => {
+  const registry = createRelayMetrics({
+    producer: () => producerSample(0),
+    connections: () => ({ pending: 3, established: 5, refusedTotal: { total: 1, per_ip: 14, reserved: 2 }, firstCallTimeoutsTotal: 7 }),
+  });
+  const text = await registry.metrics();
+  expect(text).toContain('kv_dc_relay_grpc_connections{state="pending"} 3');
+  expect(text).toContain('kv_dc_relay_grpc_connections{state="established"} 5');
+  expect(text).toContain('kv_dc_relay_grpc_connections_refused_total{reason="per_ip"} 14');
+  expect(text).toContain('kv_dc_relay_grpc_connections_refused_total{reason="reserved"} 2');
+  expect(text).toContain('kv_dc_relay_grpc_connections_refused_total{reason="total"} 1');
+  expect(text).toContain('kv_dc_relay_grpc_connection_first_call_timeouts_total 7');
+});

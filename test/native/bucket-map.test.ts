@@ -5,7 +5,7 @@
 // drain while keys are found, inserted and erased in both tables, walk cuckoo paths, fill its stash,
 // migrate under a new seed, rebuild mid-drain and finish a drain for a large Reserve. The pool vectors
 // (pool.test.ts, pool-plan.test.ts, ckf.test.ts) check it through the owner counts and lineage they observe.
-import { checkBucketMap, checkBucketMapGrowth, checkBucketMapStagger, checkBucketMapWaitsForSuccessor, checkLineageStagger } from '../support/native-testing';
+import { attackBucketMap, checkBucketMap, checkBucketMapGrowth, checkBucketMapStagger, checkBucketMapWaitsForSuccessor, checkLineageStagger } from '../support/native-testing';
 import { expectThrows } from './hashing.helpers';
 
 describe.each([4, 8] as const)('BucketMap with %p-byte values vs std::unordered_map', (valueBytes) => {
@@ -74,6 +74,22 @@ describe('BucketMap growth phases', () => {
     expect(buckets).toHaveLength(8);
     // Equal stores over 8 sources: without phases every table would be the same size.
     expect(new Set(buckets).size).toBe(8);
+  });
+});
+
+describe('BucketMap keyed addressing (HashDoS, issue 26 item 3)', () => {
+  // Engine block ids are chosen by a network peer. Against the public seed (before the process
+  // secret), 40 batches of 24 ids aimed at one bucket pair each filled the stash and moved the table
+  // to another seed 40 times, each an O(n) pass over the table.
+  it('ids crafted against the public code and seed spread like random ones', () => {
+    const run = attackBucketMap(100_000, 40, 24);
+    expect(run.reseeds + run.rebuilds).toBe(0);
+    expect(run.maxStash).toBeLessThanOrEqual(2);
+  });
+
+  it('checks its arguments', () => {
+    expectThrows(() => attackBucketMap(2 ** 25, 1, 1), 'RangeError');
+    expectThrows(() => attackBucketMap(1, 2 ** 20, 2), 'RangeError');
   });
 });
 

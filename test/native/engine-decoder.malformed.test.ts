@@ -2,6 +2,7 @@
 // never crashes, and (where msgpackr decodes it) agrees with the JS path's verdict.
 import fc from 'fast-check';
 import { EngineBatchDecoder } from '../../src/native';
+import { expectThrows } from './hashing.helpers';
 import { compactPackr, jsDecode, nativeDecode, OPTIONS, outcome, plainPackr, rejectsWithoutWriting } from './engine-decoder.helpers';
 
 const decoder = new EngineBatchDecoder(OPTIONS);
@@ -228,5 +229,41 @@ describe('sizes, ints and strings from the peer', () => {
       }),
       { numRuns: 1000 },
     );
+  });
+});
+
+describe('bounds on what one message may make the decoder hold (issue 26 item 2)', () => {
+  // Small bounds, the same checks as the defaults (INGEST_MAX_BLOCKS_PER_EVENT, INGEST_MAX_MESSAGE_WORDS).
+  const bounded = new EngineBatchDecoder({ ...OPTIONS, maxBlocksPerEvent: 8, maxMessageWords: 40 });
+  const removal = (ids: number) => ['BlockRemoved', Array.from({ length: ids }, (_, i) => i + 1), 'GPU'];
+  const store = (blocks: number, tokens = blocks * 4) => ['BlockStored', Array.from({ length: blocks }, (_, i) => i + 1), null, Array.from({ length: tokens }, (_, i) => i), 4, null, 'GPU'];
+  const message = (...events: unknown[]) => plainPackr.pack([1, events, 0]);
+
+  test('an event of the bound is taken, one block more is malformed', () => {
+    expect(rejectsWithoutWriting(bounded, message(removal(8)))).toBeNull();
+    expect(rejectsWithoutWriting(bounded, message(removal(9)))).toMatchObject({ code: 'MalformedKvBatch', message: expect.stringMatching(/9 blocks, more than the 8 one event may carry/) });
+    expect(rejectsWithoutWriting(bounded, message(store(8)))).toBeNull();
+    expect(rejectsWithoutWriting(bounded, message(store(9)))).toMatchObject({ code: 'MalformedKvBatch' });
+  });
+
+  test('token ids beyond what the largest store needs are malformed', () => {
+    // (8 + 1) blocks of 4 tokens: the most a store may carry (Eagle's extra token included).
+    expect(rejectsWithoutWriting(bounded, message(store(8, 36)))).toBeNull();
+    expect(rejectsWithoutWriting(bounded, message(store(8, 37)))).toMatchObject({ code: 'MalformedKvBatch', message: expect.stringMatching(/37 tokens/) });
+  });
+
+  test('a message whose packed words would pass the bound is malformed, events each within theirs', () => {
+    // A removal of n ids takes n + 1 words (the worker id): 4 of 8 ids take 36, a fifth of 3 makes 40, of 4 41.
+    expect(rejectsWithoutWriting(bounded, message(removal(8), removal(8), removal(8), removal(8), removal(3)))).toBeNull();
+    expect(rejectsWithoutWriting(bounded, message(removal(8), removal(8), removal(8), removal(8), removal(4)))).toMatchObject({
+      code: 'MalformedKvBatch',
+      message: expect.stringMatching(/more than the 40 packed words/),
+    });
+  });
+
+  test('the bounds are checked', () => {
+    expectThrows(() => new EngineBatchDecoder({ ...OPTIONS, maxBlocksPerEvent: 0 }), 'RangeError');
+    expectThrows(() => new EngineBatchDecoder({ ...OPTIONS, maxMessageWords: 0 }), 'RangeError');
+    expectThrows(() => new EngineBatchDecoder({ ...OPTIONS, maxBlocksPerEvent: -1 }), 'RangeError');
   });
 });

@@ -39,6 +39,29 @@ describe('setThreadSlice', () => {
     expect(threadSlice()).toBe(before);
   });
 
+  test('threads the calling thread starts afterwards keep the default slice (issue 26 item 10)', async () => {
+    // Before, every thread started after it (libuv's pool, ingest workers) inherited the short slice.
+    const hook = JSON.stringify(path.join(ROOT, 'scripts', 'ts-hook.js'));
+    const native = JSON.stringify(path.join(ROOT, 'src', 'native'));
+    const script = `
+      require(${hook});
+      const { setThreadSlice, threadSlice } = require(${native});
+      const { parentPort, Worker } = require('worker_threads');
+      const before = threadSlice();
+      const set = setThreadSlice(250);
+      const child = new Worker('const { parentPort } = require("worker_threads"); require(' + JSON.stringify(${hook}) + '); parentPort.postMessage(require(' + JSON.stringify(${native}) + ').threadSlice());', { eval: true });
+      child.once('message', (slice) => parentPort.postMessage({ before, set, own: threadSlice(), child: slice }));`;
+    const r = await new Promise<{ before: number | null; set: boolean; own: number | null; child: number | null }>((resolve, reject) => {
+      const worker = new Worker(script, { eval: true });
+      worker.once('message', resolve);
+      worker.once('error', reject);
+    });
+    if (!r.set) return; // a kernel without a settable slice: nothing to inherit
+    expect(r.own).toBe(250);
+    expect(r.child).not.toBe(250);
+    expect(r.child).toBe(r.before);
+  });
+
   test('rejects what is not an integer number of microseconds in [100, 100000]', () => {
     for (const bad of [99, 100_001, 1.5, -1, NaN, Infinity]) expectThrows(() => setThreadSlice(bad), 'RangeError');
     for (const bad of ['250', 250n, undefined, null, {}]) expectThrows(() => setThreadSlice(bad as unknown as number), 'TypeError');

@@ -65,6 +65,16 @@ describe('subject allow-list entries', () => {
     expect(subjectMatches(parseSubjectPattern(entry), router)).toBe(expected);
   });
 
+  test.each([
+    ['router-a', false],
+    ['evil', false],
+    ['CN=evil, CN=router-a', true],
+    ['CN=router-a', false],
+  ])('with two CNs (CN=evil, CN=router-a), %s matches: %s', (entry, expected) => {
+    // A bare name needs exactly one CN; a full subject may name both.
+    expect(subjectMatches(parseSubjectPattern(entry), subjectOf({ CN: ['evil', 'router-a'] }))).toBe(expected);
+  });
+
   test('a subject is printed as ATTR=value pairs', () => {
     expect(formatSubject(router)).toBe('CN=router-a, O=acme, OU=west, OU=gpu');
   });

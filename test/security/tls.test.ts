@@ -23,6 +23,10 @@ const relayCert = certs.server('relay', ca);
 const routerA = certs.client('router-a', ca, '/CN=router-a/O=acme');
 const routerB = certs.client('router-b', ca, '/CN=router-b/O=acme/OU=west');
 const intruder = certs.client('intruder', otherCa, '/CN=router-a/O=acme');
+// Signed by the relay's CA, each carrying router-a's name beside another CN.
+const twoCns = certs.client('two-cns', ca, '/CN=evil/CN=router-a');
+const twoCnsReversed = certs.client('two-cns-reversed', ca, '/CN=router-a/CN=evil');
+const multiValuedRdn = certs.client('multi-valued-rdn', ca, '/CN=evil+CN=router-a');
 
 const servers: RelayServer[] = [];
 const clients: KvEventRelayClient[] = [];
@@ -141,6 +145,20 @@ describe('client subject allow-list', () => {
     expect(await healthCode(server, { ca: ca.cert, ...routerB })).toBe(grpc.status.PERMISSION_DENIED);
     expect(lines.some((l) => l.msg === 'call refused')).toBe(true);
     expect(server.tlsStats()?.refusedCallsTotal).toEqual({ unauthenticated: 2, permissionDenied: 3 });
+  }, 30_000);
+
+  it('a bare name matches only a subject with exactly one CN: CN=evil, CN=router-a is refused by [router-a]', async () => {
+    const server = await start(serverTls({ ca: ca.cert, requireClientCert: true, allowedSubjects: ['router-a'] }));
+    expect((await infoCode(client(server, { ca: ca.cert, ...routerA }))).code).toBe(grpc.status.OK);
+    for (const cert of [twoCns, twoCnsReversed, multiValuedRdn]) {
+      const denied = await infoCode(client(server, { ca: ca.cert, ...cert }));
+      expect({ cert: cert.cert, code: denied.code }).toEqual({ cert: cert.cert, code: grpc.status.PERMISSION_DENIED });
+      expect(denied.details).toContain('CN=evil');
+    }
+    // Listed as a full subject, the two-CN certificate is admitted (the operator named both).
+    const full = await start(serverTls({ ca: ca.cert, requireClientCert: true, allowedSubjects: ['CN=evil, CN=router-a'] }));
+    expect((await infoCode(client(full, { ca: ca.cert, ...twoCns }))).code).toBe(grpc.status.OK);
+    expect((await infoCode(client(full, { ca: ca.cert, ...routerA }))).code).toBe(grpc.status.PERMISSION_DENIED);
   }, 30_000);
 
   it('matches a full subject exactly (every attribute, in any order)', async () => {

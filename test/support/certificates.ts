@@ -51,7 +51,10 @@ export class CertificateFactory {
     return this.make(name, subject, 'server', ca);
   }
 
-  /** A client certificate with `subject` (openssl form, `/CN=router/O=acme`) signed by `ca`. */
+  /**
+   * A client certificate with `subject` (openssl form, `/CN=router/O=acme`; `+` joins attributes
+   * into one multi-valued RDN, `/CN=a+CN=b`) signed by `ca`.
+   */
   client(name: string, ca: CertFiles, subject = `/CN=${name}`): CertFiles {
     return this.make(name, subject, 'client', ca);
   }
@@ -68,6 +71,7 @@ export class CertificateFactory {
       '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes',
       '-keyout', files.key, '-out', files.cert, '-days', '2', '-subj', subject,
       '-set_serial', String(this.serial),
+      ...(subject.includes('+') ? ['-multivalue-rdn'] : []),
       ...(ca ? ['-CA', ca.cert, '-CAkey', ca.key] : []),
     ], { stdio: ['ignore', 'ignore', 'pipe'] });
     return files;

@@ -11,7 +11,8 @@ export const ETCD_BINARY = process.env.ETCD_BINARY ?? 'etcd';
 
 export const etcdAvailable: boolean = spawnSync(ETCD_BINARY, ['--version'], { stdio: 'ignore' }).status === 0;
 
-async function freePort(): Promise<number> {
+/** A loopback port free now (the OS's choice). */
+export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', reject);
@@ -23,13 +24,40 @@ async function freePort(): Promise<number> {
 }
 
 /** etcd fsyncs its WAL on every commit; in memory (tmpfs) a test's puts do not wait for the VM's disk. */
-const DATA_ROOT = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
+export const DATA_ROOT = fs.existsSync('/dev/shm') ? '/dev/shm' : os.tmpdir();
 
-export class EtcdServer {
-  readonly dir = fs.mkdtempSync(path.join(DATA_ROOT, 'kvrelay-etcd-'));
-  private child: ChildProcess | undefined;
+/** A server process of a test, with a temporary data dir that outlives kill() (a crash) until stop(). */
+export class ServerProcess {
+  readonly dir: string;
+  protected child: ChildProcess | undefined;
+
+  constructor(name: string) {
+    this.dir = fs.mkdtempSync(path.join(DATA_ROOT, `kvrelay-${name}-`));
+  }
+
+  /** Stops the server (SIGKILL: a crash); the data dir stays, so start() brings the same state back. */
+  async kill(): Promise<void> {
+    const child = this.child;
+    this.child = undefined;
+    if (!child || child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await exited;
+  }
+
+  async stop(): Promise<void> {
+    await this.kill();
+    fs.rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export class EtcdServer extends ServerProcess {
   private log = '';
   clientPort = 0;
+
+  constructor() {
+    super('etcd');
+  }
   private peerPort = 0;
 
   /** host:port of the client listener. */
@@ -78,18 +106,4 @@ export class EtcdServer {
     return this;
   }
 
-  /** Stops the server (SIGKILL: a crash); the data dir stays, so start() brings the same state back. */
-  async kill(): Promise<void> {
-    const child = this.child;
-    this.child = undefined;
-    if (!child || child.exitCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGKILL');
-    await exited;
-  }
-
-  async stop(): Promise<void> {
-    await this.kill();
-    fs.rmSync(this.dir, { recursive: true, force: true });
-  }
 }

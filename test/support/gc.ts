@@ -7,6 +7,11 @@ function exposeGc(): () => void {
   return runInNewContext('gc') as () => void;
 }
 
+/** One full garbage collection now (a measurement that must not count garbage made before it). */
+export function collectGarbage(): void {
+  exposeGc()();
+}
+
 /** Runs `body` while garbage collections run every few ms (what an object held only weakly meets). */
 export async function whileCollecting<T>(body: () => Promise<T>): Promise<T> {
   const collecting = setInterval(exposeGc(), 5);

@@ -143,6 +143,7 @@ interface TestingBinding {
   checkPoolMemoryAccounting(sources: number, operations: number): PoolMemoryAccounting;
   checkBucketMapWaitsForSuccessor(valueBytes: 4 | 8): BucketMapSuccessorLoads;
   checkBucketMapStagger(maps: number, entries: number, staggered: boolean): BucketMapStagger;
+  attackBucketMap(fill: number, batches: number, perBatch: number): BucketMapAttack;
   checkLineageStagger(sources: number, blocksPerSource: number): number[];
   checkPopulatorPause(): { whilePaused: boolean; afterResume: boolean };
   checkPopulatorResult(): PopulatorResult;
@@ -236,6 +237,28 @@ export function checkBucketMapGrowth(valueBytes: 4 | 8, entries: number): Bucket
  */
 export function checkPoolMemoryAccounting(sources: number, operations: number): PoolMemoryAccounting {
   return testingAddon.checkPoolMemoryAccounting(sources, operations);
+}
+
+/** A lineage table under ids crafted against its public addressing, against random ids (attackBucketMap). */
+export interface BucketMapAttack {
+  /** Time the crafted batches took to insert... */
+  craftedNs: number;
+  /** ...and as many random ids into a map of the same fill. */
+  randomNs: number;
+  /** Migrations and synchronous rebuilds under another seed that the crafted ids caused. */
+  reseeds: number;
+  rebuilds: number;
+  /** The most entries the crafted map's stashes held after a batch. */
+  maxStash: number;
+}
+
+/**
+ * HashDoS on native/core/bucket_map.h: a map of `fill` random keys takes `batches` batches of
+ * `perBatch` keys, each batch aimed at one bucket pair of its current table as the public code and
+ * seed address it (the process secret unknown), then as many random keys into a like map.
+ */
+export function attackBucketMap(fill: number, batches: number, perBatch: number): BucketMapAttack {
+  return testingAddon.attackBucketMap(fill, batches, perBatch);
 }
 
 /** native/core/bucket_map.h: when a table moves to its prepared successor, with its pages held back and in. */

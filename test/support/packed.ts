@@ -67,7 +67,9 @@ export interface PackOptions {
  */
 export function packEngineBatch(workerId: bigint, events: readonly SimEvent[], opts: PackOptions): PackedEngineEvents {
   const dpRank = opts.dpRank ?? 0;
-  const decoder = new EngineBatchDecoder({ workerId, kvBlockSize: opts.kvBlockSize, eagle: opts.eagle ?? false, dpStartRank: 0, dpSize: 16 });
+  // The pool actor's tests pack batches larger than one engine message may be (ingest's bounds are
+  // tested in test/ingest and test/chaos/hostile-engines.test.ts).
+  const decoder = new EngineBatchDecoder({ workerId, kvBlockSize: opts.kvBlockSize, eagle: opts.eagle ?? false, dpStartRank: 0, dpSize: 16, maxBlocksPerEvent: 1 << 20, maxMessageWords: 1 << 24 });
   const burst = new PackedBurst(decoder, workerId);
   burst.add(opts.sequence ?? 0n, encodeBatch(0, events, dpRank, { events: opts.encoding ?? 'map' }), dpRank);
   return burst.view(false);

@@ -1,5 +1,6 @@
 // Transport bounds on what a peer may send or hold: a small request size, a cap on connections,
-// a cap on concurrent HTTP/2 streams per connection, and idle connections closed.
+// a cap on concurrent HTTP/2 streams per connection, idle and callless connections closed
+// (per-source limits and the reserved slots: hostile-connections.test.ts).
 import * as http2 from 'http2';
 import * as net from 'net';
 import { status } from '@grpc/grpc-js';
@@ -43,10 +44,14 @@ test('a request above the small receive limit is RESOURCE_EXHAUSTED on every met
 });
 
 test('connections beyond maxConnections are closed on accept; a freed slot admits a new one', async () => {
-  relay = await startTestRelay({ limits: { maxConnections: 4 } });
+  relay = await startTestRelay({ limits: { maxConnections: 4, maxConnectionsPerIp: 4 } });
   const catalog = (s: http2.ClientHttp2Session) => rawCall(s, 'WatchKvPoolCatalog', 'WatchKvPoolCatalogRequest', subscriber(), 'KvPoolCatalogUpdate');
-  const held = Array.from({ length: 4 }, () => session());
-  for (const s of held) await catalog(s).headers;
+  // One after the other: the first call makes this source known, so it may take the reserved slot too.
+  const held: http2.ClientHttp2Session[] = [];
+  for (let i = 0; i < 4; i++) {
+    held.push(session());
+    await catalog(held[i]).headers;
+  }
   expect(relay.server.connections).toBe(4);
 
   const refused = session();
@@ -91,17 +96,20 @@ test('a streamless connection is closed after connectionIdleMs; one with a strea
   expect(busy.closed).toBe(false);
 });
 
-test('a TCP connection that never sends the HTTP/2 preface is closed after connectionPrefaceMs; a gRPC one is kept', async () => {
-  relay = await startTestRelay({ timing: { connectionPrefaceMs: 300 } });
+test('a connection that starts no call within connectionFirstCallMs is closed (silent, half a preface, an HTTP/2 session that only pings); a gRPC one is kept', async () => {
+  relay = await startTestRelay({ timing: { connectionFirstCallMs: 300 } });
   const busy = session();
   await rawCall(busy, 'WatchKvPoolCatalog', 'WatchKvPoolCatalogRequest', subscriber(), 'KvPoolCatalogUpdate').headers;
   const [host, port] = [relay.server.address.split(':')[0], Number(relay.server.address.split(':')[1])];
-  // Accepted after the gRPC connection, so its deadline passes last: once it is gone, both have passed.
+  // Accepted after the gRPC connection, so their deadlines pass last: once they are gone, its has passed.
   const silent = net.connect(port, host);
   const halfPreface = net.connect(port, host, () => halfPreface.write('PRI * HTTP/2.0\r\n'));
+  const pinging = session();
+  pinging.ping(() => undefined); // a whole HTTP/2 session (preface, SETTINGS, PING), never a request
   const closed = (s: net.Socket) => new Promise<void>((resolve) => s.resume().once('close', () => resolve()));
-  await Promise.all([closed(silent), closed(halfPreface)]);
-  await waitFor(() => relay.server.connections === 1, 'the silent connections to be gone');
+  await Promise.all([closed(silent), closed(halfPreface), new Promise<void>((resolve) => pinging.once('close', () => resolve()))]);
+  await waitFor(() => relay.server.connections === 1, 'the callless connections to be gone');
+  expect(relay.server.connectionStats().firstCallTimeoutsTotal).toBe(3);
   expect(busy.closed).toBe(false);
   await rawCall(busy, 'WatchKvPoolCatalog', 'WatchKvPoolCatalogRequest', subscriber(), 'KvPoolCatalogUpdate').headers;
 });

@@ -10,6 +10,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvrelay::InitPool(env, exports);
   kvrelay::InitPackedBatch(env, exports);
   kvrelay::InitEngineDecoder(env, exports);
+  kvrelay::InitRouterEventDecoder(env, exports);
   kvrelay::InitNativeLimits(env, exports);
   kvrelay::InitZmqIngest(env, exports);
   kvrelay::InitThreadSlice(env, exports);

@@ -27,13 +27,14 @@ enum Slot : uint32_t {
   kIgnored,
   kDroppedBlockSize,
   kDroppedNoCompleteBlock,
+  kLastDroppedBlockSize,
   kNeedMeta,
   kNeedWords,
   kSlotCount,
 };
 constexpr const char* kSlotNames[kSlotCount] = {
     "metaEnd", "wordsEnd", "timestamp",  "dpRank",   "events",    "blocks",
-    "ignored", "droppedBlockSize", "droppedNoCompleteBlock", "needMeta", "needWords",
+    "ignored", "droppedBlockSize", "droppedNoCompleteBlock", "lastDroppedBlockSize", "needMeta", "needWords",
 };
 
 class EngineDecoderWrap : public Napi::ObjectWrap<EngineDecoderWrap> {
@@ -42,7 +43,8 @@ class EngineDecoderWrap : public Napi::ObjectWrap<EngineDecoderWrap> {
     return DefineClass(env, "EngineBatchDecoder", {InstanceMethod<&EngineDecoderWrap::DecodeInto>("decodeInto")});
   }
 
-  // (workerId: bigint, kvBlockSize, eagle, dpStartRank, dpSize, slots: Float64Array)
+  // (workerId: bigint, kvBlockSize, eagle, dpStartRank, dpSize, slots: Float64Array,
+  //  bounds: {maxBlocksPerEvent, maxMessageWords, retainedBytes})
   explicit EngineDecoderWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<EngineDecoderWrap>(info) {
     Napi::Env env = info.Env();
     engine::DecoderOptions o{};
@@ -57,6 +59,12 @@ class EngineDecoderWrap : public Napi::ObjectWrap<EngineDecoderWrap> {
     }
     auto slots = args::Typed<double>(args::Arg(info, 5), napi_float64_array, "slots (Float64Array)");
     if (slots.ElementLength() < kSlotCount) throw Napi::RangeError::New(env, "slots is too short");
+    if (!args::Arg(info, 6).IsObject()) throw Napi::TypeError::New(env, "bounds must be an object");
+    const Napi::Object bounds = args::Arg(info, 6).As<Napi::Object>();
+    o.maxBlocksPerEvent = args::U32(bounds.Get("maxBlocksPerEvent"), "maxBlocksPerEvent");
+    o.maxMessageWords = args::U64(bounds.Get("maxMessageWords"), "maxMessageWords", true);
+    o.retainedBytes = args::U64(bounds.Get("retainedBytes"), "retainedBytes", true);
+    if (o.maxBlocksPerEvent == 0 || o.maxMessageWords == 0) throw Napi::RangeError::New(env, "maxBlocksPerEvent and maxMessageWords must be > 0");
     slots_ = Napi::Persistent(slots);
     options_ = o;
     decoder_ = std::make_unique<engine::BatchDecoder>(o);
@@ -80,6 +88,11 @@ class EngineDecoderWrap : public Napi::ObjectWrap<EngineDecoderWrap> {
     Napi::Float64Array slotArray = slots_.Value();
     if (slotArray.ElementLength() < kSlotCount) throw Napi::Error::New(env, "the slots array was detached");
 
+    // However the call ends, an outsized message's buffers are not kept (engine_decode.h Trim).
+    struct TrimOnExit {
+      engine::BatchDecoder* decoder;
+      ~TrimOnExit() { decoder->Trim(); }
+    } trim{decoder_.get()};
     engine::DecodeSummary s;
     try {
       s = decoder_->Decode(payload.Data(), payload.ElementLength(), fallbackRank);
@@ -116,6 +129,7 @@ class EngineDecoderWrap : public Napi::ObjectWrap<EngineDecoderWrap> {
     slots[kIgnored] = static_cast<double>(s.ignored);
     slots[kDroppedBlockSize] = static_cast<double>(s.droppedBlockSize);
     slots[kDroppedNoCompleteBlock] = static_cast<double>(s.droppedNoCompleteBlock);
+    slots[kLastDroppedBlockSize] = s.lastDroppedBlockSize;
     return Napi::Boolean::New(env, true);
   }
 

@@ -24,6 +24,8 @@ namespace {
 constexpr uint64_t kMinSliceUs = 100;
 constexpr uint64_t kMaxSliceUs = 100'000;
 
+// linux/sched.h SCHED_FLAG_RESET_ON_FORK: children (threads included) do not inherit the attributes.
+constexpr uint64_t kSchedFlagResetOnFork = 0x01;
 // linux/sched/types.h, which glibc does not expose.
 struct SchedAttr {
   uint32_t size;
@@ -59,7 +61,10 @@ Napi::Value SetThreadSlice(const Napi::CallbackInfo& info) {
   // Only fair (SCHED_OTHER / SCHED_BATCH) threads have a slice to shorten.
   if (attr.sched_policy != SCHED_OTHER && attr.sched_policy != SCHED_BATCH) return Napi::Boolean::New(env, false);
   attr.size = sizeof(attr);
-  attr.sched_flags = 0;
+  // Threads created by this one afterwards (libuv's pool, ingest workers, ZMQ I/O) start at the
+  // default slice, not this one: with it they all inherited the short slice and the loop gained
+  // nothing over them (issue 26 item 10). Also keeps a launcher's reset-on-fork, which 0 cleared.
+  attr.sched_flags = kSchedFlagResetOnFork;
   attr.sched_runtime = us * 1000;
   if (syscall(SYS_sched_setattr, 0, &attr, 0) != 0) {
     if (Unsupported(errno)) return Napi::Boolean::New(env, false);

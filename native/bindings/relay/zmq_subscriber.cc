@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -38,6 +39,8 @@ constexpr const char* kZapEndpoint = "inproc://zeromq.zap.01";
 // A ZAP request: [routing id, delimiter, version, request id, domain, address, identity, mechanism, ...].
 constexpr size_t kZapRequestFrames = 8;
 constexpr size_t kZapMaxFrames = 16;
+// Refused peer addresses kept per domain until their socket's monitor reports the refusal.
+constexpr size_t kMaxRefusedKept = 64;
 
 [[noreturn]] void ThrowZmq(Napi::Env env, const std::string& what) {
   const int e = zmq_errno();
@@ -146,7 +149,21 @@ class IngestZmq {
     if (zap_ == nullptr) StartZap(env);
     domains_[domain] = std::move(peers);
   }
-  void ForgetDomain(const std::string& domain) { domains_.erase(domain); }
+  void ForgetDomain(const std::string& domain) {
+    domains_.erase(domain);
+    refused_.erase(domain);
+  }
+
+  // The peer of the oldest refusal in `domain` not yet reported, else `otherwise`. libzmq's monitor
+  // names the socket's own endpoint for a failed handshake; the ZAP request named the peer, and it
+  // comes before that event (issue 26 item 11).
+  std::string TakeRefused(const std::string& domain, const std::string& otherwise) {
+    auto it = refused_.find(domain);
+    if (it == refused_.end() || it->second.empty()) return otherwise;
+    std::string peer = std::move(it->second.front());
+    it->second.pop_front();
+    return peer;
+  }
 
   // Watches are counted: the teardown ends the context once libuv released the last one.
   FdWatch* Watch(void* socket, void (*ready)(void*), void* owner) {
@@ -232,6 +249,11 @@ class IngestZmq {
     const std::string address = PeerAddress(text(5));
     const auto domain = domains_.find(text(4));
     const bool allowed = domain != domains_.end() && domain->second.count(address) > 0;
+    if (!allowed && domain != domains_.end()) {
+      std::deque<std::string>& kept = refused_[domain->first];
+      if (kept.size() == kMaxRefusedKept) kept.pop_front();
+      kept.push_back(address);
+    }
     const std::string status = allowed ? "200" : "400";
     const std::string reason = allowed ? "OK" : "peer not allowed";
     // [routing id, delimiter, version, request id, status, reason, user id, metadata]
@@ -247,6 +269,7 @@ class IngestZmq {
   void* zap_ = nullptr;
   FdWatch* zapWatch_ = nullptr;
   std::unordered_map<std::string, std::unordered_set<std::string>> domains_;
+  std::unordered_map<std::string, std::deque<std::string>> refused_;
   std::unordered_set<ZmqSubscriberWrap*> sockets_;
   int watches_ = 0;
   uint64_t nextMonitor_ = 0;
@@ -292,8 +315,8 @@ class ZmqSubscriberWrap : public Napi::ObjectWrap<ZmqSubscriberWrap> {
               zmq_setsockopt(socket_, ZMQ_RCVHWM, &hwm, sizeof hwm) == 0 &&
               zmq_setsockopt(socket_, ZMQ_MAXMSGSIZE, &maxMessage, sizeof maxMessage) == 0;
     if (ok && domain.IsString()) {
-      const std::string d = domain.As<Napi::String>().Utf8Value();
-      ok = zmq_setsockopt(socket_, ZMQ_ZAP_DOMAIN, d.data(), d.size()) == 0;
+      zapDomain_ = domain.As<Napi::String>().Utf8Value();
+      ok = zmq_setsockopt(socket_, ZMQ_ZAP_DOMAIN, zapDomain_.data(), zapDomain_.size()) == 0;
     }
     const std::string monitorEndpoint = "inproc://kv-dc-relay-monitor-" + std::to_string(zmq_->NextMonitor());
     ok = ok && zmq_socket_monitor(socket_, monitorEndpoint.c_str(), ZMQ_EVENT_ALL) == 0;
@@ -375,7 +398,8 @@ class ZmqSubscriberWrap : public Napi::ObjectWrap<ZmqSubscriberWrap> {
         std::memcpy(&value, static_cast<const char*>(zmq_msg_data(&head)) + 2, 4);
         Napi::Env env = Env();
         Napi::HandleScope scope(env);
-        const std::string where(static_cast<const char*>(zmq_msg_data(&address)), zmq_msg_size(&address));
+        std::string where(static_cast<const char*>(zmq_msg_data(&address)), zmq_msg_size(&address));
+        if (event == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH && !zapDomain_.empty()) where = zmq_->TakeRefused(zapDomain_, where);
         zmq_msg_close(&head);
         zmq_msg_close(&address);
         Call(onEvent_, {Napi::Number::New(env, event), Napi::Number::New(env, value), Napi::String::New(env, where)});
@@ -534,6 +558,7 @@ class ZmqSubscriberWrap : public Napi::ObjectWrap<ZmqSubscriberWrap> {
   Napi::Value IsPending(const Napi::CallbackInfo& info) { return Napi::Boolean::New(info.Env(), held_); }
 
   IngestZmq* zmq_ = nullptr;
+  std::string zapDomain_;
   void* socket_ = nullptr;
   void* monitor_ = nullptr;
   FdWatch* dataWatch_ = nullptr;

@@ -7,6 +7,7 @@
 // own index (where each burst sits) and the counters changed up to it, as 8-byte slots ahead of the
 // bursts: the postMessage then clones no object (a clone of the index and counters as objects cost
 // ~2-3 times the CPU of the rest of the postMessage, on each side).
+import { INGEST_RETAINED_BUFFER_BYTES } from '../../config/defaults';
 import { MESSAGE_INFO_STRIDE, type PackedEngineEvents, type SourceStats } from '../types';
 import { readStats, STATS_RECORD_SLOTS, writeStats } from './stats-record';
 
@@ -19,6 +20,8 @@ export interface HandedOffBurst {
   words: number;
   meta: number;
   messages: number;
+  /** Engine ids its events carry (the pool mailbox's block permits). */
+  blocks: number;
   droppedBlockSize: number;
   receivedAtMs: number;
 }
@@ -46,12 +49,21 @@ export interface Handoff {
 // Index slots: messages, blocks, bursts, subscriptions with counters; per burst its HandedOffBurst
 // fields; per subscription its id and source count, then its sources' records.
 const HEAD_SLOTS = 4;
-const BURST_SLOTS = 8;
+const BURST_SLOTS = 9;
 const STATS_HEAD_SLOTS = 2;
 
 /** The bytes a burst's section takes (8-aligned, so the next section's 8-byte arrays stay aligned). */
 export function burstBytes(b: PackedEngineEvents): number {
-  const bytes = 8 * (b.words.length + b.messages) + 4 * (b.meta.length + b.messages * MESSAGE_INFO_STRIDE);
+  return sectionBytes(b.words.length, b.meta.length, b.messages);
+}
+
+/** What a handed-off burst counts against its subscription's bounds (FlowCounter). */
+export function handedOffSize(h: HandedOffBurst): HandoffSize {
+  return { messages: h.messages, blocks: h.blocks, bytes: sectionBytes(h.words, h.meta, h.messages) };
+}
+
+function sectionBytes(words: number, meta: number, messages: number): number {
+  const bytes = 8 * (words + messages) + 4 * (meta + messages * MESSAGE_INFO_STRIDE);
   return (bytes + 7) & ~7;
 }
 
@@ -99,7 +111,7 @@ export class HandoffBuilder {
     view.sequences.set(b.sequences);
     view.meta.set(b.meta);
     view.messageInfo.set(b.messageInfo);
-    this.bursts.push({ id, workerId: b.workerId, at: this.length, words, meta, messages, droppedBlockSize: b.droppedBlockSize, receivedAtMs: b.receivedAtMs });
+    this.bursts.push({ id, workerId: b.workerId, at: this.length, words, meta, messages, blocks, droppedBlockSize: b.droppedBlockSize, receivedAtMs: b.receivedAtMs });
     this.length += bytes;
     this.messageCount += messages;
     this.blockCount += blocks;
@@ -134,6 +146,7 @@ export class HandoffBuilder {
       f[at + 5] = b.droppedBlockSize;
       u[at + 6] = b.workerId;
       f[at + 7] = b.receivedAtMs;
+      f[at + 8] = b.blocks;
       at += BURST_SLOTS;
     }
     for (const c of stats) {
@@ -146,11 +159,32 @@ export class HandoffBuilder {
       }
     }
     const handoff: Handoff = { buffer, base, length, bursts: this.bursts, stats, messages: this.messageCount, blocks: this.blockCount };
+    // Staging a burst of large messages grew is given back (issue 26 item 2).
+    if (this.staging.byteLength > INGEST_RETAINED_BUFFER_BYTES) this.staging = new ArrayBuffer(INITIAL_BYTES);
     this.length = 0;
     this.bursts = [];
     this.messageCount = 0;
     this.blockCount = 0;
     return handoff;
+  }
+}
+
+/** The message that announces a hand-off: a region of the ring, or a buffer of its own (transferred). */
+export interface HandoffMessage {
+  type: 'events';
+  base: number;
+  length: number;
+  buffer?: ArrayBuffer;
+}
+
+/** Posts a taken hand-off on `port` (thread side). */
+export function postHandoff(port: { postMessage(m: HandoffMessage, transfer?: ArrayBuffer[]): void }, h: Handoff, ring: HandoffRing): void {
+  if (h.buffer === ring.data) {
+    ring.posted(h.base, h.length);
+    port.postMessage({ type: 'events', base: h.base, length: h.length });
+  } else {
+    const buffer = h.buffer as ArrayBuffer;
+    port.postMessage({ type: 'events', base: 0, length: h.length, buffer }, [buffer]);
   }
 }
 
@@ -164,7 +198,7 @@ export function readHandoff(buffer: ArrayBuffer | SharedArrayBuffer, base = 0, l
   const bursts: HandedOffBurst[] = [];
   let at = HEAD_SLOTS;
   for (let i = 0; i < burstCount; i++, at += BURST_SLOTS) {
-    bursts.push({ id: f[at], at: f[at + 1], words: f[at + 2], meta: f[at + 3], messages: f[at + 4], droppedBlockSize: f[at + 5], workerId: u[at + 6], receivedAtMs: f[at + 7] });
+    bursts.push({ id: f[at], at: f[at + 1], words: f[at + 2], meta: f[at + 3], messages: f[at + 4], droppedBlockSize: f[at + 5], workerId: u[at + 6], receivedAtMs: f[at + 7], blocks: f[at + 8] });
   }
   const stats: ChangedStats[] = [];
   for (let i = 0; i < statsCount; i++) {
@@ -242,9 +276,11 @@ export class HandoffRing {
 const MESSAGES = 0;
 const BLOCKS = 1;
 const BYTES = 2;
-/** Bumped by every taken(): what a waiting thread waits on. */
+/** A FlowCounter's slots. */
+const FLOW_SLOTS = 3;
+/** HandoffCounter: bumped by every taken(), what a waiting thread waits on. */
 const TAKEN = 3;
-/** 1 while the thread waits for room: the main thread wakes it only then (a notify per hand-off costs). */
+/** HandoffCounter: 1 while the thread waits for room: the main thread wakes it only then (a notify per hand-off costs). */
 const WAITING = 4;
 const SLOTS = 5;
 
@@ -253,17 +289,69 @@ export interface HandoffBounds {
   maxMessages: number;
   /** ...their blocks (the mailbox's block permits)... */
   maxBlocks: number;
-  /** ...and their bytes. */
+  /** ...and their bytes, in flight from one thread (shared by its subscriptions: FlowCounter.fits). */
   maxBytes: number;
-  /** How long the thread waits for room before it drops the hand-off instead. */
+  /** How long a subscription's bursts wait for room before they are dropped instead. */
   waitMs: number;
 }
 
-/** What one hand-off holds, in the units of the bounds. */
+/** What one hand-off or burst holds, in the units of the bounds. */
 export interface HandoffSize {
   messages: number;
   blocks: number;
   bytes: number;
+}
+
+/**
+ * Messages, blocks and bytes in flight from one subscription on an ingest thread: the thread adds
+ * what it hands off, the main thread subtracts what the pools applied. Shared memory, so bounding
+ * the queue costs no message back. One per subscription (issue 26 item 5): a subscription whose
+ * pool is slow fills only its own count, and only its own sockets wait (the thread polls for room),
+ * where a count per thread let one engine's large bursts make every other engine on the thread wait
+ * and then drop theirs.
+ */
+export class FlowCounter {
+  private readonly counts: Int32Array;
+
+  constructor(readonly shared: SharedArrayBuffer = new SharedArrayBuffer(FLOW_SLOTS * 4)) {
+    this.counts = new Int32Array(shared);
+  }
+
+  /** Thread side: messages in flight (0: nothing of this subscription waits to be applied). */
+  get messages(): number {
+    return Atomics.load(this.counts, MESSAGES);
+  }
+
+  /**
+   * Thread side: whether `size` more fits this subscription's share of the thread's bounds: the
+   * bounds divided by `active`, the subscriptions of the thread with something in flight (this one
+   * included). One with nothing in flight takes anything, so a burst larger than a share is not
+   * refused forever and each subscription always has one burst's room of its own.
+   */
+  fits(size: HandoffSize, bounds: HandoffBounds, active: number): boolean {
+    const messages = this.messages;
+    if (messages <= 0) return true;
+    const share = Math.max(1, active);
+    return (
+      messages + size.messages <= bounds.maxMessages / share &&
+      Atomics.load(this.counts, BLOCKS) + size.blocks <= bounds.maxBlocks / share &&
+      Atomics.load(this.counts, BYTES) + size.bytes <= bounds.maxBytes / share
+    );
+  }
+
+  /** Thread side: `size` was handed off. */
+  add(size: HandoffSize): void {
+    Atomics.add(this.counts, MESSAGES, size.messages);
+    Atomics.add(this.counts, BLOCKS, size.blocks);
+    Atomics.add(this.counts, BYTES, size.bytes);
+  }
+
+  /** Main side: `size` was applied (or dropped). */
+  taken(size: HandoffSize): void {
+    Atomics.sub(this.counts, MESSAGES, size.messages);
+    Atomics.sub(this.counts, BLOCKS, size.blocks);
+    Atomics.sub(this.counts, BYTES, size.bytes);
+  }
 }
 
 /**

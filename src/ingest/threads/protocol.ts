@@ -7,8 +7,6 @@ import type { HandoffBounds } from './handoff';
 
 /** What the thread is started with (workerData). */
 export interface ThreadData {
-  /** The shared in-flight counter of its hand-off (HandoffCounter). */
-  handoff: SharedArrayBuffer;
   /** The shared memory of its hand-off ring (HandoffRing). */
   ring: { data: SharedArrayBuffer; control: SharedArrayBuffer };
   bounds: HandoffBounds;
@@ -21,7 +19,8 @@ export interface ThreadData {
 export type ThreadSubscriberOptions = Omit<SubscriberOptions, 'logger'>;
 
 export type ToThread =
-  | { type: 'open'; id: number; config: KvEventEndpointConfig; options: ThreadSubscriberOptions }
+  /** `flow`: the subscription's shared in-flight counter (FlowCounter), fresh per open. */
+  | { type: 'open'; id: number; config: KvEventEndpointConfig; options: ThreadSubscriberOptions; flow: SharedArrayBuffer }
   | { type: 'close'; id: number }
   /** A pool dropped a batch of the source: reset it and replay it from 0 (KvEventSubscriber.overflowed). */
   | { type: 'overflowed'; id: number; source: SourceKey; batches: number }

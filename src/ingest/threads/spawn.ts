@@ -6,8 +6,15 @@ import { Worker } from 'worker_threads';
 import type { ThreadData } from './protocol';
 
 export function spawnThread(data: ThreadData): Worker {
-  if (path.extname(__filename) !== '.ts') return new Worker(path.join(__dirname, 'thread.js'), { workerData: data });
+  return spawnModuleThread(path.join(__dirname, 'thread'), data);
+}
+
+/**
+ * A worker thread running the module `base` (a path without extension, beside its caller: `.js` when
+ * built, `.ts` through the hook when run from the sources), with `data` as its workerData.
+ */
+export function spawnModuleThread(base: string, data: unknown): Worker {
+  if (path.extname(__filename) !== '.ts') return new Worker(`${base}.js`, { workerData: data });
   const hook = path.resolve(__dirname, '..', '..', '..', 'scripts', 'ts-hook.js');
-  const entry = path.join(__dirname, 'thread.ts');
-  return new Worker(`require(${JSON.stringify(hook)}); require(${JSON.stringify(entry)});`, { eval: true, workerData: data });
+  return new Worker(`require(${JSON.stringify(hook)}); require(${JSON.stringify(`${base}.ts`)});`, { eval: true, workerData: data });
 }

@@ -4,7 +4,7 @@
 // incarnations of the thread had counted (a counter never goes backwards over a thread restart).
 import { sourcesOf } from '../sources';
 import type { IngestLogger, IngestSink, KvEventEndpointConfig, KvEventSubscription, SourceKey, SourceStats } from '../types';
-import { unpackBurst, type HandedOffBurst } from './handoff';
+import { FlowCounter, unpackBurst, type HandedOffBurst } from './handoff';
 import type { FromThread, ThreadSubscriberOptions, ToThread } from './protocol';
 import { COUNTERS } from './stats-record';
 
@@ -32,6 +32,8 @@ export class ThreadSubscription implements KvEventSubscription {
   private readonly carried = new Map<string, SourceStats>();
   private opening: { resolve(): void; reject(err: Error): void } | undefined;
   private closed = false;
+  /** What the thread handed off and the sink has not applied yet (a fresh count per open). */
+  counter = new FlowCounter();
 
   constructor(
     private readonly host: SubscriptionHost,
@@ -88,7 +90,9 @@ export class ThreadSubscription implements KvEventSubscription {
   /** The thread's open request; a reopened bound socket keeps the ports it had (engines dial them). */
   openMessage(): ToThread {
     const rankEndpoints = this.config.mode === 'bind' && this.bound.length > 0 ? this.bound : undefined;
-    return { type: 'open', id: this.id, config: this.config, options: { ...this.options, ...(rankEndpoints ? { rankEndpoints } : {}) } };
+    // Bursts of an earlier open (a dead thread's) are never taken: a fresh count.
+    this.counter = new FlowCounter();
+    return { type: 'open', id: this.id, config: this.config, options: { ...this.options, ...(rankEndpoints ? { rankEndpoints } : {}) }, flow: this.counter.shared };
   }
 
   /** A message of the thread about this subscription (bursts go to take()). */
@@ -173,7 +177,7 @@ function key(source: SourceKey): string {
 }
 
 function emptyStats(source: SourceKey): SourceStats {
-  const s = { source, connections: 0, lastSequence: null } as SourceStats;
+  const s = { source, connections: 0, lastSequence: null, mismatchedBlockSize: 0 } as SourceStats;
   for (const c of COUNTERS) s[c] = 0;
   return s;
 }

@@ -5,19 +5,38 @@
 // one count in the shared bounds); anything else posted is preceded by the bursts before it (order).
 import { setTimeout as delay } from 'timers/promises';
 import { parentPort, workerData } from 'worker_threads';
-import { INGEST_THREAD_EXIT_SETTLE_MS, INGEST_THREAD_STATS_DELAY_MS } from '../../config/defaults';
+import { INGEST_HANDOFF_COALESCE_MS, INGEST_THREAD_EXIT_SETTLE_MS, INGEST_THREAD_STATS_DELAY_MS } from '../../config/defaults';
 import { META_STRIDE, packedBlockCount } from '../../native';
 import { KvEventSubscriber } from '../subscriber';
-import { MESSAGE_INFO_STRIDE, type IngestLogger, type IngestSink, type SourceKey, type SourceStats } from '../types';
-import { burstBytes, HandoffBuilder, HandoffCounter, HandoffRing, unpackBurst, type ChangedStats, type Handoff } from './handoff';
+import { MESSAGE_INFO_STRIDE, type IngestLogger, type IngestSink, type PackedEngineEvents, type ResetReason, type SourceKey, type SourceStats } from '../types';
+import { burstBytes, FlowCounter, HandoffBuilder, HandoffRing, postHandoff, type ChangedStats, type HandoffSize } from './handoff';
 import type { FromThread, ThreadData, ToThread } from './protocol';
 
 if (!parentPort) throw new Error('the ingest thread runs as a worker thread');
 const port = parentPort;
 const data = workerData as ThreadData;
-const handoff = new HandoffCounter(data.handoff);
 const ring = new HandoffRing(data.ring);
 const subscribers = new Map<number, KvEventSubscriber>();
+
+/** What a subscription decoded while it waited for room, in order (a reset keeps its place behind its bursts). */
+type Held = { kind: 'burst'; b: PackedEngineEvents; size: HandoffSize } | { kind: 'reset'; source: SourceKey; reason: ResetReason };
+
+/**
+ * A subscription's share of the hand-off: what it has in flight (counted here, taken on the main
+ * thread once its pool applied it) and what waits for room. While anything waits its sockets are
+ * paused, so only its own engine's queue (ZMQ, then the engine) fills: an offender hurts itself only.
+ */
+interface Flow {
+  counter: FlowCounter;
+  held: Held[];
+  /** When the first held burst was held (performance.now()). */
+  heldSince: number;
+}
+const flows = new Map<number, Flow>();
+/** Polls held flows for room (a notify per taken hand-off would cost the main thread more). */
+let pollTimer: NodeJS.Timeout | undefined;
+/** How often a held flow checks for room. */
+const HELD_POLL_MS = 1;
 /** Subscriptions whose counters changed since they were last posted. */
 const changed = new Set<number>();
 let statsTimer: NodeJS.Timeout | undefined;
@@ -25,6 +44,8 @@ let ending = false;
 /** This turn's bursts, handed off once the turn's sockets were read (or before anything else is posted). */
 const pending = new HandoffBuilder();
 let handoffQueued = false;
+/** When the last hand-off was posted (performance.now()). */
+let lastHandoffAt = -Infinity;
 /** A burst pending was cut at the per-turn bound: its socket's next burst comes next turn. */
 let pendingCut = false;
 
@@ -91,11 +112,13 @@ async function open(id: number, m: Extract<ToThread, { type: 'open' }>): Promise
   try {
     const subscriber = new KvEventSubscriber(m.config, sinkOf(id), { ...m.options, logger });
     subscribers.set(id, subscriber);
+    flows.set(id, { counter: new FlowCounter(m.flow), held: [], heldSince: 0 });
     await subscriber.start();
     post({ type: 'opened', id, endpoints: subscriber.endpoints() });
     postStats(id);
   } catch (err) {
     subscribers.delete(id);
+    flows.delete(id);
     post({ type: 'failed', id, message: (err as Error).message });
   }
 }
@@ -103,6 +126,7 @@ async function open(id: number, m: Extract<ToThread, { type: 'open' }>): Promise
 async function close(id: number): Promise<void> {
   const subscriber = subscribers.get(id);
   subscribers.delete(id);
+  flows.delete(id);
   changed.delete(id);
   await subscriber?.close();
   post({ type: 'closed', id });
@@ -111,25 +135,116 @@ async function close(id: number): Promise<void> {
 function sinkOf(id: number): IngestSink {
   return {
     events(b) {
+      const flow = flows.get(id);
+      if (!flow) return;
       let blocks = 0;
       for (let at = 0; at < b.meta.length; at += META_STRIDE) blocks += packedBlockCount(b.meta, at);
-      // A hand-off never holds more than the bounds allow in flight (unless one burst alone does).
-      const { bounds } = data;
-      if (pending.messages + b.messages > bounds.maxMessages || pending.blocks + blocks > bounds.maxBlocks || pending.bytes + burstBytes(b) > bounds.maxBytes) handOff();
-      pending.add(id, b, blocks);
-      pendingCut ||= b.cut === true;
-      if (!handoffQueued) {
-        handoffQueued = true;
-        // After this turn's socket reads: their bursts go together.
-        setImmediate(turnEnded);
-      }
+      const size = { messages: b.messages, blocks, bytes: burstBytes(b) };
+      if (flow.held.length > 0 || !flow.counter.fits(size, data.bounds, activeFlows())) hold(id, flow, { kind: 'burst', b: copyBurst(b), size });
+      else pass(id, flow, b, size);
       statsChanged(id);
     },
     reset(source, reason) {
-      post({ type: 'reset', id, source, reason });
+      const flow = flows.get(id);
+      if (flow && flow.held.length > 0) flow.held.push({ kind: 'reset', source, reason });
+      else post({ type: 'reset', id, source, reason });
       statsChanged(id);
     },
   };
+}
+
+/** Subscriptions of this thread with bursts in flight or held: the shares the bounds split into. */
+function activeFlows(): number {
+  let n = 0;
+  for (const f of flows.values()) if (f.counter.messages > 0 || f.held.length > 0) n++;
+  return n;
+}
+
+/** Adds subscription `id`'s burst to this turn's hand-off and counts it in flight. */
+function pass(id: number, flow: Flow, b: PackedEngineEvents, size: HandoffSize): void {
+  // A hand-off never holds more than the bounds allow in flight (unless one burst alone does).
+  const { bounds } = data;
+  if (pending.messages + b.messages > bounds.maxMessages || pending.blocks + size.blocks > bounds.maxBlocks || pending.bytes + size.bytes > bounds.maxBytes) handOff();
+  pending.add(id, b, size.blocks);
+  flow.counter.add(size);
+  pendingCut ||= b.cut === true;
+  if (!handoffQueued) {
+    handoffQueued = true;
+    // After this turn's socket reads: their bursts go together. Within INGEST_HANDOFF_COALESCE_MS of
+    // the last hand-off, at its end: what more sockets deliver meanwhile joins it.
+    const wait = lastHandoffAt + INGEST_HANDOFF_COALESCE_MS - performance.now();
+    if (wait > 0) setTimeout(turnEnded, wait);
+    else setImmediate(turnEnded);
+  }
+}
+
+/**
+ * The subscription has no room: what it decodes waits (its sockets and replays paused meanwhile)
+ * until its pool applied enough, for at most bounds.waitMs.
+ */
+function hold(id: number, flow: Flow, item: Held): void {
+  if (flow.held.length === 0) {
+    flow.heldSince = performance.now();
+    subscribers.get(id)?.pause();
+    pollTimer ??= setTimeout(pollHeld, HELD_POLL_MS);
+  }
+  // Bounded by the pause: each rank delivers at most the burst it was reading, a replay the message
+  // it was handling (replay.ts waits for the resume).
+  flow.held.push(item);
+}
+
+function pollHeld(): void {
+  pollTimer = undefined;
+  const now = performance.now();
+  let waiting = false;
+  for (const [id, flow] of flows) {
+    while (flow.held.length > 0) {
+      const item = flow.held[0];
+      if (item.kind === 'burst' && !flow.counter.fits(item.size, data.bounds, activeFlows())) break;
+      flow.held.shift();
+      if (item.kind === 'reset') {
+        post({ type: 'reset', id, source: item.source, reason: item.reason });
+        continue;
+      }
+      pass(id, flow, item.b, item.size);
+    }
+    if (flow.held.length > 0 && now - flow.heldSince >= data.bounds.waitMs) dropHeld(id, flow);
+    if (flow.held.length > 0) waiting = true;
+    else subscribers.get(id)?.resume();
+  }
+  if (waiting) pollTimer = setTimeout(pollHeld, HELD_POLL_MS);
+}
+
+/**
+ * The subscription's pool applied nothing for the wait: its held bursts go,
+ * and each of their sources is reset and replayed from the engine's start (its history was lost
+ * here, not by the engine). Resets held behind them still go, in order.
+ */
+function dropHeld(id: number, flow: Flow): void {
+  const subscriber = subscribers.get(id);
+  const held = flow.held;
+  flow.held = [];
+  const dropped = new Map<string, SourceKey>();
+  for (const item of held) {
+    if (item.kind === 'reset') {
+      post({ type: 'reset', id, source: item.source, reason: item.reason });
+      continue;
+    }
+    for (let i = 0; i < item.b.messages; i++) {
+      const dpRank = item.b.messageInfo[i * MESSAGE_INFO_STRIDE];
+      dropped.set(`${dpRank}`, { workerId: item.b.workerId, dpRank });
+    }
+  }
+  for (const source of dropped.values()) {
+    subscriber?.warn({ dpRank: source.dpRank, waitMs: data.bounds.waitMs }, 'ingest hand-off to the main thread full and not taken: burst dropped, source reset and replayed');
+    subscriber?.handoffOverflowed(source);
+  }
+  subscriber?.resume();
+}
+
+/** A copy of a burst whose arrays the subscriber reuses once the sink returns. */
+function copyBurst(b: PackedEngineEvents): PackedEngineEvents {
+  return { ...b, meta: b.meta.slice(), words: b.words.slice(), sequences: b.sequences.slice(), messageInfo: b.messageInfo.slice() };
 }
 
 /**
@@ -149,20 +264,14 @@ function turnEnded(): void {
   handOff();
 }
 
-/** Posts the pending bursts once the main thread's pools have room for them (back-pressure). */
+/** Posts the pending bursts (each counted in its subscription's flow when it was added). */
 function handOff(): void {
   handoffQueued = false;
   pendingCut = false;
   if (pending.isEmpty) return;
+  lastHandoffAt = performance.now();
   const h = pending.take(changedStats(), ring);
-  if (!handoff.add({ messages: h.messages, blocks: h.blocks, bytes: h.length }, data.bounds)) return overflow(h);
-  if (h.buffer === ring.data) {
-    ring.posted(h.base, h.length);
-    port.postMessage({ type: 'events', base: h.base, length: h.length } satisfies FromThread);
-  } else {
-    const buffer = h.buffer as ArrayBuffer;
-    port.postMessage({ type: 'events', base: 0, length: h.length, buffer } satisfies FromThread, [buffer]);
-  }
+  postHandoff(port, h, ring);
 }
 
 /**
@@ -178,27 +287,6 @@ function changedStats(): ChangedStats[] {
   }
   changed.clear();
   return stats;
-}
-
-/**
- * The main thread applied nothing for the hand-off's wait: its bursts go, and each of their sources
- * is reset and replayed from the engine's start (its history was lost here, not by the engine).
- */
-function overflow(h: Handoff): void {
-  // Its counters go with the next post instead.
-  for (const { id } of h.stats) if (subscribers.has(id)) statsChanged(id);
-  for (const burst of h.bursts) {
-    const subscriber = subscribers.get(burst.id);
-    if (!subscriber) continue;
-    const ranks = new Set<number>();
-    const { messageInfo } = unpackBurst(h.buffer, burst);
-    for (let i = 0; i < burst.messages; i++) ranks.add(messageInfo[i * MESSAGE_INFO_STRIDE]);
-    for (const dpRank of ranks) {
-      const source: SourceKey = { workerId: burst.workerId, dpRank };
-      subscriber.warn({ dpRank, messages: burst.messages, waitMs: data.bounds.waitMs }, 'ingest hand-off to the main thread full and not taken: burst dropped, source reset and replayed');
-      subscriber.handoffOverflowed(source);
-    }
-  }
 }
 
 function statsChanged(id: number): void {

@@ -11,14 +11,16 @@ import {
   INGEST_HANDOFF_MAX_BLOCKS,
   INGEST_HANDOFF_MAX_BYTES,
   INGEST_HANDOFF_MAX_MESSAGES,
+  INGEST_HANDOFF_RING_LARGEST_BURSTS,
   INGEST_HANDOFF_RING_PER_BYTES_BOUND,
+  INGEST_MAX_MESSAGE_WORDS,
   INGEST_HANDOFF_WAIT_MS,
   INGEST_THREAD_CLOSE_TIMEOUT_MS,
   INGEST_THREAD_RESTART_MS,
   INGEST_THREAD_STATS_MS,
 } from '../../config/defaults';
 import type { IngestSink, KvEventEndpointConfig, KvEventSubscription } from '../types';
-import { HandoffCounter, HandoffRing, readHandoff, type Handoff, type HandoffBounds } from './handoff';
+import { handedOffSize, HandoffRing, readHandoff, type Handoff, type HandoffBounds } from './handoff';
 import type { FromThread, ThreadSubscriberOptions, ToThread } from './protocol';
 import { threadOf } from './shard';
 import { spawnThread } from './spawn';
@@ -125,8 +127,6 @@ class IngestThread implements SubscriptionHost {
   }
 
   private start(): void {
-    // A fresh counter per incarnation: a dead thread's bursts in flight are never taken.
-    const handoff = new HandoffCounter();
     const bounds = {
       maxMessages: Math.max(1, Math.floor(INGEST_HANDOFF_MAX_MESSAGES / this.options.threads)),
       maxBlocks: Math.floor(INGEST_HANDOFF_MAX_BLOCKS / this.options.threads),
@@ -134,10 +134,12 @@ class IngestThread implements SubscriptionHost {
       waitMs: INGEST_HANDOFF_WAIT_MS,
       ...this.options.handoff,
     };
-    // 8-aligned: every hand-off's 8-byte arrays are.
-    const ring = new HandoffRing(8 * Math.ceil((INGEST_HANDOFF_RING_PER_BYTES_BOUND * bounds.maxBytes) / 8));
+    // 8-aligned: every hand-off's 8-byte arrays are. A burst holds at most twice a message's words
+    // (its meta and index are a small fraction more: an eighth is room for them).
+    const largestBurst = 2 * INGEST_MAX_MESSAGE_WORDS * 8 * (9 / 8);
+    const ringBytes = Math.max(INGEST_HANDOFF_RING_PER_BYTES_BOUND * bounds.maxBytes, INGEST_HANDOFF_RING_LARGEST_BURSTS * largestBurst);
+    const ring = new HandoffRing(8 * Math.ceil(ringBytes / 8));
     const worker = spawnThread({
-      handoff: handoff.shared,
       ring: { data: ring.data, control: ring.control },
       bounds,
       statsIntervalMs: this.options.statsIntervalMs ?? INGEST_THREAD_STATS_MS,
@@ -145,7 +147,7 @@ class IngestThread implements SubscriptionHost {
     });
     this.worker = worker;
     worker.on('message', (m: FromThread) => {
-      if (this.worker === worker) this.dispatch(m, handoff, ring);
+      if (this.worker === worker) this.dispatch(m, ring);
     });
     // E.g. out of memory; an uncaught error in the thread's code arrives as 'fatal' instead.
     worker.on('error', (err) => this.logger.error({ thread: this.index, err: err.message }, 'ingest thread failed'));
@@ -153,14 +155,14 @@ class IngestThread implements SubscriptionHost {
     for (const s of this.subscriptions.values()) this.post(s.openMessage());
   }
 
-  private dispatch(m: FromThread, handoff: HandoffCounter, ring: HandoffRing): void {
+  private dispatch(m: FromThread, ring: HandoffRing): void {
     if (m.type === 'warn') return this.logger.warn(m.obj, m.msg);
     if (m.type === 'fatal') return this.logger.error({ thread: this.index, err: m.message }, 'ingest thread failed');
     if (m.type === 'events') {
       try {
         const h = readHandoff(m.buffer ?? ring.data, m.base, m.length);
         for (const { id, stats } of h.stats) this.subscriptions.get(id)?.received({ type: 'stats', id, stats });
-        return this.take(h, handoff);
+        return this.take(h);
       } finally {
         // Every burst's sink copied what it keeps (IngestSink.events): the region may be written again.
         if (!m.buffer) ring.read(m.base + m.length);
@@ -174,20 +176,20 @@ class IngestThread implements SubscriptionHost {
     }
   }
 
-  /** The hand-off's room is free once the sinks applied all of its bursts (back-pressure through the pools). */
-  private take(h: Handoff, handoff: HandoffCounter): void {
-    const size = { messages: h.messages, blocks: h.blocks, bytes: h.length };
-    // Bursts of one pool share the promise of its inbox.
-    const applied = new Set<Promise<void>>();
-    try {
-      for (const burst of h.bursts) {
-        const p = this.subscriptions.get(burst.id)?.take(h.buffer, burst);
-        if (p) applied.add(p);
+  /** A burst's room in its subscription's share is free once its sink applied it (back-pressure through the pools). */
+  private take(h: Handoff): void {
+    for (const burst of h.bursts) {
+      const subscription = this.subscriptions.get(burst.id);
+      if (!subscription) continue;
+      const { counter } = subscription;
+      const size = handedOffSize(burst);
+      let applied: void | Promise<void> = undefined;
+      try {
+        applied = subscription.take(h.buffer, burst);
+      } finally {
+        if (applied) void applied.finally(() => counter.taken(size));
+        else counter.taken(size);
       }
-    } finally {
-      if (applied.size === 0) handoff.taken(size);
-      else if (applied.size === 1) void [...applied][0].finally(() => handoff.taken(size));
-      else void Promise.allSettled(applied).then(() => handoff.taken(size));
     }
   }
 

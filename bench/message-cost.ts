@@ -1,0 +1,53 @@
+// Relay CPU per engine message at low and mid rates (issue 30 item 2: within 1.5x of a bare zeromq.js
+// SUB process receiving the same messages, at 100, 1 000 and 10 000 messages/s over 1, 64 and 512
+// sources). Small messages (1 event x 4 blocks: stores of fresh chains and their removals, as
+// bench/small-messages), sent at a fixed total rate round robin over the sources by ZMQ publishers in
+// this process; a `kv-dc-relay serve` process (one pool, one worker per source, no gRPC subscriber)
+// and, in the same round, a bare SUB process per publisher set take them. Value: relay CPU time (all
+// threads, /proc) per message it took; baseline: the bare process's per message received.
+// MESSAGE_COST_GRID=rate x sources,... chooses the cases (default: the issue's three diagonal ones).
+import type { BenchResult } from './support/result';
+import { bareSubscriberRate, publishers, relayIngestRate } from './support/firehose';
+import { PacedSender } from './support/paced';
+import { SMALL_BLOCKS_PER_MESSAGE, smallBatches } from './support/small-batches';
+import { median, round } from './support/timing';
+
+const GRID = (process.env.MESSAGE_COST_GRID ?? '100x1,1000x64,10000x512').split(',').map((c) => c.split('x').map(Number) as [number, number]);
+const WINDOW = { warmupMs: 2_000, measureMs: Number(process.env.MESSAGE_COST_MS ?? 5_000) };
+const ROUNDS = Number(process.env.MESSAGE_COST_ROUNDS ?? 2);
+const MESSAGES = 1024;
+
+export async function run(): Promise<BenchResult[]> {
+  const results: BenchResult[] = [];
+  for (const [rate, sources] of GRID) {
+    const payloads = Array.from({ length: sources }, (_, s) => smallBatches(s, MESSAGES));
+    const pubs = await publishers(sources);
+    try {
+      const relayUs: number[] = [];
+      const bareUs: number[] = [];
+      const relayMsPerS: number[] = [];
+      for (let r = 0; r < ROUNDS; r++) {
+        const bare = await bareSubscriberRate(pubs, payloads, WINDOW, new PacedSender(pubs, payloads, rate));
+        if (bare.cpuUsPerMessage !== undefined) bareUs.push(bare.cpuUsPerMessage);
+        const relay = await relayIngestRate(pubs, payloads, WINDOW, { blocksPerEvent: SMALL_BLOCKS_PER_MESSAGE, sender: new PacedSender(pubs, payloads, rate) });
+        if (relay.cpuMs !== undefined && relay.eventsPerSecond > 0) {
+          relayUs.push((relay.cpuMs * 1000) / (relay.eventsPerSecond * (WINDOW.measureMs / 1000)));
+          relayMsPerS.push(relay.cpuMs / (WINDOW.measureMs / 1000));
+        }
+      }
+      const value = median(relayUs);
+      const baseline = median(bareUs);
+      results.push({
+        name: `relay CPU per message, ${rate} messages/s over ${sources} source(s), 1 event x ${SMALL_BLOCKS_PER_MESSAGE} blocks`,
+        value: round(value, 0),
+        unit: 'µs/message',
+        baseline: { name: 'bare zeromq.js SUB process, same messages', value: round(baseline, 0) },
+        ratio: round(value / baseline, 2),
+        note: `goal <= 1.5; relay ${round(median(relayMsPerS), 0)} ms of CPU per second; medians of ${ROUNDS} rounds`,
+      });
+    } finally {
+      for (const p of pubs) p.close();
+    }
+  }
+  return results;
+}

@@ -1,0 +1,52 @@
+// Dynamo's etcd key layout (dynamo-event-plane-and-discovery.md §2; kv_store.rs @020f5c17): buckets
+// are key prefixes under `v1/`, every key is written under its process's lease, and instance ids
+// (= the etcd lease id = the KV worker id) are lowercase hex without 0x.
+//
+//   v1/instances/{ns}/{component}/{endpoint}/{instance_id:x}           one per served endpoint
+//   v1/mdc/{ns}/{component}/{endpoint}/{instance_id:x}                 base model card
+//   v1/mdc/{ns}/{component}/{endpoint}/{instance_id:x}/{model_suffix}  LoRA adapter card
+//   v1/event_channels/{scope path}/topic/{topic}/{publisher_id:x}      event-plane publisher
+
+export const DYNAMO_PREFIX = 'v1/';
+
+export interface EndpointPath {
+  namespace: string;
+  component: string;
+  endpoint: string;
+}
+
+export type DynamoKey =
+  | { kind: 'instance'; path: EndpointPath; instanceId: bigint }
+  | { kind: 'card'; path: EndpointPath; instanceId: bigint; suffix?: string }
+  | { kind: 'eventChannel'; topic: string; publisherId: bigint };
+
+const HEX = /^[0-9a-f]{1,16}$/;
+
+/** Parses a key relative to `v1/`; undefined for anything outside the layout. */
+export function parseDynamoKey(relative: string): DynamoKey | undefined {
+  const parts = relative.split('/');
+  const [bucket, ...rest] = parts;
+  if (bucket === 'instances' && rest.length === 4 && HEX.test(rest[3])) {
+    return { kind: 'instance', path: pathOf(rest), instanceId: BigInt(`0x${rest[3]}`) };
+  }
+  if (bucket === 'mdc' && (rest.length === 4 || rest.length === 5) && HEX.test(rest[3])) {
+    return { kind: 'card', path: pathOf(rest), instanceId: BigInt(`0x${rest[3]}`), ...(rest.length === 5 ? { suffix: rest[4] } : {}) };
+  }
+  if (bucket === 'event_channels' && rest.length >= 3 && rest[rest.length - 3] === 'topic' && HEX.test(rest[rest.length - 1])) {
+    return { kind: 'eventChannel', topic: decodeSegment(rest[rest.length - 2]), publisherId: BigInt(`0x${rest[rest.length - 1]}`) };
+  }
+  return undefined;
+}
+
+function pathOf(rest: string[]): EndpointPath {
+  return { namespace: rest[0], component: rest[1], endpoint: rest[2] };
+}
+
+/** Newest revisions percent-encode event-channel segments (encode_event_segment); older ones wrote them plain. */
+function decodeSegment(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}

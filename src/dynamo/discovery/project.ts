@@ -1,0 +1,237 @@
+// A Dynamo deployment's discovery entries (etcd `v1/...`) projected onto this relay's deployment
+// model: one EndpointConfig per serving endpoint with base model cards, its workers from the cards
+// (ranks and capacity from runtime_config, liveness from the instance entries), its LoRA adapters
+// from the adapter cards; and the event-plane channels its KV events travel on. Pure.
+//
+// Rules (identity-topology-load.md §5.1, dynamo-event-plane-and-discovery.md §2-§5; each has a test
+// in test/dynamo/project.test.ts):
+// - the worker id is the card's instance id (= its process's etcd lease id = RouterEvent.worker_id);
+// - a worker is live while its instance entry (v1/instances) exists under the same endpoint;
+// - adapter cards are those with a model suffix and `lora`; a mismatch either way is ignored with a
+//   conflict, and an adapter without a base card of the same instance on the endpoint is an orphan;
+// - a card with no worker_type whose model_type supports prefill is a prefill worker needing decode
+//   (normalize_legacy_prefill_topology);
+// - the hash format is eagle when runtime_config.enable_eagle;
+// - the base cards of one endpoint must agree on the served model (else ServingTopology conflict),
+//   on the identity material (source path, block size, hash format, indexer identity: else "resolves
+//   to multiple indexer domains") and, here, on worker type and needs; an endpoint that does not is
+//   left out, with the conflict logged;
+// - events: every component with base cards publishes on `namespace.{ns}.component.{c}.kv-events`
+//   (older releases `kv_events`); workers with enable_local_indexer false publish to the JetStream
+//   stream slugify("namespace.{ns}.component.{c}.kv-events") with '_' -> '-'; v1/event_channels
+//   entries for the kv-events topic name NATS subject prefixes and ZMQ publishers;
+// - load: each serving endpoint's workers publish ActiveLoad on `namespace.{ns}.component.{c}.endpoint.{e}.kv_metrics`.
+import { endpointSchema, WORKER_TYPES, type EndpointConfig, type WorkerType } from '../../config/schema';
+import { endpointName } from '../../producer/deployment';
+import { DYNAMO_PREFIX, parseDynamoKey, type EndpointPath } from './keys';
+import { eventChannelValue, instanceValue, modelValue, parseValue, type Card, type ModelValue } from './values';
+
+export const KV_EVENT_TOPIC = 'kv-events';
+/** Workers' ActiveLoad, endpoint-scoped (KvMetricsSubscriber::for_endpoint_id: EventSubscriber for the endpoint). */
+export const KV_METRICS_TOPIC = 'kv_metrics';
+/** The topic's name in Dynamo releases before the event plane (spec engine-inputs.md §7 decision 5). */
+export const LEGACY_KV_EVENT_TOPIC = 'kv_events';
+
+export interface EventPlaneChannels {
+  /** NATS core subjects carrying event-plane envelopes (or, before the event plane, bare JSON events). */
+  subjects: string[];
+  /** JetStream streams of workers without a local indexer (bare JSON events, read from the stream's start). */
+  streams: string[];
+  /** ZMQ event-plane publishers (PUB endpoints, 4-frame messages). */
+  zmq: string[];
+  /** The serving endpoints' `kv_metrics` subjects (the workers' ActiveLoad: their kv_used_blocks). */
+  load: string[];
+}
+
+export interface WorkerRanks {
+  dpStartRank: number;
+  dpSize: number;
+}
+
+export interface DynamoProjection {
+  endpoints: EndpointConfig[];
+  channels: EventPlaneChannels;
+  /** Every carded worker's ranks (events of other workers or ranks are not applied). */
+  workers: Map<bigint, WorkerRanks>;
+  /** Entries left out, with why (key relative to the etcd root). */
+  rejected: { key: string; problem: string }[];
+  conflicts: string[];
+}
+
+/** `entries`: full etcd key (from `v1/`) -> value. `namespaces`: those served (undefined = all). */
+export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?: readonly string[]): DynamoProjection {
+  const served = namespaces && new Set(namespaces);
+  const inScope = (ns: string): boolean => !served || served.has(ns);
+  const rejected: DynamoProjection['rejected'] = [];
+  const conflicts: string[] = [];
+  const live = new Set<string>();
+  const bases = new Map<string, { path: EndpointPath; cards: ModelValue[] }>();
+  const adapters: { key: string; value: ModelValue }[] = [];
+  const subjects = new Set<string>();
+  const zmq = new Set<string>();
+
+  for (const key of [...entries.keys()].sort()) {
+    if (!key.startsWith(DYNAMO_PREFIX)) continue;
+    const parsed = parseDynamoKey(key.slice(DYNAMO_PREFIX.length));
+    if (!parsed) continue;
+    const text = entries.get(key)!;
+    if (parsed.kind === 'instance') {
+      if (!inScope(parsed.path.namespace)) continue;
+      const v = parseValue(text, instanceValue);
+      if (typeof v === 'string') rejected.push({ key, problem: v });
+      else if (v.instance_id !== parsed.instanceId) rejected.push({ key, problem: `instance_id ${v.instance_id} is not the id of its key` });
+      else live.add(workerKey(parsed.path, v.instance_id));
+    } else if (parsed.kind === 'card') {
+      if (!inScope(parsed.path.namespace)) continue;
+      const v = parseValue(text, modelValue);
+      if (typeof v === 'string') {
+        rejected.push({ key, problem: v });
+        continue;
+      }
+      if (v.instance_id !== parsed.instanceId || endpointName(v) !== endpointName(parsed.path)) {
+        rejected.push({ key, problem: 'names another endpoint or instance than its key' });
+        continue;
+      }
+      const isAdapter = v.model_suffix !== undefined;
+      if (isAdapter !== (v.card_json.lora !== undefined)) {
+        conflicts.push(`${key}: ${isAdapter ? 'an adapter card (model suffix) without lora' : 'a base card with lora'}; ignored`);
+        continue;
+      }
+      if (isAdapter) {
+        adapters.push({ key, value: v });
+        continue;
+      }
+      const name = endpointName(parsed.path);
+      const entry = bases.get(name) ?? bases.set(name, { path: parsed.path, cards: [] }).get(name)!;
+      entry.cards.push(v);
+    } else if (parsed.topic === KV_EVENT_TOPIC) {
+      const v = parseValue(text, eventChannelValue);
+      if (typeof v === 'string') {
+        rejected.push({ key, problem: v });
+        continue;
+      }
+      if (!inScope(v.scope.namespace)) continue;
+      if (v.transport.kind === 'Nats') subjects.add(`${v.transport.config.subject_prefix}.${KV_EVENT_TOPIC}`);
+      else if (v.transport.kind === 'Zmq') zmq.add(v.transport.config.endpoint);
+      else for (const e of v.transport.config.xpub_endpoints) zmq.add(e);
+    }
+  }
+
+  const endpoints: EndpointConfig[] = [];
+  const workers = new Map<bigint, WorkerRanks>();
+  const streams = new Set<string>();
+  const load = new Set<string>();
+  for (const [name, { path, cards }] of bases) {
+    const scope = `namespace.${eventSegment(path.namespace)}.component.${eventSegment(path.component)}`;
+    load.add(`${scope}.endpoint.${eventSegment(path.endpoint)}.${KV_METRICS_TOPIC}`);
+    subjects.add(`${scope}.${KV_EVENT_TOPIC}`);
+    subjects.add(`${scope}.${LEGACY_KV_EVENT_TOPIC}`);
+    for (const c of cards) {
+      const rc = c.card_json.runtime_config;
+      workers.set(c.instance_id, { dpStartRank: rc?.data_parallel_start_rank ?? 0, dpSize: rc?.data_parallel_size ?? 1 });
+      if (rc?.enable_local_indexer === false) streams.add(kvStreamName(path));
+    }
+    const projected = projectEndpoint(path, cards, adapters, live);
+    if (typeof projected === 'string') conflicts.push(`${name}: ${projected}`);
+    else endpoints.push(projected);
+  }
+  for (const a of adapters) {
+    const base = bases.get(endpointName(a.value));
+    if (!base?.cards.some((c) => c.instance_id === a.value.instance_id)) conflicts.push(`${a.key}: adapter card without a base card of its instance on the endpoint (orphan); ignored`);
+  }
+  return { endpoints, channels: { subjects: [...subjects].sort(), streams: [...streams].sort(), zmq: [...zmq].sort(), load: [...load].sort() }, workers, rejected, conflicts };
+}
+
+function workerKey(path: EndpointPath, id: bigint): string {
+  return `${endpointName(path)}/${id}`;
+}
+
+function projectEndpoint(path: EndpointPath, cards: ModelValue[], adapterCards: { value: ModelValue }[], live: Set<string>): EndpointConfig | string {
+  const first = cards[0].card_json;
+  const topo = (c: Card) => JSON.stringify(workerTopology(c));
+  const material = (c: Card) => JSON.stringify([c.source_path ?? c.display_name, c.kv_cache_block_size, c.runtime_config?.enable_eagle === true, c.indexer_identity ?? null]);
+  if (cards.some((c) => c.card_json.display_name !== first.display_name)) return 'more than one canonical base model on the endpoint (ServingTopology conflict); left out';
+  if (cards.some((c) => material(c.card_json) !== material(first))) return 'endpoint resolves to multiple indexer domains (PoolMaterialization conflict); left out';
+  if (cards.some((c) => topo(c.card_json) !== topo(first))) return 'workers of the endpoint declare different worker types or needs (not supported here); left out';
+  const { workerType, needs } = workerTopology(first);
+  const ids = new Set(cards.map((c) => c.instance_id));
+  const byServed = new Map<string, { name: string; workers: bigint[] }>();
+  for (const { value } of adapterCards) {
+    if (endpointName(value) !== endpointName(path) || !ids.has(value.instance_id)) continue;
+    const served = value.card_json.display_name;
+    const entry = byServed.get(served) ?? byServed.set(served, { name: value.card_json.lora!.name, workers: [] }).get(served)!;
+    if (entry.name === value.card_json.lora!.name) entry.workers.push(value.instance_id);
+  }
+  const aliases = [...new Set(cards.flatMap((c) => c.card_json.aliases ?? []))].filter((a) => a !== first.display_name && a.length > 0 && a.trim() === a).sort();
+  const raw = {
+    namespace: path.namespace,
+    component: path.component,
+    endpoint: path.endpoint,
+    model: {
+      name: first.display_name,
+      ...(first.source_path === undefined ? {} : { sourcePath: first.source_path }),
+      kvBlockSize: first.kv_cache_block_size,
+      hashFormat: first.runtime_config?.enable_eagle ? 'eagle' : 'standard',
+      aliases,
+    },
+    ...(first.indexer_identity && (first.indexer_identity.semantics || first.indexer_identity.routing_scope)
+      ? {
+          indexerIdentity: {
+            ...(first.indexer_identity.semantics ? { semantics: first.indexer_identity.semantics } : {}),
+            ...(first.indexer_identity.routing_scope ? { routingScope: first.indexer_identity.routing_scope } : {}),
+          },
+        }
+      : {}),
+    ...(workerType ? { workerType } : {}),
+    ...(needs.length > 0 ? { needs } : {}),
+    adapters: [...byServed].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([servedModel, a]) => ({ name: a.name, servedModel, workers: a.workers.map(String) })),
+    workers: [...cards]
+      .sort((a, b) => (a.instance_id < b.instance_id ? -1 : 1))
+      .map((c) => {
+        const rc = c.card_json.runtime_config;
+        return {
+          id: c.instance_id.toString(),
+          dpSize: rc?.data_parallel_size ?? 1,
+          dpStartRank: rc?.data_parallel_start_rank ?? 0,
+          ...(rc?.total_kv_blocks === undefined ? {} : { totalKvBlocks: rc.total_kv_blocks }),
+          ...(rc?.max_num_seqs === undefined ? {} : { maxNumSeqs: rc.max_num_seqs }),
+          live: live.has(workerKey(path, c.instance_id)),
+        };
+      }),
+  };
+  const result = endpointSchema.safeParse(raw);
+  if (!result.success) {
+    const issue = result.error.issues[0];
+    return `card not usable: ${issue.path.join('.')}: ${issue.message}; left out`;
+  }
+  return result.data;
+}
+
+/** worker_type and needs, with Dynamo's legacy-prefill normalization. Unknown type names are dropped. */
+function workerTopology(c: Card): { workerType?: WorkerType; needs: WorkerType[][] } {
+  const known = (t: string | undefined): WorkerType | undefined => (WORKER_TYPES as readonly string[]).includes(t ?? '') ? (t as WorkerType) : undefined;
+  let workerType = known(c.worker_type);
+  let needs = (c.needs ?? []).map((alt) => alt.map(known).filter((t): t is WorkerType => t !== undefined)).filter((alt) => alt.length > 0);
+  if (c.worker_type === undefined && supportsPrefill(c.model_type)) {
+    workerType = 'prefill';
+    if (needs.length === 0) needs = [['decode']];
+  }
+  return { workerType, needs };
+}
+
+/** model_type is bitflags 2 text ("Chat | Completions", "Prefill"). */
+function supportsPrefill(modelType: string | undefined): boolean {
+  return (modelType ?? '').split('|').some((f) => f.trim() === 'Prefill');
+}
+
+/** encode_event_segment: newest revisions percent-encode each byte outside [A-Za-z0-9_-]. */
+export function eventSegment(s: string): string {
+  return [...Buffer.from(s, 'utf8')].map((b) => (/[A-Za-z0-9_-]/.test(String.fromCharCode(b)) ? String.fromCharCode(b) : `%${b.toString(16).toUpperCase().padStart(2, '0')}`)).join('');
+}
+
+/** create_kv_stream_name: Slug::slugify("namespace.{ns}.component.{c}.kv-events") with '_' -> '-'. */
+export function kvStreamName(path: Pick<EndpointPath, 'namespace' | 'component'>): string {
+  const text = `namespace.${path.namespace}.component.${path.component}.${KV_EVENT_TOPIC}`;
+  const slug = [...text.toLowerCase()].map((c) => (/^[a-z0-9_-]$/.test(c) ? c : '_')).join('').replace(/^_+/, '');
+  return slug.replace(/_/g, '-');
+}

@@ -1,0 +1,76 @@
+// Dynamo's discovery values (dynamo-event-plane-and-discovery.md §2-§3): serde_json of
+// `DiscoveryInstance` (#[serde(tag = "type")]). Parsed losslessly (an instance id or a count above
+// 2^53 stays exact, as a bigint) and checked loosely: fields the relay does not read are not
+// checked, so a newer Dynamo's extra fields are ignored, as serde ignores unknown fields.
+import { parse as parseLossless } from 'lossless-json';
+import { z } from 'zod';
+import { MAX_DYNAMO_VALUE_BYTES } from '../../config/limits';
+
+/** An integer: a JS number when safe, a bigint above 2^53 (never a rounded number). */
+function losslessNumber(text: string): number | bigint {
+  const n = Number(text);
+  return /^-?\d+$/.test(text) && !Number.isSafeInteger(n) ? BigInt(text) : n;
+}
+
+const u64 = z.union([z.number().int().min(0), z.bigint().min(0n)]).transform((v) => BigInt(v));
+const count = z.union([z.number().int().min(0), z.bigint().min(0n)]).transform((v) => (typeof v === 'bigint' ? Number.MAX_SAFE_INTEGER : v));
+const optional = <T extends z.ZodType>(t: T) => t.nullish().transform((v) => v ?? undefined);
+const stringMap = z.record(z.string(), z.string());
+
+/** The card fields the relay reads (identity-topology-load.md §5.1). */
+export const cardSchema = z.object({
+  display_name: z.string(),
+  source_path: optional(z.string()),
+  kv_cache_block_size: count,
+  model_type: optional(z.string()),
+  worker_type: optional(z.string()),
+  needs: optional(z.array(z.array(z.string()))),
+  lora: optional(z.object({ name: z.string() })),
+  aliases: optional(z.array(z.string())),
+  indexer_identity: optional(z.object({ semantics: optional(stringMap), routing_scope: optional(stringMap) })),
+  runtime_config: optional(
+    z.object({
+      total_kv_blocks: optional(count),
+      max_num_seqs: optional(count),
+      data_parallel_start_rank: optional(count),
+      data_parallel_size: optional(count),
+      enable_local_indexer: optional(z.boolean()),
+      enable_eagle: optional(z.boolean()),
+    }),
+  ),
+});
+export type Card = z.output<typeof cardSchema>;
+
+const endpointFields = { namespace: z.string(), component: z.string(), endpoint: z.string(), instance_id: u64 };
+
+export const instanceValue = z.object({ type: z.literal('Endpoint'), ...endpointFields });
+export const modelValue = z.object({ type: z.literal('Model'), ...endpointFields, card_json: cardSchema, model_suffix: optional(z.string()) });
+export const eventChannelValue = z.object({
+  type: z.literal('EventChannel'),
+  scope: z.object({ kind: z.string(), namespace: z.string(), component: optional(z.string()), endpoint: optional(z.string()) }),
+  topic: z.string(),
+  instance_id: u64,
+  transport: z.discriminatedUnion('kind', [
+    z.object({ kind: z.literal('Nats'), config: z.object({ subject_prefix: z.string() }) }),
+    z.object({ kind: z.literal('Zmq'), config: z.object({ endpoint: z.string() }) }),
+    z.object({ kind: z.literal('ZmqBroker'), config: z.object({ xpub_endpoints: z.array(z.string()) }) }),
+  ]),
+});
+export type InstanceValue = z.output<typeof instanceValue>;
+export type ModelValue = z.output<typeof modelValue>;
+export type EventChannelValue = z.output<typeof eventChannelValue>;
+
+/** The value checked by `schema`, or the problem as one line. */
+export function parseValue<T extends z.ZodType>(text: string, schema: T): z.output<T> | string {
+  if (Buffer.byteLength(text, 'utf8') > MAX_DYNAMO_VALUE_BYTES) return `is larger than ${MAX_DYNAMO_VALUE_BYTES} bytes`;
+  let raw: unknown;
+  try {
+    raw = parseLossless(text, null, losslessNumber);
+  } catch (err) {
+    return `invalid JSON: ${(err as Error).message}`;
+  }
+  const result = schema.safeParse(raw);
+  if (result.success) return result.data;
+  const issue = result.error.issues[0];
+  return `${issue.path.join('.') || '(value)'}: ${issue.message}`;
+}

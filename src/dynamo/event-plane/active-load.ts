@@ -1,0 +1,40 @@
+// A worker's ActiveLoad on Dynamo's event plane (identity-topology-load.md §5.3): a MessagePack
+// EventEnvelope whose payload is rmp_serde's named map {worker_id, dp_rank (default 0),
+// active_decode_blocks?, active_prefill_tokens?, kv_used_blocks?, ...}. A few messages per rank
+// per second, so decoded in JavaScript (msgpackr); 64-bit integers stay exact as bigints.
+import { Unpackr } from 'msgpackr';
+
+const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'bigint' });
+
+export interface ActiveLoadReport {
+  workerId: bigint;
+  dpRank: number;
+  /** Undefined in a router's report (advisory; the relay ignores it for pool load). */
+  kvUsedBlocks?: number;
+}
+
+const isMap = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === 'object' && !Array.isArray(v) && !(v instanceof Uint8Array);
+const u64 = (v: unknown): bigint | undefined => (typeof v === 'bigint' && v >= 0n ? v : typeof v === 'number' && Number.isInteger(v) && v >= 0 ? BigInt(v) : undefined);
+
+/** The report, or why the message is not one. */
+export function decodeActiveLoad(message: Uint8Array): ActiveLoadReport | string {
+  let envelope: unknown;
+  let load: unknown;
+  try {
+    envelope = unpackr.unpack(message);
+    if (!isMap(envelope) || !(envelope.payload instanceof Uint8Array)) return 'not an event-plane envelope with a payload';
+    load = unpackr.unpack(envelope.payload);
+  } catch (err) {
+    return `msgpack: ${(err as Error).message}`;
+  }
+  if (!isMap(load)) return 'ActiveLoad: not a map';
+  const workerId = u64(load.worker_id);
+  const dpRank = load.dp_rank === undefined ? 0n : u64(load.dp_rank);
+  if (workerId === undefined) return 'ActiveLoad.worker_id: not a u64';
+  if (dpRank === undefined || dpRank > 0xffff_ffffn) return 'ActiveLoad.dp_rank: not a u32';
+  const used = load.kv_used_blocks;
+  if (used === undefined || used === null) return { workerId, dpRank: Number(dpRank) };
+  const blocks = u64(used);
+  if (blocks === undefined) return 'ActiveLoad.kv_used_blocks: not a u64';
+  return { workerId, dpRank: Number(dpRank), kvUsedBlocks: Number(blocks) };
+}

@@ -1,0 +1,109 @@
+// Projection of Dynamo's discovery entries (src/dynamo/discovery/project.ts). Each rule adopted from
+// Dynamo's sources or the spec has a case here (identity-topology-load.md §5.1,
+// dynamo-event-plane-and-discovery.md §2-§5).
+import { kvStreamName, projectDynamo } from '../../src/dynamo/discovery/project';
+
+const ID = 4321100813102084358n; // above 2^53: must stay exact
+const hex = (id: bigint) => id.toString(16);
+
+function card(over: Record<string, unknown> = {}): Record<string, unknown> {
+  return { display_name: 'llama', kv_cache_block_size: 16, model_type: 'Chat', worker_type: 'aggregated', needs: [], runtime_config: { total_kv_blocks: 10, data_parallel_size: 2, data_parallel_start_rank: 4 }, ...over };
+}
+/** serde_json writes u64 as bare numbers (above 2^53 too). */
+function raw(v: Record<string, unknown>, id: bigint): string {
+  return JSON.stringify({ ...v, instance_id: '@ID@' }).replace('"@ID@"', id.toString());
+}
+function entries(...kv: [string, string][]): Map<string, string> {
+  return new Map(kv);
+}
+const model = (id: bigint, c: Record<string, unknown>, over: Record<string, unknown> = {}, ep = 'ns/backend/generate', suffix = ''): [string, string] => {
+  const [namespace, component, endpoint] = ep.split('/');
+  return [`v1/mdc/${ep}/${hex(id)}${suffix ? `/${suffix}` : ''}`, raw({ type: 'Model', namespace, component, endpoint, card_json: c, ...over }, id)];
+};
+const instance = (id: bigint, ep = 'ns/backend/generate'): [string, string] => {
+  const [namespace, component, endpoint] = ep.split('/');
+  return [`v1/instances/${ep}/${hex(id)}`, raw({ type: 'Endpoint', component, endpoint, namespace, transport: { tcp: '1.2.3.4:5' } }, id)];
+};
+
+test('the worker id is the instance id (lease id) exactly; ranks and capacity come from runtime_config', () => {
+  const p = projectDynamo(entries(model(ID, card()), instance(ID)));
+  expect(p.endpoints).toHaveLength(1);
+  const w = p.endpoints[0].workers[0];
+  expect(w.id).toBe(ID);
+  expect([w.dpStartRank, w.dpSize, w.totalKvBlocks]).toEqual([4, 2, 10]);
+  expect(p.workers.get(ID)).toEqual({ dpStartRank: 4, dpSize: 2 });
+});
+
+test('a worker is live while its instance entry exists', () => {
+  expect(projectDynamo(entries(model(ID, card()), instance(ID))).endpoints[0].workers[0].live).toBe(true);
+  expect(projectDynamo(entries(model(ID, card()))).endpoints[0].workers[0].live).toBe(false);
+  // An instance of another endpoint does not make it live.
+  expect(projectDynamo(entries(model(ID, card()), instance(ID, 'ns/backend/clear_kv_blocks'))).endpoints[0].workers[0].live).toBe(false);
+});
+
+test('adapter cards need a model suffix and lora; a mismatch is ignored; an orphan is ignored', () => {
+  const lora = card({ display_name: 'llama-sql', lora: { name: 'sql-lora' } });
+  const p = projectDynamo(entries(model(ID, card()), model(ID, lora, { model_suffix: 'llama_sql' }, undefined, 'llama_sql')));
+  expect(p.endpoints[0].adapters).toEqual([{ name: 'sql-lora', servedModel: 'llama-sql', workers: [ID] }]);
+  const mismatch = projectDynamo(entries(model(ID, card()), model(ID, card({ display_name: 'x' }), { model_suffix: 'x' }, undefined, 'x')));
+  expect(mismatch.endpoints[0].adapters).toEqual([]);
+  expect(mismatch.conflicts.join()).toMatch(/without lora/);
+  const orphan = projectDynamo(entries(model(ID, card()), model(7n, lora, { model_suffix: 'llama_sql' }, undefined, 'llama_sql')));
+  expect(orphan.endpoints[0].adapters).toEqual([]);
+  expect(orphan.conflicts.join()).toMatch(/orphan/);
+});
+
+test('a card without worker_type whose model_type supports prefill is a prefill worker needing decode', () => {
+  const c = card({ worker_type: undefined, needs: undefined, model_type: 'Prefill' });
+  delete c.worker_type;
+  const ep = projectDynamo(entries(model(ID, c))).endpoints[0];
+  expect([ep.workerType, ep.needs]).toEqual(['prefill', [['decode']]]);
+  const legacy = card({ model_type: 'Chat | Completions' });
+  delete legacy.worker_type;
+  expect(projectDynamo(entries(model(ID, legacy))).endpoints[0].workerType).toBeUndefined();
+});
+
+test('enable_eagle selects the eagle hash format; source_path falls back to display_name', () => {
+  const ep = projectDynamo(entries(model(ID, card({ runtime_config: { enable_eagle: true } })))).endpoints[0];
+  expect(ep.model.hashFormat).toBe('eagle');
+  expect(ep.model.sourcePath).toBeUndefined();
+  expect(projectDynamo(entries(model(ID, card({ source_path: 'meta/llama' })))).endpoints[0].model.sourcePath).toBe('meta/llama');
+});
+
+test('cards of one endpoint that disagree on the served model or the identity material leave it out', () => {
+  const two = projectDynamo(entries(model(ID, card()), model(7n, card({ display_name: 'other' }))));
+  expect(two.endpoints).toEqual([]);
+  expect(two.conflicts.join()).toMatch(/ServingTopology/);
+  const domains = projectDynamo(entries(model(ID, card()), model(7n, card({ kv_cache_block_size: 32 }))));
+  expect(domains.conflicts.join()).toMatch(/multiple indexer domains/);
+});
+
+test('namespaces filter what is served', () => {
+  const p = projectDynamo(entries(model(ID, card()), model(7n, card(), {}, 'other/backend/generate')), ['ns']);
+  expect(p.endpoints.map((e) => e.namespace)).toEqual(['ns']);
+});
+
+test('event channels: component subjects, JetStream streams of workers without a local indexer, ZMQ publishers', () => {
+  const js = card({ runtime_config: { enable_local_indexer: false } });
+  const zmqChannel: [string, string] = [
+    'v1/event_channels/namespace/ns/component/backend/topic/kv-events/1f2e3d4c5b6a79',
+    JSON.stringify({ type: 'EventChannel', scope: { kind: 'component', namespace: 'ns', component: 'backend' }, topic: 'kv-events', instance_id: 8776565086972537, transport: { kind: 'Zmq', config: { endpoint: 'tcp://10.0.0.1:5555' } } }),
+  ];
+  const p = projectDynamo(entries(model(ID, js, {}, 'ns/prefill/generate'), zmqChannel));
+  expect(p.channels.subjects).toEqual(['namespace.ns.component.prefill.kv-events', 'namespace.ns.component.prefill.kv_events']);
+  expect(p.channels.streams).toEqual(['namespace-ns-component-prefill-kv-events']);
+  expect(p.channels.zmq).toEqual(['tcp://10.0.0.1:5555']);
+  // Load: ActiveLoad on the serving endpoint's kv_metrics subject (KvMetricsSubscriber::for_endpoint_id).
+  expect(p.channels.load).toEqual(['namespace.ns.component.prefill.endpoint.generate.kv_metrics']);
+});
+
+test('the JetStream stream name is create_kv_stream_name (slugify, then _ -> -)', () => {
+  expect(kvStreamName({ namespace: 'disagg', component: 'prefill' })).toBe('namespace-disagg-component-prefill-kv-events');
+  expect(kvStreamName({ namespace: 'Prod.A', component: 'back end' })).toBe('namespace-prod-a-component-back-end-kv-events');
+});
+
+test('a value that is not valid is rejected alone, with its key', () => {
+  const p = projectDynamo(entries(model(ID, card()), ['v1/mdc/ns/x/generate/7', '{"type":"Model"'], instance(ID)));
+  expect(p.endpoints).toHaveLength(1);
+  expect(p.rejected.map((r) => r.key)).toEqual(['v1/mdc/ns/x/generate/7']);
+});
