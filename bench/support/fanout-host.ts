@@ -47,6 +47,8 @@ async function relayServer(pools: number, buckets: number, subscribers: number):
         maxSubscribersPerPool: Math.ceil(subscribers / pools),
         maxInitializedPoolHubs: pools,
         maxConnections: subscribers + 16,
+        // Every subscriber of the bench connects from 127.0.0.1.
+        maxConnectionsPerIp: subscribers + 16,
       },
       timing: { poolHeartbeatMs: 600_000 },
     },
