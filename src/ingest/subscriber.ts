@@ -16,6 +16,7 @@ import {
   INGEST_REPLAY_IDLE_TIMEOUT_MS,
   INGEST_REPLAY_MAX_BUFFERED,
   INGEST_REPLAY_MAX_BUFFERED_BYTES,
+  INGEST_REPLAY_RECEIVE_HWM,
 } from '../config/defaults';
 import { MAX_U64 } from '../config/limits';
 import { EngineBatchDecoder } from '../native';
@@ -155,7 +156,7 @@ export class KvEventSubscriber {
     const key = `${source.workerId}:${source.dpRank}`;
     let s = this.counters.get(key);
     if (!s) {
-      s = { source, events: 0, blocks: 0, malformed: 0, rejectedRanks: 0, overflows: 0, outOfOrder: 0, refusedPeers: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, connections: 0, lastSequence: null };
+      s = { source, events: 0, blocks: 0, malformed: 0, rejectedRanks: 0, overflows: 0, outOfOrder: 0, refusedPeers: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, droppedBlockSize: 0, connections: 0, lastSequence: null, mismatchedBlockSize: 0 };
       this.counters.set(key, s);
     }
     return s;
@@ -298,6 +299,7 @@ class RankSubscription {
         maxBufferedBytes: owner.options.maxBufferedBytes ?? INGEST_REPLAY_MAX_BUFFERED_BYTES,
         messagesPerTurn: INGEST_MESSAGES_PER_TURN,
         restartConfirmations: INGEST_RESTART_CONFIRMATIONS,
+        replayQueueMessages: INGEST_REPLAY_RECEIVE_HWM,
       },
     );
   }
@@ -454,6 +456,10 @@ class RankSubscription {
     stats.events += r.events;
     stats.ignored += r.ignored;
     stats.blocks += r.blocks;
+    if (r.droppedBlockSize > 0) {
+      stats.droppedBlockSize += r.droppedBlockSize;
+      stats.mismatchedBlockSize = r.lastDroppedBlockSize;
+    }
     // A burst of large messages goes on in pieces of about a message's bound: what the event loop
     // copies of it later (the pool's inbox) stays small (issue 26 item 4).
     if (this.burst.wordCount >= INGEST_MAX_MESSAGE_WORDS) {

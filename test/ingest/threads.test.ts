@@ -104,8 +104,10 @@ test('the bursts of a turn and the counters changed up to them pack into one tra
     replays: base + 8,
     resets: base + 9,
     ignored: base + 10,
+    droppedBlockSize: base + 11,
     connections: 2,
     lastSequence,
+    mismatchedBlockSize: base + 12,
   });
   const stats = [
     { id: 1, stats: [counters(0xffff_ffff_ffff_fffen, 0, 100, 0xffff_ffff_ffff_ffffn), counters(0xffff_ffff_ffff_fffen, 1, 200, null)] },

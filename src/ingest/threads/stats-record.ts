@@ -16,15 +16,18 @@ export const COUNTERS = Object.keys({
   replays: true,
   resets: true,
   ignored: true,
+  droppedBlockSize: true,
 } satisfies Record<keyof IngestCounters, true>) as (keyof IngestCounters)[];
 
-// Slots: workerId and lastSequence (u64), then dpRank, connections, whether lastSequence is set, the counters.
+// Slots: workerId and lastSequence (u64), then dpRank, connections, whether lastSequence is set, the
+// mismatched block size, the counters.
 const WORKER = 0;
 const LAST = 1;
 const RANK = 2;
 const CONNECTIONS = 3;
 const HAS_LAST = 4;
-const FIRST_COUNTER = 5;
+const MISMATCHED_BLOCK_SIZE = 5;
+const FIRST_COUNTER = 6;
 export const STATS_RECORD_SLOTS = FIRST_COUNTER + COUNTERS.length;
 
 /** Writes `s` at slot `at` of the two views (the same bytes: f64 for numbers, u64 for the ids). */
@@ -34,6 +37,7 @@ export function writeStats(f: Float64Array, u: BigUint64Array, at: number, s: So
   f[at + RANK] = s.source.dpRank;
   f[at + CONNECTIONS] = s.connections;
   f[at + HAS_LAST] = s.lastSequence === null ? 0 : 1;
+  f[at + MISMATCHED_BLOCK_SIZE] = s.mismatchedBlockSize;
   for (let c = 0; c < COUNTERS.length; c++) f[at + FIRST_COUNTER + c] = s[COUNTERS[c]];
 }
 
@@ -42,6 +46,7 @@ export function readStats(f: Float64Array, u: BigUint64Array, at: number): Sourc
     source: { workerId: u[at + WORKER], dpRank: f[at + RANK] },
     connections: f[at + CONNECTIONS],
     lastSequence: f[at + HAS_LAST] === 1 ? u[at + LAST] : null,
+    mismatchedBlockSize: f[at + MISMATCHED_BLOCK_SIZE],
   } as SourceStats;
   for (let c = 0; c < COUNTERS.length; c++) s[COUNTERS[c]] = f[at + FIRST_COUNTER + c];
   return s;
