@@ -43,7 +43,7 @@ export interface StreamLimits {
   /**
    * Replies the replay socket queues (its receive high-water mark). The engine's ROUTER drops what
    * does not fit, silently, the tail included: a round that delivered at least this many may have
-   * lost its tail before the end marker, so the stream asks again from the next sequence.
+   * lost its tail before the end marker (see replayEnded()).
    */
   replayQueueMessages: number;
 }
