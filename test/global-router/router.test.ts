@@ -218,6 +218,15 @@ describe('GlobalRouter over three relays', () => {
         return { chosen: d.chosen?.dc, b: d.candidates.find((c) => c.dc === 'dc-b') };
       };
       expect(b()).toMatchObject({ chosen: 'dc-b', b: { lastResort: false } });
+      // Silence is judged at the client's floor (3 s), not after 3 of these 20 ms windows: a window
+      // a second late (a busy host) is no partition.
+      const bAt = (laterMs: number) => {
+        const d = r.route(REQUEST, Date.now() + laterMs);
+        d.release();
+        return d.candidates.find((c) => c.dc === 'dc-b')?.lastResort;
+      };
+      expect(bAt(1_000)).toBe(false);
+      expect(bAt(3_500)).toBe('silent');
       proxy.setPartitioned(true); // the TCP connection stays up; nothing crosses
       await waitFor(() => b().chosen === 'dc-a', 'dc-b to go silent', WAIT_MS);
       expect(b()).toMatchObject({ chosen: 'dc-a', b: { lastResort: 'silent', matchedTokens: 6 * BS } });

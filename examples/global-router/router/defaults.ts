@@ -24,8 +24,9 @@ export const DEFAULT_FAILURE_HOLD_MS = 5_000;
 /**
  * A relay publishes a load window every window_ms (timing.loadWindowMs, 1 s by default): a DC whose
  * relay has sent none for this many windows is silent (its stream is held: a WAN partition, a
- * stalled relay) and its pools are a last resort until a window arrives. Long before the client's
- * own silence limit (maxReplicaAgeMs, 30 s) drops the replica.
+ * stalled relay) and its pools are a last resort until a window arrives; never sooner than the
+ * client's load-stream floor (LOAD_SILENCE_MIN_MS, 3 s), after which it ends and reopens the stream.
+ * Long before the client's pool-stream silence limit (maxReplicaAgeMs, 30 s) drops the replica.
  */
 export const DEFAULT_SILENCE_WINDOWS = 3;
 /** How long the CLI waits for every DC's catalog, readiness and replicas before routing anyway. */

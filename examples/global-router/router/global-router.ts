@@ -3,7 +3,7 @@
 // Routing never waits on the network: it reads the replicas the clients keep up to date. A DC that
 // looks unhealthy (a replica just invalidated, requests failing, its relay silent) is a last resort.
 import { EventEmitter } from 'events';
-import { RelayClient, type ClientErrorEvent, type RelayClientOptions, type ReplicaEvent } from 'kv-dc-relay/client';
+import { LOAD_SILENCE_MIN_MS, RelayClient, type ClientErrorEvent, type RelayClientOptions, type ReplicaEvent } from 'kv-dc-relay/client';
 import { dcCandidates, type Candidate, type LastResort, type Skipped } from './candidates';
 import { DEFAULT_FAILURE_HOLD_MS, DEFAULT_INVALID_REPLICA_HOLD_MS, DEFAULT_POOL_CAPACITY, DEFAULT_SILENCE_WINDOWS } from './defaults';
 import { kvAware, positive, type Policy } from './policies';
@@ -29,7 +29,7 @@ export interface GlobalRouterOptions {
   invalidReplicaHoldMs?: number;
   /** A pool whose request failed (decision.fail()) is a last resort for this long, or until a request there succeeds. */
   failureHoldMs?: number;
-  /** A DC whose relay has sent no load window for this many of its windows is silent: a last resort until one arrives. */
+  /** A DC whose relay has sent no load window for this many of its windows (and at least the client's 3 s) is silent: a last resort until one arrives. */
   silenceWindows?: number;
   /** Passed to every RelayClient (backoff, freshness, message size, pool filter). */
   client?: Omit<RelayClientOptions, 'subscriberId'>;
@@ -204,8 +204,11 @@ export class GlobalRouter extends EventEmitter<GlobalRouterEvents> {
   private lastResort(dc: Dc, poolKey: string, nowMs: number): LastResort | false {
     const within = (at: number | undefined, ms: number) => at !== undefined && nowMs - at < ms;
     if (within(dc.failedAt.get(poolKey), this.failureHoldMs)) return 'failing';
+    // With the client's floor (3 s): a window a little late (a busy host, this router's own event
+    // loop behind) is no partition, and a relay publishing every few ms would otherwise read as silent
+    // after a few ms. At the relays' default 1 s window the floor changes nothing.
     const load = dc.lastLoad;
-    if (load && load.windowMs > 0 && nowMs - load.atMs > this.silenceWindows * load.windowMs) return 'silent';
+    if (load && load.windowMs > 0 && nowMs - load.atMs > Math.max(LOAD_SILENCE_MIN_MS, this.silenceWindows * load.windowMs)) return 'silent';
     if (within(dc.invalidatedAt.get(poolKey), this.holdMs)) return 'replicaInvalidated';
     return false;
   }
