@@ -7,7 +7,7 @@ import { aggregate, mergeSweeps, paired, verdicts } from '../../examples/global-
 
 function run(policy: PolicyName, seed: number, goodputPerS: number, p50: number, load = 0.5): RunResult {
   const summary = { goodputPerS, ttftMs: { p50, p90: p50, p99: p50, mean: p50 }, sloAttainment: 0.5, hitRate: 0.1, balance: 1 } as RunSummary;
-  return { policy, load, seed, view: 'oracle', routers: 1, speed: null, offeredPerS: 1, summary, wallSeconds: 1 };
+  return { policy, load, seed, view: 'oracle', routers: 1, speed: null, capacityPerS: 1, offeredPerS: 1, summary, wallSeconds: 1 };
 }
 
 describe('paired comparison', () => {

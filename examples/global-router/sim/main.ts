@@ -125,12 +125,12 @@ export function parseCli(argv: string[]): Cli {
   return { setup, policies: v('policies') ? parsePolicies(v('policies')!) : [...POLICY_NAMES], faults: faultNames, out: v('out') ?? DEFAULT_OUT, from: (values.from as string[] | undefined) ?? [] };
 }
 
-export function describeSetup(setup: Setup, workload: Workload): string {
+export function describeSetup(setup: Setup): string {
   const d = setup.dcs.map((x) => `${x.name} ${x.ranks} ranks at ${x.oneWayMs} ms`).join(', ');
   return (
     `${setup.workload === 'trace' ? `Mooncake trace (${setup.run.tracePath})` : 'synthetic multi-tenant workload'}; ${setup.run.requests} requests per run, first ${setup.run.warmup} not measured; ` +
     `${d}; each rank ${LLAMA3_8B_A100.name}, ${setup.engine.kvCapacityTokens} KV tokens, max_num_seqs ${setup.engine.maxNumSeqs}, max_num_batched_tokens ${setup.engine.maxBatchedTokens}; ` +
-    `100 % load = ${workload.capacityPerS.toFixed(2)} req/s; ${setup.view} view, ${setup.routers} router(s); TTFT SLO max(${setup.run.sloFloorMs} ms, ${setup.run.sloScale} × unloaded prefill + RTT)`
+    `100 % load = ${setup.workload === 'trace' ? "each window's own capacity (capacity.ts, per run in sweep.json)" : 'the capacity on this mix (capacity.ts)'}; ${setup.view} view, ${setup.routers} router(s); TTFT SLO max(${setup.run.sloFloorMs} ms, ${setup.run.sloScale} × unloaded prefill + RTT)`
   );
 }
 
@@ -162,7 +162,7 @@ export async function main(argv: string[]): Promise<number> {
     return 0;
   }
   const workload = Workload.load(setup);
-  const described = describeSetup(setup, workload);
+  const described = describeSetup(setup);
   fs.mkdirSync(out, { recursive: true });
   process.stderr.write(`${described}\n`);
   const command = `npm run sim:multidc -- ${argv.join(' ')}`.trim();
@@ -203,7 +203,9 @@ function writeReport(out: string, command: string, described: string, runs: read
   const verdict = `${verdictTable(v)}\n${pairedTables(v, OURS)}`;
   const commands = command.split('\n').map((c) => `\`${c}\``).join('  \n');
   const windows = new Set(runs.map((r) => r.seed)).size;
-  fs.writeFileSync(path.join(out, 'sweep.md'), `# Load sweep\n\n${commands}\n\n${described}.\n\n${table}\n## Verdict (${OURS})\n\n${verdict}\n![plot](sweep.svg)\n`);
+  const capacities = [...new Map(runs.map((r) => [r.seed, r.capacityPerS])).entries()].sort((a, b) => a[0] - b[0]);
+  const perWindow = `100 % load per window (seed: req/s): ${capacities.map(([seed, c]) => `${seed}: ${c.toFixed(2)}`).join(', ')}.`;
+  fs.writeFileSync(path.join(out, 'sweep.md'), `# Load sweep\n\n${commands}\n\n${described}.\n\n${perWindow}\n\n${table}\n## Verdict (${OURS})\n\n${verdict}\n![plot](sweep.svg)\n`);
   const subtitle = `Mooncake trace, 3 DCs (4+2+2 ranks of Llama-3.1-8B on A100), ${runs[0]?.view === 'oracle' ? 'exact-view' : 'relay-fed'} routers; mean and 95 % CI over ${windows} windows`;
   fs.writeFileSync(path.join(out, 'sweep.svg'), sweepSvg(aggregates, OURS, subtitle, v));
   process.stdout.write(`${table}\n${verdict}\nwritten to ${out}/sweep.{json,md,svg}\n`);
