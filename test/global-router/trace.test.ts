@@ -1,6 +1,10 @@
 // The Mooncake trace: strict, bounded parsing; the shared file as it is; windows replayed at a chosen
-// rate; block ids expanded to tokens so that equal ids are equal tokens.
+// rate, the load relative to each window's own capacity; block ids expanded to tokens so that equal
+// ids are equal tokens.
 import * as path from 'path';
+import { traceCapacityPerS } from '../../examples/global-router/sim/capacity';
+import { LLAMA3_8B_A100 } from '../../examples/global-router/sim/engine/calibration';
+import { defaultSetup, Workload } from '../../examples/global-router/sim/experiment';
 import { outputIds, promptTokens, type PromptSpec } from '../../examples/global-router/sim/request';
 import { parseTrace, parseTraceLine, readTrace, timeScaleFor, traceRate, traceRequests, TraceError, windowStart } from '../../examples/global-router/sim/trace';
 
@@ -72,6 +76,31 @@ describe('replay windows', () => {
     expect(() => traceRequests(records, { start: 2, count: 3, timeScale: 1 })).toThrow(RangeError);
     expect(() => traceRequests(records, { start: 0, count: 1, timeScale: 0 })).toThrow(RangeError);
     expect(() => timeScaleFor(records, -1)).toThrow(RangeError);
+  });
+});
+
+describe('offered load', () => {
+  it("is relative to each window's own capacity, so a heavier window is offered fewer requests per second", () => {
+    const setup = defaultSetup();
+    setup.run.tracePath = TRACE;
+    const workload = Workload.load(setup);
+    const records = readTrace(TRACE);
+    const at = (seed: number) => {
+      const start = windowStart(records.length, 900, seed);
+      const window = records.slice(start, start + 900);
+      const meanInput = window.reduce((n, r) => n + r.inputLength, 0) / window.length;
+      return { run: workload.run(0.7, seed), capacity: traceCapacityPerS(window, 512, LLAMA3_8B_A100, 8), meanInput };
+    };
+    const [heavy, light] = [at(2), at(10)]; // mean prompts of 14.5 k and 10.7 k tokens
+    expect(heavy.meanInput).toBeGreaterThan(1.3 * light.meanInput);
+    for (const w of [heavy, light]) {
+      expect(w.run.capacityPerS).toBeCloseTo(w.capacity, 9);
+      expect(w.run.offeredPerS).toBeCloseTo(0.7 * w.capacity, 9);
+      const r = w.run.requests;
+      expect(r).toHaveLength(900);
+      expect(((r.length - 1) * 1000) / r[r.length - 1].arrivalMs).toBeCloseTo(w.run.offeredPerS, 6);
+    }
+    expect(heavy.run.offeredPerS).toBeLessThan(0.8 * light.run.offeredPerS);
   });
 });
 
