@@ -46,7 +46,7 @@ describe('dcCandidates', () => {
   it('keeps READY pools with their depth, this router\'s work there, the round trip and default capacity', () => {
     const out = dcCandidates(input({ kind: 'ok', binding, pools: [pool('a'), pool('b', { readiness: 'UNAVAILABLE' }), pool('c', { readiness: null })] }));
     expect(out.candidates).toEqual([
-      { dc: 'dc-x', poolKey: 'a', endpoint: 'prod.a.generate', promptTokens: 70, matchedTokens: 32, blockSize: 16, ranks: null, capacity: 64, kvUsage: null, totalKvBlocks: null, rttMs: 12, ...WORK, lastResort: false },
+      { dc: 'dc-x', poolKey: 'a', endpoint: 'prod.a.generate', promptTokens: 70, matchedTokens: 32, blockSize: 16, ranks: null, capacity: 64, kvUsage: null, rttMs: 12, ...WORK, lastResort: false },
     ]);
     expect(out.skipped).toEqual([
       { dc: 'dc-x', poolKey: 'b', reason: 'readiness UNAVAILABLE' },
@@ -60,9 +60,9 @@ describe('dcCandidates', () => {
     const partial = { ...complete, kvUsedBlocks: 0n, kvObservedRanks: 1 };
     const serving = { deployment: { liveWorkers: 2n, maxConcurrency: 16n } };
     const out = dcCandidates(input({ kind: 'ok', binding, pools: [pool('a', { load: complete, servingLoad: serving }), pool('b', { load: partial, servingLoad: { deployment: { maxConcurrency: 0n } } })] }));
-    expect(out.candidates.map((c) => [c.capacity, c.kvUsage, c.totalKvBlocks, c.ranks])).toEqual([
-      [16, 0.25, 120, 2],
-      [64, null, null, 2], // the relay expects two ranks even while one has not reported (its total is partial too)
+    expect(out.candidates.map((c) => [c.capacity, c.kvUsage, c.ranks])).toEqual([
+      [16, 0.25, 2],
+      [64, null, 2], // the relay expects two ranks even while one has not reported
     ]);
   });
 

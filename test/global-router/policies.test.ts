@@ -9,7 +9,6 @@ import {
   estimatedTtftMs,
   kvAware,
   leastLoad,
-  ownKvDemand,
   llmdScorer,
   policyByName,
   POLICY_NAMES,
@@ -31,7 +30,6 @@ function candidate(dc: string, over: Partial<Candidate> = {}): Candidate {
     ranks: 1,
     capacity: 10,
     kvUsage: null,
-    totalKvBlocks: null,
     rttMs: 0,
     inflight: 0,
     awaitingFirstToken: 0,
@@ -72,25 +70,6 @@ describe('kvAware (estimated time to first token)', () => {
     // Memory pressure stretches it; a full pool is capped, not infinite.
     expect(estimatedTtftMs(candidate('a', { kvUsage: 0.5 }), rate)).toBe(200);
     expect(estimatedTtftMs(candidate('a', { kvUsage: 1 }), rate)).toBeCloseTo(2000, 6);
-  });
-
-  it('counts memory as the larger of the relay\'s usage and what its own requests need with this one', () => {
-    // 1000-token prompt = 100 blocks; 300 blocks of its own in flight; 1000 blocks in the pool.
-    const own = { activeBlocks: 300, totalKvBlocks: 1000 };
-    expect(ownKvDemand(candidate('a', own))).toBe(0.4);
-    expect(ownKvDemand(candidate('a', { activeBlocks: 300 }))).toBe(0); // the relay has not published a total
-    expect(estimatedTtftMs(candidate('a', own), rate)).toBeCloseTo(100 / 0.6, 9);
-    expect(estimatedTtftMs(candidate('a', { ...own, kvUsage: 0.5 }), rate)).toBe(200); // the relay sees more (other routers)
-    // Demand past the pool (requests waiting for memory) is capped like a full pool.
-    expect(estimatedTtftMs(candidate('a', { activeBlocks: 5000, totalKvBlocks: 1000 }), rate)).toBeCloseTo(2000, 6);
-  });
-
-  it('sees its own requests fill a pool before the relay\'s lagging usage does', () => {
-    // Both idle by the relay; 'full' already holds 800 of its 1000 blocks for this router's requests.
-    const full = candidate('full', { matchedTokens: 500, kvUsage: 0.1, activeBlocks: 800, totalKvBlocks: 1000 }); // 50 / (1 − 0.9) = 500
-    const empty = candidate('empty', { kvUsage: 0.1, totalKvBlocks: 1000 }); // 100 / (1 − 0.1) = 111
-    expect(pick(kvAware({ prefillTokensPerMs: rate }), [full, empty])).toBe('empty');
-    expect(pick(kvAware({ prefillTokensPerMs: rate }), [{ ...full, activeBlocks: 0 }, empty])).toBe('full'); // 50 / (1 − 0.1) = 56
   });
 
   it('takes the cached DC until the prefill queued there outweighs what the cache saves', () => {

@@ -17,8 +17,6 @@ export interface Candidate {
   capacity: number;
   /** Relay-published KV usage (used / total blocks) when every rank reported; null otherwise. */
   kvUsage: number | null;
-  /** The pool's KV blocks over all its ranks, as its relay publishes them; null when it has not. */
-  totalKvBlocks: number | null;
   /** Round trip from this router to the DC for a request (configured per DC). */
   rttMs: number;
   /** This router's own requests to the pool (exact for its traffic, no lag; blind to other routers'). */
@@ -108,7 +106,6 @@ export function dcCandidates(input: DcInput): { candidates: Candidate[]; skipped
       ranks: ranksOf(pool),
       capacity: capacityOf(pool, input.defaultCapacity),
       kvUsage: kvUsageOf(pool),
-      totalKvBlocks: totalKvBlocksOf(pool),
       rttMs: input.rttMs,
       ...input.work(pool.poolKey),
       lastResort: input.lastResort(pool.poolKey),
@@ -129,17 +126,8 @@ function ranksOf(pool: PoolQueryResult): number | null {
 }
 
 /** Only a complete window counts: partial coverage publishes 0, which must not read as idle. */
-function completeKv(pool: PoolQueryResult): { used: number; total: number } | null {
+function kvUsageOf(pool: PoolQueryResult): number | null {
   const load = pool.load;
   if (!load || load.totalKvBlocks === 0n || load.kvObservedRanks !== load.kvExpectedRanks) return null;
-  return { used: Number(load.kvUsedBlocks), total: Number(load.totalKvBlocks) };
-}
-
-function kvUsageOf(pool: PoolQueryResult): number | null {
-  const kv = completeKv(pool);
-  return kv && kv.used / kv.total;
-}
-
-function totalKvBlocksOf(pool: PoolQueryResult): number | null {
-  return completeKv(pool)?.total ?? null;
+  return Number(load.kvUsedBlocks) / Number(load.totalKvBlocks);
 }

@@ -69,7 +69,6 @@ export class OracleRouter implements RouterPort {
           ranks: ranks.length,
           capacity: maxNumSeqs * ranks.length,
           kvUsage: used / total,
-          totalKvBlocks: total,
           rttMs: 2 * dc.oneWayMs,
           ...this.books.get(dc.name)!.get(dc.name),
           lastResort: false,

@@ -31,20 +31,9 @@ export function shortestQueue(prefills: readonly number[], ranks: number): numbe
   return Math.min(...queues);
 }
 
-/**
- * The share of the pool's KV blocks this router's requests need once this one is admitted: its
- * requests in flight (running or still waiting for memory) plus this prompt, over the pool's total.
- * Exact and immediate for its own traffic, where the relay's usage lags by its window and counts
- * only admitted requests; 0 when the relay has not published the total.
- */
-export function ownKvDemand(c: Candidate): number {
-  if (c.totalKvBlocks === null || c.totalKvBlocks <= 0) return 0;
-  return (c.activeBlocks + Math.ceil(c.promptTokens / c.blockSize)) / c.totalKvBlocks;
-}
-
 /** Expected time to the first token at this pool, ms. */
 export function estimatedTtftMs(c: Candidate, prefillTokensPerMs: number): number {
-  const usage = Math.min(MAX_KV_USAGE, Math.max(c.kvUsage ?? 0, ownKvDemand(c), 0));
+  const usage = Math.min(MAX_KV_USAGE, Math.max(c.kvUsage ?? 0, 0));
   const prefillMs = (shortestQueue(c.pendingPrefills, ranksOf(c)) + uncachedTokens(c)) / prefillTokensPerMs;
   return c.rttMs + prefillMs / (1 - usage);
 }
