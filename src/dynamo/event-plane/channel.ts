@@ -98,7 +98,7 @@ export class EventChannel {
     this.order.forgetWorkers((id) => !workers.has(id));
   }
 
-  /** What the channel holds between turns, for tests and the operator's bounds: workers with a burst, sources and publishers in its order, bytes of its arrays. */
+  /** What the channel holds between turns (the bounds' tests): workers with a burst, sources and publishers in its order, bytes of its arrays. */
   held(): { workers: number; sources: number; publishers: number; bytes: number } {
     let bytes = this.arena.byteLength + this.ends.byteLength + this.sequences.byteLength;
     for (const b of this.bursts.values()) bytes += b.byteLength;
