@@ -325,7 +325,10 @@ export class DynamoEventPlane implements EventPlane {
     socket.subscribe();
     void (async () => {
       try {
-        for await (const frames of socket) {
+        // receive() itself, not `for await`: the socket's async iterator adds a promise and an object
+        // per message to receive()'s own (what a bare zeromq.js subscriber pays).
+        for (;;) {
+          const frames = await socket.receive();
           // [topic, publisher_id u64 BE, sequence u64 BE, frame]: the frame's envelope carries both again.
           if (frames.length !== 4) {
             this.counters.malformed += 1;
