@@ -246,7 +246,7 @@ function rows(n: number, rounds: Round[]): BenchResult[] {
       name: `blocks/s taken by one relay process from Dynamo's ZMQ event plane (4-frame messages), ${n} worker(s), ${blocks}`,
       value: m((r) => r.zmqPlane.blocksPerSecond),
       unit: 'blocks/s',
-      baseline: { name: 'bare zeromq.js SUB process (for await receive), same publishers and frames', value: m((r) => r.zmqPlaneBare.messagesPerSecond * FIREHOSE_BLOCKS) },
+      baseline: { name: 'bare zeromq.js SUB process (await receive() per message), same publishers and frames', value: m((r) => r.zmqPlaneBare.messagesPerSecond * FIREHOSE_BLOCKS) },
       ratio: m((r) => r.zmqPlane.perSecond / r.zmqPlaneBare.messagesPerSecond, 3),
       note:
         `relay CPU ${m((r) => r.zmqPlane.cpuMsPerMBlocks)} ms per M blocks (${m((r) => r.zmqPlane.cpuUs, 1)} µs/message, main thread ${m((r) => r.zmqPlane.mainUs, 1)}), bare ${m((r) => r.zmqPlaneBare.cpuUsPerMessage ?? NaN, 1)} µs/message; ` +
