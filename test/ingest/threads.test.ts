@@ -8,7 +8,8 @@ import { SimulatedEngine } from '../../src/sim/engine';
 import { burstBytes, FlowCounter, HandoffBuilder, HandoffRing, readHandoff, unpackBurst } from '../../src/ingest/threads/handoff';
 import { threadOf } from '../../src/ingest/threads/shard';
 import { IngestThreads, type IngestThreadsOptions } from '../../src/ingest/threads/threads';
-import type { KvEventEndpointConfig, KvEventSubscription, PackedEngineEvents, SourceStats } from '../../src/ingest/types';
+import type { KvEventEndpointConfig, KvEventSubscription, PackedEngineEvents } from '../../src/ingest/types';
+import { StatsBoard } from '../../src/ingest/stats-board';
 import { ACTOR_MAILBOX_CAPACITY, INGEST_HANDOFF_MAX_MESSAGES, INGEST_MESSAGES_PER_TURN } from '../../src/config/defaults';
 import { BLOCK_SIZE } from '../support/ingest-harness';
 import { RecordingSink } from '../support/recording-sink';
@@ -79,7 +80,7 @@ test('the shard hash is stable, in range, and spreads sequential and even worker
   expect(threadOf(0xffff_ffff_ffff_ffffn, 7)).toBeLessThan(7);
 });
 
-test('the bursts of a turn and the counters changed up to them pack into one transferable buffer and read back the same', () => {
+test('the bursts of a turn pack into one transferable buffer and read back the same', () => {
   const a: PackedEngineEvents = {
     workerId: 0xffff_ffff_ffff_fffen,
     meta: Uint32Array.from([1, 2, 3, 4, 5, 6, 7]),
@@ -91,30 +92,10 @@ test('the bursts of a turn and the counters changed up to them pack into one tra
     receivedAtMs: 86_400_123.456, // the clock's sub-millisecond part crosses too
   };
   const b: PackedEngineEvents = { ...a, workerId: 5n, meta: Uint32Array.from([9]), messages: 1, sequences: BigUint64Array.from([4n]), messageInfo: Uint32Array.from([2, 1]), droppedBlockSize: 0, receivedAtMs: 1 };
-  const counters = (workerId: bigint, dpRank: number, base: number, lastSequence: bigint | null): SourceStats => ({
-    source: { workerId, dpRank },
-    events: base + 1,
-    blocks: 2 ** 52 + base,
-    malformed: base + 2,
-    rejectedRanks: base + 3,
-    overflows: base + 4,
-    outOfOrder: base + 5,
-    refusedPeers: base + 6,
-    gaps: base + 7,
-    replays: base + 8,
-    resets: base + 9,
-    ignored: base + 10,
-    connections: 2,
-    lastSequence,
-  });
-  const stats = [
-    { id: 1, stats: [counters(0xffff_ffff_ffff_fffen, 0, 100, 0xffff_ffff_ffff_ffffn), counters(0xffff_ffff_ffff_fffen, 1, 200, null)] },
-    { id: 2, stats: [counters(5n, 3, 300, 0n)] },
-  ];
   const builder = new HandoffBuilder();
   builder.add(1, a, 6);
   builder.add(2, b, 1);
-  const h = builder.take(stats);
+  const h = builder.take();
   expect(builder.isEmpty).toBe(true);
   expect(burstBytes(a) % 8).toBe(0); // the next burst's 8-byte arrays stay aligned
   expect({ messages: h.messages, blocks: h.blocks, ids: h.bursts.map((x) => x.id) }).toEqual({ messages: 3, blocks: 7, ids: [1, 2] });
@@ -124,30 +105,56 @@ test('the bursts of a turn and the counters changed up to them pack into one tra
   const moved = structuredClone(own, { transfer: [own] });
   expect(own.byteLength).toBe(0); // moved, not copied
   const read = readHandoff(moved);
-  expect({ messages: read.messages, blocks: read.blocks, stats: read.stats }).toEqual({ messages: 3, blocks: 7, stats });
+  expect({ messages: read.messages, blocks: read.blocks }).toEqual({ messages: 3, blocks: 7 });
   expect(read.bursts.map((x) => [x.id, x.workerId])).toEqual([[1, a.workerId], [2, 5n]]);
   expect(unpackBurst(moved, read.bursts[0])).toEqual(a);
   expect(unpackBurst(moved, read.bursts[1])).toEqual(b);
-  expect(readHandoff(structuredClone(builder.take([]).buffer as ArrayBuffer))).toMatchObject({ bursts: [], stats: [], messages: 0 });
+  expect(readHandoff(structuredClone(builder.take().buffer as ArrayBuffer))).toMatchObject({ bursts: [], messages: 0 });
 
   // Into a ring, after a hand-off already there: read back from its region, as the main thread does.
   const ring = new HandoffRing(4096);
   ring.posted(0, 64);
   builder.add(1, a, 6);
   builder.add(2, b, 1);
-  const inRing = builder.take(stats, ring);
+  const inRing = builder.take(ring);
   expect({ buffer: inRing.buffer, base: inRing.base, length: inRing.length }).toEqual({ buffer: ring.data, base: 64, length: h.length });
   const mainSide = new HandoffRing({ data: ring.data, control: ring.control });
   const fromRing = readHandoff(mainSide.data, inRing.base, inRing.length);
-  expect({ messages: fromRing.messages, blocks: fromRing.blocks, stats: fromRing.stats }).toEqual({ messages: 3, blocks: 7, stats });
+  expect({ messages: fromRing.messages, blocks: fromRing.blocks }).toEqual({ messages: 3, blocks: 7 });
   expect(unpackBurst(mainSide.data, fromRing.bursts[0])).toEqual(a);
   expect(unpackBurst(mainSide.data, fromRing.bursts[1])).toEqual(b);
   // No room left before the unread one at 0: a buffer of its own again.
   ring.posted(inRing.base, 4096 - 64 - 8);
   builder.add(1, a, 6);
-  const outside = builder.take([], ring);
+  const outside = builder.take(ring);
   expect(outside.buffer).toBeInstanceOf(ArrayBuffer);
   expect(unpackBurst(outside.buffer, readHandoff(outside.buffer).bursts[0])).toEqual(a);
+});
+
+test('a subscription\'s counters, counted on one side of a board, read the same on the other (no message per change)', () => {
+  const ranks = { workerId: 0xffff_ffff_ffff_fffen, dpStartRank: 2, dpSize: 3 };
+  const thread = new StatsBoard(ranks);
+  const main = new StatsBoard(ranks, thread.shared);
+  expect(main.read()).toEqual([]); // nothing counted yet
+  expect(thread.record(1)).toBeUndefined(); // not a rank of the worker
+  expect(thread.record(5)).toBeUndefined();
+  const r2 = thread.record(2)!;
+  const r4 = thread.record(4)!;
+  r2.events += 3;
+  r2.blocks = 2 ** 52 + 1;
+  r2.gaps += 1;
+  r2.connections = 2;
+  r2.lastSequence = 0xffff_ffff_ffff_ffffn;
+  r4.malformed += 1;
+  r4.lastSequence = 0n;
+  r4.lastSequence = null;
+  const zero = { malformed: 0, rejectedRanks: 0, overflows: 0, outOfOrder: 0, refusedPeers: 0, gaps: 0, replays: 0, resets: 0, ignored: 0 };
+  expect(main.read()).toEqual([
+    { ...zero, source: { workerId: ranks.workerId, dpRank: 2 }, events: 3, blocks: 2 ** 52 + 1, gaps: 1, connections: 2, lastSequence: 0xffff_ffff_ffff_ffffn },
+    { ...zero, source: { workerId: ranks.workerId, dpRank: 4 }, events: 0, blocks: 0, malformed: 1, connections: 0, lastSequence: null },
+  ]);
+  // The live record reads what the board holds, as a counter is counted with +=.
+  expect({ events: r2.events, lastSequence: r2.lastSequence, source: r2.source }).toEqual({ events: 3, lastSequence: 0xffff_ffff_ffff_ffffn, source: { workerId: ranks.workerId, dpRank: 2 } });
 });
 
 test('the hand-off ring places a hand-off only where nothing unread lies, wraps, and frees what the main thread read', () => {

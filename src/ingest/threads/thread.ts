@@ -1,16 +1,18 @@
 // An ingest thread: runs KvEventSubscribers (the same code the main thread runs with
 // limits.ingestThreads 0) for the workers the main thread assigns to it, each owning its sockets,
-// decoding and hashing, and hands their bursts, resets, counters and warnings over its port. The
-// bursts of every socket in one turn of the thread travel as one hand-off (one copy, one postMessage,
-// one count in the shared bounds); anything else posted is preceded by the bursts before it (order).
+// decoding and hashing. A hosted subscription's bursts and resets go to its sink on this thread (the
+// host's: a pool applied here, ThreadData.host); any other's are handed over the port to the main
+// thread. The bursts of every socket in one turn of the thread travel as one hand-off (one copy, one
+// postMessage, one count in the shared bounds); anything else posted is preceded by the bursts
+// before it (order). Counters are not posted: they live in memory the main thread reads (StatsBoard).
 import { setTimeout as delay } from 'timers/promises';
 import { parentPort, workerData } from 'worker_threads';
-import { INGEST_HANDOFF_COALESCE_MS, INGEST_THREAD_EXIT_SETTLE_MS, INGEST_THREAD_STATS_DELAY_MS } from '../../config/defaults';
+import { INGEST_HANDOFF_COALESCE_MS, INGEST_THREAD_EXIT_SETTLE_MS } from '../../config/defaults';
 import { META_STRIDE, packedBlockCount } from '../../native';
 import { KvEventSubscriber } from '../subscriber';
-import { MESSAGE_INFO_STRIDE, type IngestLogger, type IngestSink, type PackedEngineEvents, type ResetReason, type SourceKey, type SourceStats } from '../types';
-import { burstBytes, FlowCounter, HandoffBuilder, HandoffRing, postHandoff, type ChangedStats, type HandoffSize } from './handoff';
-import type { FromThread, ThreadData, ToThread } from './protocol';
+import { MESSAGE_INFO_STRIDE, type IngestLogger, type IngestSink, type PackedEngineEvents, type ResetReason, type SourceKey } from '../types';
+import { burstBytes, FlowCounter, HandoffBuilder, HandoffRing, postHandoff, type HandoffSize } from './handoff';
+import type { FromThread, HostThread, ThreadData, ThreadHost, ToThread } from './protocol';
 
 if (!parentPort) throw new Error('the ingest thread runs as a worker thread');
 const port = parentPort;
@@ -31,15 +33,14 @@ interface Flow {
   held: Held[];
   /** When the first held burst was held (performance.now()). */
   heldSince: number;
+  /** The host's sink of a hosted subscription (undefined: its bursts are handed to the main thread). */
+  hosted: IngestSink | undefined;
 }
 const flows = new Map<number, Flow>();
 /** Polls held flows for room (a notify per taken hand-off would cost the main thread more). */
 let pollTimer: NodeJS.Timeout | undefined;
 /** How often a held flow checks for room. */
 const HELD_POLL_MS = 1;
-/** Subscriptions whose counters changed since they were last posted. */
-const changed = new Set<number>();
-let statsTimer: NodeJS.Timeout | undefined;
 let ending = false;
 /** This turn's bursts, handed off once the turn's sockets were read (or before anything else is posted). */
 const pending = new HandoffBuilder();
@@ -49,10 +50,43 @@ let lastHandoffAt = -Infinity;
 /** A burst pending was cut at the per-turn bound: its socket's next burst comes next turn. */
 let pendingCut = false;
 
-const post = (message: FromThread): void => {
+const post = (message: FromThread, transfer?: readonly ArrayBuffer[]): void => {
+  flushHost();
   handOff();
-  port.postMessage(message);
+  port.postMessage(message, transfer);
 };
+
+/** The host's messages of this turn, posted together at its end (or before anything else the thread posts: order). */
+let hostOutbox: unknown[] = [];
+let hostTransfer: ArrayBuffer[] = [];
+
+function postHost(message: unknown, transfer: readonly ArrayBuffer[] = []): void {
+  if (hostOutbox.length === 0) setImmediate(flushHost);
+  hostOutbox.push(message);
+  hostTransfer.push(...transfer);
+}
+
+function flushHost(): void {
+  if (hostOutbox.length === 0) return;
+  const messages = hostOutbox;
+  const transfer = hostTransfer;
+  hostOutbox = [];
+  hostTransfer = [];
+  port.postMessage({ type: 'host', messages } satisfies FromThread, transfer);
+}
+
+const host: ThreadHost | undefined = data.host === undefined ? undefined : loadHost(data.host);
+
+function loadHost(path: string): ThreadHost {
+  const thread: HostThread = {
+    post: postHost,
+    overflowed(source, batches) {
+      for (const subscriber of subscribers.values()) if (subscriber.config.workerId === source.workerId) subscriber.overflowed(source, batches);
+    },
+  };
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  return (require(path) as { createHost(thread: HostThread): ThreadHost }).createHost(thread);
+}
 
 const logger: IngestLogger = {
   warn(obj, msg) {
@@ -69,6 +103,7 @@ port.on('message', (m: ToThread) => {
   if (m.type === 'open') void open(m.id, m);
   else if (m.type === 'close') void close(m.id);
   else if (m.type === 'overflowed') subscribers.get(m.id)?.overflowed(m.source, m.batches);
+  else if (m.type === 'host') for (const message of m.messages) host?.receive(message);
   else if (m.type === 'exit') void end(0);
   else
     setImmediate(() => {
@@ -79,8 +114,6 @@ port.on('message', (m: ToThread) => {
 // A bug's uncaught error ends the thread (the main thread resets its sources and starts it again),
 // but only through end(): see there.
 const fatal = (err: unknown): void => {
-  // The main thread keeps a dead thread's last counters: these, not a throttled post's.
-  for (const id of subscribers.keys()) postStats(id);
   post({ type: 'fatal', message: err instanceof Error ? (err.stack ?? err.message) : String(err) });
   void end(1);
 };
@@ -103,19 +136,18 @@ async function end(code: number): Promise<void> {
   process.exit(code);
 }
 
-// Counters also change without a hand-off (a malformed message, a connection): posted periodically.
-setInterval(() => {
-  for (const id of subscribers.keys()) postStats(id);
-}, data.statsIntervalMs).unref();
-
 async function open(id: number, m: Extract<ToThread, { type: 'open' }>): Promise<void> {
   try {
-    const subscriber = new KvEventSubscriber(m.config, sinkOf(id), { ...m.options, logger });
+    let hosted: IngestSink | undefined;
+    if (m.hosted !== undefined) {
+      hosted = host?.sink(m.hosted);
+      if (!hosted) throw new Error(`the thread hosts no sink ${m.hosted}`);
+    }
+    const subscriber = new KvEventSubscriber(m.config, sinkOf(id), { ...m.options, stats: m.stats, logger });
     subscribers.set(id, subscriber);
-    flows.set(id, { counter: new FlowCounter(m.flow), held: [], heldSince: 0 });
+    flows.set(id, { counter: new FlowCounter(m.flow), held: [], heldSince: 0, hosted });
     await subscriber.start();
     post({ type: 'opened', id, endpoints: subscriber.endpoints() });
-    postStats(id);
   } catch (err) {
     subscribers.delete(id);
     flows.delete(id);
@@ -127,7 +159,6 @@ async function close(id: number): Promise<void> {
   const subscriber = subscribers.get(id);
   subscribers.delete(id);
   flows.delete(id);
-  changed.delete(id);
   await subscriber?.close();
   post({ type: 'closed', id });
 }
@@ -142,13 +173,11 @@ function sinkOf(id: number): IngestSink {
       const size = { messages: b.messages, blocks, bytes: burstBytes(b) };
       if (flow.held.length > 0 || !flow.counter.fits(size, data.bounds, activeFlows())) hold(id, flow, { kind: 'burst', b: copyBurst(b), size });
       else pass(id, flow, b, size);
-      statsChanged(id);
     },
     reset(source, reason) {
       const flow = flows.get(id);
       if (flow && flow.held.length > 0) flow.held.push({ kind: 'reset', source, reason });
-      else post({ type: 'reset', id, source, reason });
-      statsChanged(id);
+      else if (flow) resetSource(id, flow, source, reason);
     },
   };
 }
@@ -160,8 +189,22 @@ function activeFlows(): number {
   return n;
 }
 
-/** Adds subscription `id`'s burst to this turn's hand-off and counts it in flight. */
+/** A reset in order with the subscription's bursts: to its hosted sink, or to the main thread. */
+function resetSource(id: number, flow: Flow, source: SourceKey, reason: ResetReason): void {
+  if (!flow.hosted) return post({ type: 'reset', id, source, reason });
+  try {
+    flow.hosted.reset(source, reason);
+  } catch (err) {
+    subscribers.get(id)?.warn({ dpRank: source.dpRank, reason, err: String(err) }, 'KV-event sink failed to reset a source');
+  }
+}
+
+/**
+ * Subscription `id`'s burst, counted in flight until its sink applied it: applied here by a hosted
+ * sink, or added to this turn's hand-off.
+ */
 function pass(id: number, flow: Flow, b: PackedEngineEvents, size: HandoffSize): void {
+  if (flow.hosted) return passHosted(id, flow, flow.hosted, b, size);
   // A hand-off never holds more than the bounds allow in flight (unless one burst alone does).
   const { bounds } = data;
   if (pending.messages + b.messages > bounds.maxMessages || pending.blocks + size.blocks > bounds.maxBlocks || pending.bytes + size.bytes > bounds.maxBytes) handOff();
@@ -175,6 +218,21 @@ function pass(id: number, flow: Flow, b: PackedEngineEvents, size: HandoffSize):
     const wait = lastHandoffAt + INGEST_HANDOFF_COALESCE_MS - performance.now();
     if (wait > 0) setTimeout(turnEnded, wait);
     else setImmediate(turnEnded);
+  }
+}
+
+/** A hosted subscription's burst to its sink, in flight (in its flow's count) until the sink applied it. */
+function passHosted(id: number, flow: Flow, sink: IngestSink, b: PackedEngineEvents, size: HandoffSize): void {
+  const { counter } = flow;
+  counter.add(size);
+  let applied: void | Promise<void> = undefined;
+  try {
+    applied = sink.events(b);
+  } catch (err) {
+    subscribers.get(id)?.warn({ err: String(err) }, 'KV-event sink rejected a batch');
+  } finally {
+    if (applied) void applied.finally(() => counter.taken(size));
+    else counter.taken(size);
   }
 }
 
@@ -203,7 +261,7 @@ function pollHeld(): void {
       if (item.kind === 'burst' && !flow.counter.fits(item.size, data.bounds, activeFlows())) break;
       flow.held.shift();
       if (item.kind === 'reset') {
-        post({ type: 'reset', id, source: item.source, reason: item.reason });
+        resetSource(id, flow, item.source, item.reason);
         continue;
       }
       pass(id, flow, item.b, item.size);
@@ -227,7 +285,7 @@ function dropHeld(id: number, flow: Flow): void {
   const dropped = new Map<string, SourceKey>();
   for (const item of held) {
     if (item.kind === 'reset') {
-      post({ type: 'reset', id, source: item.source, reason: item.reason });
+      resetSource(id, flow, item.source, item.reason);
       continue;
     }
     for (let i = 0; i < item.b.messages; i++) {
@@ -270,36 +328,5 @@ function handOff(): void {
   pendingCut = false;
   if (pending.isEmpty) return;
   lastHandoffAt = performance.now();
-  const h = pending.take(changedStats(), ring);
-  postHandoff(port, h, ring);
-}
-
-/**
- * The counters changed since they were last posted, taken now: they travel with a hand-off, so a
- * scrape that sees a burst's effect (a delta) also sees every count before it (e.g. the malformed
- * messages the same socket delivered earlier), not 20 ms later.
- */
-function changedStats(): ChangedStats[] {
-  const stats: ChangedStats[] = [];
-  for (const id of changed) {
-    const subscriber = subscribers.get(id);
-    if (subscriber) stats.push({ id, stats: subscriber.stats() });
-  }
-  changed.clear();
-  return stats;
-}
-
-function statsChanged(id: number): void {
-  changed.add(id);
-  // Throttled, and always after the bursts that changed them: a burst's counters follow it on the port.
-  statsTimer ??= setTimeout(() => {
-    statsTimer = undefined;
-    for (const changedId of changed) postStats(changedId);
-    changed.clear();
-  }, INGEST_THREAD_STATS_DELAY_MS);
-}
-
-function postStats(id: number): void {
-  const subscriber = subscribers.get(id);
-  if (subscriber) post({ type: 'stats', id, stats: subscriber.stats() });
+  postHandoff(port, pending.take(ring), ring);
 }

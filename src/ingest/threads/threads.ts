@@ -1,11 +1,13 @@
 // The main thread's ingest threads (limits.ingestThreads). Each engine worker's subscription runs on
-// the thread its id shards to (shard.ts), which owns its sockets, decoding and hashing; the decoded
-// bursts come back to the main thread, where the pool state stays single-writer. A thread that dies
-// (an uncaught error or rejection in it) is logged at error and counted, every source it owned is
-// reset, and it is started again with the same subscriptions, which resubscribe and replay. Threads
-// start with their first subscription and end when closed. A thread is never terminate()d: zeromq.js
-// aborts the process when a thread ends with a receive pending (thread.ts), so a thread always ends
-// itself after closing its sockets.
+// one thread, which owns its sockets, decoding and hashing: a hosted subscription on the thread of
+// its sink (the host's, e.g. a pool applied on that thread: protocol.ts), any other on the thread its
+// id shards to (shard.ts), its decoded bursts handed back to the main thread. A thread that dies (an
+// uncaught error or rejection in it) is logged at error and counted, and started again: its
+// subscriptions that deliver to the main thread are reset and reopened there, and resubscribe and
+// replay; its host's sinks died with it (the host hears it), and their subscriptions stay closed
+// until their owner replaces them. Threads start with their first subscription or host message and
+// end when closed. A thread is never terminate()d: zeromq.js aborts the process when a thread ends
+// with a receive pending (thread.ts), so a thread always ends itself after closing its sockets.
 import type { Worker } from 'worker_threads';
 import {
   INGEST_HANDOFF_MAX_BLOCKS,
@@ -17,7 +19,6 @@ import {
   INGEST_HANDOFF_WAIT_MS,
   INGEST_THREAD_CLOSE_TIMEOUT_MS,
   INGEST_THREAD_RESTART_MS,
-  INGEST_THREAD_STATS_MS,
 } from '../../config/defaults';
 import type { IngestSink, KvEventEndpointConfig, KvEventSubscription } from '../types';
 import { handedOffSize, HandoffRing, readHandoff, type Handoff, type HandoffBounds } from './handoff';
@@ -31,8 +32,25 @@ export interface IngestThreadsOptions {
   logger: SubscriptionHost['logger'];
   /** Hand-off bounds per thread (defaults: an even share of INGEST_HANDOFF_MAX_MESSAGES, _BLOCKS, _BYTES; INGEST_HANDOFF_WAIT_MS). */
   handoff?: Partial<HandoffBounds>;
-  statsIntervalMs?: number;
   restartDelayMs?: number;
+  /** A host every thread runs (protocol.ts ThreadHost), and its main-thread side. */
+  host?: ThreadsHost;
+}
+
+/** The main thread's side of the threads' host. */
+export interface ThreadsHost {
+  /** Its module on the threads (ThreadData.host). */
+  module: string;
+  /** A message of the host on thread `thread`. */
+  receive(thread: number, message: unknown): void;
+  /** Thread `thread` died, with every sink its host had (its restart starts the host afresh). */
+  died(thread: number): void;
+}
+
+/** Where a hosted subscription runs: its thread, and the host's sink there. */
+export interface HostedSink {
+  thread: number;
+  sink: number;
 }
 
 export class IngestThreads {
@@ -43,9 +61,25 @@ export class IngestThreads {
     this.threads = Array.from({ length: options.threads }, (_, index) => new IngestThread(index, options));
   }
 
-  /** A worker's subscription, run on its thread once started. */
-  subscribe(config: KvEventEndpointConfig, sink: IngestSink, options: ThreadSubscriberOptions = {}): KvEventSubscription {
-    return new ThreadSubscription(this.threads[threadOf(config.workerId, this.threads.length)], config, sink, options);
+  get count(): number {
+    return this.threads.length;
+  }
+
+  /**
+   * A worker's subscription, run on its thread once started: its bursts and resets go to `sink` on
+   * the main thread, or with `hosted` to the host's sink on that sink's thread (`sink` unused).
+   */
+  subscribe(config: KvEventEndpointConfig, sink: IngestSink, options: ThreadSubscriberOptions = {}, hosted?: HostedSink): KvEventSubscription {
+    const thread = this.threads[hosted ? hosted.thread : threadOf(config.workerId, this.threads.length)];
+    return new ThreadSubscription(thread, config, sink, options, hosted?.sink);
+  }
+
+  /**
+   * A message to the host on `thread`, in order with the subscriptions' messages; while the thread
+   * restarts it waits for the restarted host (which has none of the dead one's sinks).
+   */
+  sendHost(thread: number, message: unknown, transfer?: readonly ArrayBuffer[]): void {
+    this.threads[thread].sendHost(message, transfer);
   }
 
   /** Thread deaths so far (each followed by a restart). */
@@ -55,7 +89,7 @@ export class IngestThreads {
 
   /** @internal Test hook: the thread of a worker's subscription dies of an uncaught error. */
   crash(workerId: bigint): void {
-    this.threads[threadOf(workerId, this.threads.length)].crash();
+    this.threads.find((t) => t.runs(workerId))?.crash();
   }
 
   /** Closes every subscription, then ends the threads. */
@@ -71,6 +105,9 @@ class IngestThread implements SubscriptionHost {
   readonly restartDelayMs: number;
   private readonly subscriptions = new Map<number, ThreadSubscription>();
   private readonly releasing = new Map<number, () => void>();
+  /** Host messages sent in this turn, posted together (before any other message: order), or kept while the thread is down. */
+  private hostOutbox: unknown[] = [];
+  private hostTransfer: ArrayBuffer[] = [];
   private restartTimer: NodeJS.Timeout | undefined;
   private closing = false;
 
@@ -126,6 +163,30 @@ class IngestThread implements SubscriptionHost {
     this.post({ type: 'crash' });
   }
 
+  /** Whether a subscription of the worker runs here. */
+  runs(workerId: bigint): boolean {
+    return [...this.subscriptions.values()].some((s) => s.config.workerId === workerId);
+  }
+
+  sendHost(message: unknown, transfer: readonly ArrayBuffer[] = []): void {
+    if (this.closing) return;
+    if (this.hostOutbox.length === 0) queueMicrotask(() => this.flushHost());
+    this.hostOutbox.push(message);
+    this.hostTransfer.push(...transfer);
+    if (!this.worker && !this.restartTimer) this.start();
+  }
+
+  /** Posts the host messages sent so far (kept while the thread is down: its next start posts them first). */
+  private flushHost(): void {
+    const worker = this.worker;
+    if (!worker || this.hostOutbox.length === 0) return;
+    const messages = this.hostOutbox;
+    const transfer = this.hostTransfer;
+    this.hostOutbox = [];
+    this.hostTransfer = [];
+    worker.postMessage({ type: 'host', messages } satisfies ToThread, transfer);
+  }
+
   private start(): void {
     const bounds = {
       maxMessages: Math.max(1, Math.floor(INGEST_HANDOFF_MAX_MESSAGES / this.options.threads)),
@@ -142,8 +203,8 @@ class IngestThread implements SubscriptionHost {
     const worker = spawnThread({
       ring: { data: ring.data, control: ring.control },
       bounds,
-      statsIntervalMs: this.options.statsIntervalMs ?? INGEST_THREAD_STATS_MS,
       closeTimeoutMs: INGEST_THREAD_CLOSE_TIMEOUT_MS,
+      ...(this.options.host ? { host: this.options.host.module } : {}),
     });
     this.worker = worker;
     worker.on('message', (m: FromThread) => {
@@ -152,17 +213,21 @@ class IngestThread implements SubscriptionHost {
     // E.g. out of memory; an uncaught error in the thread's code arrives as 'fatal' instead.
     worker.on('error', (err) => this.logger.error({ thread: this.index, err: err.message }, 'ingest thread failed'));
     worker.on('exit', (code) => this.exited(worker, code));
-    for (const s of this.subscriptions.values()) this.post(s.openMessage());
+    // The host's sinks first: subscriptions name them.
+    this.flushHost();
+    for (const s of this.subscriptions.values()) if (!s.orphaned) this.post(s.openMessage());
   }
 
   private dispatch(m: FromThread, ring: HandoffRing): void {
     if (m.type === 'warn') return this.logger.warn(m.obj, m.msg);
     if (m.type === 'fatal') return this.logger.error({ thread: this.index, err: m.message }, 'ingest thread failed');
+    if (m.type === 'host') {
+      for (const message of m.messages) this.options.host?.receive(this.index, message);
+      return;
+    }
     if (m.type === 'events') {
       try {
-        const h = readHandoff(m.buffer ?? ring.data, m.base, m.length);
-        for (const { id, stats } of h.stats) this.subscriptions.get(id)?.received({ type: 'stats', id, stats });
-        return this.take(h);
+        return this.take(readHandoff(m.buffer ?? ring.data, m.base, m.length));
       } finally {
         // Every burst's sink copied what it keeps (IngestSink.events): the region may be written again.
         if (!m.buffer) ring.read(m.base + m.length);
@@ -206,10 +271,11 @@ class IngestThread implements SubscriptionHost {
       { thread: this.index, exitCode: code, workers: [...this.subscriptions.values()].map((s) => String(s.config.workerId)) },
       'ingest thread died: its sources are reset and it is started again',
     );
+    this.options.host?.died(this.index);
     for (const s of this.subscriptions.values()) s.threadDied();
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;
-      if (!this.closing && !this.worker && this.subscriptions.size > 0) this.start();
+      if (!this.closing && !this.worker && (this.hostOutbox.length > 0 || [...this.subscriptions.values()].some((s) => !s.orphaned))) this.start();
     }, this.restartDelayMs);
   }
 
@@ -218,6 +284,7 @@ class IngestThread implements SubscriptionHost {
   }
 
   private post(m: ToThread): void {
+    this.flushHost();
     this.worker?.postMessage(m);
   }
 }
