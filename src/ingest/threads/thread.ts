@@ -7,8 +7,8 @@
 // before it (order). Counters are not posted: they live in memory the main thread reads (StatsBoard).
 import { setTimeout as delay } from 'timers/promises';
 import { parentPort, workerData } from 'worker_threads';
-import { INGEST_HANDOFF_COALESCE_MS, INGEST_THREAD_EXIT_SETTLE_MS } from '../../config/defaults';
-import { META_STRIDE, packedBlockCount } from '../../native';
+import { INGEST_HANDOFF_COALESCE_MS, INGEST_THREAD_EXIT_SETTLE_MS, INGEST_THREAD_NAME } from '../../config/defaults';
+import { META_STRIDE, packedBlockCount, setThreadName } from '../../native';
 import { KvEventSubscriber } from '../subscriber';
 import { MESSAGE_INFO_STRIDE, type IngestLogger, type IngestSink, type PackedEngineEvents, type ResetReason, type SourceKey } from '../types';
 import { burstBytes, FlowCounter, HandoffBuilder, HandoffRing, postHandoff, type HandoffSize } from './handoff';
@@ -19,6 +19,7 @@ const port = parentPort;
 const data = workerData as ThreadData;
 const ring = new HandoffRing(data.ring);
 const subscribers = new Map<number, KvEventSubscriber>();
+setThreadName(INGEST_THREAD_NAME);
 
 /** What a subscription decoded while it waited for room, in order (a reset keeps its place behind its bursts). */
 type Held = { kind: 'burst'; b: PackedEngineEvents; size: HandoffSize } | { kind: 'reset'; source: SourceKey; reason: ResetReason };
