@@ -319,6 +319,7 @@ export const engineDecodeSlots: {
   readonly ignored: number;
   readonly droppedBlockSize: number;
   readonly droppedNoCompleteBlock: number;
+  readonly lastDroppedBlockSize: number;
   readonly needMeta: number;
   readonly needWords: number;
   readonly count: number;

@@ -9,8 +9,8 @@ import { DEFAULT_READY_WAIT_MS, GlobalRouter, POLICY_NAMES, policyByName, type D
 import { waitReady } from './router/ready';
 
 export const USAGE =
-  'usage: global-router --dc NAME=HOST:PORT [--dc NAME=HOST:PORT …] --model NAME [--policy kv-aware|load-only|random|round-robin]\n' +
-  `                     [--prefix-weight W] [--load-weight W] [--wait-ms N] [--subscriber-id ID] ${CLIENT_TLS_USAGE}\n` +
+  `usage: global-router --dc NAME=HOST:PORT[/RTT_MS] [--dc …] --model NAME [--policy ${POLICY_NAMES.join('|')}]\n` +
+  `                     [--prefill-tokens-per-ms N] [--wait-ms N] [--subscriber-id ID] ${CLIENT_TLS_USAGE}\n` +
   '                     (requests: JSON lines on stdin; the TLS flags apply to every DC\'s relay)';
 
 class UsageError extends Error {}
@@ -21,8 +21,7 @@ interface CliOptions {
   dcs: DcTarget[];
   model: string;
   policy: PolicyName;
-  prefixWeight?: number;
-  loadWeight?: number;
+  prefillTokensPerMs?: number;
   waitMs: number;
   subscriberId: string;
   tls?: ClientTlsOptions;
@@ -36,8 +35,7 @@ export function parseCli(argv: string[]): CliOptions {
       dc: { type: 'string', multiple: true },
       model: { type: 'string' },
       policy: { type: 'string' },
-      'prefix-weight': { type: 'string' },
-      'load-weight': { type: 'string' },
+      'prefill-tokens-per-ms': { type: 'string' },
       'wait-ms': { type: 'string' },
       'subscriber-id': { type: 'string' },
       ...CLIENT_TLS_FLAGS,
@@ -58,8 +56,7 @@ export function parseCli(argv: string[]): CliOptions {
     dcs: values.dc.map(parseDc),
     model: values.model,
     policy: policy as PolicyName,
-    prefixWeight: optionalNumber('--prefix-weight', values['prefix-weight']),
-    loadWeight: optionalNumber('--load-weight', values['load-weight']),
+    prefillTokensPerMs: optionalNumber('--prefill-tokens-per-ms', values['prefill-tokens-per-ms']),
     waitMs: optionalNumber('--wait-ms', values['wait-ms']) ?? DEFAULT_READY_WAIT_MS,
     subscriberId: values['subscriber-id'] ?? 'global-router',
     ...(tls ? { tls } : {}),
@@ -67,9 +64,9 @@ export function parseCli(argv: string[]): CliOptions {
 }
 
 function parseDc(text: string): DcTarget {
-  const m = /^([^=\s]+)=(\S+:\d+)$/.exec(text);
-  if (!m) throw new UsageError(`--dc ${JSON.stringify(text)} is not NAME=HOST:PORT`);
-  return { name: m[1], address: m[2] };
+  const m = /^([^=\s]+)=([^\s/]+:\d+)(?:\/(\d+(?:\.\d+)?))?$/.exec(text);
+  if (!m) throw new UsageError(`--dc ${JSON.stringify(text)} is not NAME=HOST:PORT[/RTT_MS]`);
+  return { name: m[1], address: m[2], ...(m[3] !== undefined ? { rttMs: Number(m[3]) } : {}) };
 }
 
 function optionalNumber(flag: string, text: string | undefined): number | undefined {
@@ -102,9 +99,12 @@ export function decisionJson(decision: Decision): object {
     poolKey: c.poolKey,
     matchedTokens: c.matchedTokens,
     promptTokens: c.promptTokens,
-    inflight: c.inflight,
+    ranks: c.ranks,
     capacity: c.capacity,
     kvUsage: c.kvUsage,
+    rttMs: c.rttMs,
+    inflight: c.inflight,
+    pendingPrefillTokens: c.pendingPrefillTokens,
     lastResort: c.lastResort,
   });
   return {
@@ -128,7 +128,7 @@ export async function main(argv: string[], io: { stdin: NodeJS.ReadableStream; s
     dcs: options.dcs,
     subscriberId: options.subscriberId,
     ...(options.tls ? { client: { tls: options.tls } } : {}),
-    policy: policyByName(options.policy, { prefixWeight: options.prefixWeight, loadWeight: options.loadWeight }),
+    policy: policyByName(options.policy, { prefillTokensPerMs: options.prefillTokensPerMs }),
   });
   router.on('replicaInvalidated', (dc, e) => io.stderr.write(`global-router: ${dc}: replica of ${e.poolKey} invalidated (${e.reason})\n`));
   router.start();
@@ -139,7 +139,8 @@ export async function main(argv: string[], io: { stdin: NodeJS.ReadableStream; s
     for await (const line of createInterface({ input: io.stdin })) {
       if (line.trim() === '') continue;
       try {
-        const decision = router.route(parseRequestLine(line, options.model));
+        const request = parseRequestLine(line, options.model);
+        const decision = router.route(request);
         decision.release(); // the CLI only decides; a forwarding router releases when the response ends
         io.stdout.write(`${JSON.stringify(decisionJson(decision))}\n`);
       } catch (err) {

@@ -698,6 +698,7 @@ void BatchDecoder::FinishStored(const Event& ev) {
   const uint32_t bs = options_.kvBlockSize;
   if (blockSize_ != bs) {
     summary_.droppedBlockSize += 1;
+    summary_.lastDroppedBlockSize = blockSize_;
     return;
   }
   // Too few tokens for some blocks: the event stops at the first incomplete block, like Dynamo.

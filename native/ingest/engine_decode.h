@@ -45,6 +45,7 @@ struct DecodeSummary {
   uint64_t ignored;
   uint64_t droppedBlockSize;
   uint64_t droppedNoCompleteBlock;
+  uint32_t lastDroppedBlockSize;  // block_size of the last store dropped for it (0: none): what the engine sends
 };
 
 class BatchDecoder {

@@ -5,7 +5,7 @@
 import { Command, Option } from 'commander';
 import * as fs from 'fs';
 import * as path from 'path';
-import { DEFAULT_BIND, QUERY_TIMEOUT_MS } from '../config/defaults';
+import { DEFAULT_BIND, QUERY_TIMEOUT_MS, STATUS_TIMEOUT_MS } from '../config/defaults';
 import { MAX_ETCD_LEASE_TTL_S, MIN_ETCD_LEASE_TTL_S } from '../config/limits';
 import { packageRoot } from '../native/addon';
 import type { CliIo } from './io';
@@ -122,6 +122,14 @@ export function buildProgram(io: CliIo, finish: (code: number) => void): Command
       .option('--etcd <host:port,...>', 'find the relay shards in etcd (with --prefix)')
       .option('--prefix <prefix>', 'etcd key prefix of the relay shards'),
   ).action(async (addresses: string | undefined, flags) => run((await import('./query')).runQuery(addresses, flags, io)));
+
+  program
+    .command('status')
+    .description("a relay's status: per source its connection, last sequence, last event, gaps, resets and drops; per pool its blocks, filter load, subscribers and delta p99; its warnings")
+    .argument('<relay>', "HOST:PORT of the relay's metrics listener (metricsBind), whose /status it reads")
+    .option('--json', 'print the status document (JSON) instead of tables')
+    .option('--timeout-ms <ms>', 'how long to wait for the answer', integerOption(1), STATUS_TIMEOUT_MS)
+    .action(async (address: string, flags) => run((await import('./status')).runStatus(address, flags, io)));
 
   program
     .command('register')

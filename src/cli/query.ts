@@ -6,9 +6,10 @@ import { QUERY_SETTLE_MS, QUERY_TIMEOUT_MS } from '../config/defaults';
 import { MAX_U32 } from '../config/limits';
 import { ShardedRelayClient, type QueryRequest, type QueryResult } from '../client';
 import { EtcdShardAddresses } from '../discovery/shard-addresses';
-import { buildNameIndex, resolveName } from '../client/name-index';
+import { buildNameIndex, resolveName, type Binding } from '../client/name-index';
 import { queryPoolView } from '../client/views';
 import type { ClientTlsOptions } from '../security/client-tls';
+import type { KvPoolDescriptor } from '../wire/types';
 import { clientTls, connectionCause, EXIT, parseRelayAddresses, UsageError, type TlsOptionValues } from './usage';
 import type { CliIo } from './io';
 
@@ -41,6 +42,8 @@ export interface QueryOptions extends QueryRequest {
 
 export interface QueryOutcome {
   result: QueryResult;
+  /** What the catalog serves (to name it when the model or adapter is unknown); undefined without a catalog. */
+  served: ServedModel[] | undefined;
   /** Per relay address, the last connection failure seen (gRPC's message), when the answer is incomplete. */
   failures: Map<string, string>;
 }
@@ -67,11 +70,14 @@ export async function queryRelay(options: QueryOptions): Promise<QueryOutcome> {
   try {
     const result = await new Promise<QueryResult>((resolve) => {
       let settle: NodeJS.Timeout | undefined;
+      // Closing the client after the answer may emit 'changed' once more: no settle timer then.
+      let done = false;
       const complete = (result: QueryResult): boolean =>
         result.kind === 'ok'
           ? client.readiness() !== undefined && client.load() !== undefined && result.pools.every((p) => p.matchedBlocks !== null)
           : result.kind !== 'noCatalog';
       const finish = (result: QueryResult) => {
+        done = true;
         clearTimeout(timer);
         clearTimeout(settle);
         resolve(result);
@@ -83,22 +89,61 @@ export async function queryRelay(options: QueryOptions): Promise<QueryOutcome> {
       };
       const timer = setTimeout(() => finish(client.query(request)), options.timeoutMs ?? QUERY_TIMEOUT_MS);
       client.on('changed', () => {
-        if (settle === undefined && complete(client.query(request))) settle = setTimeout(settled, QUERY_SETTLE_MS);
+        if (!done && settle === undefined && complete(client.query(request))) settle = setTimeout(settled, QUERY_SETTLE_MS);
       });
       client.start();
     });
-    return { result, failures };
+    const catalog = client.catalog();
+    return { result, failures, served: catalog && servedModels(catalog.pools.map((p) => p.descriptor)) };
   } finally {
     client.close();
   }
 }
 
-export function formatQueryResult(model: string, result: QueryResult): string {
+/** A base model the catalog serves, with its aliases and the LoRA adapters served on it. */
+export interface ServedModel {
+  model: string;
+  aliases: string[];
+  adapters: string[];
+}
+
+/** Every base model of the catalog's registrations (sorted), each with its aliases and adapters. */
+export function servedModels(pools: readonly KvPoolDescriptor[]): ServedModel[] {
+  const byBase = new Map<string, { aliases: Set<string>; adapters: Set<string> }>();
+  const entry = (base: string) => byBase.get(base) ?? byBase.set(base, { aliases: new Set(), adapters: new Set() }).get(base)!;
+  for (const r of pools.flatMap((p) => p.registrations)) {
+    if (r.target?.base) for (const alias of r.aliases) entry(r.target.base.baseModel).aliases.add(alias);
+    else if (r.target?.lora) entry(r.target.lora.baseModel).adapters.add(r.target.lora.adapter);
+  }
+  return [...byBase.entries()]
+    .sort(([a], [b]) => a.localeCompare(b))
+    .map(([model, e]) => ({ model, aliases: [...e.aliases].sort(), adapters: [...e.adapters].sort() }));
+}
+
+/** The answer has no pool because no pool serves the requested adapter on the resolved base model. */
+function unknownAdapter(result: QueryResult, lora: string | undefined): Binding | undefined {
+  return result.kind === 'ok' && result.pools.length === 0 && lora !== undefined && result.binding.adapter === undefined ? result.binding : undefined;
+}
+
+function servedText(served: ServedModel[] | undefined): string {
+  if (!served || served.length === 0) return 'the catalog serves no model';
+  const model = (m: ServedModel) => `${m.model}${m.aliases.length ? ` (aliases ${m.aliases.join(', ')})` : ''}`;
+  return `served: ${served.map(model).join('; ')}`;
+}
+
+function adaptersText(served: ServedModel[] | undefined, base: string): string {
+  const adapters = served?.find((m) => m.model === base)?.adapters ?? [];
+  return adapters.length ? `adapters served on ${base}: ${adapters.join(', ')}` : `no LoRA adapter is served on ${base}`;
+}
+
+export function formatQueryResult(model: string, result: QueryResult, lora?: string, served?: ServedModel[]): string {
+  const base = unknownAdapter(result, lora);
+  if (base) return `LoRA adapter ${JSON.stringify(lora)} is not served on ${base.baseModel}; ${adaptersText(served, base.baseModel)}\n`;
   switch (result.kind) {
     case 'noCatalog':
       return 'no catalog received from the relay\n';
     case 'unknownModel':
-      return `model ${JSON.stringify(model)} is not served by any pool in the catalog\n`;
+      return `model ${JSON.stringify(model)} is not served by any pool in the catalog; ${servedText(served)}\n`;
     case 'ambiguousModel':
       return `model name ${JSON.stringify(model)} is ambiguous (${result.bindings.map((b) => b.canonicalModelId).join(', ')}); omitted fail-closed\n`;
     case 'loraMismatch':
@@ -116,7 +161,10 @@ export function formatQueryResult(model: string, result: QueryResult): string {
   }
 }
 
-export function queryResultJson(model: string, result: QueryResult): object {
+export function queryResultJson(model: string, result: QueryResult, lora?: string, served?: ServedModel[]): object {
+  const base = unknownAdapter(result, lora);
+  if (base) return { model, lora, error: 'unknownAdapter', binding: base, served: served ?? [] };
+  if (result.kind === 'unknownModel') return { model, error: result.kind, served: served ?? [] };
   if (result.kind !== 'ok') return { model, error: result.kind, ...(result.kind === 'ambiguousModel' ? { candidates: result.bindings } : {}) };
   return { model, binding: result.binding, pools: result.pools.map(queryPoolView) };
 }
@@ -158,7 +206,7 @@ function unreachable(outcome: QueryOutcome): string {
   return failures.map(([address, message]) => `${address}: ${connectionCause(message)}`).join('; ');
 }
 
-/** `kv-dc-relay query`: 0 = answered, 1 = no answer (unreachable, no catalog, unknown or ambiguous model). */
+/** `kv-dc-relay query`: 0 = answered, 1 = no answer (unreachable, no catalog, unknown or ambiguous model, unknown adapter). */
 export async function runQuery(addresses: string | undefined, flags: QueryFlags, io: CliIo): Promise<number> {
   const options = await queryOptions(addresses, flags);
   const outcome = await queryRelay(options);
@@ -171,6 +219,9 @@ export async function runQuery(addresses: string | undefined, flags: QueryFlags,
     io.stderr.write(`kv-dc-relay query: no answer from ${where} within ${options.timeoutMs} ms: ${cause}\n`);
     return EXIT.failure;
   }
-  io.stdout.write(flags.json ? `${JSON.stringify(queryResultJson(options.model, result))}\n` : formatQueryResult(options.model, result));
-  return result.kind === 'ok' ? EXIT.ok : EXIT.failure;
+  const { lora } = options;
+  io.stdout.write(
+    flags.json ? `${JSON.stringify(queryResultJson(options.model, result, lora, outcome.served))}\n` : formatQueryResult(options.model, result, lora, outcome.served),
+  );
+  return result.kind === 'ok' && unknownAdapter(result, lora) === undefined ? EXIT.ok : EXIT.failure;
 }

@@ -2,14 +2,17 @@
 // (Options and help: program.ts.)
 //
 // Process contract (relay-config.md): JSON-lines logs on stderr, `{"msg":"listening","address":…}`
-// once the gRPC listener is bound; a config error is one line `FILE: field.path: problem` and exit
-// 2; SIGINT/SIGTERM shut down (health NOT_SERVING, streams end, connections closed) and exit 0
-// within 5 s. The config file is watched; valid changes to `endpoints` apply live.
+// once the gRPC and metrics listeners are bound; a config error is one line `FILE: field.path:
+// problem` and exit 2; a listener that cannot bind (a port in use) is one line `kv-dc-relay serve:
+// cannot listen on ADDRESS (gRPC|metrics): cause` and exit 1, before any engine was dialled;
+// SIGINT/SIGTERM shut down (health NOT_SERVING, streams end, connections closed) and exit 0 within
+// 5 s. The config file is watched; valid changes to `endpoints` apply live.
 import * as v8 from 'v8';
 import { EVENT_LOOP_SLICE_US, GC_HEAP_GROWING_PERCENT, SHUTDOWN_DEADLINE_MS } from '../config/defaults';
 import { ConfigError } from '../config/errors';
 import { createLogger } from '../log';
 import { setThreadSlice } from '../native';
+import { ListenError } from '../server/listen-error';
 import { startRelay, type RunningRelay } from '../server/start-relay';
 import type { CliIo } from './io';
 import { EXIT } from './usage';
@@ -52,6 +55,10 @@ export async function runServe(flags: ServeFlags, io: CliIo): Promise<number> {
     if (err instanceof ConfigError) {
       io.stderr.write(`${err.message}\n`);
       return EXIT.usage;
+    }
+    if (err instanceof ListenError) {
+      io.stderr.write(`kv-dc-relay serve: ${err.message}\n`);
+      return EXIT.failure;
     }
     logger.fatal({ err: (err as Error).message }, 'relay failed to start');
     return EXIT.failure;

@@ -255,6 +255,26 @@ function stripUndefined<T extends object>(group: Partial<T> | undefined): Partia
   return Object.fromEntries(Object.entries(group).filter(([, v]) => v !== undefined)) as Partial<T>;
 }
 
+// --- Diagnostics and the status view (src/diagnostics; docs: operations) ---
+/** How often the diagnostics sample sources and pools (and so the resolution of an event's age). */
+export const DIAGNOSTICS_INTERVAL_MS = 1_000;
+/** A source without a connection this long after its start or after a loss is warned about. */
+export const DIAGNOSTICS_NOT_CONNECTED_MS = 10_000;
+/** A pool still empty this long after its engines began to publish is warned about. */
+export const DIAGNOSTICS_POOL_EMPTY_MS = 10_000;
+/** A block-size mismatch stays active (status, gauge) this long after the last store it dropped. */
+export const DIAGNOSTICS_BLOCK_SIZE_HOLD_MS = 60_000;
+/** A warning that still holds is said again at most this often. */
+export const DIAGNOSTICS_REPEAT_MS = 600_000;
+/** Warnings of one kind said in one round; the rest are one summary line (the status view lists them all). */
+export const DIAGNOSTICS_MAX_LINES_PER_ROUND = 10;
+/** A pool's delta latency p99 in the status view is over at most this many recent deltas... */
+export const DELTA_LATENCY_RECENT_SAMPLES = 512;
+/** ...published within this long. */
+export const DELTA_LATENCY_RECENT_MS = 60_000;
+/** How long `kv-dc-relay status` waits for the relay's answer. */
+export const STATUS_TIMEOUT_MS = 5_000;
+
 // --- etcd discovery and relay shards (README "Discovery from etcd", "Relay shards") ---
 /** Lease TTL of a relay shard (its address and pool claims) and of a registered worker entry. */
 export const DEFAULT_ETCD_LEASE_TTL_S = 10;

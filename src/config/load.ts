@@ -5,6 +5,7 @@ import * as YAML from 'yaml';
 import type { z } from 'zod';
 import { ConfigError, fieldPath } from './errors';
 import { relayConfigSchema, type RelayConfig } from './schema';
+import { knownFields, nearestField } from './suggest';
 
 /** Command-line values that beat the file (`--bind`, `--dc-id`, `--tls-*`). */
 export interface ConfigOverrides {
@@ -45,7 +46,7 @@ export function parseConfigText(text: string, file: string, overrides: ConfigOve
     merged.tls = { ...fileTls, ...Object.fromEntries(tls) };
   }
   const result = relayConfigSchema.safeParse(merged, { reportInput: true });
-  if (!result.success) throw issueToError(file, result.error.issues[0]);
+  if (!result.success) throw issuesToError(file, result.error.issues, relayConfigSchema);
   return result.data;
 }
 
@@ -81,18 +82,32 @@ function parseDocument(text: string, file: string): unknown {
   throw new ConfigError(file, '(file)', 'unsupported extension (use .json, .yaml or .yml)');
 }
 
-/** A schema issue as a one-line ConfigError naming `file` (a config file, or an etcd key). */
-export function issueToError(file: string, issue: z.core.$ZodIssue): ConfigError {
+/**
+ * A schema's issues as one line naming `file` (a config file, or an etcd key): the first issue, but
+ * an unknown field before the `required` of the field it misspells. With the `schema` that was
+ * checked, an unknown field names the allowed one it is nearest to, if any.
+ */
+export function issuesToError(file: string, issues: readonly z.core.$ZodIssue[], schema?: z.core.$ZodType): ConfigError {
+  const meant = (issue: z.core.$ZodIssue): string | undefined =>
+    schema && issue.code === 'unrecognized_keys' ? nearestField(issue.keys[0], knownFields(schema, issue.path)) : undefined;
+  const misspelt = issues.find((issue) => {
+    const field = meant(issue);
+    return field !== undefined && issues.some((other) => isRequired(other) && fieldPath(other.path) === fieldPath([...issue.path, field]));
+  });
+  const issue = misspelt ?? issues[0];
   if (issue.code === 'unrecognized_keys') {
-    return new ConfigError(file, fieldPath([...issue.path, issue.keys[0]]), 'unknown field');
+    const field = meant(issue);
+    return new ConfigError(file, fieldPath([...issue.path, issue.keys[0]]), field ? `unknown field (did you mean ${field}?)` : 'unknown field');
   }
   if (issue.code === 'invalid_key' && issue.issues.length > 0) {
     return new ConfigError(file, fieldPath(issue.path), oneLine(issue.issues[0].message));
   }
-  if (issue.code === 'invalid_type' && issue.input === undefined) {
-    return new ConfigError(file, fieldPath(issue.path), 'required');
-  }
+  if (isRequired(issue)) return new ConfigError(file, fieldPath(issue.path), 'required');
   return new ConfigError(file, fieldPath(issue.path), oneLine(issue.message));
+}
+
+function isRequired(issue: z.core.$ZodIssue): boolean {
+  return issue.code === 'invalid_type' && issue.input === undefined;
 }
 
 function oneLine(s: string): string {

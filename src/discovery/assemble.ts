@@ -6,7 +6,7 @@
 // the endpoint value's own (static) workers; worker ids stay unique across the deployment, as in a
 // config file. The result is in key order (workers by id), so an unchanged etcd state assembles to
 // an identical deployment and applying it changes nothing.
-import { issueToError } from '../config/load';
+import { issuesToError } from '../config/load';
 import { MAX_DISCOVERY_VALUE_BYTES } from '../config/limits';
 import { endpointSchema, workerSchema, type EndpointConfig, type WorkerConfig } from '../config/schema';
 import { endpointName } from '../producer/deployment';
@@ -126,6 +126,6 @@ function parseValue(key: string, text: string, schema: Schema): unknown {
   }
   const result = schema.safeParse(raw, { reportInput: true });
   if (result.success) return result.data;
-  const err = issueToError(key, result.error.issues[0]);
+  const err = issuesToError(key, result.error.issues, schema);
   return `${err.field}: ${err.problem}`;
 }

@@ -6,7 +6,7 @@
 import { EventEmitter } from 'events';
 import type { Etcd3, Lease } from 'etcd3';
 import { DEFAULT_ETCD_LEASE_TTL_S, ETCD_RETRY_INITIAL_MS, ETCD_RETRY_MAX_MS } from '../config/defaults';
-import { issueToError } from '../config/load';
+import { issuesToError } from '../config/load';
 import { workerSchema } from '../config/schema';
 import { Backoff } from '../client/backoff';
 import { silentLogger, type Logger } from '../log';
@@ -46,7 +46,7 @@ export class WorkerRegistration extends EventEmitter<WorkerRegistrationEvents> {
   constructor(options: WorkerRegistrationOptions) {
     super();
     const parsed = workerSchema.safeParse(options.worker, { reportInput: true });
-    if (!parsed.success) throw issueToError('worker', parsed.error.issues[0]);
+    if (!parsed.success) throw issuesToError('worker', parsed.error.issues, workerSchema);
     this.key = workerKey(normalizePrefix(options.prefix), options.endpoint, parsed.data.id);
     this.value = JSON.stringify(options.worker);
     this.ttlSeconds = options.ttlSeconds ?? DEFAULT_ETCD_LEASE_TTL_S;

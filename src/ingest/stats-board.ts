@@ -19,15 +19,17 @@ export const COUNTERS = Object.keys({
   replays: true,
   resets: true,
   ignored: true,
+  droppedBlockSize: true,
 } satisfies Record<keyof IngestCounters, true>) as (keyof IngestCounters)[];
 
 // Slots of a rank's record: lastSequence (u64), whether the subscriber counts the rank yet, connections,
-// whether lastSequence is set, then the counters.
+// whether lastSequence is set, the mismatched block size, then the counters.
 const LAST = 0;
 const PRESENT = 1;
 const CONNECTIONS = 2;
 const HAS_LAST = 3;
-const FIRST_COUNTER = 4;
+const MISMATCHED_BLOCK_SIZE = 4;
+const FIRST_COUNTER = 5;
 const RECORD_SLOTS = FIRST_COUNTER + COUNTERS.length;
 
 /** The ranks of one worker's subscription (a KvEventEndpointConfig's). */
@@ -72,6 +74,7 @@ export class StatsBoard {
         source: { workerId: this.ranks.workerId, dpRank: this.ranks.dpStartRank + index },
         connections: this.f[at + CONNECTIONS],
         lastSequence: this.f[at + HAS_LAST] === 1 ? this.u[at + LAST] : null,
+        mismatchedBlockSize: this.f[at + MISMATCHED_BLOCK_SIZE],
       } as SourceStats;
       for (let c = 0; c < COUNTERS.length; c++) s[COUNTERS[c]] = this.f[at + FIRST_COUNTER + c];
       out.push(s);
@@ -100,6 +103,8 @@ class SlotStats {
 }
 interface SlotStats extends IngestCounters {
   connections: number;
+  mismatchedBlockSize: number;
 }
 defineSlotProperties(SlotStats.prototype, ['connections'], CONNECTIONS);
+defineSlotProperties(SlotStats.prototype, ['mismatchedBlockSize'], MISMATCHED_BLOCK_SIZE);
 defineSlotProperties(SlotStats.prototype, COUNTERS, FIRST_COUNTER);

@@ -90,6 +90,8 @@ export interface IngestCounters {
   resets: number;
   /** Events dropped by the tier / attention-group filter, and unknown event types. */
   ignored: number;
+  /** Stores dropped because their block size is not the pool's kvBlockSize. */
+  droppedBlockSize: number;
 }
 
 export interface SourceStats extends IngestCounters {
@@ -98,6 +100,8 @@ export interface SourceStats extends IngestCounters {
   connections: number;
   /** Last sequence delivered (or skipped as malformed), null before the first one. */
   lastSequence: bigint | null;
+  /** The block size of the last store dropped for its block size: what the engine sends (0: none yet). */
+  mismatchedBlockSize: number;
 }
 
 /** One worker's running subscription, on the main thread (KvEventSubscriber) or on an ingest thread. */

@@ -2,6 +2,7 @@
 // counters). Every value is sampled from its owner at scrape time, so nothing here holds state; the
 // one exception is the delta-latency histograms, observed as deltas are published.
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { DiagnosticsMetrics } from '../diagnostics/diagnostics';
 import type { SourceStats } from '../ingest/types';
 import type { PublicationStats, StreamKind } from '../publication/stats';
 import type { TlsStats } from '../security/listener-security';
@@ -94,6 +95,8 @@ export interface MetricsProviders {
   eventLoop?(): EventLoopDelay | undefined;
   /** Observed by the producer as deltas are published. */
   deltaLatency?: DeltaLatencyMetrics;
+  /** The misconfiguration checks (src/diagnostics) as of their last round. */
+  diagnostics?(): DiagnosticsMetrics;
 }
 
 /** Seconds: the 5 ms goal of #8 and the tails seen under load (tens to hundreds of ms) each fall on a bound. */
@@ -163,6 +166,7 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
     ...(sources.transport ? { transport: oncePerScrape(sources.transport) } : {}),
     ...(sources.discovery ? { discovery: oncePerScrape(sources.discovery) } : {}),
     ...(sources.tls ? { tls: oncePerScrape(sources.tls) } : {}),
+    ...(sources.diagnostics ? { diagnostics: oncePerScrape(sources.diagnostics) } : {}),
     ...(sources.connections ? { connections: oncePerScrape(sources.connections) } : {}),
     ...(sources.dynamo ? { dynamo: oncePerScrape(sources.dynamo) } : {}),
   };
@@ -248,7 +252,7 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
     set({}, providers.producer().degradedLoadCoveragePoolCount),
   );
 
-  const ingest = (field: keyof Omit<SourceStats, 'source' | 'lastSequence'>): Sampler => (set) => {
+  const ingest = (field: keyof Omit<SourceStats, 'source' | 'lastSequence' | 'mismatchedBlockSize'>): Sampler => (set) => {
     for (const s of providers.producer().ingest) set({ worker: s.source.workerId.toString(), dp_rank: String(s.source.dpRank) }, s[field]);
   };
   const source = ['worker', 'dp_rank'];
@@ -263,6 +267,7 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
   counter('kv_dc_relay_ingest_replays_total', 'Replay requests sent to engines', source, ingest('replays'));
   counter('kv_dc_relay_ingest_resets_total', 'Source resets (history lost)', source, ingest('resets'));
   counter('kv_dc_relay_ingest_ignored_total', 'Events ignored (tier, attention group, unknown type)', source, ingest('ignored'));
+  counter('kv_dc_relay_ingest_dropped_block_size_total', "Stored events dropped because their block size is not the pool's kvBlockSize", source, ingest('droppedBlockSize'));
   gauge('kv_dc_relay_ingest_connections', 'Live ZMQ connections to the engine publisher of a source', source, ingest('connections'));
   counter('kv_dc_relay_ingest_thread_restarts_total', 'Ingest threads that died and were started again (every source they owned was reset)', [], (set) =>
     set({}, providers.producer().ingestThreadRestarts),
@@ -312,6 +317,25 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
       set({ code: 'unauthenticated' }, refused.unauthenticated);
       set({ code: 'permission_denied' }, refused.permissionDenied);
     });
+  }
+  const diagnostics = providers.diagnostics;
+  if (diagnostics) {
+    gauge(
+      'kv_dc_relay_diagnostics_active',
+      'Sources or pools for which a misconfiguration check holds now (check: source_not_connected, block_size_mismatch, pool_empty_while_publishing); each is also a warning in the log',
+      ['check'],
+      (set) => {
+        for (const [check, n] of Object.entries(diagnostics().active)) set({ check }, n);
+      },
+    );
+    gauge(
+      'kv_dc_relay_ingest_last_event_age_seconds',
+      'Seconds since the last engine message of a source (before its first one: since its subscription started); sampled every second',
+      source,
+      (set) => {
+        for (const s of diagnostics().lastEventAge) set({ worker: s.worker, dp_rank: String(s.dpRank) }, s.seconds);
+      },
+    );
   }
   const discovery = providers.discovery;
   if (discovery) {

@@ -1,4 +1,5 @@
-// HTTP /metrics (Prometheus text) and /healthz (200 while serving, 503 during shutdown).
+// HTTP /metrics (Prometheus text), /healthz (200 while serving, 503 during shutdown) and, when the
+// relay gives one, /status (the status view as JSON: src/diagnostics/status.ts).
 import * as http from 'http';
 import { BlockList, isIPv6, type AddressInfo } from 'net';
 import type { Registry } from 'prom-client';
@@ -20,7 +21,7 @@ export interface MetricsServer {
   close(): Promise<void>;
 }
 
-export async function startMetricsServer(bind: string, registry: Registry, serving: () => boolean): Promise<MetricsServer> {
+export async function startMetricsServer(bind: string, registry: Registry, serving: () => boolean, status?: () => unknown): Promise<MetricsServer> {
   const addr = parseSocketAddress(bind);
   if (!addr) throw new Error(`invalid metrics bind address ${bind}`);
   const server = http.createServer((req, res) => {
@@ -32,6 +33,15 @@ export async function startMetricsServer(bind: string, registry: Registry, servi
         (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
         (err: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`${err.message}\n`),
       );
+    } else if (path === '/status' && status) {
+      let body: string;
+      try {
+        body = JSON.stringify(status());
+      } catch (err) {
+        res.writeHead(500, { 'content-type': 'text/plain' }).end(`${(err as Error).message}\n`);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'application/json' }).end(`${body}\n`);
     } else if (path === '/healthz') {
       const ok = serving();
       res.writeHead(ok ? 200 : 503, { 'content-type': 'text/plain' }).end(ok ? 'serving\n' : 'shutting down\n');

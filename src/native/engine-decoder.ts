@@ -54,6 +54,8 @@ export interface EngineDecodeResult {
   ignored: number;
   droppedBlockSize: number;
   droppedNoCompleteBlock: number;
+  /** The block_size of the payload's last store dropped for its block size (0: none). */
+  lastDroppedBlockSize: number;
 }
 
 /** The output arrays are too small: nothing was written; they need at least these lengths. */
@@ -101,6 +103,7 @@ export class EngineBatchDecoder {
       ignored: r[SLOT.ignored],
       droppedBlockSize: r[SLOT.droppedBlockSize],
       droppedNoCompleteBlock: r[SLOT.droppedNoCompleteBlock],
+      lastDroppedBlockSize: r[SLOT.lastDroppedBlockSize],
     };
   }
 }

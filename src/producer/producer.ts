@@ -13,7 +13,7 @@ import { sourcesOf } from '../ingest/sources';
 import type { IngestSink, PackedEngineEvents, ResetReason, SourceKey, SourceStats } from '../ingest/types';
 import { buildPoolLoad, buildServingLoad, MetricsScraper, withReportedBlocks, type LoadPool, type ReportedBlocks } from '../load';
 import type { Logger } from '../log';
-import type { DeltaTiming, ProducerMetrics } from '../metrics/registry';
+import type { DeltaTiming, PoolMetrics, ProducerMetrics } from '../metrics/registry';
 import { CBI1, ckfBucketCount, keptPageBytes } from '../native';
 import type {
   CatalogState,
@@ -41,13 +41,24 @@ export interface ProducerOptions {
   config: RelayConfig;
   relay: RelayIdentity;
   logger: Logger;
-  /** Every pool's published deltas: PoolActorOptions.onDeltaPublished (the /metrics histograms). */
-  onDeltaPublished?(timing: DeltaTiming): void;
+  /** Every pool's published deltas: PoolActorOptions.onDeltaPublished (the /metrics histograms), with the pool's key. */
+  onDeltaPublished?(timing: DeltaTiming, pool: string): void;
+  /**
+   * Build the pools but dial no engine until startIngest(): a relay binds its listeners first, so a
+   * port in use stops it before any engine was contacted.
+   */
+  holdIngest?: boolean;
   /**
    * KV events from an event plane instead of per-worker `kvEvents` subscriptions (a Dynamo
    * deployment's): every worker of a pool's endpoint feeds the pool.
    */
   eventPlane?(sink: IngestSink): EventPlaneSources;
+}
+
+export interface ServedPool {
+  spec: PoolSpec;
+  metrics: PoolMetrics;
+  producer: ProducerIdentity;
 }
 
 /** An event plane's side of the producer (src/dynamo/event-plane). */
@@ -94,8 +105,10 @@ export class Producer implements RelaySource {
   /** Serializes deployment changes (each awaits subscriber start/stop). */
   private changes: Promise<void> = Promise.resolve();
   private closed = false;
+  private ingestHeld: boolean;
 
   constructor(private readonly options: ProducerOptions) {
+    this.ingestHeld = options.holdIngest === true;
     this.logger = options.logger;
     this.relay = options.relay;
     this.dcId = options.config.dcId;
@@ -143,6 +156,13 @@ export class Producer implements RelaySource {
     if (this.closed) return;
     const stopSources = this.apply(this.deployment, (key) => this.pools.has(key) && serves(key));
     void this.serialize(stopSources);
+  }
+
+  /** Starts the KV-event subscriptions that `holdIngest` held back; resolves once they started. */
+  startIngest(): Promise<void> {
+    if (!this.ingestHeld) return Promise.resolve();
+    this.ingestHeld = false;
+    return this.serialize(() => this.reconcileSources());
   }
 
   // ---- RelaySource ----
@@ -206,6 +226,16 @@ export class Producer implements RelaySource {
   /** @internal The KV-event subscriptions (tests reach the ingest threads through them). */
   get kvSources(): KvSources {
     return this.sources;
+  }
+
+  /** The served pools: each one's spec, counters and current generation (diagnostics, the status view). */
+  servedPools(): ServedPool[] {
+    return [...this.pools.values()].map((p) => ({ spec: p.spec, metrics: p.actor.metrics(), producer: p.actor.producer }));
+  }
+
+  /** The per-worker KV-event subscriptions' counters (an event plane's sources are in metrics().ingest only). */
+  ingestStats(): SourceStats[] {
+    return this.sources.stats();
   }
 
   /** KV-event subscribers' endpoints of a worker (bind mode shows chosen ports). */
@@ -315,7 +345,7 @@ export class Producer implements RelaySource {
       maxTrackedBlocks: this.options.config.limits.maxTrackedBlocksPerPool,
       logger: this.logger,
       onFenced: () => this.replaceFenced(spec.key, actor),
-      onDeltaPublished: this.options.onDeltaPublished,
+      onDeltaPublished: this.options.onDeltaPublished && ((timing: DeltaTiming) => this.options.onDeltaPublished!(timing, spec.key)),
     };
     const actor: PoolGeneration =
       this.sources.openPool(options) ?? new PoolActor({ ...options, onOverflow: (source, batches) => (this.eventPlane ?? this.sources).overflowed(source, batches) });
@@ -375,6 +405,7 @@ export class Producer implements RelaySource {
   }
 
   private reconcileSources(): Promise<void> {
+    if (this.ingestHeld) return Promise.resolve();
     const specs = [...this.pools.values()].map((p) => p.spec);
     // A replaced subscription replays from the start: what the old one delivered is dropped first.
     // A worker of a thread-hosted pool subscribes on the pool's thread.

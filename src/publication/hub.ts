@@ -88,6 +88,11 @@ export class PoolHub {
     return this.ready && !this.isEnded;
   }
 
+  /** Pool streams it serves now. */
+  get subscriberCount(): number {
+    return this.subscribers.size;
+  }
+
   /** Initialized, without subscribers, admissions or snapshot work: it may be evicted. */
   get idle(): boolean {
     return this.ready && !this.isEnded && this.subscribers.size === 0 && this.admissions === 0 && !this.refreshing;

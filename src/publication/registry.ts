@@ -38,6 +38,11 @@ export class HubRegistry {
     return n;
   }
 
+  /** Subscribers per generation (producer key) with a hub. */
+  subscribersByProducer(): Map<string, number> {
+    return new Map([...this.entries].map(([key, entry]) => [key, entry.hub.subscriberCount]));
+  }
+
   /** The hub of `feed`'s generation; another generation of the same pool is retired. */
   hubFor(feed: PoolFeed, producerKey: string, poolKey: string): PoolHub {
     const existing = this.entries.get(producerKey);

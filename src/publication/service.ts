@@ -191,6 +191,11 @@ export class Publication {
     for (const stream of [...this.streams]) stream.end();
   }
 
+  /** Pool streams per generation (producer key; generations without a hub have none). */
+  poolSubscribers(): Map<string, number> {
+    return this.hubs.subscribersByProducer();
+  }
+
   stats(): PublicationStats {
     return {
       subscribers: { ...this.counters.subscribers },

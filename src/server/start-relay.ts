@@ -1,10 +1,14 @@
 // startRelay: a whole relay in this process — config, producer, gRPC listener, metrics, etcd
 // discovery and the config watch — as `kv-dc-relay serve` runs it and as tests and embedders start it.
 import * as fs from 'fs';
+import { monotonicMs } from '../clock';
+import { DIAGNOSTICS_INTERVAL_MS } from '../config/defaults';
 import { ConfigError } from '../config/errors';
 import { parseConfigText, type ConfigOverrides } from '../config/load';
 import type { RelayConfig } from '../config/schema';
 import { watchConfigFile, type ConfigWatcher } from '../config/watch';
+import { Diagnostics } from '../diagnostics/diagnostics';
+import { sampleRelay } from '../diagnostics/sample';
 import { EtcdDeployment } from '../discovery/etcd-deployment';
 import { DynamoDiscovery } from '../dynamo/discovery/watch';
 import { DynamoEventPlane, type EventPlane } from '../dynamo/event-plane/plane';
@@ -18,6 +22,7 @@ import { createRelayMetrics, DeltaLatencyMetrics } from '../metrics/registry';
 import { startMetricsServer, type MetricsServer } from '../metrics/server';
 import { addonOrigins } from '../native';
 import { Producer } from '../producer/producer';
+import { listenError } from './listen-error';
 import { CertificateFileError, readCertificateFiles } from '../security/certificate-files';
 import { startRelayServer, type RelayServer } from '../transport/server';
 import type { RelayIdentity } from '../wire/types';
@@ -55,7 +60,21 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
   checkCertificateFiles(configFile, config);
   logger.info({ addons: addonOrigins() }, 'native addons loaded');
   const relay = newRelayIdentity();
+  const startedAt = monotonicMs();
   const deltaLatency = config.metricsBind ? new DeltaLatencyMetrics() : undefined;
+  // Rounds start once ingest has; until then nothing samples the producer or the server.
+  let producer: Producer;
+  let server: RelayServer;
+  const diagnostics = new Diagnostics({
+    sample: (latency, now) => sampleRelay({ producer, poolSubscribers: () => server.poolSubscribers() }, latency, now),
+    relayInfo: () => ({
+      dcId: config.dcId,
+      relayIncarnation: relay.relayIncarnation.toString(),
+      address: server.address,
+      uptimeSeconds: Math.round(monotonicMs() - startedAt) / 1000,
+    }),
+    logger,
+  });
   // A Dynamo deployment: KV events from its event plane, the deployment from its own etcd layout.
   const dynamo = config.discovery?.dynamo;
   let eventPlane: EventPlane | undefined;
@@ -67,18 +86,24 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
       ? new ThreadedEventPlane({ ...options, logger })
       : new DynamoEventPlane({ ...options, logger: logger.child({ component: 'dynamo-events' }) });
   };
-  const producer = new Producer({
+  // Pools are built now, but no engine is dialled (nor the event plane's discovery started) until
+  // both listeners are bound: a port in use ends the start (one line, exit 1) before anything
+  // outside this process was contacted.
+  producer = new Producer({
     config,
     relay,
     logger,
-    onDeltaPublished: deltaLatency && ((t) => deltaLatency.observe(t)),
+    holdIngest: true,
+    onDeltaPublished: (t, pool) => {
+      deltaLatency?.observe(t);
+      diagnostics.deltaPublished(pool, t.handoffMs + t.poolMs);
+    },
     ...(dynamo ? { eventPlane: (sink: IngestSink) => (eventPlane = newPlane(sink)) } : {}),
   });
   await producer.start();
 
   let fail!: (err: unknown) => void;
   const failed = new Promise<unknown>((resolve) => (fail = resolve));
-  let server: RelayServer;
   try {
     server = await startRelayServer({
       source: producer,
@@ -94,9 +119,8 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
     });
   } catch (err) {
     await producer.close();
-    throw err;
+    throw listenError('gRPC', config.bind, err);
   }
-  logger.info({ address: server.address, relayIncarnation: relay.relayIncarnation.toString(), dcId: config.dcId }, 'listening');
 
   // With etcd discovery the deployment (and this shard's share of it) comes from etcd, not the file.
   const etcd = config.discovery?.etcd;
@@ -110,9 +134,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
         logger,
       })
     : undefined;
-  discovery?.start();
   const dynamoDiscovery = dynamo && eventPlane ? new DynamoDiscovery({ config: dynamo, dcId: config.dcId, producer, eventPlane, logger }) : undefined;
-  void dynamoDiscovery?.start();
 
   let shuttingDown = false;
   let metrics: MetricsServer | undefined;
@@ -128,19 +150,27 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
       ...(server.secure ? { tls: () => server.tlsStats()! } : {}),
       ...(discovery ? { discovery: () => discovery.metrics() } : {}),
       ...(dynamoDiscovery && eventPlane ? { dynamo: dynamoMetrics(dynamoDiscovery, eventPlane) } : {}),
+      diagnostics: () => diagnostics.metrics(),
     });
     try {
-      metrics = await startMetricsServer(config.metricsBind, registry, () => server.serving && !shuttingDown);
+      metrics = await startMetricsServer(config.metricsBind, registry, () => server.serving && !shuttingDown, () => diagnostics.status());
     } catch (err) {
       loop.close();
       await Promise.all([server.shutdown(), producer.close(), discovery?.close(), dynamoDiscovery?.close()]);
-      throw err;
+      throw listenError('metrics', config.metricsBind, err);
     }
+  }
+  logger.info({ address: server.address, relayIncarnation: relay.relayIncarnation.toString(), dcId: config.dcId }, 'listening');
+  if (metrics) {
     logger.info({ address: metrics.address }, 'metrics listening');
     if (!metrics.loopback) {
       logger.warn({ address: metrics.address }, 'metrics listener is reachable from other hosts: /metrics and /healthz are plaintext HTTP without authentication');
     }
   }
+  discovery?.start();
+  void dynamoDiscovery?.start();
+  await producer.startIngest();
+  diagnostics.start(DIAGNOSTICS_INTERVAL_MS);
 
   const watcher: ConfigWatcher = watchConfigFile(configFile, text, {
     overrides,
@@ -159,6 +189,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
     stopped ??= (async () => {
       shuttingDown = true;
       watcher.close();
+      diagnostics.close();
       logger.info({}, 'shutting down');
       await server.shutdown();
       // The lease is revoked once nothing is served here, so sibling shards take over without overlap.

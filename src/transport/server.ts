@@ -56,6 +56,8 @@ export interface RelayServer {
   readonly lastError: unknown;
   /** Publication counters for the metrics exporter. */
   stats(): PublicationStats;
+  /** Pool streams per generation (producer key) for the status view. */
+  poolSubscribers(): Map<string, number>;
   /** TLS state for the metrics exporter; undefined for a plaintext listener. */
   tlsStats(): TlsStats | undefined;
   /** Connection admission counters for the metrics exporter. */
@@ -143,6 +145,7 @@ export async function startRelayServer(config: RelayServerConfig): Promise<Relay
       return lastError;
     },
     stats: () => publication.stats(),
+    poolSubscribers: () => publication.poolSubscribers(),
     tlsStats: () => security.stats(),
     connectionStats: () => admission.stats(),
     shutdown,

@@ -12,7 +12,7 @@ import { main } from '../../src/cli/main';
 import { connectionCause, parseRelayAddress } from '../../src/cli/usage';
 import { ROOT, runCli } from '../support/cli-process';
 
-const COMMANDS = ['serve', 'demo', 'sim-engine', 'watch', 'query', 'register'];
+const COMMANDS = ['serve', 'demo', 'sim-engine', 'watch', 'query', 'status', 'register'];
 const HOOK = path.join(ROOT, 'scripts', 'ts-hook.js');
 
 async function run(argv: string[]): Promise<{ code: number; stdout: string; stderr: string }> {

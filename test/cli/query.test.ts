@@ -9,7 +9,7 @@ import { parseTokens } from '../../src/cli/query';
 import { DEFAULT_CKF_SEED } from '../../src/config/defaults';
 import { ckfPrepare, saltSeed, sequenceHashes } from '../../src/native/hashing';
 import type { RelayServer } from '../../src/transport/server';
-import { TestSource, testProducer } from '../support/test-source';
+import { TestSource, testDescriptor, testProducer } from '../support/test-source';
 import { startRelay, testClient } from '../client/helpers';
 import { waitFor } from '../support/waitFor';
 
@@ -42,7 +42,11 @@ describe('kv-dc-relay query', () => {
   beforeAll(async () => {
     const source = new TestSource();
     // testDescriptor: model llama (alias chat), block size 64, standard hashing.
-    feed = source.attachPool(testProducer({ pool: 1, bucketCount: 256 }));
+    // Plus a LoRA adapter on llama, so that an unknown adapter can be told from a served one.
+    const producer = testProducer({ pool: 1, bucketCount: 256 });
+    const descriptor = testDescriptor(producer);
+    descriptor.registrations.push({ canonicalModelId: 'sql', target: { lora: { baseModel: 'llama', adapter: 'sql-lora' } }, aliases: [] });
+    feed = source.attachPool(producer, descriptor);
     // Blocks 0 and 1 only (before any subscriber, so they arrive in the snapshot at sequence 0): the
     // matched prefix is 2 blocks = 128 tokens. Their a-buckets differ, so slot 3 is free in each.
     store(0);
@@ -73,10 +77,26 @@ describe('kv-dc-relay query', () => {
     expect(stdout).toContain('dynamo.backend.generate  depth 2/4 blocks = 128 tokens');
   });
 
-  it('exits 1 for a model the catalog does not serve', async () => {
+  it('exits 1 for a model the catalog does not serve, naming what it serves', async () => {
     const { code, stdout } = await run([server.address, '--model', 'mistral', '--tokens', '1,2,3', '--json']);
     expect(code).toBe(1);
-    expect(JSON.parse(stdout)).toEqual({ model: 'mistral', error: 'unknownModel' });
+    expect(JSON.parse(stdout)).toEqual({ model: 'mistral', error: 'unknownModel', served: [{ model: 'llama', aliases: ['chat'], adapters: ['sql-lora'] }] });
+    const text = await run([server.address, '--model', 'mistral', '--tokens', '1,2,3']);
+    expect(text.code).toBe(1);
+    expect(text.stdout).toBe('model "mistral" is not served by any pool in the catalog; served: llama (aliases chat)\n');
+  });
+
+  it('exits 1 for a LoRA adapter not served on the model, naming the adapters that are', async () => {
+    const { code, stdout } = await run([server.address, '--model', 'chat', '--lora', 'nope', '--tokens', tokens.join(',')]);
+    expect(code).toBe(1);
+    expect(stdout).toBe('LoRA adapter "nope" is not served on llama; adapters served on llama: sql-lora\n');
+    const json = await run([server.address, '--model', 'chat', '--lora', 'nope', '--tokens', tokens.join(','), '--json']);
+    expect(json.code).toBe(1);
+    expect(JSON.parse(json.stdout)).toMatchObject({ model: 'chat', lora: 'nope', error: 'unknownAdapter', binding: { baseModel: 'llama' } });
+    // A served adapter answers with its pool.
+    const served = await run([server.address, '--model', 'chat', '--lora', 'sql-lora', '--tokens', tokens.join(','), '--json']);
+    expect(served.code).toBe(0);
+    expect(JSON.parse(served.stdout).pools).toHaveLength(1);
   });
 
   it.each([

@@ -2,7 +2,6 @@
 // logged once bound, SIGTERM/SIGINT shut down cleanly and exit 0 within 5 s.
 import type { ChildProcess } from 'child_process';
 import * as fs from 'fs';
-import * as net from 'net';
 import * as os from 'os';
 import * as path from 'path';
 import { EVENT_LOOP_SLICE_US, GC_HEAP_GROWING_PERCENT } from '../../src/config/defaults';
@@ -75,19 +74,7 @@ test('config errors exit 2 with exactly one line naming file, field and problem'
   });
 });
 
-test('a listener that cannot bind is fatal at start: exit 1 with a log event', async () => {
-  const taken = net.createServer();
-  await new Promise<void>((r) => taken.listen(0, '127.0.0.1', r));
-  const port = (taken.address() as net.AddressInfo).port;
-  try {
-    const r = run(['serve', '--config', write('taken.json', '{"dcId": "dc-a"}'), '--bind', `127.0.0.1:${port}`]);
-    expect((await r.exit).code).toBe(1);
-    const events = r.stderr().trim().split('\n').map((l) => JSON.parse(l) as { msg: string });
-    expect(events.map((e) => e.msg)).toContain('relay failed to start');
-  } finally {
-    taken.close();
-  }
-});
+// A listener that cannot bind: serve-ports.test.ts.
 
 test('usage errors exit 2', async () => {
   const [noConfig, unknown] = [run(['serve']), run(['frobnicate'])];

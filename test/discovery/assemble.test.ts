@@ -30,7 +30,8 @@ test('endpoints get their registered workers after their own, by id, in key orde
 test.each([
   ['invalid JSON', 'workers/prod/a/generate/5', '{"id":5', /invalid JSON/],
   ['a schema violation names the field', 'workers/prod/a/generate/5', '{"id":5,"dpSize":0}', /^dpSize: /],
-  ['an unknown field', 'endpoints/prod/c/generate', ep('c', { extra: 1 }), /^extra: unknown field/],
+  ['an unknown field', 'endpoints/prod/c/generate', ep('c', { extra: 1 }), /^extra: unknown field$/],
+  ['a misspelt field', 'endpoints/prod/c/generate', ep('c', { adapter: [] }), /^adapter: unknown field \(did you mean adapters\?\)$/],
   ['a worker id other than its key', 'workers/prod/a/generate/6', worker(7), /has id 7/],
   ['an endpoint other than its key', 'endpoints/prod/d/generate', ep('e'), /names prod\/e\/generate/],
   ['a worker id used twice', 'workers/prod/b/generate/3', worker(3), /worker id 3 is also in prod\/a\/generate/],

@@ -22,6 +22,7 @@ function everyRegisteredMetric(): string[] {
     connections: never,
     eventLoop: never,
     deltaLatency: new DeltaLatencyMetrics(),
+    diagnostics: never,
   };
   return createRelayMetrics(providers)
     .getMetricsAsArray()

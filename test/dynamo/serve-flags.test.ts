@@ -31,7 +31,8 @@ describeWithNatsAndEtcd('serve --dynamo-etcd --dynamo-nats', () => {
       client = new RelayClient(loggedAddress(stderr, 'listening')!, { subscriberId: 'flags' });
       client.start();
       await waitFor(() => client!.catalog()?.pools[0]?.descriptor.servingEndpoint?.namespace === 'ns', 'the Dynamo pool in the catalog', 15_000);
-      expect(stderr).toContain('"msg":"connected to NATS"');
+      // The plane's thread says so on its own schedule: under load after the catalog arrived.
+      await waitFor(() => stderr.includes('"msg":"connected to NATS"'), 'the relay to say it connected to NATS', 15_000);
     } finally {
       client?.close();
       const exited = new Promise((resolve) => child.once('exit', resolve));

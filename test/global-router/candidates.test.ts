@@ -22,6 +22,8 @@ function pool(key: string, over: Partial<PoolQueryResult> = {}): PoolQueryResult
   };
 }
 
+const WORK = { inflight: 3, awaitingFirstToken: 2, pendingPrefillTokens: 900, pendingPrefills: [400, 500], activeBlocks: 40 };
+
 const binding = { canonicalModelId: 'llama', baseModel: 'llama', adapter: undefined } as never;
 
 function input(result: QueryResult, over: Partial<DcInput> = {}): DcInput {
@@ -32,7 +34,8 @@ function input(result: QueryResult, over: Partial<DcInput> = {}): DcInput {
     result,
     promptTokens: 70,
     prefix: true,
-    inflight: () => 3,
+    rttMs: 12,
+    work: () => WORK,
     lastResort: () => false,
     defaultCapacity: 64,
     ...over,
@@ -40,10 +43,10 @@ function input(result: QueryResult, over: Partial<DcInput> = {}): DcInput {
 }
 
 describe('dcCandidates', () => {
-  it('keeps READY pools with their depth, in-flight count and default capacity', () => {
+  it('keeps READY pools with their depth, this router\'s work there, the round trip and default capacity', () => {
     const out = dcCandidates(input({ kind: 'ok', binding, pools: [pool('a'), pool('b', { readiness: 'UNAVAILABLE' }), pool('c', { readiness: null })] }));
     expect(out.candidates).toEqual([
-      { dc: 'dc-x', poolKey: 'a', endpoint: 'prod.a.generate', promptTokens: 70, matchedTokens: 32, inflight: 3, capacity: 64, kvUsage: null, lastResort: false },
+      { dc: 'dc-x', poolKey: 'a', endpoint: 'prod.a.generate', promptTokens: 70, matchedTokens: 32, blockSize: 16, ranks: null, capacity: 64, kvUsage: null, rttMs: 12, ...WORK, lastResort: false },
     ]);
     expect(out.skipped).toEqual([
       { dc: 'dc-x', poolKey: 'b', reason: 'readiness UNAVAILABLE' },
@@ -57,9 +60,9 @@ describe('dcCandidates', () => {
     const partial = { ...complete, kvUsedBlocks: 0n, kvObservedRanks: 1 };
     const serving = { deployment: { liveWorkers: 2n, maxConcurrency: 16n } };
     const out = dcCandidates(input({ kind: 'ok', binding, pools: [pool('a', { load: complete, servingLoad: serving }), pool('b', { load: partial, servingLoad: { deployment: { maxConcurrency: 0n } } })] }));
-    expect(out.candidates.map((c) => [c.capacity, c.kvUsage])).toEqual([
-      [16, 0.25],
-      [64, null],
+    expect(out.candidates.map((c) => [c.capacity, c.kvUsage, c.ranks])).toEqual([
+      [16, 0.25, 2],
+      [64, null, 2], // the relay expects two ranks even while one has not reported
     ]);
   });
 

@@ -94,7 +94,7 @@ describe('global-router CLI', () => {
     [['--dc', 'x=127.0.0.1:1'], /--model is required/],
     [['--dc', 'nohost', '--model', 'm'], /NAME=HOST:PORT/],
     [['--dc', 'x=127.0.0.1:1', '--model', 'm', '--policy', 'best'], /unknown policy/],
-    [['--dc', 'x=127.0.0.1:1', '--model', 'm', '--load-weight=-1'], /≥ 0/],
+    [['--dc', 'x=127.0.0.1:1', '--model', 'm', '--prefill-tokens-per-ms=-1'], /≥ 0/],
   ])('exits 2 on %j', async (argv, message) => {
     const run = io([]);
     expect(await main(argv, run.streams)).toBe(2);

@@ -3,7 +3,7 @@
 import { randomBytes } from 'crypto';
 import { createConnection, createServer, type AddressInfo, type Server, type Socket } from 'net';
 import { performance } from 'perf_hooks';
-import { DelayProxy } from '../../examples/global-router/sim/delay-proxy';
+import { DelayProxy } from '../../examples/global-router/sim/cluster/delay-proxy';
 
 async function echoServer(): Promise<{ server: Server; address: string }> {
   const server = createServer((s) => s.pipe(s));
@@ -91,6 +91,48 @@ describe('DelayProxy', () => {
     await proxy.close();
     proxy = undefined;
     await gone;
+  });
+
+  it('holds every byte while partitioned and delivers them when the partition heals', async () => {
+    proxy = await DelayProxy.start({ target: echo.address, delayMs: 1 });
+    const s = await connect(proxy.address);
+    sockets.push(s);
+    await roundTrip(s, Buffer.from('warm'));
+    proxy.setPartitioned(true);
+    expect(proxy.partitioned).toBe(true);
+    let echoed = '';
+    s.on('data', (b: Buffer) => (echoed += b.toString()));
+    s.write('held');
+    // The echo server is reachable only through the proxy: while partitioned nothing can come back.
+    await roundTrip(await connect(echo.address).then((direct) => (sockets.push(direct), direct)), Buffer.from('other path works'));
+    expect(echoed).toBe('');
+    const back = new Promise<void>((resolve) => s.on('data', () => echoed === 'held' && resolve()));
+    proxy.setPartitioned(false);
+    await back;
+    expect(echoed).toBe('held');
+  });
+
+  it('sends new connections to a new target, resetting the old ones', async () => {
+    proxy = await DelayProxy.start({ target: echo.address, delayMs: 1 });
+    const old = await connect(proxy.address);
+    sockets.push(old);
+    await roundTrip(old, Buffer.from('x'));
+    const other = await echoServer();
+    try {
+      const reset = new Promise((resolve) => old.once('close', resolve));
+      old.on('error', () => undefined);
+      proxy.retarget(other.address);
+      await reset;
+      let accepted = 0;
+      other.server.on('connection', () => accepted++);
+      const s = await connect(proxy.address);
+      sockets.push(s);
+      expect((await roundTrip(s, Buffer.from('moved'))).toString()).toBe('moved');
+      expect(accepted).toBe(1);
+    } finally {
+      for (const x of sockets.splice(0)) x.destroy();
+      await new Promise<void>((resolve) => other.server.close(() => resolve()));
+    }
   });
 
   it('rejects a bad delay or target', async () => {

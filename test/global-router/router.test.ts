@@ -1,7 +1,7 @@
 // GlobalRouter over three real relays on loopback (gRPC servers over hand-built sources), each with a
 // filter holding a known prefix of the prompt: the decision follows the replicas, readiness and
 // load, and falls back when a replica is invalidated or a relay is lost.
-import { GlobalRouter, kvAware, loadOnly, type Decision } from '../../examples/global-router/router';
+import { GlobalRouter, kvAware, leastLoad, type Decision } from '../../examples/global-router/router';
 import { waitReady } from '../../examples/global-router/router/ready';
 import { saltSeed, sequenceHashes } from '../../src/native/hashing';
 import { DataStatus, ServingReadinessState } from '../../src/wire/enums';
@@ -86,16 +86,24 @@ describe('GlobalRouter over three relays', () => {
     expect(depths(r.route(REQUEST))['dc-c']).toBe(8 * BS);
   });
 
-  it('books each decision until release, so load pulls traffic off a cached DC', async () => {
-    const r = await connect({ defaultCapacity: 4, policy: kvAware({ random: () => 0 }) });
-    // dc-b: 0.75 − inflight/4; dc-a: 0.25 − inflight/4 → b, b, then the tie at 0.25 goes to the less loaded a.
+  it('books each decision until its first token and release, so queued prefill pulls traffic off a cached DC', async () => {
+    const r = await connect({ policy: kvAware({ prefillTokensPerMs: 1, random: () => 0 }) });
+    // Uncached tokens: dc-a 517 − 128 = 389, dc-b 517 − 384 = 133, dc-c 517. Each decision queues its
+    // uncached tokens at its DC until the first token: b (133), b (133 + 133 = 266), then a (389 < 399).
     const decisions = [r.route(REQUEST), r.route(REQUEST), r.route(REQUEST)];
     expect(decisions.map((d) => d.chosen?.dc)).toEqual(['dc-b', 'dc-b', 'dc-a']);
     expect([r.inflight('dc-a'), r.inflight('dc-b'), r.inflight('dc-c')]).toEqual([1, 2, 0]);
+    // The candidates are what the router knew before booking this (fourth) request, which goes to dc-b too.
+    expect(r.route(REQUEST).candidates.find((c) => c.dc === 'dc-b')).toMatchObject({ pendingPrefillTokens: 2 * 133, awaitingFirstToken: 2, inflight: 2 });
+    decisions[0].firstToken();
+    decisions[0].firstToken(); // idempotent
+    const after = r.route(REQUEST);
+    expect(after.candidates.find((c) => c.dc === 'dc-b')).toMatchObject({ pendingPrefillTokens: 2 * 133, awaitingFirstToken: 2, inflight: 3 });
     decisions[0].release();
     decisions[0].release(); // idempotent
-    expect(r.inflight('dc-b')).toBe(1);
-    expect(r.route(REQUEST).chosen?.dc).toBe('dc-b');
+    expect(r.inflight('dc-b')).toBe(3); // the fourth and fifth are still in flight
+    after.release();
+    expect(r.inflight('dc-b')).toBe(2);
   });
 
   it('uses the capacity and KV usage the relays publish', async () => {
@@ -105,8 +113,8 @@ describe('GlobalRouter over three relays', () => {
     const r = await connect();
     await waitFor(() => r.client('dc-b').servingLoad()?.pools.size === 1 && r.client('dc-b').load()?.pools.size === 1, 'dc-b load windows', WAIT_MS);
     const d = r.route(REQUEST);
-    expect(d.candidates.find((c) => c.dc === 'dc-b')).toMatchObject({ capacity: 3, kvUsage: 0.9 });
-    // b: 0.75 − 0.9 < a: 0.25 − 0 → a.
+    expect(d.candidates.find((c) => c.dc === 'dc-b')).toMatchObject({ capacity: 3, kvUsage: 0.9, ranks: 1 });
+    // b: 133 tokens / (1 − 0.9) = 1330 > a: 389 → a.
     expect(d.chosen?.dc).toBe('dc-a');
   });
 
@@ -134,6 +142,7 @@ describe('GlobalRouter over three relays', () => {
     expect(during.candidates.find((c) => c.dc === 'dc-b')).toMatchObject({ lastResort: true, matchedTokens: null });
     // Past the hold the DC competes again, with an unknown depth counted as nothing cached.
     expect(afterHold.candidates.find((c) => c.dc === 'dc-b')).toMatchObject({ lastResort: false, matchedTokens: null });
+    for (const d of seen) d.release(); // probes: their queued prefill must not weigh on what follows
     // The relay's catalog refresh (here: the same producer re-attached) lets the client resubscribe.
     const b = dcs[1];
     const refreshed = b.source.attachPool(b.feed.producer);
@@ -176,7 +185,7 @@ describe('GlobalRouter over three relays', () => {
   });
 
   it('does not hash the prompt for a policy that ignores the cache', async () => {
-    const r = await connect({ policy: loadOnly({ random: () => 0 }) });
+    const r = await connect({ policy: leastLoad({ random: () => 0 }) });
     const d = r.route(REQUEST);
     expect(depths(d)).toEqual({ 'dc-a': null, 'dc-b': null, 'dc-c': null });
     expect(d.chosen?.dc).toBe('dc-a');

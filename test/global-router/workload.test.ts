@@ -1,9 +1,9 @@
 // The multi-tenant request stream: reproducible, with the prefix reuse it is meant to have.
 import { Rng } from '../../src/sim/rng';
-import { MultiTenantWorkload, type SimRequest } from '../../examples/global-router/sim/workload';
+import { MultiTenantWorkload, type WorkloadRequest } from '../../examples/global-router/sim/workload';
 import { Zipf } from '../../examples/global-router/sim/zipf';
 
-const take = (w: MultiTenantWorkload, n: number): SimRequest[] => Array.from({ length: n }, () => w.next());
+const take = (w: MultiTenantWorkload, n: number): WorkloadRequest[] => Array.from({ length: n }, () => w.next());
 
 /** Length of the common prefix of two token arrays. */
 function common(a: Uint32Array, b: Uint32Array): number {
@@ -41,7 +41,7 @@ describe('MultiTenantWorkload', () => {
   it('starts every request of a tenant with its system prompt, and only that tenant’s', () => {
     const o = { seed: 5, systemPromptTokens: [300, 300] as [number, number] };
     const requests = take(new MultiTenantWorkload(o), 300);
-    const byTenant = new Map<number, SimRequest[]>();
+    const byTenant = new Map<number, WorkloadRequest[]>();
     for (const r of requests) byTenant.set(r.tenant, [...(byTenant.get(r.tenant) ?? []), r]);
     const firsts = [...byTenant.values()].map((rs) => rs[0]);
     for (const rs of byTenant.values()) for (const r of rs) expect(common(r.tokens, rs[0].tokens)).toBeGreaterThanOrEqual(300);
@@ -70,6 +70,17 @@ describe('MultiTenantWorkload', () => {
     const counts = [...docs.values()].sort((a, b) => b - a);
     expect(counts.length).toBeGreaterThan(3);
     expect(counts[0]).toBeGreaterThan(3 * counts[counts.length - 1]);
+  });
+
+  it('replays as requests with Poisson arrivals at the rate, each chat turn repeating the last answer', () => {
+    const w = new MultiTenantWorkload({ seed: 4, tenants: 1, mix: { chat: 1, rag: 0, oneShot: 0 }, chatsPerTenant: 1, continueChat: 1, maxTurns: 50 });
+    const requests = w.requests(400, 20);
+    const span = requests[requests.length - 1].arrivalMs / 1000;
+    expect(400 / span).toBeGreaterThan(16);
+    expect(400 / span).toBeLessThan(24);
+    const [first, second] = requests;
+    const tokens = (r: (typeof requests)[number]) => (r.prompt.kind === 'tokens' ? Array.from(r.prompt.tokens) : []);
+    expect(tokens(second).slice(0, first.inputTokens + first.outputTokens)).toEqual([...tokens(first), ...Array.from(first.outputIds!)]);
   });
 
   it.each([

@@ -83,7 +83,7 @@ const REMOVED_ARRAY = bytes('93', TS, '91 93 ac', '"BlockRemoved"', '91', HASH_C
 const CLEARED_ARRAY = bytes('93', TS, '91 91 b0', '"AllBlocksCleared"', '00');
 
 const STORED: UnpackedEvent = { kind: 'stored', blockHashes: [HASH], parentHash: null, tokensHashes: tokensHashes([1, 2, 3, 4], 4) };
-const SUMMARY = { timestamp: 1700000000.5, dpRank: 0, ignored: 0, droppedBlockSize: 0, droppedNoCompleteBlock: 0 };
+const SUMMARY = { timestamp: 1700000000.5, dpRank: 0, ignored: 0, droppedBlockSize: 0, droppedNoCompleteBlock: 0, lastDroppedBlockSize: 0 };
 
 describe('spec example bytes (engine-inputs.md §1.6)', () => {
   it('have the documented sizes', () => {
@@ -233,7 +233,7 @@ describe('event contents and filtering', () => {
   });
 
   it('a store of another block size is dropped and counted; too few tokens keep the complete blocks', () => {
-    expect(decode(pack([1, [stored({})], 0]), 4)).toMatchObject({ events: [], droppedBlockSize: 1, blocks: 1 });
+    expect(decode(pack([1, [stored({})], 0]), 4)).toMatchObject({ events: [], droppedBlockSize: 1, lastDroppedBlockSize: 2, blocks: 1 });
     expect(batchOf(stored({ block_hashes: [1, 2, 3], token_ids: [1, 2, 3, 4, 5] })).events).toEqual([
       { kind: 'stored', blockHashes: [1n, 2n], parentHash: null, tokensHashes: base([1, 2, 3, 4]) },
     ]);

@@ -50,7 +50,7 @@ describe('decoding over ZMQ', () => {
     expect(h.sink.sequences()).toEqual([0n, 1n, 2n, 3n]);
     expect(h.sink.resets).toEqual([]);
     expect(h.sub.stats()).toEqual([
-      { source: { workerId: WORKER, dpRank: 0 }, events: 4, blocks: 4, malformed: 0, rejectedRanks: 0, overflows: 0, outOfOrder: 0, refusedPeers: 0, gaps: 0, replays: 1, resets: 0, ignored: 1, connections: 1, lastSequence: 3n },
+      { source: { workerId: WORKER, dpRank: 0 }, events: 4, blocks: 4, malformed: 0, rejectedRanks: 0, overflows: 0, outOfOrder: 0, refusedPeers: 0, gaps: 0, replays: 1, resets: 0, ignored: 1, droppedBlockSize: 0, connections: 1, lastSequence: 3n, mismatchedBlockSize: 0 },
     ]);
   });
 

@@ -146,12 +146,14 @@ test('a subscription\'s counters, counted on one side of a board, read the same 
   r2.connections = 2;
   r2.lastSequence = 0xffff_ffff_ffff_ffffn;
   r4.malformed += 1;
+  r4.droppedBlockSize += 2;
+  r4.mismatchedBlockSize = 32;
   r4.lastSequence = 0n;
   r4.lastSequence = null;
-  const zero = { malformed: 0, rejectedRanks: 0, overflows: 0, outOfOrder: 0, refusedPeers: 0, gaps: 0, replays: 0, resets: 0, ignored: 0 };
+  const zero = { malformed: 0, rejectedRanks: 0, overflows: 0, outOfOrder: 0, refusedPeers: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, droppedBlockSize: 0, mismatchedBlockSize: 0 };
   expect(main.read()).toEqual([
     { ...zero, source: { workerId: ranks.workerId, dpRank: 2 }, events: 3, blocks: 2 ** 52 + 1, gaps: 1, connections: 2, lastSequence: 0xffff_ffff_ffff_ffffn },
-    { ...zero, source: { workerId: ranks.workerId, dpRank: 4 }, events: 0, blocks: 0, malformed: 1, connections: 0, lastSequence: null },
+    { ...zero, source: { workerId: ranks.workerId, dpRank: 4 }, events: 0, blocks: 0, malformed: 1, droppedBlockSize: 2, mismatchedBlockSize: 32, connections: 0, lastSequence: null },
   ]);
   // The live record reads what the board holds, as a counter is counted with +=.
   expect({ events: r2.events, lastSequence: r2.lastSequence, source: r2.source }).toEqual({ events: 3, lastSequence: 0xffff_ffff_ffff_ffffn, source: { workerId: ranks.workerId, dpRank: 2 } });

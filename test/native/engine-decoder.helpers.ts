@@ -43,12 +43,16 @@ export function jsDecode(payload: Uint8Array, opts: EngineDecoderOptions, fallba
   const packed = new PoolEventBatch();
   let droppedBlockSize = 0;
   let droppedNoCompleteBlock = 0;
+  let lastDroppedBlockSize = 0;
   let blocks = 0;
   for (const ev of batch.events) {
     if (ev.kind !== 'cleared') blocks += ev.blockHashes.length;
     const c = toPoolEvent(source, ev, { kvBlockSize: opts.kvBlockSize, eagle: opts.eagle }, seeds);
     if ('event' in c) packed.add(c.event);
-    else if (c.dropped === 'block_size') droppedBlockSize += 1;
+    else if (c.dropped === 'block_size') {
+      droppedBlockSize += 1;
+      if (ev.kind === 'stored') lastDroppedBlockSize = ev.blockSize;
+    }
     else droppedNoCompleteBlock += 1;
   }
   const { meta, words } = packed.packed();
@@ -61,6 +65,7 @@ export function jsDecode(payload: Uint8Array, opts: EngineDecoderOptions, fallba
       ignored: batch.ignored,
       droppedBlockSize,
       droppedNoCompleteBlock,
+      lastDroppedBlockSize,
     },
     meta: Array.from(meta),
     words: Array.from(words),

@@ -51,7 +51,7 @@ describe('spec example bytes (engine-inputs.md §1.6)', () => {
     ['map events (vLLM PR #42892)', MAP_EVENTS],
   ])('%s: one stored block, hashed', (_name, payload) => {
     expect(nativeDecode(decoder, payload)).toEqual({
-      summary: { timestamp: 1700000000.5, dpRank: 0, events: 1, blocks: 1, ignored: 0, droppedBlockSize: 0, droppedNoCompleteBlock: 0 },
+      summary: { timestamp: 1700000000.5, dpRank: 0, events: 1, blocks: 1, ignored: 0, droppedBlockSize: 0, droppedNoCompleteBlock: 0, lastDroppedBlockSize: 0 },
       meta: [1, 0, 0, 0, 1],
       words: [W, HASH, TOKENS_HASH],
     });
@@ -184,7 +184,7 @@ describe('decodeInto', () => {
         { type: 'SomethingNew' },
       ]),
     );
-    expect(out.summary).toMatchObject({ events: 3, blocks: 4, ignored: 6, droppedBlockSize: 1, droppedNoCompleteBlock: 1 });
+    expect(out.summary).toMatchObject({ events: 3, blocks: 4, ignored: 6, droppedBlockSize: 1, droppedNoCompleteBlock: 1, lastDroppedBlockSize: 16 });
     expect(out.meta).toEqual([1, 0, 0, 0, 1]);
     expect(out.words.slice(0, 2)).toEqual([W, 3n]);
   });

@@ -9,15 +9,39 @@ export interface Candidate {
   promptTokens: number;
   /** Tokens of the prompt cached in the pool per its relay's replica; null = unknown (no usable replica, or not asked). */
   matchedTokens: number | null;
-  /** Requests this router has sent to the pool and not yet released. */
-  inflight: number;
+  /** The pool's KV block size (tokens). */
+  blockSize: number;
+  /** Data-parallel ranks of the pool per its relay's load plane; null when the relay has not said. */
+  ranks: number | null;
   /** The pool's concurrency: the relay's max_concurrency, else the router's default. */
   capacity: number;
   /** Relay-published KV usage (used / total blocks) when every rank reported; null otherwise. */
   kvUsage: number | null;
+  /** Round trip from this router to the DC for a request (configured per DC). */
+  rttMs: number;
+  /** This router's own requests to the pool (exact for its traffic, no lag; blind to other routers'). */
+  inflight: number;
+  awaitingFirstToken: number;
+  /** Prompt tokens of its requests not yet at their first token that were not cached when routed. */
+  pendingPrefillTokens: number;
+  /** The same per request, in the order they were routed. */
+  pendingPrefills: readonly number[];
+  /** Prompt blocks of its requests in flight. */
+  activeBlocks: number;
   /** The replica was invalidated recently: use the pool only if nothing else is eligible. */
   lastResort: boolean;
 }
+
+/** What this router has outstanding at one pool (see GlobalRouter's bookkeeping). */
+export interface PoolWork {
+  inflight: number;
+  awaitingFirstToken: number;
+  pendingPrefillTokens: number;
+  pendingPrefills: readonly number[];
+  activeBlocks: number;
+}
+
+export const NO_WORK: Readonly<PoolWork> = Object.freeze({ inflight: 0, awaitingFirstToken: 0, pendingPrefillTokens: 0, pendingPrefills: Object.freeze([]), activeBlocks: 0 });
 
 export type SkipReason =
   | 'relayUnreachable'
@@ -44,7 +68,8 @@ export interface DcInput {
   promptTokens: number;
   /** Whether the policy asked for prefix depth (otherwise the prompt was not hashed). */
   prefix: boolean;
-  inflight(poolKey: string): number;
+  rttMs: number;
+  work(poolKey: string): Readonly<PoolWork>;
   lastResort(poolKey: string): boolean;
   defaultCapacity: number;
 }
@@ -70,9 +95,12 @@ export function dcCandidates(input: DcInput): { candidates: Candidate[]; skipped
       endpoint: pool.endpoint,
       promptTokens: input.promptTokens,
       matchedTokens: input.prefix ? pool.matchedTokens : null,
-      inflight: input.inflight(pool.poolKey),
+      blockSize: pool.kvBlockSize,
+      ranks: ranksOf(pool),
       capacity: capacityOf(pool, input.defaultCapacity),
       kvUsage: kvUsageOf(pool),
+      rttMs: input.rttMs,
+      ...input.work(pool.poolKey),
       lastResort: input.lastResort(pool.poolKey),
     });
   }
@@ -82,6 +110,12 @@ export function dcCandidates(input: DcInput): { candidates: Candidate[]; skipped
 function capacityOf(pool: PoolQueryResult, fallback: number): number {
   const published = pool.servingLoad?.deployment?.maxConcurrency;
   return published !== undefined && published > 0n ? Number(published) : fallback;
+}
+
+/** The ranks the relay expects load from (every declared rank of the pool's workers). */
+function ranksOf(pool: PoolQueryResult): number | null {
+  const ranks = pool.load?.kvExpectedRanks ?? 0;
+  return ranks > 0 ? ranks : null;
 }
 
 /** Only a complete window counts: partial coverage publishes 0, which must not read as idle. */

@@ -5,20 +5,23 @@ import { EventEmitter } from 'events';
 import { RelayClient, type ClientErrorEvent, type RelayClientOptions, type ReplicaEvent } from 'kv-dc-relay/client';
 import { dcCandidates, type Candidate, type Skipped } from './candidates';
 import { DEFAULT_INVALID_REPLICA_HOLD_MS, DEFAULT_POOL_CAPACITY } from './defaults';
-import { kvAware, type Policy } from './policies';
+import { kvAware, positive, type Policy } from './policies';
+import { WorkBook, type Booking } from './work-book';
 
 export interface DcTarget {
   /** Label used in decisions (need not match the relay's dc id). */
   name: string;
   /** The DC relay's gRPC address, HOST:PORT. */
   address: string;
+  /** Round trip from this router to the DC's serving endpoint, for policies that weigh distance (default 0). */
+  rttMs?: number;
 }
 
 export interface GlobalRouterOptions {
   dcs: readonly DcTarget[];
   /** Prefix of every relay subscription (each DC's client appends nothing; each stream its own suffix). */
   subscriberId: string;
-  /** Default: kvAware() with the documented weights. */
+  /** Default: kvAware() with the documented defaults. */
   policy?: Policy;
   /** Concurrency of a pool whose relay publishes none. */
   defaultCapacity?: number;
@@ -33,14 +36,13 @@ export interface RouteRequest {
   lora?: string;
 }
 
-export interface Decision {
+/** Call firstToken() when the first token comes back and release() when the response ends or fails. */
+export interface Decision extends Booking {
   /** The chosen pool, or null when no DC has an eligible pool for the model. */
   chosen: Candidate | null;
   /** Every eligible pool that was scored. */
   candidates: Candidate[];
   skipped: Skipped[];
-  /** Call when the request completes (or fails): its pool's in-flight count drops. Idempotent. */
-  release(): void;
 }
 
 export interface GlobalRouterEvents {
@@ -52,7 +54,8 @@ export interface GlobalRouterEvents {
 interface Dc {
   target: DcTarget;
   client: RelayClient;
-  inflight: Map<string, number>;
+  /** This router's outstanding work at the DC's pools. */
+  work: WorkBook;
   /** Pool key → time its replica was invalidated (cleared when a replica is installed again). */
   invalidatedAt: Map<string, number>;
 }
@@ -70,6 +73,7 @@ export class GlobalRouter extends EventEmitter<GlobalRouterEvents> {
     if (options.dcs.length === 0) throw new RangeError('a global router needs at least one DC');
     const names = new Set(options.dcs.map((d) => d.name));
     if (names.size !== options.dcs.length) throw new RangeError('DC names must be unique');
+    for (const d of options.dcs) if (d.rttMs !== undefined && !(Number.isFinite(d.rttMs) && d.rttMs >= 0)) throw new RangeError(`rttMs of ${d.name} must be a finite number ≥ 0`);
     this.policy = options.policy ?? kvAware();
     this.defaultCapacity = positive('defaultCapacity', options.defaultCapacity ?? DEFAULT_POOL_CAPACITY);
     this.holdMs = positive('invalidReplicaHoldMs', options.invalidReplicaHoldMs ?? DEFAULT_INVALID_REPLICA_HOLD_MS);
@@ -98,7 +102,7 @@ export class GlobalRouter extends EventEmitter<GlobalRouterEvents> {
   /** Requests routed to the DC and not yet released. */
   inflight(dc: string): number {
     const found = this.dcs.find((d) => d.target.name === dc);
-    return found ? [...found.inflight.values()].reduce((a, b) => a + b, 0) : 0;
+    return found ? found.work.inflight : 0;
   }
 
   route(request: RouteRequest, nowMs: number = Date.now()): Decision {
@@ -115,7 +119,8 @@ export class GlobalRouter extends EventEmitter<GlobalRouterEvents> {
         result,
         promptTokens: request.tokens.length,
         prefix,
-        inflight: (poolKey) => dc.inflight.get(poolKey) ?? 0,
+        rttMs: dc.target.rttMs ?? 0,
+        work: (poolKey) => dc.work.get(poolKey),
         lastResort: (poolKey) => this.held(dc, poolKey, nowMs),
         defaultCapacity: this.defaultCapacity,
       });
@@ -124,14 +129,15 @@ export class GlobalRouter extends EventEmitter<GlobalRouterEvents> {
     }
     const preferred = candidates.filter((c) => !c.lastResort);
     const pool = preferred.length > 0 ? preferred : candidates;
-    if (pool.length === 0) return { chosen: null, candidates, skipped, release: () => undefined };
-    const chosen = this.policy.choose(pool);
-    return { chosen, candidates, skipped, release: this.book(chosen) };
+    if (pool.length === 0) return { chosen: null, candidates, skipped, firstToken: () => undefined, release: () => undefined };
+    const chosen = this.policy.choose(pool, request);
+    const booking = this.dcs.find((d) => d.target.name === chosen.dc)!.work.book(chosen);
+    return { chosen, candidates, skipped, firstToken: booking.firstToken, release: booking.release };
   }
 
   private connect(target: DcTarget, options: GlobalRouterOptions): Dc {
     const client = new RelayClient(target.address, { ...options.client, subscriberId: options.subscriberId });
-    const dc: Dc = { target, client, inflight: new Map(), invalidatedAt: new Map() };
+    const dc: Dc = { target, client, work: new WorkBook(), invalidatedAt: new Map() };
     client.on('replicaInstalled', (e) => {
       dc.invalidatedAt.delete(e.poolKey);
       this.emit('replicaInstalled', target.name, e);
@@ -150,22 +156,4 @@ export class GlobalRouter extends EventEmitter<GlobalRouterEvents> {
     const at = dc.invalidatedAt.get(poolKey);
     return at !== undefined && nowMs - at < this.holdMs;
   }
-
-  private book(chosen: Candidate): () => void {
-    const dc = this.dcs.find((d) => d.target.name === chosen.dc)!;
-    dc.inflight.set(chosen.poolKey, (dc.inflight.get(chosen.poolKey) ?? 0) + 1);
-    let released = false;
-    return () => {
-      if (released) return;
-      released = true;
-      const left = (dc.inflight.get(chosen.poolKey) ?? 1) - 1;
-      if (left > 0) dc.inflight.set(chosen.poolKey, left);
-      else dc.inflight.delete(chosen.poolKey);
-    };
-  }
-}
-
-function positive(name: string, value: number): number {
-  if (!Number.isFinite(value) || value <= 0) throw new RangeError(`${name} must be a positive number`);
-  return value;
 }

@@ -1,62 +1,199 @@
-// `npm run sim:multidc [-- --requests N --interval-ms MS --seed N --out DIR]`: runs every scenario
-// (four policies at 1 ms WAN, KV-aware at 20 and 100 ms, KV-aware with one DC's relay stopped
-// mid-run), prints the table and writes multidc.md, multidc.svg and multidc.json into DIR.
+// `npm run sim:multidc -- [options]`: the global router's evaluation. Every knob is a flag (defaults
+// in options.ts); results go to --out as JSON (every run and the aggregates), Markdown and SVG, and
+// the JSON is written after every run.
 import * as fs from 'fs';
 import * as path from 'path';
 import { parseArgs } from 'util';
-import { DEFAULT_CLUSTER, DEFAULT_RELAY_DOWN_AT, DEFAULT_RUN, DEFAULT_WORKLOAD, LAG_SWEEP_MS } from './options';
-import { downNotes, markdownTable, scenarioLabel, svgPlot } from './report';
-import { runScenario, type ScenarioResult, type ScenarioSpec } from './scenario';
+import { POLICY_NAMES, type PolicyName } from '../router';
+import { CALIBRATION_SOURCES, LLAMA3_8B_A100 } from './engine/calibration';
+import { defaultSetup, Workload, type RunResult, type Setup } from './experiment';
+import { FAULT_NAMES, runFaults, faultsTable, type FaultName } from './faults';
+import type { DcSpec, WorkloadKind } from './options';
+import { sweepSvg, sweepTable, verdictTable } from './report';
+import { aggregate, sweep, verdicts } from './sweep';
 
 const DEFAULT_OUT = path.join('examples', 'global-router', 'results');
+const OURS: PolicyName = 'kv-aware';
 
-export function scenarios(): ScenarioSpec[] {
-  const [base, ...lags] = LAG_SWEEP_MS;
-  return [
-    ...(['kv-aware', 'load-only', 'random', 'round-robin'] as const).map((policy) => ({ name: `${policy}-${base}ms`, policy, run: { wanDelayMs: base } })),
-    ...lags.map((wanDelayMs) => ({ name: `kv-aware-${wanDelayMs}ms`, policy: 'kv-aware' as const, run: { wanDelayMs } })),
-    { name: 'kv-aware-relay-down', policy: 'kv-aware', run: { wanDelayMs: base, relayDownAt: DEFAULT_RELAY_DOWN_AT } },
-  ];
-}
+export const USAGE = `usage: npm run sim:multidc -- [options]
+  --workload trace|synthetic   --trace PATH          --requests N   --warmup N
+  --loads 0.2,0.4,…            --seeds 1,2,3         --policies ${POLICY_NAMES.join(',')}
+  --dc NAME:RANKS:ONE_WAY_MS (repeat; default dc-a:4:5 dc-b:2:20 dc-c:2:40)
+  --kv-capacity-tokens N       --max-num-seqs N      --max-batched-tokens N   --block-size N
+  --view relay|oracle          --routers N           --speed auto|X           --wall-rate N
+  --tick-ms N                  --load-window-ms N    --failure-timeout-ms N
+  --slo-scale X                --slo-floor-ms N      --prefill-tokens-per-ms X
+  --faults all|${FAULT_NAMES.join(',')}  (fault scenarios instead of the sweep; with --load, --seed, --policies)
+  --out DIR   (sweep.{json,md,svg} or faults.{json,md})
+  --from FILE (no runs: the report again from a sweep.json, into --out)`;
 
-function positiveInt(flag: string, text: string | undefined): number | undefined {
+class UsageError extends Error {}
+
+const list = (flag: string, text: string, parse: (s: string) => number) =>
+  text.split(',').map((s) => {
+    const n = parse(s);
+    if (!Number.isFinite(n) || n <= 0) throw new UsageError(`${flag}: ${JSON.stringify(s)} is not a positive number`);
+    return n;
+  });
+
+function positive(flag: string, text: string | undefined, integer = false): number | undefined {
   if (text === undefined) return undefined;
   const n = Number(text);
-  if (!Number.isInteger(n) || n <= 0) throw new Error(`${flag} must be a positive integer`);
+  if (!Number.isFinite(n) || n <= 0 || (integer && !Number.isInteger(n))) throw new UsageError(`${flag} must be a positive ${integer ? 'integer' : 'number'}`);
   return n;
 }
 
-async function main(argv: string[]): Promise<number> {
-  const { values } = parseArgs({
-    args: argv,
-    options: { requests: { type: 'string' }, 'interval-ms': { type: 'string' }, seed: { type: 'string' }, out: { type: 'string' } },
+function parseDc(text: string): DcSpec {
+  const m = /^([A-Za-z0-9._-]+):(\d+):(\d+(?:\.\d+)?)$/.exec(text);
+  if (!m || Number(m[2]) < 1) throw new UsageError(`--dc ${JSON.stringify(text)} is not NAME:RANKS:ONE_WAY_MS`);
+  return { name: m[1], ranks: Number(m[2]), oneWayMs: Number(m[3]) };
+}
+
+function parsePolicies(text: string): PolicyName[] {
+  return text.split(',').map((p) => {
+    if (!(POLICY_NAMES as readonly string[]).includes(p)) throw new UsageError(`unknown policy ${p} (one of ${POLICY_NAMES.join(', ')})`);
+    return p as PolicyName;
   });
-  const requests = positiveInt('--requests', values.requests) ?? DEFAULT_RUN.requests;
-  const intervalMs = positiveInt('--interval-ms', values['interval-ms']) ?? DEFAULT_RUN.intervalMs;
-  const seed = positiveInt('--seed', values.seed) ?? DEFAULT_WORKLOAD.seed;
-  const out = values.out ?? DEFAULT_OUT;
-  const results: ScenarioResult[] = [];
-  for (const spec of scenarios()) {
-    const started = Date.now();
-    const result = await runScenario({ ...spec, run: { ...spec.run, requests, intervalMs }, workload: { seed } });
-    process.stderr.write(`${scenarioLabel(result)}: hit ${(100 * result.hitRate).toFixed(1)} %, balance ${result.balance.toFixed(2)} (${((Date.now() - started) / 1000).toFixed(1)} s)\n`);
-    results.push(result);
+}
+
+export interface Cli {
+  setup: Setup;
+  policies: PolicyName[];
+  faults: FaultName[] | null;
+  out: string;
+  from?: string;
+}
+
+export function parseCli(argv: string[]): Cli {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: Object.fromEntries(
+      ['from', 'workload', 'trace', 'requests', 'warmup', 'loads', 'seeds', 'policies', 'kv-capacity-tokens', 'max-num-seqs', 'max-batched-tokens', 'block-size', 'view', 'routers', 'speed', 'wall-rate', 'tick-ms', 'load-window-ms', 'failure-timeout-ms', 'slo-scale', 'slo-floor-ms', 'prefill-tokens-per-ms', 'faults', 'out', 'load', 'seed']
+        .map((k) => [k, { type: 'string' as const }])
+        .concat([['dc', { type: 'string' as const, multiple: true } as never]]),
+    ),
+  }) as { values: Record<string, string | string[] | undefined>; positionals: string[] };
+  if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
+  const v = (k: string) => values[k] as string | undefined;
+  const setup = defaultSetup();
+  const run = setup.run;
+  const workload = v('workload') ?? run.workload;
+  if (workload !== 'trace' && workload !== 'synthetic') throw new UsageError('--workload must be trace or synthetic');
+  setup.workload = workload as WorkloadKind;
+  run.tracePath = v('trace') ?? run.tracePath;
+  run.requests = positive('--requests', v('requests'), true) ?? run.requests;
+  run.warmup = v('warmup') === undefined ? Math.min(run.warmup, Math.floor(run.requests / 2)) : Number(v('warmup'));
+  if (!Number.isInteger(run.warmup) || run.warmup < 0 || run.warmup >= run.requests) throw new UsageError('--warmup must be an integer in 0..requests-1');
+  if (v('loads')) run.loads = list('--loads', v('loads')!, Number);
+  if (v('load')) run.loads = list('--load', v('load')!, Number);
+  if (v('seeds')) run.seeds = list('--seeds', v('seeds')!, Number);
+  if (v('seed')) run.seeds = list('--seed', v('seed')!, Number);
+  if (!run.seeds.every(Number.isInteger)) throw new UsageError('seeds must be integers');
+  const dcs = values.dc as string[] | undefined;
+  if (dcs && dcs.length > 0) setup.dcs = dcs.map(parseDc);
+  if (new Set(setup.dcs.map((d) => d.name)).size !== setup.dcs.length) throw new UsageError('DC names must be unique');
+  setup.engine = {
+    blockSize: positive('--block-size', v('block-size'), true) ?? setup.engine.blockSize,
+    kvCapacityTokens: positive('--kv-capacity-tokens', v('kv-capacity-tokens'), true) ?? setup.engine.kvCapacityTokens,
+    maxNumSeqs: positive('--max-num-seqs', v('max-num-seqs'), true) ?? setup.engine.maxNumSeqs,
+    maxBatchedTokens: positive('--max-batched-tokens', v('max-batched-tokens'), true) ?? setup.engine.maxBatchedTokens,
+  };
+  const view = v('view') ?? setup.view;
+  if (view !== 'relay' && view !== 'oracle') throw new UsageError('--view must be relay or oracle');
+  setup.view = view;
+  setup.routers = positive('--routers', v('routers'), true) ?? setup.routers;
+  const speed = v('speed');
+  run.speed = speed === undefined || speed === 'auto' ? run.speed : positive('--speed', speed)!;
+  run.wallRequestsPerS = positive('--wall-rate', v('wall-rate')) ?? run.wallRequestsPerS;
+  run.tickMs = positive('--tick-ms', v('tick-ms')) ?? run.tickMs;
+  run.loadWindowMs = positive('--load-window-ms', v('load-window-ms'), true) ?? run.loadWindowMs;
+  run.failureTimeoutMs = positive('--failure-timeout-ms', v('failure-timeout-ms')) ?? run.failureTimeoutMs;
+  run.sloScale = positive('--slo-scale', v('slo-scale')) ?? run.sloScale;
+  run.sloFloorMs = v('slo-floor-ms') === undefined ? run.sloFloorMs : Number(v('slo-floor-ms'));
+  if (!(run.sloFloorMs >= 0)) throw new UsageError('--slo-floor-ms must be ≥ 0');
+  setup.prefillTokensPerMs = positive('--prefill-tokens-per-ms', v('prefill-tokens-per-ms'));
+  const faults = v('faults');
+  let faultNames: FaultName[] | null = null;
+  if (faults !== undefined) {
+    faultNames = faults === 'all' ? [...FAULT_NAMES] : (faults.split(',') as FaultName[]);
+    for (const f of faultNames) if (!(FAULT_NAMES as readonly string[]).includes(f)) throw new UsageError(`unknown fault ${f} (one of ${FAULT_NAMES.join(', ')})`);
+    if (setup.view !== 'relay') throw new UsageError('faults need the relay view');
   }
-  const c = DEFAULT_CLUSTER;
-  const setup =
-    `${c.dcs} DCs × ${c.ranksPerDc} ranks × ${c.capacityBlocks} blocks of ${c.blockSize} tokens; ${requests} requests, ` +
-    `mean gap ${intervalMs} ms, first ${100 * DEFAULT_RUN.warmup} % not measured; workload seed ${seed}`;
-  const table = markdownTable(results);
-  const notes = downNotes(results);
-  fs.mkdirSync(out, { recursive: true });
-  fs.writeFileSync(
-    path.join(out, 'multidc.md'),
-    `# Multi-DC simulation\n\n\`npm run sim:multidc -- --requests ${requests} --interval-ms ${intervalMs} --seed ${seed}\`\n\n${setup}.\n\n${table}\n${notes}\n\n![plot](multidc.svg)\n`,
+  return { setup, policies: v('policies') ? parsePolicies(v('policies')!) : [...POLICY_NAMES], faults: faultNames, out: v('out') ?? DEFAULT_OUT, from: v('from') };
+}
+
+export function describeSetup(setup: Setup, workload: Workload): string {
+  const d = setup.dcs.map((x) => `${x.name} ${x.ranks} ranks at ${x.oneWayMs} ms`).join(', ');
+  return (
+    `${setup.workload === 'trace' ? `Mooncake trace (${setup.run.tracePath})` : 'synthetic multi-tenant workload'}; ${setup.run.requests} requests per run, first ${setup.run.warmup} not measured; ` +
+    `${d}; each rank ${LLAMA3_8B_A100.name}, ${setup.engine.kvCapacityTokens} KV tokens, max_num_seqs ${setup.engine.maxNumSeqs}, max_num_batched_tokens ${setup.engine.maxBatchedTokens}; ` +
+    `100 % load = ${workload.capacityPerS.toFixed(2)} req/s; ${setup.view} view, ${setup.routers} router(s); TTFT SLO max(${setup.run.sloFloorMs} ms, ${setup.run.sloScale} × unloaded prefill + RTT)`
   );
-  fs.writeFileSync(path.join(out, 'multidc.svg'), svgPlot(results, setup));
-  fs.writeFileSync(path.join(out, 'multidc.json'), `${JSON.stringify(results, null, 2)}\n`);
-  process.stdout.write(`${setup}\n\n${table}\n${notes}\n\nwritten to ${out}/multidc.{md,svg,json}\n`);
+}
+
+export async function main(argv: string[]): Promise<number> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    process.stdout.write(`${USAGE}\n`);
+    return 0;
+  }
+  let cli: Cli;
+  try {
+    cli = parseCli(argv);
+  } catch (err) {
+    if (!(err instanceof UsageError || err instanceof TypeError)) throw err;
+    process.stderr.write(`sim:multidc: ${(err as Error).message}\n${USAGE}\n`);
+    return 2;
+  }
+  const { setup, policies, out } = cli;
+  if (cli.from) {
+    const saved = JSON.parse(fs.readFileSync(cli.from, 'utf8')) as { command: string; setup: string; runs: RunResult[] };
+    writeReport(out, saved.command, saved.setup, saved.runs);
+    return 0;
+  }
+  const workload = Workload.load(setup);
+  const described = describeSetup(setup, workload);
+  fs.mkdirSync(out, { recursive: true });
+  process.stderr.write(`${described}\n`);
+  const command = `npm run sim:multidc -- ${argv.join(' ')}`.trim();
+  if (cli.faults) {
+    const results = await runFaults(workload, cli.faults, { policies, load: setup.run.loads[0], seed: setup.run.seeds[0] }, (line) => process.stderr.write(`${line}\n`));
+    fs.writeFileSync(path.join(out, 'faults.json'), `${JSON.stringify({ command, setup: described, results }, null, 2)}\n`);
+    fs.writeFileSync(path.join(out, 'faults.md'), `# Fault scenarios\n\n\`${command}\`\n\n${described}.\n\n${faultsTable(results)}`);
+    process.stdout.write(`${faultsTable(results)}\nwritten to ${out}/faults.{json,md}\n`);
+    return 0;
+  }
+  const runs: RunResult[] = [];
+  const write = () => {
+    const aggregates = aggregate(runs);
+    const v = verdicts(aggregates, OURS, runs);
+    fs.writeFileSync(path.join(out, 'sweep.json'), `${JSON.stringify({ command, setup: described, calibration: CALIBRATION_SOURCES, runs, aggregates, verdicts: v }, null, 2)}\n`);
+    return { aggregates, v };
+  };
+  await sweep(workload, { policies, loads: setup.run.loads, seeds: setup.run.seeds }, (r) => {
+    runs.push(r);
+    const s = r.summary;
+    process.stderr.write(
+      `load ${r.load} seed ${r.seed} ${r.policy}: goodput ${s.goodputPerS.toFixed(2)}/s, SLO ${(100 * s.sloAttainment).toFixed(1)} %, hit ${(100 * s.hitRate).toFixed(1)} %, ` +
+        `TTFT p50 ${s.ttftMs.p50.toFixed(0)} ms, late p99 ${s.lateMsP99.toFixed(0)} ms (${r.wallSeconds.toFixed(0)} s)\n`,
+    );
+    write();
+  });
+  write();
+  writeReport(out, command, described, runs);
   return 0;
+}
+
+/** sweep.md and sweep.svg from the runs (and sweep.json with the aggregates and verdicts). */
+function writeReport(out: string, command: string, described: string, runs: readonly RunResult[]): void {
+  const aggregates = aggregate(runs);
+  const v = verdicts(aggregates, OURS, runs);
+  fs.writeFileSync(path.join(out, 'sweep.json'), `${JSON.stringify({ command, setup: described, calibration: CALIBRATION_SOURCES, runs, aggregates, verdicts: v }, null, 2)}\n`);
+  const table = sweepTable(aggregates, OURS);
+  const verdict = verdictTable(v);
+  fs.writeFileSync(path.join(out, 'sweep.md'), `# Load sweep\n\n\`${command}\`\n\n${described}.\n\n${table}\n## Verdict (${OURS})\n\n${verdict}\n![plot](sweep.svg)\n`);
+  fs.writeFileSync(path.join(out, 'sweep.svg'), sweepSvg(aggregates, OURS, 'Mooncake trace, 3 DCs (4+2+2 ranks of Llama-3.1-8B on A100), relay-fed routers; mean and 95 % CI over 3 windows'));
+  process.stdout.write(`${table}\n${verdict}\nwritten to ${out}/sweep.{json,md,svg}\n`);
 }
 
 if (require.main === module) {

@@ -1,7 +1,9 @@
-// Every knob of the multi-DC simulation with its default, in one place. The defaults size the
-// caches so one DC holds roughly a third of the hot working set: where a prefix is served decides
-// whether it is reused, which is the regime a KV-aware global router exists for.
+// Every knob of the multi-DC simulation with its default, in one place (the CLI in main.ts sets each
+// of them). The defaults are the evaluation's: the Mooncake trace on three DCs of different sizes and
+// distances, each rank a calibrated Llama-3.1-8B on an A100 (engine/calibration.ts).
+import { LLAMA3_8B_A100 } from './engine/calibration';
 
+/** The synthetic multi-tenant workload (workload.ts), the second workload beside the trace. */
 export interface WorkloadOptions {
   seed: number;
   /** Tenants share nothing; each has a system prompt, a document corpus and chats. */
@@ -26,36 +28,6 @@ export interface WorkloadOptions {
   vocabSize: number;
 }
 
-export interface ClusterOptions {
-  dcs: number;
-  /** Data-parallel ranks per DC (one engine, one pool); the DC routes to the rank with the longest cached prefix. */
-  ranksPerDc: number;
-  /** KV cache per rank, in blocks. */
-  capacityBlocks: number;
-  blockSize: number;
-  /** Concurrent requests per rank (vLLM max_num_seqs); the relay publishes the pool's sum as max_concurrency. */
-  maxNumSeqs: number;
-  /** Simulated service time: prefill per uncached prompt token and decode per output token. */
-  prefillMsPerToken: number;
-  decodeMsPerToken: number;
-  /** Relay: CKF sizing and load window (KV usage is scraped once per window). */
-  expectedUniqueBlocks: number;
-  loadWindowMs: number;
-}
-
-export interface RunOptions {
-  requests: number;
-  /** Mean gap between arrivals (exponential inter-arrival times, seeded). */
-  intervalMs: number;
-  /** Leading fraction of requests left out of the measurements (caches warm up). */
-  warmup: number;
-  /** One-way delay added each way between the router and every relay. */
-  wanDelayMs: number;
-  /** Stop one DC's relay after this fraction of the requests (undefined: all stay up). */
-  relayDownAt?: number;
-  model: string;
-}
-
 export const DEFAULT_WORKLOAD: Readonly<WorkloadOptions> = Object.freeze({
   seed: 7,
   tenants: 16,
@@ -73,27 +45,76 @@ export const DEFAULT_WORKLOAD: Readonly<WorkloadOptions> = Object.freeze({
   vocabSize: 32_000,
 });
 
-export const DEFAULT_CLUSTER: Readonly<ClusterOptions> = Object.freeze({
-  dcs: 3,
-  ranksPerDc: 2,
-  capacityBlocks: 2048,
+export interface DcSpec {
+  name: string;
+  /** Data-parallel ranks (GPUs running one engine each) behind the DC's relay. */
+  ranks: number;
+  /** One-way WAN delay between the routers and this DC (requests, responses and the relay's stream). */
+  oneWayMs: number;
+}
+
+/** Three DCs of different sizes and distances: the routers sit next to the largest. */
+export const DEFAULT_DCS: readonly DcSpec[] = Object.freeze([
+  { name: 'dc-a', ranks: 4, oneWayMs: 5 },
+  { name: 'dc-b', ranks: 2, oneWayMs: 20 },
+  { name: 'dc-c', ranks: 2, oneWayMs: 40 },
+]);
+
+export interface EngineSpec {
+  /** vLLM's default block size. */
+  blockSize: number;
+  kvCapacityTokens: number;
+  maxNumSeqs: number;
+  maxBatchedTokens: number;
+}
+
+export const DEFAULT_ENGINE: Readonly<EngineSpec> = Object.freeze({
   blockSize: 16,
-  maxNumSeqs: 8,
-  prefillMsPerToken: 0.05,
-  decodeMsPerToken: 0.4,
-  expectedUniqueBlocks: 16_384,
-  loadWindowMs: 200,
+  kvCapacityTokens: LLAMA3_8B_A100.kvCapacityTokens,
+  maxNumSeqs: 256,
+  maxBatchedTokens: 8192,
 });
 
-export const DEFAULT_RUN: Readonly<RunOptions> = Object.freeze({
-  requests: 2000,
-  intervalMs: 20,
-  warmup: 0.2,
-  wanDelayMs: 1,
+export type WorkloadKind = 'trace' | 'synthetic';
+
+export interface RunDefaults {
+  workload: WorkloadKind;
+  /** Relative to the working directory (the repository root under npm run). */
+  tracePath: string;
+  /** Requests per run, and how many of them warm the caches before measuring. */
+  requests: number;
+  warmup: number;
+  /** Offered load as a fraction of the cluster's capacity (see capacity.ts). */
+  loads: number[];
+  seeds: number[];
+  /** Per-request TTFT SLO: max(floor, scale × the prompt's prefill alone on an idle rank + its DC's round trip). */
+  sloScale: number;
+  sloFloorMs: number;
+  /** Simulated ms per wall ms; 'auto' paces every load point at `wallRequestsPerS`. */
+  speed: number | 'auto';
+  wallRequestsPerS: number;
+  /** Wall ms between DC advances while waiting for the next arrival (how promptly KV events go out). */
+  tickMs: number;
+  /** How often each relay scrapes and publishes KV usage (wall ms). */
+  loadWindowMs: number;
+  /** A request sent to an unreachable DC fails after this long (simulated) and is routed again. */
+  failureTimeoutMs: number;
+  model: string;
+}
+
+export const DEFAULT_RUN: Readonly<RunDefaults> = Object.freeze({
+  workload: 'trace' as WorkloadKind,
+  tracePath: '../shared/traces/mooncake_conversation_trace.jsonl',
+  requests: 900,
+  warmup: 350,
+  loads: [0.2, 0.45, 0.7, 0.95, 1.2],
+  seeds: [1, 2, 3],
+  sloScale: 2,
+  sloFloorMs: 1000,
+  speed: 'auto' as const,
+  wallRequestsPerS: 50,
+  tickMs: 5,
+  loadWindowMs: 100,
+  failureTimeoutMs: 1000,
   model: 'llama-3.1-8b',
 });
-
-/** WAN delays of the lag sweep (one-way, ms). */
-export const LAG_SWEEP_MS = [1, 20, 100] as const;
-/** When the relay-down scenario stops a DC's relay. */
-export const DEFAULT_RELAY_DOWN_AT = 0.4;

@@ -1,64 +1,97 @@
-// A minimal SVG bar chart: panels of labelled horizontal bars sharing one row layout. Written by
-// hand because the report needs nothing more, and every plotting library on the registry wants a
-// DOM or ships as ESM only.
+// A minimal SVG line chart: panels sharing an x axis (offered load), one line per series with 95 %
+// confidence whiskers. Written by hand because the report needs nothing more, and every plotting
+// library on the registry wants a DOM or ships as ESM only.
 
-export interface Bar {
-  value: number;
-  /** Shown after the bar. */
-  text: string;
-  color?: string;
+export interface Point {
+  x: number;
+  y: number;
+  /** Half-width of the confidence interval (NaN: none drawn). */
+  ci: number;
 }
 
-export interface Panel {
+export interface Series {
+  name: string;
+  color: string;
+  points: Point[];
+  /** Drawn thicker (the policy under evaluation). */
+  bold?: boolean;
+}
+
+export interface LinePanel {
   title: string;
-  /** The x axis starts at 0 and ends at max (or the largest value). */
-  max?: number;
-  /** Logarithmic axis from 1 (for latencies whose tail dwarfs the median). */
+  /** Logarithmic y axis (latencies whose tail dwarfs the median). */
   log?: boolean;
-  /** One entry per row; rows may hold several bars (drawn as thinner bars one under the other). */
-  rows: Bar[][];
+  /** Format of the y tick labels. */
+  format: (y: number) => string;
+  series: Series[];
 }
 
-const ROW_HEIGHT = 30;
-const LABEL_WIDTH = 270;
-const PANEL_WIDTH = 260;
-const PANEL_GAP = 40;
-const TOP = 48;
+const W = 360;
+const H = 240;
+const PAD = { left: 56, right: 12, top: 28, bottom: 36 };
 const FONT = 'font-family="Helvetica, Arial, sans-serif"';
 
-export function barChart(title: string, labels: string[], panels: Panel[], footnote = ''): string {
-  const width = LABEL_WIDTH + panels.length * (PANEL_WIDTH + PANEL_GAP);
-  const height = TOP + labels.length * ROW_HEIGHT + 40;
+export function lineChart(title: string, subtitle: string, panels: LinePanel[], xLabel: string): string {
+  const legendRows = Math.ceil((panels[0]?.series.length ?? 0) / 4);
+  const width = panels.length * W;
+  const height = 50 + H + 20 + legendRows * 18 + 10;
   const out: string[] = [
     `<svg xmlns="http://www.w3.org/2000/svg" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">`,
     `<rect width="100%" height="100%" fill="white"/>`,
     `<text x="10" y="20" ${FONT} font-size="15" font-weight="bold">${escape(title)}</text>`,
+    `<text x="10" y="38" ${FONT} font-size="11" fill="#555">${escape(subtitle)}</text>`,
   ];
-  labels.forEach((label, i) => {
-    const y = TOP + i * ROW_HEIGHT + ROW_HEIGHT / 2 + 4;
-    out.push(`<text x="${LABEL_WIDTH - 8}" y="${y}" ${FONT} font-size="12" text-anchor="end">${escape(label)}</text>`);
+  panels.forEach((panel, i) => out.push(...drawPanel(panel, i * W, 50, xLabel)));
+  (panels[0]?.series ?? []).forEach((s, i) => {
+    const x = 10 + (i % 4) * 200;
+    const y = 50 + H + 22 + Math.floor(i / 4) * 18;
+    out.push(`<line x1="${x}" y1="${y - 4}" x2="${x + 24}" y2="${y - 4}" stroke="${s.color}" stroke-width="${s.bold ? 3 : 1.5}"/>`);
+    out.push(`<text x="${x + 30}" y="${y}" ${FONT} font-size="12">${escape(s.name)}</text>`);
   });
-  panels.forEach((panel, p) => {
-    const x0 = LABEL_WIDTH + p * (PANEL_WIDTH + PANEL_GAP);
-    const scale = (v: number) => (panel.log ? Math.log10(Math.max(1, v)) : v);
-    const max = scale(panel.max ?? Math.max(...panel.rows.flat().map((b) => b.value).filter(Number.isFinite), 1e-9)) || 1;
-    const plotWidth = PANEL_WIDTH - 70; // room for the value text
-    out.push(`<text x="${x0}" y="${TOP - 10}" ${FONT} font-size="12" font-weight="bold">${escape(panel.title)}</text>`);
-    out.push(`<line x1="${x0}" y1="${TOP}" x2="${x0}" y2="${TOP + labels.length * ROW_HEIGHT}" stroke="#888"/>`);
-    panel.rows.forEach((bars, i) => {
-      const thickness = (ROW_HEIGHT - 10) / Math.max(1, bars.length);
-      bars.forEach((bar, j) => {
-        const value = Number.isFinite(bar.value) ? Math.max(0, scale(bar.value)) : 0;
-        const w = Math.min(plotWidth, (value / max) * plotWidth);
-        const y = TOP + i * ROW_HEIGHT + 5 + j * thickness;
-        out.push(`<rect x="${x0}" y="${y.toFixed(1)}" width="${w.toFixed(1)}" height="${(thickness - 1).toFixed(1)}" fill="${bar.color ?? '#4878a8'}"/>`);
-        out.push(`<text x="${(x0 + w + 4).toFixed(1)}" y="${(y + thickness / 2 + 3).toFixed(1)}" ${FONT} font-size="10">${escape(bar.text)}</text>`);
-      });
-    });
-  });
-  if (footnote) out.push(`<text x="10" y="${height - 12}" ${FONT} font-size="10" fill="#555">${escape(footnote)}</text>`);
   out.push('</svg>');
   return `${out.join('\n')}\n`;
+}
+
+function drawPanel(panel: LinePanel, x0: number, y0: number, xLabel: string): string[] {
+  const pts = panel.series.flatMap((s) => s.points).filter((p) => Number.isFinite(p.y));
+  const xs = pts.map((p) => p.x);
+  const [xmin, xmax] = [Math.min(...xs), Math.max(...xs)];
+  const lo = (p: Point) => p.y - (Number.isFinite(p.ci) ? p.ci : 0);
+  const hi = (p: Point) => p.y + (Number.isFinite(p.ci) ? p.ci : 0);
+  const f = (y: number) => (panel.log ? Math.log10(Math.max(y, 1e-9)) : y);
+  let ymin = panel.log ? Math.min(...pts.map((p) => f(Math.max(lo(p), 1)))) : 0;
+  let ymax = Math.max(...pts.map((p) => f(hi(p))));
+  if (!(ymax > ymin)) [ymin, ymax] = [ymin, ymin + 1];
+  const px = (x: number) => x0 + PAD.left + ((x - xmin) / (xmax - xmin || 1)) * (W - PAD.left - PAD.right);
+  const py = (y: number) => y0 + H - PAD.bottom - ((f(y) - ymin) / (ymax - ymin)) * (H - PAD.top - PAD.bottom);
+  const out = [
+    `<text x="${x0 + PAD.left}" y="${y0 + 16}" ${FONT} font-size="12" font-weight="bold">${escape(panel.title)}</text>`,
+    `<line x1="${x0 + PAD.left}" y1="${y0 + H - PAD.bottom}" x2="${x0 + W - PAD.right}" y2="${y0 + H - PAD.bottom}" stroke="#888"/>`,
+    `<line x1="${x0 + PAD.left}" y1="${y0 + PAD.top}" x2="${x0 + PAD.left}" y2="${y0 + H - PAD.bottom}" stroke="#888"/>`,
+    `<text x="${x0 + (W + PAD.left) / 2}" y="${y0 + H - 6}" ${FONT} font-size="11" text-anchor="middle">${escape(xLabel)}</text>`,
+  ];
+  for (const x of [...new Set(xs)].sort((a, b) => a - b)) {
+    out.push(`<text x="${px(x).toFixed(1)}" y="${y0 + H - PAD.bottom + 14}" ${FONT} font-size="10" text-anchor="middle">${Math.round(x * 100)} %</text>`);
+  }
+  for (let k = 0; k <= 4; k++) {
+    const v = ymin + ((ymax - ymin) * k) / 4;
+    const y = panel.log ? 10 ** v : v;
+    const yy = py(y);
+    out.push(`<line x1="${x0 + PAD.left - 3}" y1="${yy.toFixed(1)}" x2="${x0 + W - PAD.right}" y2="${yy.toFixed(1)}" stroke="#eee"/>`);
+    out.push(`<text x="${x0 + PAD.left - 5}" y="${(yy + 3).toFixed(1)}" ${FONT} font-size="10" text-anchor="end">${escape(panel.format(y))}</text>`);
+  }
+  for (const s of panel.series) {
+    const ok = s.points.filter((p) => Number.isFinite(p.y)).sort((a, b) => a.x - b.x);
+    out.push(`<polyline fill="none" stroke="${s.color}" stroke-width="${s.bold ? 3 : 1.5}" points="${ok.map((p) => `${px(p.x).toFixed(1)},${py(p.y).toFixed(1)}`).join(' ')}"/>`);
+    for (const p of ok) {
+      if (Number.isFinite(p.ci) && p.ci > 0) {
+        const [a, b] = [py(Math.max(lo(p), panel.log ? 1 : -Infinity)), py(hi(p))];
+        out.push(`<line x1="${px(p.x).toFixed(1)}" y1="${a.toFixed(1)}" x2="${px(p.x).toFixed(1)}" y2="${b.toFixed(1)}" stroke="${s.color}" stroke-width="1"/>`);
+      }
+      out.push(`<circle cx="${px(p.x).toFixed(1)}" cy="${py(p.y).toFixed(1)}" r="${s.bold ? 3 : 2}" fill="${s.color}"/>`);
+    }
+  }
+  return out;
 }
 
 function escape(text: string): string {

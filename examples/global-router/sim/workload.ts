@@ -3,16 +3,19 @@
 // Deterministic for a seed, and independent of routing, so every policy sees the same requests.
 import { Rng } from '../../../src/sim/rng';
 import { DEFAULT_WORKLOAD, type WorkloadOptions } from './options';
+import type { SimRequest } from './request';
 import { Zipf } from './zipf';
 
 export type RequestKind = 'chat' | 'rag' | 'oneShot';
 
-export interface SimRequest {
+/** One request of the stream: its prompt and the answer it will get (a chat's next turn repeats it). */
+export interface WorkloadRequest {
   id: number;
   tenant: number;
   kind: RequestKind;
   tokens: Uint32Array;
   outputTokens: number;
+  answer: Uint32Array;
 }
 
 interface Chat {
@@ -58,26 +61,29 @@ export class MultiTenantWorkload {
     }));
   }
 
-  next(): SimRequest {
+  next(): WorkloadRequest {
     const o = this.options;
     const t = this.tenantZipf.sample(this.rng);
     const tenant = this.tenants[t];
     const kind = this.kind();
     let prompt: number[];
-    const outputTokens = this.rng.range(...o.answerTokens);
+    const outputTokens = this.rng.range(o.answerTokens[0], o.answerTokens[1]);
+    let answer: number[];
     if (kind === 'chat') {
       const chat = this.chat(tenant);
       prompt = [...chat.history, ...this.tokens(this.rng, o.userTokens)];
       chat.turns += 1;
       // The answer is part of the next turn's prompt; a finished chat leaves the tenant's set.
-      chat.history = [...prompt, ...this.tokens(this.rng, [outputTokens, outputTokens])];
+      answer = this.tokens(this.rng, [outputTokens, outputTokens]);
+      chat.history = [...prompt, ...answer];
       if (chat.turns >= o.maxTurns) tenant.chats.splice(tenant.chats.indexOf(chat), 1);
     } else if (kind === 'rag') {
       prompt = [...tenant.system, ...this.document(t, this.documentZipf.sample(this.rng)), ...this.tokens(this.rng, o.userTokens)];
     } else {
       prompt = [...tenant.system, ...this.tokens(this.rng, o.userTokens)];
     }
-    return { id: this.nextId++, tenant: t, kind, tokens: Uint32Array.from(prompt), outputTokens };
+    answer ??= this.tokens(this.rng, [outputTokens, outputTokens]);
+    return { id: this.nextId++, tenant: t, kind, tokens: Uint32Array.from(prompt), outputTokens, answer: Uint32Array.from(answer) };
   }
 
   private kind(): RequestKind {
@@ -102,6 +108,17 @@ export class MultiTenantWorkload {
 
   private tokens(rng: Rng, [min, max]: [number, number]): number[] {
     return Array.from({ length: rng.range(min, max) }, () => rng.int(this.options.vocabSize));
+  }
+
+  /** `count` requests with Poisson arrivals at `ratePerS` (their own seeded stream), as the replay takes them. */
+  requests(count: number, ratePerS: number): SimRequest[] {
+    const arrivals = new Rng(this.options.seed ^ 0xa441a1);
+    let t = 0;
+    return Array.from({ length: count }, () => {
+      const r = this.next();
+      t += (-Math.log(1 - arrivals.next()) * 1000) / ratePerS;
+      return { id: r.id, arrivalMs: t, prompt: { kind: 'tokens', tokens: r.tokens }, inputTokens: r.tokens.length, outputTokens: r.outputTokens, outputIds: r.answer };
+    });
   }
 }
 

@@ -27,13 +27,14 @@ enum Slot : uint32_t {
   kIgnored,
   kDroppedBlockSize,
   kDroppedNoCompleteBlock,
+  kLastDroppedBlockSize,
   kNeedMeta,
   kNeedWords,
   kSlotCount,
 };
 constexpr const char* kSlotNames[kSlotCount] = {
     "metaEnd", "wordsEnd", "timestamp",  "dpRank",   "events",    "blocks",
-    "ignored", "droppedBlockSize", "droppedNoCompleteBlock", "needMeta", "needWords",
+    "ignored", "droppedBlockSize", "droppedNoCompleteBlock", "lastDroppedBlockSize", "needMeta", "needWords",
 };
 
 class EngineDecoderWrap : public Napi::ObjectWrap<EngineDecoderWrap> {
@@ -128,6 +129,7 @@ class EngineDecoderWrap : public Napi::ObjectWrap<EngineDecoderWrap> {
     slots[kIgnored] = static_cast<double>(s.ignored);
     slots[kDroppedBlockSize] = static_cast<double>(s.droppedBlockSize);
     slots[kDroppedNoCompleteBlock] = static_cast<double>(s.droppedNoCompleteBlock);
+    slots[kLastDroppedBlockSize] = s.lastDroppedBlockSize;
     return Napi::Boolean::New(env, true);
   }
 

@@ -164,7 +164,7 @@ export class DynamoEventPlane implements EventPlane {
     const key = sourceKey(source);
     let s = this.sourceStats.get(key);
     if (!s) {
-      s = { source, events: 0, blocks: 0, malformed: 0, rejectedRanks: 0, overflows: 0, outOfOrder: 0, refusedPeers: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, connections: 0, lastSequence: null };
+      s = { source, events: 0, blocks: 0, malformed: 0, rejectedRanks: 0, overflows: 0, outOfOrder: 0, refusedPeers: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, droppedBlockSize: 0, connections: 0, lastSequence: null, mismatchedBlockSize: 0 };
       this.sourceStats.set(key, s);
     }
     return s;

@@ -191,7 +191,7 @@ function key(source: SourceKey): string {
 }
 
 function emptyStats(source: SourceKey): SourceStats {
-  const s = { source, connections: 0, lastSequence: null } as SourceStats;
+  const s = { source, connections: 0, lastSequence: null, mismatchedBlockSize: 0 } as SourceStats;
   for (const c of COUNTERS) s[c] = 0;
   return s;
 }
