@@ -64,6 +64,7 @@ import {
 import type { DeltaTiming, PoolMetrics } from '../metrics/registry';
 import { PoolCounters } from './pool-counters';
 import type { PoolGeneration } from './pool-generation';
+import type { HostedPoolOptions } from './pool-host-protocol';
 
 /**
  * Blocks one apply takes (one bigger event is a slice of its own): a delta is cut after a slice at
@@ -149,14 +150,8 @@ export interface PoolLogger {
   error(obj: object, msg: string): void;
 }
 
-export interface PoolActorOptions {
-  key: string;
-  producer: ProducerIdentity;
-  dcId: bigint;
-  publicationThreshold: number;
-  publicationDelayMs: number;
-  /** Tracked-block bound of the pool state (limits.maxTrackedBlocksPerPool); default: the native maximum. */
-  maxTrackedBlocks?: number;
+/** HostedPoolOptions: what is also sent to a pool hosted on an ingest thread (its own fields cross no thread). */
+export interface PoolActorOptions extends HostedPoolOptions {
   logger: PoolLogger;
   /** Where its metrics are counted (default: counters of its own); a thread-hosted pool's are shared with the main thread. */
   counters?: PoolCounters;

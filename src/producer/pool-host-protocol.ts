@@ -12,6 +12,7 @@ export interface HostedPoolOptions {
   dcId: bigint;
   publicationThreshold: number;
   publicationDelayMs: number;
+  /** Tracked-block bound of the pool state (limits.maxTrackedBlocksPerPool); default: the native maximum. */
   maxTrackedBlocks?: number;
 }
 
