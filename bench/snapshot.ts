@@ -22,6 +22,10 @@ function encodeEveryChunk(words: BigUint64Array): Buffer[] {
   return Array.from({ length: snapshotChunkCount(FORMAT) }, (_, i) => encodeSnapshotChunk(FORMAT, 1n, 2n, words, i));
 }
 
+function cpuMs(usage: NodeJS.CpuUsage): number {
+  return (usage.user + usage.system) / 1000;
+}
+
 export async function run(): Promise<BenchResult[]> {
   const words = table();
   const source = Buffer.from(words.buffer);
@@ -43,12 +47,19 @@ export async function run(): Promise<BenchResult[]> {
   // result): the loop's own cost, which unlike the stall monitor does not count CPU contention.
   const loopBusyMs: number[] = [];
   const stallMs: number[] = [];
+  // Process CPU time (all threads: the encode runs on a libuv worker) of each copy and encode.
+  const copyCpuMs: number[] = [];
+  const asyncCpuMs: number[] = [];
   for (let i = 0; i < SAMPLES; i++) {
     await fullGc();
+    const copyCpu = process.cpuUsage();
     copyMs.push(await timeMs(() => source.copy(destination)));
+    copyCpuMs.push(cpuMs(process.cpuUsage(copyCpu)));
     await fullGc();
     const before = performance.eventLoopUtilization();
+    const encodeCpu = process.cpuUsage();
     asyncMs.push(await timeMs(() => encodeSnapshotAsync(FORMAT, 1n, 3n, words)));
+    asyncCpuMs.push(cpuMs(process.cpuUsage(encodeCpu)));
     loopBusyMs.push(performance.eventLoopUtilization(before).active);
   }
   // Apart from the async samples: its 32 fresh 4 MiB Buffers per sample are 128 MiB of external
@@ -88,6 +99,14 @@ export async function run(): Promise<BenchResult[]> {
   const warmBaseline = { name: 'memcpy 128 MiB (Buffer.copy, touched destination)', value: copy };
   return [
     row('cbi1 snapshot encode 2^24 buckets, worker thread', median(asyncMs), warmBaseline, `median of ${SAMPLES}, 32 chunks incl. checksums, recycled output memory`),
+    {
+      name: 'cbi1 snapshot encode 2^24 buckets, worker thread: process CPU per GB',
+      value: round(median(asyncCpuMs) / (bytes / 1e9), 2),
+      unit: 'ms',
+      baseline: { name: 'memcpy of the same bytes', value: round(median(copyCpuMs) / (bytes / 1e9), 2) },
+      ratio: round(median(asyncCpuMs) / median(copyCpuMs), 3),
+      note: `median of ${SAMPLES}, user + system, all threads`,
+    },
     row('cbi1 snapshot encode 2^24 buckets, calling thread', median(syncMs), warmBaseline, `median of ${SAMPLES}, encodeSnapshotChunk per chunk`),
     row('cbi1 snapshot decode + assembly 2^24 buckets', median(assembleMs), warmBaseline, `median of ${SAMPLES}, every word nonzero (2^24 images)`),
     row(

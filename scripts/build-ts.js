@@ -22,7 +22,8 @@ module.exports = { buildTypeScript };
 // `--if-changed` (npm's prepack): skip when dist/ was built from exactly the current sources.
 if (require.main === module) {
   if (process.argv.includes('--if-changed') && upToDate(root, TYPESCRIPT)) {
-    console.log('build-ts: dist/ is current');
+    // stderr: under `npm pack --json` a lifecycle script's stdout lands in the JSON on stdout.
+    console.error('build-ts: dist/ is current');
     process.exit(0);
   }
   process.exit(buildTypeScript());

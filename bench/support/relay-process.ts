@@ -17,7 +17,7 @@ export { metricSum } from '../../test/support/relay-process';
  * Extra node flags for every relay process a bench starts, space-separated (e.g. `--cpu-prof
  * --cpu-prof-dir=/tmp/p` to profile it; how #8's burst fix was found).
  */
-const RELAY_NODE_ARGS = (process.env.BENCH_RELAY_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
+export const RELAY_NODE_ARGS = (process.env.BENCH_RELAY_NODE_ARGS ?? '').split(' ').filter((a) => a !== '');
 
 export interface RelayProcess {
   /** gRPC listener, HOST:PORT. */

@@ -2,8 +2,7 @@
 
 #include <cstring>
 
-#define XXH_INLINE_ALL
-#include "xxhash.h"
+#include "core/copy_hash.h"
 
 namespace kvrelay {
 namespace cbi1 {
@@ -25,10 +24,6 @@ uint16_t LoadU16(const uint8_t* p) {
 uint32_t BodyChecksum(const uint8_t* frame, size_t len) {
   return static_cast<uint32_t>(XXH3_64bits(frame + kHeaderLen, len - kHeaderLen));
 }
-
-// Chunk words are copied and hashed in blocks of this size, so the checksum reads bytes that are
-// still in cache instead of making a second pass over 4 MiB.
-constexpr size_t kCopyHashBlock = 64 * 1024;
 
 void WriteHeader(uint8_t* out, const FilterFormat& format, uint16_t flags, uint64_t dcId, uint64_t epoch,
                  uint32_t checksum) {
@@ -206,13 +201,7 @@ void WriteChunk(const FilterFormat& format, uint64_t dcId, uint64_t epoch, const
   XXH3_state_t state;
   XXH3_64bits_reset(&state);
   XXH3_64bits_update(&state, body, kChunkBodyPrefix);
-  const uint8_t* source = reinterpret_cast<const uint8_t*>(words + offset);
-  uint8_t* target = body + kChunkBodyPrefix;
-  for (size_t done = 0, total = count * 8; done < total; done += kCopyHashBlock) {
-    size_t block = total - done < kCopyHashBlock ? total - done : kCopyHashBlock;
-    std::memcpy(target + done, source + done, block);
-    XXH3_64bits_update(&state, target + done, block);
-  }
+  CopyAndHash(body + kChunkBodyPrefix, reinterpret_cast<const uint8_t*>(words + offset), count * 8, &state);
   WriteHeader(out, format, kFlagSnapshotChunk, dcId, epoch, static_cast<uint32_t>(XXH3_64bits_digest(&state)));
 }
 

@@ -409,7 +409,9 @@ export const INGEST_RECEIVE_HWM = INGEST_RECEIVE_QUEUE_BYTES / INGEST_MAX_MESSAG
  * answer of 1 GiB take the relay to 755 MiB). The engine's ROUTER sends its whole replay buffer at
  * once and silently drops what its own queue (vLLM: 1 000) and this one cannot hold; the stream sees
  * the hole in the replies and asks again from it (stream.ts replayed()), each round delivering at
- * least the two queues' worth, so a full vLLM buffer (10 000 batches) takes a few rounds.
+ * least the two queues' worth, so a full vLLM buffer (10 000 batches) takes a few rounds. A dropped
+ * tail shows no hole: a round that delivered a full queue's worth is followed by one more from the
+ * next sequence (stream.ts replayEnded()).
  */
 export const INGEST_REPLAY_RECEIVE_HWM = INGEST_RECEIVE_HWM;
 /**

@@ -40,6 +40,12 @@ export interface StreamLimits {
   messagesPerTurn: number;
   /** Contiguous live messages from a lower sequence that make it a restart (1 = at once). */
   restartConfirmations: number;
+  /**
+   * Replies the replay socket queues (its receive high-water mark). The engine's ROUTER drops what
+   * does not fit, silently, the tail included: a round that delivered at least this many may have
+   * lost its tail before the end marker, so the stream asks again from the next sequence.
+   */
+  replayQueueMessages: number;
 }
 
 interface Held {
@@ -58,6 +64,8 @@ interface PendingReplay {
   buffered: Held[];
   /** Whether a batch arrived yet (the first one shows where the engine's buffer starts). */
   answered: boolean;
+  /** Batches this round delivered (see StreamLimits.replayQueueMessages). */
+  deliveredCount: number;
 }
 
 export class RankStream {
@@ -120,7 +128,7 @@ export class RankStream {
       this.replay.buffered.push(held(sequence, payload, true, false));
       this.heldBytes += payload.length;
       if (this.replay.buffered.length > this.limits.maxBufferedDuringReplay || this.heldBytes > this.limits.maxBufferedBytes) {
-        this.replayEnded(this.replay.handle, false);
+        this.abandonReplay();
       }
       return;
     }
@@ -185,10 +193,14 @@ export class RankStream {
       // Only an initial replay starts with nothing delivered; the sink holds nothing to reset, but a
       // replay that starts later than asked means the engine's buffer no longer holds the start.
       if (sequence > replay.from) this.hooks.gap();
+      replay.deliveredCount += 1;
       return this.deliver(sequence, payload);
     }
     if (sequence <= this.last) return;
-    if (sequence === this.last + 1n) return this.deliver(sequence, payload);
+    if (sequence === this.last + 1n) {
+      replay.deliveredCount += 1;
+      return this.deliver(sequence, payload);
+    }
     if (!first) {
       // A hole inside the replies: the engine's ROUTER drops what overflows its pipe, but still
       // buffers the batches, so ask again from here (each round delivers at least one batch).
@@ -205,12 +217,26 @@ export class RankStream {
     this.deliver(sequence, payload);
   }
 
-  /** `complete` = the end marker arrived; otherwise the replay timed out, failed or overflowed. */
+  /** `complete` = the end marker arrived; otherwise the replay timed out or its socket failed. */
   replayEnded(handle: ReplayHandle, complete: boolean): void {
     const replay = this.replay;
     if (replay?.handle !== handle) return;
     this.replay = null;
     if (!complete) handle.cancel();
+    // The engine's ROUTER drops what its queue and ours cannot hold, its tail and end marker included
+    // (the round then times out): a round that delivered a full queue's worth may have lost its tail,
+    // so another round from the next sequence finds out (it answers just the end marker when nothing
+    // was lost). Each round must deliver that much to earn the next, so this ends.
+    const mayHaveLostTail = this.last !== null && replay.deliveredCount >= this.limits.replayQueueMessages;
+    if (mayHaveLostTail && this.beginReplay(this.last! + 1n, replay.buffered)) return;
+    this.resume(replay.buffered);
+  }
+
+  /** Live messages held back during the replay outgrew their bounds: the replay is given up. */
+  private abandonReplay(): void {
+    const replay = this.replay!;
+    this.replay = null;
+    replay.handle.cancel();
     this.resume(replay.buffered);
   }
 
@@ -277,7 +303,7 @@ export class RankStream {
   private beginReplay(from: bigint, buffered: Held[]): boolean {
     const handle = this.hooks.startReplay(from, this);
     if (!handle) return false;
-    this.replay = { handle, from, buffered, answered: false };
+    this.replay = { handle, from, buffered, answered: false, deliveredCount: 0 };
     return true;
   }
 

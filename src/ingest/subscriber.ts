@@ -16,6 +16,7 @@ import {
   INGEST_REPLAY_IDLE_TIMEOUT_MS,
   INGEST_REPLAY_MAX_BUFFERED,
   INGEST_REPLAY_MAX_BUFFERED_BYTES,
+  INGEST_REPLAY_RECEIVE_HWM,
 } from '../config/defaults';
 import { MAX_U64 } from '../config/limits';
 import { EngineBatchDecoder } from '../native';
@@ -303,6 +304,7 @@ class RankSubscription {
         maxBufferedBytes: owner.options.maxBufferedBytes ?? INGEST_REPLAY_MAX_BUFFERED_BYTES,
         messagesPerTurn: INGEST_MESSAGES_PER_TURN,
         restartConfirmations: INGEST_RESTART_CONFIRMATIONS,
+        replayQueueMessages: INGEST_REPLAY_RECEIVE_HWM,
       },
     );
   }

@@ -13,6 +13,7 @@ import type { RelayIdentity } from '../wire/types';
 import { SharedFrame } from './frames';
 import type { QueuedPermits } from './permits';
 import type { PublicationCounters } from './stats';
+import { currentTurn } from './loop-turn';
 import { nextStretch } from './pacing';
 import { encodeSnapshotFrames } from './snapshot';
 import type { DeltaFrame, PoolFeed, PoolImage, PoolListener } from './source';
@@ -26,8 +27,8 @@ export interface HubSnapshot {
 /** What a hub needs from its subscribers. */
 export interface HubSubscriber {
   deliver(frame: SharedFrame): void;
-  /** How full its queue is, 0 (empty) to 1 (the next frame may lag it), by frames or bytes. */
-  occupancy(): number;
+  /** How full its queue is at `now` (performance.now()), 0 (empty) to 1 (the next frame may lag it), by frames or bytes. */
+  occupancy(now: number): number;
   end(error?: RelayError): void;
 }
 
@@ -60,7 +61,8 @@ export class PoolHub {
   private readonly subscribers = new Set<HubSubscriber>();
   /** The slice stretch last asked of the feed. */
   private stretch = 1;
-  private pacedThisTurn = false;
+  /** The loop turn (loop-turn.ts) whose first delta pacing judged. */
+  private pacedTurn = -1;
   private readonly abort = new AbortController();
   private readonly listener: PoolListener;
   /** Subscribe calls in progress; a hub with pending admissions is never evicted. */
@@ -257,11 +259,12 @@ export class PoolHub {
   // frames handed out before them in that turn cannot have been taken yet, and counting them
   // stretched the slice to 16 ms for a reader that kept up (bench delta-latency at half rate).
   private pace(): void {
-    if (this.pacedThisTurn) return;
-    this.pacedThisTurn = true;
-    setImmediate(() => (this.pacedThisTurn = false));
+    const turn = currentTurn();
+    if (this.pacedTurn === turn) return;
+    this.pacedTurn = turn;
+    const now = performance.now();
     let occupancy = 0;
-    for (const s of this.subscribers) occupancy = Math.max(occupancy, s.occupancy());
+    for (const s of this.subscribers) occupancy = Math.max(occupancy, s.occupancy(now));
     const stretch = nextStretch(this.stretch, occupancy);
     if (stretch === this.stretch) return;
     this.stretch = stretch;

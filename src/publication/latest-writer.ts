@@ -28,7 +28,7 @@ export class LatestWriter {
       return;
     }
     this.inFlight = true;
-    this.stream.send(bytes, undefined, () => {
+    this.stream.sendUncounted(bytes, () => {
       this.inFlight = false;
       if (this.pending) {
         this.pending = false;

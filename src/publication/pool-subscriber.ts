@@ -22,6 +22,8 @@ export interface PoolSubscriberOptions {
   counters: PublicationCounters;
 }
 
+type HandOver = 'taken' | 'timeout' | 'closed';
+
 export class PoolSubscriber implements HubSubscriber {
   private live = false;
   private readonly queued: SharedFrame[] = [];
@@ -36,6 +38,8 @@ export class PoolSubscriber implements HubSubscriber {
   private lowAt = 0;
   /** For pacing (bootstrap): until when the snapshot chunk in flight is still paced for. */
   private chunkPacedUntil = 0;
+  /** Settles the snapshot chunk in flight, if any. */
+  private handingOver: ((outcome: HandOver) => void) | undefined;
 
   constructor(
     private readonly stream: OpenStream,
@@ -44,6 +48,7 @@ export class PoolSubscriber implements HubSubscriber {
     stream.defer(() => {
       if (this.heartbeat) clearTimeout(this.heartbeat);
       this.queued.length = 0;
+      this.handingOver?.('closed');
     });
   }
 
@@ -68,8 +73,7 @@ export class PoolSubscriber implements HubSubscriber {
    * (publication/pacing.ts): live, within the pause budget since its queue last stood low; taking
    * its snapshot, while the chunk in flight is within its allowance. 0 otherwise.
    */
-  occupancy(): number {
-    const now = performance.now();
+  occupancy(now: number): number {
     if (!this.live) return now <= this.chunkPacedUntil ? this.fill(this.queued.length, this.queuedBytes) : 0;
     const fill = this.fill(this.stream.frames, this.stream.bytes);
     if (fill < PACING_STRETCH_OCCUPANCY) this.lowAt = now;
@@ -103,19 +107,21 @@ export class PoolSubscriber implements HubSubscriber {
     this.heartbeat = setTimeout(() => this.beat(), this.options.heartbeatMs);
   }
 
-  private handOver(chunk: SharedFrame): Promise<'taken' | 'timeout' | 'closed'> {
+  // The stream's one close cleanup (constructor) settles the chunk in flight: a cleanup per chunk
+  // would hold each chunk's timer and promise until the stream closes (32 per subscriber of a
+  // 2^24-bucket pool).
+  private handOver(chunk: SharedFrame): Promise<HandOver> {
+    if (this.stream.closed) return Promise.resolve('closed');
     return new Promise((resolve) => {
-      if (this.stream.closed) return resolve('closed');
-      const timer = setTimeout(() => resolve('timeout'), this.options.progressTimeoutMs);
+      const settle = (outcome: HandOver): void => {
+        clearTimeout(timer);
+        if (this.handingOver === settle) this.handingOver = undefined;
+        resolve(outcome);
+      };
+      const timer = setTimeout(() => settle('timeout'), this.options.progressTimeoutMs);
+      this.handingOver = settle;
       this.chunkPacedUntil = performance.now() + snapshotChunkAllowanceMs(chunk.accountedBytes);
-      this.stream.defer(() => {
-        clearTimeout(timer);
-        resolve('closed');
-      });
-      this.stream.send(chunk.bytes, undefined, () => {
-        clearTimeout(timer);
-        resolve('taken');
-      });
+      this.stream.sendUncounted(chunk.bytes, () => settle('taken'));
     });
   }
 
@@ -139,7 +145,7 @@ export class PoolSubscriber implements HubSubscriber {
     if (this.stream.frames === 0 && !this.heartbeatPending) {
       this.heartbeatPending = true;
       const message = heartbeatMessage(this.options.relay, this.options.producer, this.lastSequence);
-      this.stream.send(message, undefined, () => {
+      this.stream.sendUncounted(message, () => {
         this.heartbeatPending = false;
       });
       this.options.counters.poolHeartbeatsTotal += 1;

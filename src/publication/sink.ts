@@ -3,8 +3,13 @@
 import type { RelayError } from '../wire/errors';
 
 export interface FrameSink {
-  /** Hands one encoded response message to the transport; `taken` fires once it has been sent on. */
-  write(frame: Buffer, taken: () => void): void;
+  /** Hands one encoded response message to the transport. */
+  write(frame: Buffer): void;
+  /**
+   * `listener` fires once per message written, in write order, when the transport has sent it on
+   * (its backpressure). One listener per stream: nothing is allocated per message and subscriber.
+   */
+  onTaken(listener: () => void): void;
   /** Ends the stream cleanly (EOF, status OK) or with a relay error; only the first call counts. */
   end(error?: RelayError): void;
   /** `listener` fires once when the stream goes away for any reason (end, cancel, disconnect). */
@@ -18,11 +23,17 @@ export interface FrameSink {
 export class OpenStream {
   private pendingFrames = 0;
   private pendingBytes = 0;
+  /**
+   * Per message handed over and not taken yet, in order: its accounted bytes, or what to call
+   * when it is taken (undefined: neither). The sink takes messages in write order.
+   */
+  private readonly inFlight: Array<number | (() => void) | undefined> = [];
   private readonly cleanups: Array<() => void> = [];
   private isClosed = false;
 
   constructor(private readonly sink: FrameSink) {
     sink.onClosed(() => this.close());
+    sink.onTaken(() => this.taken());
   }
 
   get closed(): boolean {
@@ -38,21 +49,20 @@ export class OpenStream {
     return this.pendingBytes;
   }
 
-  /** Sends `frame`; `accountedBytes` (if given) counts it against the subscriber's queue. */
-  send(frame: Buffer, accountedBytes?: number, taken?: () => void): void {
+  /** Sends `frame`, counted against the subscriber's queue as `accountedBytes` until taken. */
+  send(frame: Buffer, accountedBytes: number): void {
     if (this.isClosed) return;
-    const accounted = accountedBytes !== undefined;
-    if (accounted) {
-      this.pendingFrames += 1;
-      this.pendingBytes += accountedBytes;
-    }
-    this.sink.write(frame, () => {
-      if (accounted) {
-        this.pendingFrames -= 1;
-        this.pendingBytes -= accountedBytes;
-      }
-      if (!this.isClosed) taken?.();
-    });
+    this.pendingFrames += 1;
+    this.pendingBytes += accountedBytes;
+    this.inFlight.push(accountedBytes);
+    this.sink.write(frame);
+  }
+
+  /** Sends `frame` outside the queue bounds; `taken` (if given) fires once the client took it. */
+  sendUncounted(frame: Buffer, taken?: () => void): void {
+    if (this.isClosed) return;
+    this.inFlight.push(taken);
+    this.sink.write(frame);
   }
 
   /** Runs `cleanup` when the stream closes (at once if it already has). */
@@ -65,6 +75,16 @@ export class OpenStream {
     if (this.isClosed) return;
     this.close();
     this.sink.end(error);
+  }
+
+  private taken(): void {
+    const entry = this.inFlight.shift();
+    if (typeof entry === 'number') {
+      this.pendingFrames -= 1;
+      this.pendingBytes -= entry;
+    } else if (entry !== undefined && !this.isClosed) {
+      entry();
+    }
   }
 
   private close(): void {

@@ -14,12 +14,18 @@ export function grpcSink(call: grpc.ServerWritableStream<unknown, unknown>): Fra
   };
   call.once('cancelled', closed);
   call.once('close', closed);
+  // One write callback for the stream, not a closure per message; grpc-js calls write callbacks
+  // in write order.
+  let taken: () => void = () => undefined;
+  const written = (err?: Error | null): void => {
+    if (!err) taken();
+  };
   return {
-    write(frame: Buffer, taken: () => void): void {
-      if (ended) return;
-      call.write(frame, (err?: Error | null) => {
-        if (!err) taken();
-      });
+    write(frame: Buffer): void {
+      if (!ended) call.write(frame, written);
+    },
+    onTaken(listener: () => void): void {
+      taken = listener;
     },
     end(error?: RelayError): void {
       if (ended) return;

@@ -2,7 +2,7 @@
 // restarts during a replay, overflow, chunked draining and gaps found while draining.
 import { RankStream, type ReplayHandle, type StreamLimits } from '../../src/ingest/stream';
 
-const LIMITS: StreamLimits = { maxBufferedDuringReplay: 100, maxBufferedBytes: 1 << 20, messagesPerTurn: 100, restartConfirmations: 3 };
+const LIMITS: StreamLimits = { maxBufferedDuringReplay: 100, maxBufferedBytes: 1 << 20, messagesPerTurn: 100, restartConfirmations: 3, replayQueueMessages: 32 };
 
 class Driver {
   readonly log: string[] = [];
@@ -70,6 +70,38 @@ it('live messages held during a replay continue after it; covered ones are skipp
   d.replayed(0, 1, 2, 3);
   d.stream.replayEnded(d.replay, true);
   expect(d.log).toEqual(['replay:0', 'd0', 'd1', 'd2', 'd3', 'd4']);
+});
+
+it('a round that filled the replay queue is followed by one from the next sequence (the ROUTER may have dropped its tail)', () => {
+  const d = new Driver({ replayQueueMessages: 4 });
+  d.stream.connected();
+  d.live(9);
+  d.replayed(0, 1, 2, 3, 4); // 5..8 dropped by the engine's ROUTER, then its end marker
+  d.stream.replayEnded(d.replay, true);
+  d.replayed(5, 6, 7, 8);
+  d.stream.replayEnded(d.replay, true);
+  d.stream.replayEnded(d.replay, true); // the third round answers only its end marker
+  expect(d.log).toEqual(['replay:0', 'd0', 'd1', 'd2', 'd3', 'd4', 'replay:5', 'd5', 'd6', 'd7', 'd8', 'replay:9', 'd9']);
+});
+
+it('a round that filled the replay queue and then went silent (its end marker dropped too) is followed by another', () => {
+  const d = new Driver({ replayQueueMessages: 4 });
+  d.stream.connected();
+  d.replayed(0, 1, 2, 3);
+  d.stream.replayEnded(d.replay, false); // timed out
+  expect(d.replays[0].cancelled).toBe(true);
+  d.replayed(4, 5);
+  d.stream.replayEnded(d.replay, false); // no progress worth another round: given up
+  expect(d.log).toEqual(['replay:0', 'd0', 'd1', 'd2', 'd3', 'replay:4', 'd4', 'd5']);
+});
+
+it('a round under the replay queue bound ends the replay', () => {
+  const d = new Driver({ replayQueueMessages: 4 });
+  d.stream.connected();
+  d.replayed(0, 1, 2);
+  d.stream.replayEnded(d.replay, true);
+  expect(d.log).toEqual(['replay:0', 'd0', 'd1', 'd2']);
+  expect(d.replays).toHaveLength(1);
 });
 
 it('a restart during a replay cancels it and replays the new engine from 0', () => {

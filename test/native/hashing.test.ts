@@ -186,6 +186,35 @@ describe('cross-check against xxhash-addon', () => {
     );
   });
 
+  // 64-byte windows (16 tokens, or 15 plus Eagle's extra one) and the chain step have hashes of their
+  // own in native/core/block_hash.h, windows above 240 bytes a secret derived once per call; the
+  // batch chains eight prompts at a time.
+  test('64-byte and long windows, eight-lane chains, on random tokens and seeds', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.array(fc.integer({ min: 0, max: 0xffff_ffff }), { maxLength: 300 }), { minLength: 8, maxLength: 19 }),
+        fc.constantFrom([16, false], [15, true], [61, false], [64, false], [64, true], [100, false]),
+        fc.bigInt({ min: 0n, max: (1n << 64n) - 1n }),
+        (promptLists, [bs, eagle], seed) => {
+          const window = (bs + (eagle ? 1 : 0)) * 4;
+          const ps = promptLists.map((p) => Uint32Array.from(p));
+          const { hashes, blockOffsets } = hashBatch(packPrompts(ps), { kvBlockSize: bs, eagle, seed, sequence: true });
+          ps.forEach((tokens, i) => {
+            const chained: bigint[] = [];
+            for (let start = 0; start * 4 + window <= tokens.byteLength; start += bs) {
+              const block = jsXxh3(new Uint8Array(tokens.buffer, start * 4, window), seed);
+              const pair = new BigUint64Array([chained[chained.length - 1] ?? 0n, block]);
+              chained.push(chained.length === 0 ? block : jsXxh3(new Uint8Array(pair.buffer), 1337n));
+            }
+            const end = i + 1 < ps.length ? blockOffsets[i + 1] : hashes.length;
+            expect(Array.from(hashes.subarray(blockOffsets[i], end))).toEqual(chained);
+          });
+        },
+      ),
+      { numRuns: 60 },
+    );
+  });
+
   test('mm hashes are appended sorted (unsigned) after the tokens', () => {
     const tokens = Uint32Array.of(5, 6, 7, 8);
     const mm = [0xffff_ffff_ffff_fff0n, 3n, 3n];

@@ -21,10 +21,8 @@ void HashBatchCore(const uint32_t* tokens, const uint32_t* offsets, const uint32
                    uint32_t bs, bool eagle, uint64_t seed, bool sequence, uint64_t* out) {
   size_t p = 0;
   if (sequence) {
-    for (; p + 2 < n; p += 2) {
-      hashing::SequenceHashesPlainPair({tokens + offsets[p], offsets[p + 1] - offsets[p], out + blockOffsets[p]},
-                                       {tokens + offsets[p + 1], offsets[p + 2] - offsets[p + 1], out + blockOffsets[p + 1]},
-                                       bs, eagle, seed);
+    for (; p + hashing::kChainLanes < n; p += hashing::kChainLanes) {
+      hashing::SequenceHashesPlainLanes(tokens, offsets + p, blockOffsets + p, bs, eagle, seed, out);
     }
   }
   for (; p + 1 < n; ++p) {
