@@ -461,6 +461,10 @@ class RankSubscription {
     stats.events += r.events;
     stats.ignored += r.ignored;
     stats.blocks += r.blocks;
+    if (r.droppedBlockSize > 0) {
+      stats.droppedBlockSize += r.droppedBlockSize;
+      stats.mismatchedBlockSize = r.lastDroppedBlockSize;
+    }
     // A burst of large messages goes on in pieces of about a message's bound: what the event loop
     // copies of it later (the pool's inbox) stays small (issue 26 item 4).
     if (this.burst.wordCount >= INGEST_MAX_MESSAGE_WORDS) {
