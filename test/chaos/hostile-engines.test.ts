@@ -12,7 +12,7 @@ import { runAlone } from '../support/exclusive';
 import { freePort } from '../support/etcd-server';
 import { endpointConfig, relayConfig, workerConfig } from '../support/relay-config';
 import { metricSum, RelayProcess } from '../support/relay-process';
-import { waitFor } from '../support/waitFor';
+import { waitFor, waitForValue } from '../support/waitFor';
 import { ZmtpPeer } from '../support/zmtp-peer';
 
 runAlone();
@@ -50,7 +50,7 @@ test('a publisher outside allowedPeers is cut off before its unfinished multipar
   relay = await new RelayProcess(relayConfig([endpointConfig([bindWorker(1, port, { allowedPeers: ['127.0.0.2'] })])])).start();
   const before = relay.rssBytes();
   // From 127.0.0.1: 256 MiB of 4 MiB frames that all carry MORE (an allowed peer so held 1 GiB).
-  const hostile = await ZmtpPeer.connect(port);
+  const hostile = await connectWhenBound(port);
   peers.push(hostile);
   const frame = Buffer.alloc(INGEST_MAX_MESSAGE_BYTES, 0x61);
   let sent = 0;
@@ -74,6 +74,20 @@ test('a publisher outside allowedPeers is cut off before its unfinished multipar
     return metricSum(await relay!.metricsText(), 'kv_dc_relay_ingest_events_total') >= 1;
   }, 'the listed publisher\'s event', DEADLINE_MS, 200);
 });
+
+/**
+ * A raw peer connected to the relay's bind-mode endpoint once it is bound: the relay binds its
+ * engine sockets only after it logged "listening" (start-relay: ingest starts last), and a raw
+ * sender, unlike a libzmq one, does not reconnect after ECONNREFUSED.
+ */
+function connectWhenBound(port: number): Promise<ZmtpPeer> {
+  const attempt = (): Promise<ZmtpPeer | undefined> =>
+    ZmtpPeer.connect(port).catch((err: NodeJS.ErrnoException) => {
+      if (err.code === 'ECONNREFUSED') return undefined;
+      throw err;
+    });
+  return waitForValue(attempt, "the relay to bind the worker's endpoint", DEADLINE_MS, 20);
+}
 
 /** msgpack of a batch [ts, events, dp_rank]. */
 function batch(events: unknown[]): Buffer {
