@@ -181,7 +181,9 @@ test('never-reading and slow subscribers lag out alone; fast ones keep their lat
   engine = await new SimulatedEngine({ modelName: 'llama' }).start();
   const config = relayConfig([endpointConfig([workerConfig(1, engine)])], {
     expectedUniqueBlocks: 65_536,
-    limits: { maxPoolStreamsTotal: 256, maxSubscribersPerPool: 256 },
+    // Every consumer here connects from 127.0.0.1, a session each (FAST share one): the per-source
+    // connection share (maxConnectionsPerIp, 32 by default) would refuse most of them.
+    limits: { maxPoolStreamsTotal: 256, maxSubscribersPerPool: 256, maxConnectionsPerIp: 256 },
   });
   relay = await new RelayProcess(config).start();
   await engine.waitForSubscribers();
