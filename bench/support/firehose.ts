@@ -18,6 +18,8 @@ import { metricSum, scrape, startRelayProcess, waitForLine } from './relay-proce
 const SEND_HWM = 100_000;
 const SETTLE_POLL_MS = 50;
 const SETTLE_TIMEOUT_MS = 60_000;
+/** After the relay's SUBs connected: time for the publishers to apply their subscriptions. */
+const SUBSCRIPTION_SETTLE_MS = 200;
 /** Sends between two yields of a firehose loop to the event loop. */
 const YIELD_EVERY = 64n;
 /** Distinct messages per source a firehose sends round-robin (hashes repeat; the relay's lineage absorbs it). */
@@ -259,12 +261,29 @@ export async function prefillBatches(sources: number, poolBlocks: number, blocks
 
 /** Sends a pre-fill through the publishers and waits until the relay's pools applied all of it. */
 export async function sendPrefill(pubs: Publisher[], prefill: Prefill, metricsAddress: string): Promise<void> {
+  // Sent once, so sent only to a subscribed relay: the relay listens (and startRelayProcess returns)
+  // before its ingest has dialled the publishers, and a PUB drops what no subscriber takes.
+  const connectDeadline = performance.now() + SETTLE_TIMEOUT_MS;
+  while (metricSum(await scrape(metricsAddress), 'kv_dc_relay_ingest_connections') < pubs.length) {
+    if (performance.now() > connectDeadline) throw new Error(`the relay did not connect to the ${pubs.length} publishers within ${SETTLE_TIMEOUT_MS} ms`);
+    await new Promise((r) => setTimeout(r, SETTLE_POLL_MS));
+  }
+  // A SUB sends its subscription right after the handshake the connection count reports; no socket
+  // event tells when the PUB has applied it, so give it a moment (microseconds on loopback).
+  await new Promise((r) => setTimeout(r, SUBSCRIPTION_SETTLE_MS));
   const filling = new Firehose(pubs, prefill.payloads, false);
   filling.start();
   await filling.sent();
   const deadline = performance.now() + SETTLE_TIMEOUT_MS;
-  while (metricSum(await scrape(metricsAddress), 'kv_dc_relay_pool_events_applied_total') < prefill.events) {
-    if (performance.now() > deadline) throw new Error(`the relay did not apply the ${prefill.events} pre-fill events within ${SETTLE_TIMEOUT_MS} ms`);
+  for (;;) {
+    const text = await scrape(metricsAddress);
+    if (metricSum(text, 'kv_dc_relay_pool_events_applied_total') >= prefill.events) return;
+    if (performance.now() > deadline) {
+      const counts = ['pool_events_applied', 'ingest_events', 'ingest_gaps', 'ingest_overflows', 'pool_mailbox_overflows', 'ingest_resets', 'ingest_malformed', 'ingest_ignored']
+        .map((name) => `${name} ${metricSum(text, `kv_dc_relay_${name}_total`)}`)
+        .join(', ');
+      throw new Error(`the relay did not apply the ${prefill.events} pre-fill events within ${SETTLE_TIMEOUT_MS} ms (${counts})`);
+    }
     await new Promise((r) => setTimeout(r, SETTLE_POLL_MS));
   }
 }
