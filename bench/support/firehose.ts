@@ -9,6 +9,7 @@ import { encodeSequence } from '../../src/ingest/frames';
 import { freshBatches } from './fresh-batches';
 import { BLOCK_SIZE, type Mix } from './vllm-batches';
 import { processCpuMs, threadCpuDelta, type ThreadCpuMs } from './process';
+import { waitFor } from '../../test/support/waitFor';
 import { metricSum, scrape, startRelayProcess, waitForLine } from './relay-process';
 
 /**
@@ -263,11 +264,8 @@ export async function prefillBatches(sources: number, poolBlocks: number, blocks
 export async function sendPrefill(pubs: Publisher[], prefill: Prefill, metricsAddress: string): Promise<void> {
   // Sent once, so sent only to a subscribed relay: the relay listens (and startRelayProcess returns)
   // before its ingest has dialled the publishers, and a PUB drops what no subscriber takes.
-  const connectDeadline = performance.now() + SETTLE_TIMEOUT_MS;
-  while (metricSum(await scrape(metricsAddress), 'kv_dc_relay_ingest_connections') < pubs.length) {
-    if (performance.now() > connectDeadline) throw new Error(`the relay did not connect to the ${pubs.length} publishers within ${SETTLE_TIMEOUT_MS} ms`);
-    await new Promise((r) => setTimeout(r, SETTLE_POLL_MS));
-  }
+  const connected = async (): Promise<boolean> => metricSum(await scrape(metricsAddress), 'kv_dc_relay_ingest_connections') >= pubs.length;
+  await waitFor(connected, `the relay's connections to the ${pubs.length} publishers`, SETTLE_TIMEOUT_MS, SETTLE_POLL_MS);
   // A SUB sends its subscription right after the handshake the connection count reports; no socket
   // event tells when the PUB has applied it, so give it a moment (microseconds on loopback).
   await new Promise((r) => setTimeout(r, SUBSCRIPTION_SETTLE_MS));

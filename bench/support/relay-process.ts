@@ -93,7 +93,13 @@ export async function startRelayProcess(config: object): Promise<RelayProcess> {
     fs.rmSync(dir, { recursive: true, force: true });
   };
   try {
-    const [address, metricsAddress] = await Promise.all([waitForLine(child, logged('listening')), waitForLine(child, logged('metrics listening'))]);
+    // Measured windows start once ingest runs: the relay listens before its ingest threads have
+    // started (and compiled their code), which a window would otherwise count as ingest.
+    const [address, metricsAddress] = await Promise.all([
+      waitForLine(child, logged('listening')),
+      waitForLine(child, logged('metrics listening')),
+      waitForLine(child, (line) => (line.includes('"msg":"ingest started"') ? line : undefined)),
+    ]);
     child.stderr!.removeAllListeners('data');
     let kept: string[] = [];
     child.stderr!.on('data', (b: Buffer) => (kept = [...kept, ...b.toString().split('\n').filter((l) => l !== '')].slice(-KEPT_LOG_LINES)));

@@ -2,27 +2,37 @@
 // native decoder (decode, validate, hash) straight into one packed apply batch, so that a burst
 // costs one hand-off to the pool rather than one per message and no JS object per event or block.
 import { monotonicMs } from '../clock';
+import { INGEST_RETAINED_BUFFER_BYTES } from '../config/defaults';
 import { EngineBatchDecoder, needsRoom, type EngineDecodeResult } from '../native';
-import { PackedEventsBuffer } from './packed-events-buffer';
-import type { PackedEngineEvents } from './types';
+import { MESSAGE_INFO_STRIDE, type PackedEngineEvents } from './types';
+
+const INITIAL_META = 1024;
+const INITIAL_WORDS = 16_384;
+const INITIAL_MESSAGES = 64;
 
 export class PackedBurst {
-  private readonly buffer: PackedEventsBuffer;
+  private meta = new Uint32Array(INITIAL_META);
+  private words = new BigUint64Array(INITIAL_WORDS);
+  private sequences = new BigUint64Array(INITIAL_MESSAGES);
+  private info = new Uint32Array(INITIAL_MESSAGES * MESSAGE_INFO_STRIDE);
+  private metaLength = 0;
+  private wordsLength = 0;
+  private messages = 0;
+  private droppedBlockSize = 0;
+  private receivedAtMs = 0;
 
   constructor(
     private readonly decoder: EngineBatchDecoder,
-    workerId: bigint,
-  ) {
-    this.buffer = new PackedEventsBuffer(workerId);
-  }
+    private readonly workerId: bigint,
+  ) {}
 
   get isEmpty(): boolean {
-    return this.buffer.isEmpty;
+    return this.messages === 0;
   }
 
   /** Packed words held (a rank hands its burst on at INGEST_MAX_MESSAGE_WORDS). */
   get wordCount(): number {
-    return this.buffer.wordCount;
+    return this.wordsLength;
   }
 
   /**
@@ -30,26 +40,67 @@ export class PackedBurst {
    * or RankOutOfRange) and adds nothing.
    */
   add(sequence: bigint, payload: Uint8Array, fallbackRank: number): EngineDecodeResult {
-    const b = this.buffer;
-    const receivedAtMs = b.isEmpty ? monotonicMs() : 0; // only a burst's first message dates it
+    if (this.messages === 0) this.receivedAtMs = monotonicMs();
     for (;;) {
-      const r = this.decoder.decodeInto(payload, fallbackRank, b.meta, b.metaLength, b.words, b.wordsLength);
+      const r = this.decoder.decodeInto(payload, fallbackRank, this.meta, this.metaLength, this.words, this.wordsLength);
       if (needsRoom(r)) {
-        b.reserve(r.needMeta, r.needWords);
+        this.meta = grown(this.meta, r.needMeta, this.metaLength);
+        this.words = grown(this.words, r.needWords, this.wordsLength);
         continue;
       }
-      b.endMessage(sequence, r.dpRank, r.metaEnd, r.wordsEnd, receivedAtMs, r.droppedBlockSize);
+      if (this.messages === this.sequences.length) {
+        this.sequences = grown(this.sequences, this.messages + 1, this.messages);
+        this.info = grown(this.info, (this.messages + 1) * MESSAGE_INFO_STRIDE, this.messages * MESSAGE_INFO_STRIDE);
+      }
+      this.sequences[this.messages] = sequence;
+      this.info[this.messages * MESSAGE_INFO_STRIDE] = r.dpRank;
+      this.info[this.messages * MESSAGE_INFO_STRIDE + 1] = r.metaEnd;
+      this.messages += 1;
+      this.metaLength = r.metaEnd;
+      this.wordsLength = r.wordsEnd;
+      this.droppedBlockSize += r.droppedBlockSize;
       return r;
     }
   }
 
   /** Views of what is held, valid until clear(); `cut`: PackedEngineEvents.cut. */
   view(cut: boolean): PackedEngineEvents {
-    return this.buffer.view(cut);
+    return {
+      cut,
+      workerId: this.workerId,
+      meta: this.meta.subarray(0, this.metaLength),
+      words: this.words.subarray(0, this.wordsLength),
+      messages: this.messages,
+      sequences: this.sequences.subarray(0, this.messages),
+      messageInfo: this.info.subarray(0, this.messages * MESSAGE_INFO_STRIDE),
+      droppedBlockSize: this.droppedBlockSize,
+      receivedAtMs: this.receivedAtMs,
+    };
   }
 
-  /** Empties the burst; arrays an outsized message grew are given back (PackedEventsBuffer.clear). */
+  /** Empties the burst; arrays an outsized message grew past INGEST_RETAINED_BUFFER_BYTES are given back. */
   clear(): void {
-    this.buffer.clear();
+    this.metaLength = 0;
+    this.wordsLength = 0;
+    this.messages = 0;
+    this.droppedBlockSize = 0;
+    if (this.meta.byteLength > INGEST_RETAINED_BUFFER_BYTES) this.meta = new Uint32Array(INITIAL_META);
+    if (this.words.byteLength > INGEST_RETAINED_BUFFER_BYTES) this.words = new BigUint64Array(INITIAL_WORDS);
+    if (this.sequences.byteLength > INGEST_RETAINED_BUFFER_BYTES) {
+      this.sequences = new BigUint64Array(INITIAL_MESSAGES);
+      this.info = new Uint32Array(INITIAL_MESSAGES * MESSAGE_INFO_STRIDE);
+    }
   }
+}
+
+type Growable = Uint32Array | BigUint64Array;
+
+/** `array` if it holds `need` elements, else a copy of its first `keep` elements in one at least twice as long. */
+function grown<T extends Growable>(array: T, need: number, keep: number): T {
+  if (need <= array.length) return array;
+  let size = array.length * 2;
+  while (size < need) size *= 2;
+  const out = new (array.constructor as new (n: number) => T)(size);
+  (out as Growable).set(array.subarray(0, keep) as never);
+  return out;
 }

@@ -43,7 +43,7 @@ export interface StreamLimits {
   /**
    * Replies the replay socket queues (its receive high-water mark). The engine's ROUTER drops what
    * does not fit, silently, the tail included: a round that delivered at least this many may have
-   * lost its tail before the end marker, so the stream asks again from the next sequence.
+   * lost its tail before the end marker (see replayEnded()).
    */
   replayQueueMessages: number;
 }
@@ -225,10 +225,14 @@ export class RankStream {
     if (!complete) handle.cancel();
     // The engine's ROUTER drops what its queue and ours cannot hold, its tail and end marker included
     // (the round then times out): a round that delivered a full queue's worth may have lost its tail,
-    // so another round from the next sequence finds out (it answers just the end marker when nothing
-    // was lost). Each round must deliver that much to earn the next, so this ends.
-    const mayHaveLostTail = this.last !== null && replay.deliveredCount >= this.limits.replayQueueMessages;
-    if (mayHaveLostTail && this.beginReplay(this.last! + 1n, replay.buffered)) return;
+    // unless the live messages held behind it continue from where it stopped. Otherwise another round
+    // from the next sequence finds out (it answers just the end marker when nothing was lost); each
+    // round must deliver that much to earn the next, and a publishing engine's live messages soon
+    // continue the replay, so this ends.
+    const next = this.last === null ? null : this.last + 1n;
+    const liveContinues = replay.buffered.length > 0 && next !== null && replay.buffered[0].sequence <= next;
+    const mayHaveLostTail = next !== null && !liveContinues && replay.deliveredCount >= this.limits.replayQueueMessages;
+    if (mayHaveLostTail && this.beginReplay(next, replay.buffered)) return;
     this.resume(replay.buffered);
   }
 

@@ -170,6 +170,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
   discovery?.start();
   void dynamoDiscovery?.start();
   await producer.startIngest();
+  logger.info({}, 'ingest started');
   diagnostics.start(DIAGNOSTICS_INTERVAL_MS);
 
   const watcher: ConfigWatcher = watchConfigFile(configFile, text, {

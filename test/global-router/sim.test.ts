@@ -57,7 +57,7 @@ test(
 );
 
 test(
-  'fed by relays in processes of their own, kv-aware routes on what the engines hold and meets the SLO at least as often as random',
+  'fed by relays in processes of their own, kv-aware routes on what the engines hold and meets the SLO more often than random',
   async () => {
     const { runs } = await simulate<{ runs: RunResult[] }>([...AT, '--requests', '300', '--warmup', '100', '--wall-rate', '30', '--policies', 'kv-aware,random'], 'sweep.json');
     const s = byPolicy(runs);
@@ -66,12 +66,14 @@ test(
       expect(x.served).toBe(x.requests);
       expect(x.retried).toBe(0);
     }
-    expect(ours.hitRate).toBeGreaterThan(random.hitRate);
+    // No hit-rate comparison here: this window reuses ~8 % of its blocks, and kv-aware trades some of
+    // those hits for balance (0.064-0.085 against random's 0.081 over runs on 2026-12-06, SLO 0.81-0.82
+    // against 0.64). The hit-rate advantage is asserted on the exact view above, where it is wide.
     // What the router read from the relays is close to what the engines then reused.
     expect(ours.estimatedHitRate).toBeGreaterThan(0);
     expect(Math.abs(ours.estimatedHitRate - ours.hitRate)).toBeLessThan(0.05);
     expect(random.estimatedHitRate).toBe(0); // random never looks at the cache
-    expect(ours.sloAttainment).toBeGreaterThanOrEqual(random.sloAttainment);
+    expect(ours.sloAttainment).toBeGreaterThan(random.sloAttainment);
   },
   TIMEOUT_MS,
 );

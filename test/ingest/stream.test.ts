@@ -79,9 +79,9 @@ it('a round that filled the replay queue is followed by one from the next sequen
   d.replayed(0, 1, 2, 3, 4); // 5..8 dropped by the engine's ROUTER, then its end marker
   d.stream.replayEnded(d.replay, true);
   d.replayed(5, 6, 7, 8);
-  d.stream.replayEnded(d.replay, true);
-  d.stream.replayEnded(d.replay, true); // the third round answers only its end marker
-  expect(d.log).toEqual(['replay:0', 'd0', 'd1', 'd2', 'd3', 'd4', 'replay:5', 'd5', 'd6', 'd7', 'd8', 'replay:9', 'd9']);
+  d.stream.replayEnded(d.replay, true); // live 9 continues it: no third round
+  expect(d.log).toEqual(['replay:0', 'd0', 'd1', 'd2', 'd3', 'd4', 'replay:5', 'd5', 'd6', 'd7', 'd8', 'd9']);
+  expect(d.replays).toHaveLength(2);
 });
 
 it('a round that filled the replay queue and then went silent (its end marker dropped too) is followed by another', () => {
@@ -93,6 +93,16 @@ it('a round that filled the replay queue and then went silent (its end marker dr
   d.replayed(4, 5);
   d.stream.replayEnded(d.replay, false); // no progress worth another round: given up
   expect(d.log).toEqual(['replay:0', 'd0', 'd1', 'd2', 'd3', 'replay:4', 'd4', 'd5']);
+});
+
+it('a full round followed by the live messages held behind it ends the replay (a publishing engine never loops through rounds)', () => {
+  const d = new Driver({ replayQueueMessages: 4 });
+  d.stream.connected();
+  d.live(5, 6, 7);
+  d.replayed(0, 1, 2, 3, 4, 5);
+  d.stream.replayEnded(d.replay, true);
+  expect(d.replays).toHaveLength(1);
+  expect(d.log).toEqual(['replay:0', 'd0', 'd1', 'd2', 'd3', 'd4', 'd5', 'd6', 'd7']);
 });
 
 it('a round under the replay queue bound ends the replay', () => {

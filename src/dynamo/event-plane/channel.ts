@@ -5,8 +5,7 @@
 // burst per worker: one hand-off per worker per turn, no JS object per event or block.
 import { monotonicMs } from '../../clock';
 import { recordU64, routerEventRecord as R, RouterEventBatchDecoder, type RouterEventFormat } from '../../native';
-import { grown, PackedEventsBuffer } from '../../ingest/packed-events-buffer';
-import type { IngestSink, SourceKey, SourceStats } from '../../ingest/types';
+import { MESSAGE_INFO_STRIDE, type IngestSink, type PackedEngineEvents, type SourceKey, type SourceStats } from '../../ingest/types';
 import type { DynamoMetrics } from '../../metrics/registry';
 import type { WorkerRanks } from '../discovery/project';
 import { PublisherOrder, sourceKey } from './order';
@@ -40,7 +39,7 @@ export class EventChannel {
   private bytes = 0;
   private scheduled = false;
   private closed = false;
-  private readonly bursts = new Map<string, PackedEventsBuffer>();
+  private readonly bursts = new Map<string, WorkerBurst>();
   private readonly order: PublisherOrder;
 
   constructor(
@@ -80,10 +79,14 @@ export class EventChannel {
   push(message: Uint8Array, sequence = -1): void {
     if (this.closed) return;
     if (this.count === this.ends.length) {
-      this.ends = grown(this.ends, this.count + 1, this.count);
-      this.sequences = grown(this.sequences, this.count + 1, this.count);
+      this.ends = grow(this.ends, this.count * 2);
+      this.sequences = grow(this.sequences, this.count * 2);
     }
-    this.arena = grown(this.arena, this.bytes + message.length, this.bytes);
+    if (this.bytes + message.length > this.arena.length) {
+      const next = new Uint8Array(Math.max(2 * this.arena.length, this.bytes + message.length));
+      next.set(this.arena.subarray(0, this.bytes));
+      this.arena = next;
+    }
     this.arena.set(message, this.bytes);
     this.bytes += message.length;
     this.ends[this.count] = this.bytes;
@@ -177,10 +180,10 @@ export class EventChannel {
       const key = sourceKey({ workerId, dpRank: 0 });
       let burst = this.bursts.get(key);
       if (!burst) {
-        burst = new PackedEventsBuffer(workerId);
+        burst = new WorkerBurst(workerId);
         this.bursts.set(key, burst);
       }
-      burst.append(meta.subarray(from, metaEnd), words.subarray(fromWords, wordsEnd), BigInt(sequence), dpRank, receivedAtMs);
+      burst.add(meta.subarray(from, metaEnd), words.subarray(fromWords, wordsEnd), BigInt(sequence), dpRank, receivedAtMs);
     }
     this.count = 0;
     this.bytes = 0;
@@ -199,4 +202,67 @@ export class EventChannel {
       burst.clear();
     }
   }
+}
+
+/** One worker's events of a turn, in the pool's packed layout (packed_batch.h). */
+class WorkerBurst {
+  private meta = new Uint32Array(512);
+  private words = new BigUint64Array(4096);
+  private sequences = new BigUint64Array(64);
+  private info = new Uint32Array(64 * MESSAGE_INFO_STRIDE);
+  private metaLength = 0;
+  private wordsLength = 0;
+  private messages = 0;
+  private receivedAtMs = 0;
+
+  constructor(private readonly workerId: bigint) {}
+
+  get isEmpty(): boolean {
+    return this.messages === 0;
+  }
+
+  add(meta: Uint32Array, words: BigUint64Array, sequence: bigint, dpRank: number, receivedAtMs: number): void {
+    if (this.messages === 0) this.receivedAtMs = receivedAtMs;
+    if (this.metaLength + meta.length > this.meta.length) this.meta = grow(this.meta, 2 * (this.metaLength + meta.length), this.metaLength);
+    if (this.wordsLength + words.length > this.words.length) this.words = grow(this.words, 2 * (this.wordsLength + words.length), this.wordsLength);
+    if (this.messages === this.sequences.length) {
+      this.sequences = grow(this.sequences, 2 * this.messages, this.messages);
+      this.info = grow(this.info, 2 * this.messages * MESSAGE_INFO_STRIDE, this.messages * MESSAGE_INFO_STRIDE);
+    }
+    this.meta.set(meta, this.metaLength);
+    this.words.set(words, this.wordsLength);
+    this.metaLength += meta.length;
+    this.wordsLength += words.length;
+    this.sequences[this.messages] = sequence;
+    this.info[this.messages * MESSAGE_INFO_STRIDE] = dpRank;
+    this.info[this.messages * MESSAGE_INFO_STRIDE + 1] = this.metaLength;
+    this.messages += 1;
+  }
+
+  view(): PackedEngineEvents {
+    return {
+      workerId: this.workerId,
+      meta: this.meta.subarray(0, this.metaLength),
+      words: this.words.subarray(0, this.wordsLength),
+      messages: this.messages,
+      sequences: this.sequences.subarray(0, this.messages),
+      messageInfo: this.info.subarray(0, this.messages * MESSAGE_INFO_STRIDE),
+      droppedBlockSize: 0,
+      receivedAtMs: this.receivedAtMs,
+    };
+  }
+
+  clear(): void {
+    this.metaLength = 0;
+    this.wordsLength = 0;
+    this.messages = 0;
+  }
+}
+
+type Growable = Uint32Array | Float64Array | BigUint64Array;
+
+function grow<T extends Growable>(array: T, size: number, keep = array.length): T {
+  const out = new (array.constructor as new (n: number) => T)(Math.max(size, 1));
+  (out as Growable).set(array.subarray(0, keep) as never);
+  return out;
 }
