@@ -348,7 +348,7 @@ export class Producer implements RelaySource {
       onDeltaPublished: this.options.onDeltaPublished && ((timing: DeltaTiming) => this.options.onDeltaPublished!(timing, spec.key)),
     };
     const actor: PoolGeneration =
-      this.sources.openPool(options) ?? new PoolActor({ ...options, onOverflow: (source, batches) => (this.eventPlane ?? this.sources).overflowed(source, batches) });
+      this.sources.openPool(options, this.feedingWorkers(spec)) ?? new PoolActor({ ...options, onOverflow: (source, batches) => (this.eventPlane ?? this.sources).overflowed(source, batches) });
     this.pools.set(spec.key, { spec, actor });
     this.catalogState.upsert(spec.key, descriptor(spec, producer));
     this.logger.info(
@@ -408,7 +408,7 @@ export class Producer implements RelaySource {
     if (this.ingestHeld) return Promise.resolve();
     const specs = [...this.pools.values()].map((p) => p.spec);
     // A replaced subscription replays from the start: what the old one delivered is dropped first.
-    // A worker of a thread-hosted pool subscribes on the pool's thread.
+    // A worker of a thread-hosted pool delivers to the pool's thread.
     return this.sources.reconcile(
       kvSourceConfigs(specs),
       (old) => {

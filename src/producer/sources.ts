@@ -33,15 +33,15 @@ export class KvSources {
     if (this.threads) this.pools?.bind(this.threads);
   }
 
-  /** A pool generation on an ingest thread, or undefined when pools are not hosted there. */
-  openPool(options: ThreadPoolOptions): ThreadPool | undefined {
-    return this.pools?.open(options);
+  /** A pool generation fed by `workers` on an ingest thread, or undefined when pools are not hosted there. */
+  openPool(options: ThreadPoolOptions, workers: readonly bigint[]): ThreadPool | undefined {
+    return this.pools?.open(options, workers);
   }
 
   /**
    * Stops subscriptions no longer wanted or changed, then starts the missing ones. `replaced` hears
    * the old config of each subscription that is replaced by a different one for the same worker.
-   * `hostedOf` names the thread-hosted pool a worker feeds (its subscription runs on that pool's thread).
+   * `hostedOf` names the thread-hosted pool a worker feeds (its bursts are applied on that pool's thread).
    */
   async reconcile(
     wanted: readonly KvEventEndpointConfig[],

@@ -3,10 +3,11 @@
 // order the thread produced them (or, hosted, never leave the thread); counters are what the thread
 // counts now (its StatsBoard) plus what earlier incarnations of the thread had counted (a counter
 // never goes backwards over a thread restart).
+import type { TransferListItem } from 'worker_threads';
 import { sourcesOf } from '../sources';
 import type { IngestLogger, IngestSink, KvEventEndpointConfig, KvEventSubscription, SourceKey, SourceStats } from '../types';
 import { FlowCounter, unpackBurst, type HandedOffBurst } from './handoff';
-import type { FromThread, ThreadSubscriberOptions, ToThread } from './protocol';
+import type { FromThread, HostedSink, ThreadSubscriberOptions, ToThread } from './protocol';
 import { COUNTERS, StatsBoard } from '../stats-board';
 
 /** What a subscription needs of its thread (threads.ts). */
@@ -18,7 +19,7 @@ export interface SubscriptionHost {
   /** Asks the thread to open the subscription again after `delayMs`. */
   reopenLater(subscription: ThreadSubscription, delayMs: number): void;
   /** Posts to the thread (dropped while it is down: a restart resets and replays every source anyway). */
-  send(m: ToThread): void;
+  send(m: ToThread, transfer?: readonly TransferListItem[]): void;
   readonly logger: IngestLogger & { error(obj: object, msg: string): void };
   readonly restartDelayMs: number;
 }
@@ -45,7 +46,7 @@ export class ThreadSubscription implements KvEventSubscription {
     private readonly sink: IngestSink,
     private readonly options: ThreadSubscriberOptions,
     /** The thread host's sink its bursts go to (undefined: `sink`, on the main thread). */
-    private readonly hosted?: number,
+    readonly hostedSink?: HostedSink,
   ) {}
 
   start(): Promise<void> {
@@ -107,7 +108,7 @@ export class ThreadSubscription implements KvEventSubscription {
       options: { ...this.options, ...(rankEndpoints ? { rankEndpoints } : {}) },
       flow: this.counter.shared,
       stats: this.board.shared,
-      ...(this.hosted === undefined ? {} : { hosted: this.hosted }),
+      ...(this.hostedSink === undefined ? {} : { hosted: this.hostedSink }),
     };
   }
 
@@ -131,7 +132,8 @@ export class ThreadSubscription implements KvEventSubscription {
   /**
    * The thread died: what it counted is kept, and every source is reset, since batches it had
    * received may never have reached the sink. The restarted thread opens the subscription again,
-   * which resubscribes and replays. A hosted one's sink died with the thread: it is not reopened.
+   * which resubscribes and replays. A hosted one is not reopened: its sink died with the thread, or
+   * lost what the thread had in flight to it (its owner replaces both).
    */
   threadDied(): void {
     for (const s of this.board?.read() ?? []) {
@@ -144,7 +146,7 @@ export class ThreadSubscription implements KvEventSubscription {
       before.lastSequence = s.lastSequence;
     }
     this.board = undefined;
-    if (this.hosted !== undefined) this.orphaned = true;
+    if (this.hostedSink !== undefined) this.orphaned = true;
     if (this.closed || this.orphaned) return;
     for (const source of sourcesOf(this.config)) {
       const carried = this.carried.get(key(source)) ?? this.carried.set(key(source), emptyStats(source)).get(key(source))!;

@@ -1,14 +1,15 @@
 // The main thread's ingest threads (limits.ingestThreads). Each engine worker's subscription runs on
-// one thread, which owns its sockets, decoding and hashing: a hosted subscription on the thread of
-// its sink (the host's, e.g. a pool applied on that thread: protocol.ts), any other on the thread its
-// id shards to (shard.ts), its decoded bursts handed back to the main thread. A thread that dies (an
-// uncaught error or rejection in it) is logged at error and counted, and started again: its
-// subscriptions that deliver to the main thread are reset and reopened there, and resubscribe and
-// replay; its host's sinks died with it (the host hears it), and their subscriptions stay closed
-// until their owner replaces them. Threads start with their first subscription or host message and
-// end when closed. A thread is never terminate()d: zeromq.js aborts the process when a thread ends
+// the thread its id shards to (shard.ts), which owns its sockets, decoding and hashing; its decoded
+// bursts go to the main thread, or, hosted, to its sink (the host's, e.g. a pool applied on a
+// thread: protocol.ts) on that sink's thread: in place when it is the same thread, else over the
+// two threads' peer port (every pair of running threads has one). A thread that dies (an uncaught
+// error or rejection in it) is logged at error and counted, and started again: its subscriptions
+// that deliver to the main thread are reset and reopened there, and resubscribe and replay; its
+// host's sinks died with it, and the sinks its hosted subscriptions fed lost what was in flight
+// (the host hears both); those subscriptions stay closed until their owner replaces them. Threads
+// start with their first subscription or host message and end when closed. A thread is never terminate()d: zeromq.js aborts the process when a thread ends
 // with a receive pending (thread.ts), so a thread always ends itself after closing its sockets.
-import type { Worker } from 'worker_threads';
+import { MessageChannel, type TransferListItem, type Worker } from 'worker_threads';
 import {
   INGEST_HANDOFF_MAX_BLOCKS,
   INGEST_HANDOFF_MAX_BYTES,
@@ -22,7 +23,7 @@ import {
 } from '../../config/defaults';
 import type { IngestSink, KvEventEndpointConfig, KvEventSubscription } from '../types';
 import { handedOffSize, HandoffRing, readHandoff, type Handoff, type HandoffBounds } from './handoff';
-import type { FromThread, ThreadSubscriberOptions, ToThread } from './protocol';
+import type { FromThread, HostedSink, ThreadSubscriberOptions, ToThread } from './protocol';
 import { threadOf } from './shard';
 import { spawnThread } from './spawn';
 import { ThreadSubscription, type SubscriptionHost } from './subscription';
@@ -43,22 +44,21 @@ export interface ThreadsHost {
   module: string;
   /** A message of the host on thread `thread`. */
   receive(thread: number, message: unknown): void;
-  /** Thread `thread` died, with every sink its host had (its restart starts the host afresh). */
-  died(thread: number): void;
+  /**
+   * Thread `thread` died, with every sink its host had (its restart starts the host afresh), and
+   * with what its subscriptions had in flight to `fed`, sinks on other threads.
+   */
+  died(thread: number, fed: readonly HostedSink[]): void;
 }
 
-/** Where a hosted subscription runs: its thread, and the host's sink there. */
-export interface HostedSink {
-  thread: number;
-  sink: number;
-}
+export type { HostedSink };
 
 export class IngestThreads {
   private readonly threads: IngestThread[];
 
   constructor(options: IngestThreadsOptions) {
     if (!Number.isInteger(options.threads) || options.threads < 1) throw new RangeError('threads must be a positive integer');
-    this.threads = Array.from({ length: options.threads }, (_, index) => new IngestThread(index, options));
+    this.threads = Array.from({ length: options.threads }, (_, index) => new IngestThread(index, options, (i) => this.connect(i)));
   }
 
   get count(): number {
@@ -70,8 +70,17 @@ export class IngestThreads {
    * the main thread, or with `hosted` to the host's sink on that sink's thread (`sink` unused).
    */
   subscribe(config: KvEventEndpointConfig, sink: IngestSink, options: ThreadSubscriberOptions = {}, hosted?: HostedSink): KvEventSubscription {
-    const thread = this.threads[hosted ? hosted.thread : threadOf(config.workerId, this.threads.length)];
-    return new ThreadSubscription(thread, config, sink, options, hosted?.sink);
+    return new ThreadSubscription(this.threads[threadOf(config.workerId, this.threads.length)], config, sink, options, hosted);
+  }
+
+  /** Thread `index` started: a peer port between it and every other running thread. */
+  private connect(index: number): void {
+    for (const other of this.threads) {
+      if (other.index === index || !other.running) continue;
+      const { port1, port2 } = new MessageChannel();
+      this.threads[index].send({ type: 'peer', thread: other.index, port: port1 }, [port1]);
+      other.send({ type: 'peer', thread: index, port: port2 }, [port2]);
+    }
   }
 
   /**
@@ -112,8 +121,10 @@ class IngestThread implements SubscriptionHost {
   private closing = false;
 
   constructor(
-    private readonly index: number,
+    readonly index: number,
     private readonly options: IngestThreadsOptions,
+    /** Connects a (re)started thread with its running siblings, before anything else is posted to it. */
+    private readonly started: (index: number) => void,
   ) {
     this.logger = options.logger;
     this.restartDelayMs = options.restartDelayMs ?? INGEST_THREAD_RESTART_MS;
@@ -163,6 +174,10 @@ class IngestThread implements SubscriptionHost {
     this.post({ type: 'crash' });
   }
 
+  get running(): boolean {
+    return this.worker !== undefined;
+  }
+
   /** Whether a subscription of the worker runs here. */
   runs(workerId: bigint): boolean {
     return [...this.subscriptions.values()].some((s) => s.config.workerId === workerId);
@@ -202,6 +217,7 @@ class IngestThread implements SubscriptionHost {
     const ring = new HandoffRing(8 * Math.ceil(ringBytes / 8));
     const worker = spawnThread({
       ring: { data: ring.data, control: ring.control },
+      index: this.index,
       bounds,
       closeTimeoutMs: INGEST_THREAD_CLOSE_TIMEOUT_MS,
       ...(this.options.host ? { host: this.options.host.module } : {}),
@@ -213,6 +229,7 @@ class IngestThread implements SubscriptionHost {
     // E.g. out of memory; an uncaught error in the thread's code arrives as 'fatal' instead.
     worker.on('error', (err) => this.logger.error({ thread: this.index, err: err.message }, 'ingest thread failed'));
     worker.on('exit', (code) => this.exited(worker, code));
+    this.started(this.index);
     // The host's sinks first: subscriptions name them.
     this.flushHost();
     for (const s of this.subscriptions.values()) if (!s.orphaned) this.post(s.openMessage());
@@ -271,7 +288,8 @@ class IngestThread implements SubscriptionHost {
       { thread: this.index, exitCode: code, workers: [...this.subscriptions.values()].map((s) => String(s.config.workerId)) },
       'ingest thread died: its sources are reset and it is started again',
     );
-    this.options.host?.died(this.index);
+    const fed = [...this.subscriptions.values()].flatMap((s) => (s.hostedSink && s.hostedSink.thread !== this.index ? [s.hostedSink] : []));
+    this.options.host?.died(this.index, fed);
     for (const s of this.subscriptions.values()) s.threadDied();
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;
@@ -279,12 +297,12 @@ class IngestThread implements SubscriptionHost {
     }, this.restartDelayMs);
   }
 
-  send(m: ToThread): void {
-    this.post(m);
+  send(m: ToThread, transfer?: readonly TransferListItem[]): void {
+    this.post(m, transfer);
   }
 
-  private post(m: ToThread): void {
+  private post(m: ToThread, transfer?: readonly TransferListItem[]): void {
     this.flushHost();
-    this.worker?.postMessage(m);
+    this.worker?.postMessage(m, transfer);
   }
 }
