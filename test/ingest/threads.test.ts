@@ -12,7 +12,9 @@ import type { KvEventEndpointConfig, KvEventSubscription, PackedEngineEvents } f
 import { StatsBoard } from '../../src/ingest/stats-board';
 import { ACTOR_MAILBOX_CAPACITY, INGEST_HANDOFF_MAX_MESSAGES, INGEST_MESSAGES_PER_TURN } from '../../src/config/defaults';
 import { BLOCK_SIZE } from '../support/ingest-harness';
-import { RecordingSink } from '../support/recording-sink';
+import * as path from 'path';
+import type { PeerHostCall, PeerHostControl } from '../support/peer-host';
+import { RecordingSink, type RecordedBatch } from '../support/recording-sink';
 import { waitFor } from '../support/waitFor';
 
 const DEADLINE_MS = 30_000;
@@ -491,4 +493,104 @@ test('a bound subscription keeps its ports across a thread restart', async () =>
   await engine.publish(store(0), { rank: 1 });
   await waitFor(() => sink.batches.length === 1, 'a batch on the rebound port', DEADLINE_MS);
   expect(sink.batches[0].source).toEqual({ workerId: 3n, dpRank: 1 });
+});
+
+/**
+ * Threads running test/support/peer-host.ts: every call of its sinks, as the threads post them. Worker
+ * ids by thread (of 2): 2 and 4 run on thread 0, 1 and 3 on thread 1.
+ */
+async function startHosted(hosted: { workerId: bigint; sink: number }[], options: Partial<IngestThreadsOptions> = {}) {
+  const calls: PeerHostCall[] = [];
+  const died: { thread: number; fed: unknown[] }[] = [];
+  const sink = new RecordingSink(); // the main thread's: nothing may arrive there
+  const errors: Run['errors'] = [];
+  const threads = new IngestThreads({
+    threads: 2,
+    logger: { warn: () => undefined, error: (obj: object, msg: string) => errors.push({ obj, msg }) },
+    host: { module: path.join(__dirname, '..', 'support', 'peer-host'), receive: (_t, m) => calls.push(m as PeerHostCall), died: (thread, fed) => died.push({ thread, fed: [...fed] }) },
+    ...options,
+  });
+  const engines = await Promise.all(hosted.map(() => new SimulatedEngine({ http: false }).start()));
+  run = { threads, engines, subs: [], errors };
+  // The sinks' thread runs first (a host message starts it), so the sibling's peer port exists.
+  threads.sendHost(1, { release: 0 } satisfies PeerHostControl);
+  for (const [i, h] of hosted.entries()) {
+    const sub = threads.subscribe(config(h.workerId, engines[i]), sink, {}, { thread: 1, sink: h.sink });
+    run.subs.push(sub);
+    await sub.start();
+  }
+  await Promise.all(engines.map((e) => e.waitForSubscribers()));
+  const batches = (workerId: bigint): RecordedBatch[] => calls.flatMap((c) => (c.kind === 'batch' && c.batch.source.workerId === workerId ? [c.batch] : []));
+  const resets = (workerId: bigint) => calls.filter((c) => c.kind === 'reset' && c.source.workerId === workerId);
+  return { run, calls, died, sink, batches, resets };
+}
+
+test('a subscription whose sink lives on the other thread: its bursts are applied there, in order, as a local one\'s; nothing reaches the main thread', async () => {
+  expect([2n, 4n, 1n].map((w) => threadOf(w, 2))).toEqual([0, 0, 1]);
+  const h = await startHosted([
+    { workerId: 2n, sink: 5 },
+    { workerId: 4n, sink: 5 },
+    { workerId: 1n, sink: 5 },
+  ]);
+  const n = 200;
+  const sends: Promise<bigint>[] = [];
+  for (let i = 0; i < n; i++) for (const e of h.run.engines) sends.push(e.publish(store(i)));
+  await Promise.all(sends);
+  await waitFor(() => [2n, 4n, 1n].every((w) => h.batches(w).length === n), 'every batch of the three workers at the sink', DEADLINE_MS);
+  for (const w of [2n, 4n, 1n]) expect(h.batches(w).map((b) => b.sequence)).toEqual(Array.from({ length: n }, (_, i) => BigInt(i)));
+  // One writer: every call ran on the sink's thread, the local worker's and the two remote ones'.
+  expect(new Set(h.calls.map((c) => c.threadId)).size).toBe(1);
+  expect(h.calls.every((c) => c.sink === 5)).toBe(true);
+  expect(h.sink.calls).toEqual([]);
+  expect(h.run.subs[0].stats()[0]).toMatchObject({ events: n, overflows: 0, resets: 0 });
+});
+
+test('a sink on the other thread that applies nothing: the remote subscription waits (bounded), then drops, resets and replays; its sibling on the same thread loses nothing', async () => {
+  const h = await startHosted(
+    [
+      { workerId: 2n, sink: 5 },
+      { workerId: 4n, sink: 6 },
+    ],
+    { handoff: { waitMs: 300 } },
+  );
+  h.run.threads.sendHost(1, { hold: 5 } satisfies PeerHostControl);
+  const [a, b] = h.run.engines;
+  const flood: Promise<bigint>[] = [];
+  for (let i = 0; i < 400; i++) flood.push(a.publish(store(i)));
+  const steady = 40;
+  for (let i = 0; i < steady; i++) {
+    await b.publish(store(i));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await Promise.all(flood);
+  await waitFor(() => h.batches(4n).length === steady, 'every batch of the sibling', DEADLINE_MS);
+  expect(h.batches(4n).map((x) => x.sequence)).toEqual(Array.from({ length: steady }, (_, i) => BigInt(i)));
+  expect(h.resets(4n)).toEqual([]);
+  // Held past the wait: its bursts were dropped (counted as overflows), its source reset at the sink, in order.
+  await waitFor(() => h.resets(2n).some((c) => c.kind === 'reset' && c.reason === 'overflow'), 'the overflow reset at the sink', DEADLINE_MS);
+  expect(h.run.subs[0].stats()[0].overflows).toBeGreaterThanOrEqual(1);
+  // While held, at most the thread's share of the bound was in flight: never all 400 messages.
+  expect(h.batches(2n).length).toBeLessThan(400);
+  h.run.threads.sendHost(1, { release: 5 } satisfies PeerHostControl);
+  // The replay from 0 after the last reset brings the whole stream.
+  await waitFor(() => {
+    const lastReset = h.calls.map((c, i) => (c.kind === 'reset' && c.source.workerId === 2n ? i : -1)).reduce((x, y) => Math.max(x, y), -1);
+    const after = h.calls.slice(lastReset + 1).flatMap((c) => (c.kind === 'batch' && c.batch.source.workerId === 2n ? [c.batch.sequence] : []));
+    return after.length === 400 && after.every((s, i) => s === BigInt(i));
+  }, 'the whole stream replayed after the last reset', DEADLINE_MS);
+  expect(h.sink.calls).toEqual([]);
+});
+
+test('the thread of a remote subscription dies: the host hears which sinks it fed, and the subscription is not reopened by itself (its owner replaces the generation)', async () => {
+  const h = await startHosted([{ workerId: 2n, sink: 5 }], { restartDelayMs: 50 });
+  await h.run.engines[0].publish(store(0));
+  await waitFor(() => h.batches(2n).length === 1, 'the first batch at the sink', DEADLINE_MS);
+  h.run.threads.crash(2n);
+  await waitFor(() => h.died.length === 1, 'the death reported to the host', DEADLINE_MS);
+  expect(h.died[0]).toEqual({ thread: 0, fed: [{ thread: 1, sink: 5 }] });
+  await waitFor(() => h.run.threads.restarts === 1 && h.run.errors.some((e) => e.msg.startsWith('ingest thread died')), 'the restart', DEADLINE_MS);
+  // Orphaned: what reaches the engine now reaches nothing, until the owner subscribes again.
+  await h.run.engines[0].publish(store(1));
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  expect(h.batches(2n).length).toBe(1);
 });
