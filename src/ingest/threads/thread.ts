@@ -239,13 +239,17 @@ function pass(id: number, flow: Flow, b: PackedEngineEvents, size: HandoffSize):
 
 /** A hosted subscription's burst to its sink, in flight (in its flow's count) until the sink applied it. */
 function passHosted(id: number, flow: Flow, sink: IngestSink, b: PackedEngineEvents, size: HandoffSize): void {
-  const { counter } = flow;
-  counter.add(size);
+  flow.counter.add(size);
+  applyCounted(sink, b, flow.counter, size, (obj) => subscribers.get(id)?.warn(obj, 'KV-event sink rejected a batch'));
+}
+
+/** A burst to a sink of this thread's host; its room in `counter` is free once the sink applied it. */
+function applyCounted(sink: IngestSink, b: PackedEngineEvents, counter: FlowCounter, size: HandoffSize, rejected: (obj: object) => void): void {
   let applied: void | Promise<void> = undefined;
   try {
     applied = sink.events(b);
   } catch (err) {
-    subscribers.get(id)?.warn({ err: String(err) }, 'KV-event sink rejected a batch');
+    rejected({ err: String(err) });
   } finally {
     if (applied) void applied.finally(() => counter.taken(size));
     else counter.taken(size);
@@ -361,6 +365,8 @@ interface Route {
   sink: number;
   workerId: bigint;
   counter: FlowCounter;
+  /** Its sink was missing at a burst: its sources were reset once (not again until the sink is back). */
+  missed?: boolean;
 }
 /** The routes of the siblings' subscriptions, by subscription id (ids are unique across threads). */
 const routes = new Map<number, Route>();
@@ -455,8 +461,10 @@ function sinkOfRoute(id: number): IngestSink | undefined {
 
 /**
  * A sibling's hand-off, applied burst by burst to this host's sinks (each copies what it keeps). A
- * burst whose sink is gone (its pool ended; the owner replaces the subscription) is taken unapplied
- * and its sources reset and replayed, so nothing is lost silently.
+ * burst whose sink is missing (its pool ended and the owner is replacing the subscription, or not
+ * opened here yet) is taken unapplied, and the first such burst of a route resets its sources
+ * (counted as overflows, replayed from 0), so nothing is lost silently and an ended pool's
+ * subscription does not replay in a loop.
  */
 function applyPeerHandoff(buffer: ArrayBuffer, length: number): void {
   const h = readHandoff(buffer, 0, length);
@@ -467,21 +475,15 @@ function applyPeerHandoff(buffer: ArrayBuffer, length: number): void {
     const sink = host?.sink(route.sink);
     if (!sink) {
       route.counter.taken(size);
+      if (route.missed) continue;
+      route.missed = true;
       const ranks = new Set<number>();
       const b = unpackBurst(buffer, burst);
       for (let i = 0; i < b.messages; i++) ranks.add(b.messageInfo[i * MESSAGE_INFO_STRIDE]);
       for (const dpRank of ranks) peerSend(route.from, { type: 'overflowed', id: burst.id, source: { workerId: route.workerId, dpRank }, batches: 1 });
       continue;
     }
-    let applied: void | Promise<void> = undefined;
-    try {
-      applied = sink.events(unpackBurst(buffer, burst));
-    } catch (err) {
-      logger.warn({ workerId: String(route.workerId), err: String(err) }, 'KV-event sink rejected a batch');
-    } finally {
-      const { counter } = route;
-      if (applied) void applied.finally(() => counter.taken(size));
-      else counter.taken(size);
-    }
+    route.missed = false;
+    applyCounted(sink, unpackBurst(buffer, burst), route.counter, size, (obj) => logger.warn({ workerId: String(route.workerId), ...obj }, 'KV-event sink rejected a batch'));
   }
 }
