@@ -525,13 +525,17 @@ async function startHosted(hosted: { workerId: bigint; sink: number }[], options
   return { run, calls, died, sink, batches, resets };
 }
 
-test('a subscription whose sink lives on the other thread: its bursts are applied there, in order, as a local one\'s; nothing reaches the main thread', async () => {
+// The second: a peer ring of 4 x 2 KiB, which the hand-offs wrap again and again (and overflow into transferred buffers).
+test.each([{}, { maxBytes: 2048 }])('a subscription whose sink lives on the other thread: its bursts are applied there, in order, as a local one\'s; nothing reaches the main thread (hand-off bounds %o)', async (handoff) => {
   expect([2n, 4n, 1n].map((w) => threadOf(w, 2))).toEqual([0, 0, 1]);
-  const h = await startHosted([
-    { workerId: 2n, sink: 5 },
-    { workerId: 4n, sink: 5 },
-    { workerId: 1n, sink: 5 },
-  ]);
+  const h = await startHosted(
+    [
+      { workerId: 2n, sink: 5 },
+      { workerId: 4n, sink: 5 },
+      { workerId: 1n, sink: 5 },
+    ],
+    { handoff },
+  );
   const n = 200;
   const sends: Promise<bigint>[] = [];
   for (let i = 0; i < n; i++) for (const e of h.run.engines) sends.push(e.publish(store(i)));

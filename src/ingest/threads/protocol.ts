@@ -10,7 +10,7 @@
 import type { MessagePort } from 'worker_threads';
 import type { SubscriberOptions } from '../subscriber';
 import type { IngestSink, KvEventEndpointConfig, ResetReason, SourceKey } from '../types';
-import type { HandoffBounds } from './handoff';
+import type { HandoffBounds, HandoffMessage } from './handoff';
 
 /** What the thread is started with (workerData). */
 export interface ThreadData {
@@ -72,13 +72,16 @@ export type FromThread =
 /**
  * Between two ingest threads, on their peer port. From a subscription's thread to its sink's thread,
  * in order: 'route' before its bursts, its turn's bursts ('events': a hand-off as the main thread's,
- * in a transferred buffer), its resets, and 'forget' once it closed. Back: 'overflowed' (the sink
+ * in a ring of shared memory per direction), its resets, and 'forget' once it closed. Back: 'overflowed' (the sink
  * dropped or could not take its bursts: the subscription resets and replays the source).
  */
 export type PeerMessage =
   /** `flow`: the subscription's FlowCounter; the sink's thread takes what its sink applied. */
   | { type: 'route'; id: number; sink: number; workerId: bigint; flow: SharedArrayBuffer }
-  | { type: 'events'; buffer: ArrayBuffer; length: number }
+  /** The sender's ring for this receiver (HandoffRing's memory), announced before its first hand-off in it. */
+  | { type: 'ring'; data: SharedArrayBuffer; control: SharedArrayBuffer }
+  /** A hand-off: `length` bytes at `base` of the sender's ring, or of `buffer` (transferred) when the ring had no room. */
+  | HandoffMessage
   | { type: 'reset'; id: number; source: SourceKey; reason: ResetReason }
   | { type: 'forget'; id: number }
   | { type: 'overflowed'; id: number; source: SourceKey; batches: number };

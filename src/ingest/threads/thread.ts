@@ -11,7 +11,7 @@
 // siblings hand to the sinks of its own host.
 import { setTimeout as delay } from 'timers/promises';
 import { parentPort, workerData, type MessagePort } from 'worker_threads';
-import { INGEST_HANDOFF_COALESCE_MS, INGEST_THREAD_EXIT_SETTLE_MS, INGEST_THREAD_NAME } from '../../config/defaults';
+import { INGEST_HANDOFF_COALESCE_MS, INGEST_HANDOFF_RING_PER_BYTES_BOUND, INGEST_THREAD_EXIT_SETTLE_MS, INGEST_THREAD_NAME } from '../../config/defaults';
 import { META_STRIDE, packedBlockCount, setThreadName } from '../../native';
 import { KvEventSubscriber } from '../subscriber';
 import { MESSAGE_INFO_STRIDE, type IngestLogger, type IngestSink, type PackedEngineEvents, type ResetReason, type SourceKey } from '../types';
@@ -357,6 +357,14 @@ const peers = new Map<number, MessagePort>();
 const peerWaiting = new Map<number, { message: PeerMessage; transfer: ArrayBuffer[] }[]>();
 /** Per sibling, this turn's bursts of the subscriptions whose sink it hosts. */
 const peerPending = new Map<number, HandoffBuilder>();
+/**
+ * Per sibling, the ring this thread writes its hand-offs to it into (made at the first, announced to
+ * that sibling incarnation before it): as for the main thread's ring, a hand-off then allocates
+ * nothing on either side (a transferred buffer per hand-off cost the receiver a GC helper's work).
+ */
+const outRings = new Map<number, HandoffRing>();
+/** Per sibling, the ring it writes its hand-offs to this thread into. */
+const inRings = new Map<number, HandoffRing>();
 let peerFlushQueued = false;
 
 /** A subscription of a sibling thread whose sink this thread's host holds. */
@@ -374,6 +382,9 @@ const routes = new Map<number, Route>();
 function connectPeer(thread: number, peer: MessagePort): void {
   peers.get(thread)?.close();
   peers.set(thread, peer);
+  // A new incarnation of the sibling: it knows none of the rings of the old one.
+  outRings.delete(thread);
+  inRings.delete(thread);
   peer.on('message', (m: PeerMessage) => {
     if (!ending) peerReceived(thread, m);
   });
@@ -386,7 +397,7 @@ function connectPeer(thread: number, peer: MessagePort): void {
 
 /** A message to a sibling, after this turn's bursts for it (order). */
 function peerSend(thread: number, message: PeerMessage, transfer: ArrayBuffer[] = []): void {
-  if (message.type !== 'events') flushPeer(thread);
+  if (message.type !== 'events' && message.type !== 'ring') flushPeer(thread);
   const peer = peers.get(thread);
   if (peer) return peer.postMessage(message, transfer);
   const waiting = peerWaiting.get(thread) ?? peerWaiting.set(thread, []).get(thread)!;
@@ -418,9 +429,13 @@ function flushPeers(): void {
 function flushPeer(thread: number): void {
   const pending = peerPending.get(thread);
   if (!pending || pending.isEmpty) return;
-  const h = pending.take();
-  const buffer = h.buffer as ArrayBuffer;
-  peerSend(thread, { type: 'events', buffer, length: h.length }, [buffer]);
+  let ring = outRings.get(thread);
+  if (!ring) {
+    ring = new HandoffRing(8 * Math.ceil((INGEST_HANDOFF_RING_PER_BYTES_BOUND * data.bounds.maxBytes) / 8));
+    outRings.set(thread, ring);
+    peerSend(thread, { type: 'ring', data: ring.data, control: ring.control });
+  }
+  postHandoff({ postMessage: (m, transfer) => peerSend(thread, m, transfer) }, pending.take(ring), ring);
 }
 
 function forgetRemote(id: number): void {
@@ -449,8 +464,20 @@ function peerReceived(from: number, m: PeerMessage): void {
       }
       return;
     }
-    case 'events':
-      return applyPeerHandoff(m.buffer, m.length);
+    case 'ring':
+      inRings.set(from, new HandoffRing({ data: m.data, control: m.control }));
+      return;
+    case 'events': {
+      const ring = inRings.get(from);
+      if (m.buffer) return applyPeerHandoff(m.buffer, m.base, m.length);
+      if (!ring) return; // cannot happen: a sibling announces its ring before its first hand-off in it
+      try {
+        return applyPeerHandoff(ring.data, m.base, m.length);
+      } finally {
+        // Every sink copied what it keeps: the region may be written again.
+        ring.read(m.base + m.length);
+      }
+    }
   }
 }
 
@@ -466,8 +493,8 @@ function sinkOfRoute(id: number): IngestSink | undefined {
  * (counted as overflows, replayed from 0), so nothing is lost silently and an ended pool's
  * subscription does not replay in a loop.
  */
-function applyPeerHandoff(buffer: ArrayBuffer, length: number): void {
-  const h = readHandoff(buffer, 0, length);
+function applyPeerHandoff(buffer: ArrayBuffer | SharedArrayBuffer, base: number, length: number): void {
+  const h = readHandoff(buffer, base, length);
   for (const burst of h.bursts) {
     const route = routes.get(burst.id);
     if (!route) continue;
