@@ -100,8 +100,8 @@ async function main(): Promise<void> {
   fs.rmSync(dir, { recursive: true, force: true });
 
   fs.mkdirSync(o.out, { recursive: true });
-  const header = 't_s,rss_mib,heap_used_mib,loop_delay_p99_ms,loop_delay_max_ms';
-  const rows = samples.map((s) => [s.tMs / 1000, s.rssBytes / MIB, s.heapUsedBytes / MIB, s.loopDelayP99Ms, s.loopDelayMaxMs].map((v) => v.toFixed(3)).join(','));
+  const header = 't_s,rss_mib,heap_used_mib,array_buffers_mib,external_mib,loop_delay_p99_ms,loop_delay_max_ms';
+  const rows = samples.map((s) => [s.tMs / 1000, s.rssBytes / MIB, s.heapUsedBytes / MIB, s.arrayBuffersBytes / MIB, s.externalBytes / MIB, s.loopDelayP99Ms, s.loopDelayMaxMs].map((v) => v.toFixed(3)).join(','));
   fs.writeFileSync(path.join(o.out, 'soak.csv'), `${[header, ...rows].join('\n')}\n`);
   const times = samples.map((s) => s.tMs / 1000);
   fs.writeFileSync(path.join(o.out, 'soak.svg'), plotSvg(times, [

@@ -9,6 +9,9 @@ export interface SoakSample {
   tMs: number;
   rssBytes: number;
   heapUsedBytes: number;
+  /** Memory outside the V8 heap: Buffers and ArrayBuffers (the ingest bursts, frames), then all of it. */
+  arrayBuffersBytes: number;
+  externalBytes: number;
   loopDelayP99Ms: number;
   loopDelayMaxMs: number;
 }
@@ -27,6 +30,8 @@ async function main(): Promise<void> {
       tMs: Date.now() - start,
       rssBytes: mem.rss,
       heapUsedBytes: mem.heapUsed,
+      arrayBuffersBytes: mem.arrayBuffers,
+      externalBytes: mem.external,
       loopDelayP99Ms: delay.percentile(99) / 1e6,
       loopDelayMaxMs: delay.max / 1e6,
     };

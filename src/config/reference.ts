@@ -76,6 +76,8 @@ export const DESCRIPTIONS: Readonly<Record<string, string>> = {
   'endpoints[].workers[].dpStartRank': 'First data-parallel rank.',
   'endpoints[].workers[].totalKvBlocks': 'KV capacity per rank in blocks (load: used = usage x this); 0 or omitted = unknown.',
   'endpoints[].workers[].maxNumSeqs': 'Concurrent sequences per rank (serving load `max_concurrency`).',
+  'endpoints[].workers[].workerType': "This worker's own worker type, for an endpoint whose workers differ (e.g. a Dynamo endpoint with prefill and decode cards); omitted = the endpoint's `workerType` and `needs`.",
+  'endpoints[].workers[].needs': "This worker's own readiness dependencies (with its own `workerType`); omitted = none.",
   'endpoints[].workers[].live': 'Static availability when there is no `health`.',
   'endpoints[].workers[].health': 'Health probe; when set it decides liveness (2xx = live).',
   'endpoints[].workers[].health.url': 'HTTP(S) URL of the worker\'s health endpoint (vLLM: `/health`).',

@@ -93,6 +93,8 @@ const identityMap = z
 
 export const WORKER_TYPES = ['prefill', 'decode', 'encode', 'aggregated'] as const;
 const workerType = z.enum(WORKER_TYPES);
+/** Readiness dependencies in DNF: alternatives (OR) of worker types that must all (AND) be live. */
+const needs = z.array(z.array(workerType).min(1, 'a needs alternative must not be empty'));
 
 /** One worker of an endpoint: a config file `workers` entry, or a worker value registered in etcd. */
 export const workerSchema = z.strictObject({
@@ -102,6 +104,12 @@ export const workerSchema = z.strictObject({
   totalKvBlocks: count(0, Number.MAX_SAFE_INTEGER).optional(),
   maxNumSeqs: count(0, Number.MAX_SAFE_INTEGER).optional(),
   live: z.boolean().default(true),
+  /**
+   * This worker's own worker type and needs, for an endpoint whose workers differ (a Dynamo endpoint
+   * with prefill and decode cards); without them the worker takes the endpoint's.
+   */
+  workerType: workerType.optional(),
+  needs: needs.optional(),
   health: z.strictObject({ url: z.url({ protocol: /^https?$/ }) }).optional(),
   kvEvents: z
     .strictObject({
@@ -155,7 +163,7 @@ export const endpointSchema = z
     }),
     indexerIdentity: z.strictObject({ semantics: identityMap.optional(), routingScope: identityMap.optional() }).optional(),
     workerType: workerType.optional(),
-    needs: z.array(z.array(workerType).min(1, 'a needs alternative must not be empty')).optional(),
+    needs: needs.optional(),
     // An adapter without `workers` is served by every worker of the endpoint.
     adapters: z.array(z.strictObject({ name, servedModel: name, workers: z.array(u64).optional() })).default([]),
     workers: z.array(workerSchema).default([]),
@@ -165,6 +173,9 @@ export const endpointSchema = z
     ep.workers.forEach((w, i) => {
       if (ids.has(w.id)) ctx.addIssue({ code: 'custom', path: ['workers', i, 'id'], message: `duplicate worker id ${w.id}` });
       ids.add(w.id);
+      if (w.needs !== undefined && w.workerType === undefined) {
+        ctx.addIssue({ code: 'custom', path: ['workers', i, 'needs'], message: "a worker's needs go with its own workerType" });
+      }
       if (w.dpStartRank + w.dpSize - 1 > MAX_U32) {
         ctx.addIssue({ code: 'custom', path: ['workers', i, 'dpSize'], message: 'rank range overflows u32' });
       }

@@ -9,7 +9,7 @@
 import type { EndpointConfig } from '../config/schema';
 import type { DynamoEndpointId, KvPoolId, KvQuerySemantics, ModelRegistration } from '../wire/types';
 import { KvQueryHashFormat } from '../wire/enums';
-import { endpointRole } from '../topology/readiness';
+import { endpointRoles } from '../topology/readiness';
 import { poolIdDisplay } from '../identity';
 import { poolIdOf } from './pool-identity';
 import { collidingNames, endpointRegistrations, registrationConflict, withoutCollisions } from './registrations';
@@ -93,7 +93,7 @@ export function buildDeployment(dcId: string, endpoints: readonly EndpointConfig
       servingEndpoint: { namespace: ep.namespace, component: ep.component, endpoint: ep.endpoint },
       querySemantics: querySemanticsOf(ep),
       registrations: regs,
-      poolRoles: [endpointRole(ep.workerType)],
+      poolRoles: endpointRoles(ep),
       endpoint: ep,
     });
   });

@@ -54,7 +54,7 @@ export function topologyInputs(deployment: Deployment, liveness: Liveness, poolI
     model: t.endpoint.model.name,
     workerType: t.endpoint.workerType,
     needs: t.endpoint.needs,
-    workers: t.endpoint.workers.map((w) => ({ id: w.id, live: liveness(w.id, w.live) })),
+    workers: t.endpoint.workers.map((w) => ({ id: w.id, workerType: w.workerType, needs: w.needs, live: liveness(w.id, w.live) })),
     adapters: t.adapters,
     poolId: t.poolKey === undefined ? undefined : poolIdOf(t.poolKey),
   }));

@@ -1,7 +1,7 @@
 export { evaluateReadiness, type ReadinessUnit, type ReadinessEvaluation } from './evaluate';
 export {
   buildTopologyEntries,
-  endpointRole,
+  endpointRoles,
   type WorkerType,
   type TopologyWorkerInput,
   type TopologyAdapterInput,

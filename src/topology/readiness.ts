@@ -16,7 +16,13 @@ import { compareModelKey, compareUtf8 } from './order';
 
 export type WorkerType = 'prefill' | 'decode' | 'encode' | 'aggregated';
 
-export interface TopologyWorkerInput {
+/** A worker's declared topology: its own when it has a worker type, else its endpoint's. */
+export interface WorkerTopology {
+  workerType?: WorkerType;
+  needs?: readonly (readonly WorkerType[])[];
+}
+
+export interface TopologyWorkerInput extends WorkerTopology {
   id: bigint;
   live: boolean | undefined;
 }
@@ -27,14 +33,12 @@ export interface TopologyAdapterInput {
   workers: readonly bigint[];
 }
 
-export interface TopologyEndpointInput {
+export interface TopologyEndpointInput extends WorkerTopology {
   namespace: string;
   component: string;
   endpoint: string;
   /** Canonical base model id served by the endpoint. */
   model: string;
-  workerType?: WorkerType;
-  needs?: readonly (readonly WorkerType[])[];
   workers: readonly TopologyWorkerInput[];
   adapters?: readonly TopologyAdapterInput[];
   poolId?: KvPoolId;
@@ -47,9 +51,39 @@ const ROLE_OF: Record<WorkerType, WorkerRole> = {
   aggregated: WorkerRole.AGGREGATED,
 };
 
-/** The wire role an endpoint declares (LEGACY without a worker type); also its pool_roles entry. */
-export function endpointRole(workerType: WorkerType | undefined): WorkerRole {
+/** The wire role of a worker type (LEGACY without one). */
+function roleOf(workerType: WorkerType | undefined): WorkerRole {
   return workerType === undefined ? WorkerRole.LEGACY : ROLE_OF[workerType];
+}
+
+/** A worker's type and needs: its own when it declares a type, else its endpoint's. */
+function topologyOf(endpoint: WorkerTopology, worker: WorkerTopology): WorkerTopology {
+  return worker.workerType !== undefined ? worker : endpoint;
+}
+
+/**
+ * The readiness units of an endpoint (upstream: its workers grouped by (worker type, needs)), each
+ * with the ids of its workers; an endpoint without workers is one unit of its own declared type.
+ */
+function endpointUnits<W extends WorkerTopology & { id: bigint }>(ep: WorkerTopology & { workers: readonly W[] }): { role: WorkerRole; needs: WorkerRole[][]; workers: W[] }[] {
+  const units = new Map<string, { role: WorkerRole; needs: WorkerRole[][]; workers: W[] }>();
+  const declared = ep.workers.length > 0 ? ep.workers.map((w) => ({ w, t: topologyOf(ep, w) })) : [{ w: undefined, t: ep as WorkerTopology }];
+  for (const { w, t } of declared) {
+    const role = roleOf(t.workerType);
+    const needs = (t.needs ?? []).map((alt) => alt.map((x) => ROLE_OF[x]));
+    const key = JSON.stringify([role, needs]);
+    const unit = units.get(key) ?? units.set(key, { role, needs, workers: [] }).get(key)!;
+    if (w) unit.workers.push(w);
+  }
+  return [...units.values()];
+}
+
+/**
+ * The roles an endpoint declares, sorted and unique: its topology member's roles and its pool's
+ * pool_roles (the roles of its base-card workers, independent of liveness).
+ */
+export function endpointRoles(ep: WorkerTopology & { workers: readonly (WorkerTopology & { id: bigint })[] }): WorkerRole[] {
+  return [...new Set(endpointUnits(ep).map((u) => u.role))].sort((a, b) => a - b);
 }
 
 interface Group {
@@ -74,22 +108,26 @@ export function buildTopologyEntries(endpoints: readonly TopologyEndpointInput[]
     // non-authoritative, and a non-authoritative endpoint counts no live workers.
     const authoritative = ep.workers.every((w) => w.live !== undefined);
     g.authoritative &&= authoritative;
-    const role = endpointRole(ep.workerType);
-    const needs = (ep.needs ?? []).map((alt) => alt.map((t) => ROLE_OF[t]));
-    const liveCount = (ids?: ReadonlySet<bigint>): number =>
-      authoritative ? ep.workers.filter((w) => w.live === true && (!ids || ids.has(w.id))).length : 0;
+    const units = endpointUnits(ep);
+    const liveCount = (workers: readonly TopologyWorkerInput[], ids?: ReadonlySet<bigint>): number =>
+      authoritative ? workers.filter((w) => w.live === true && (!ids || ids.has(w.id))).length : 0;
 
     const member: TopologyMember = {
       endpoint: { namespace: ep.namespace, component: ep.component, endpoint: ep.endpoint },
-      roles: [role],
+      roles: endpointRoles(ep),
     };
     if (ep.poolId) member.poolId = ep.poolId;
     g.members.push({ key: `${ep.namespace}/${ep.component}/${ep.endpoint}`, member });
-    g.units.push({ role, needs, liveCount: liveCount() });
+    for (const u of units) g.units.push({ role: u.role, needs: u.needs, liveCount: liveCount(u.workers) });
     for (const adapter of ep.adapters ?? []) {
-      const units = g.adapterUnits.get(adapter.servedModel) ?? [];
-      units.push({ role, needs, liveCount: liveCount(new Set(adapter.workers)) });
-      g.adapterUnits.set(adapter.servedModel, units);
+      const adapterUnits = g.adapterUnits.get(adapter.servedModel) ?? [];
+      const served = new Set(adapter.workers);
+      // Units are built from the adapter's workers only (derive_adapters): a unit with none of them,
+      // e.g. the encoders of an EPD endpoint, is not the adapter's.
+      for (const u of units) {
+        if (u.workers.some((w) => served.has(w.id))) adapterUnits.push({ role: u.role, needs: u.needs, liveCount: liveCount(u.workers, served) });
+      }
+      g.adapterUnits.set(adapter.servedModel, adapterUnits);
     }
   }
   return [...groups.values()].map(toEntry).sort(compareModelKey);

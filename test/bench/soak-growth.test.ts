@@ -13,6 +13,8 @@ function run(seconds: number, rssMib: (t: number) => number, heapMib: (t: number
     tMs: t * 1000,
     rssBytes: rssMib(t) * MIB,
     heapUsedBytes: heapMib(t) * MIB,
+    arrayBuffersBytes: 0,
+    externalBytes: 0,
     loopDelayP99Ms: 1,
     loopDelayMaxMs: 2,
   }));

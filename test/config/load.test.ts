@@ -141,6 +141,7 @@ describe('config errors are one line: FILE: field.path: problem', () => {
     ['bad hash format', ep({ model: { name: 'llama', kvBlockSize: 16, hashFormat: 'v2' } }), 'relay.json: endpoints.0.model.hashFormat: Invalid option'],
     ['bad worker type', ep({ workerType: 'router' }), 'relay.json: endpoints.0.workerType: Invalid option'],
     ['bad needs', ep({ needs: [['decode', 'frontend']] }), 'relay.json: endpoints.0.needs.0.1: Invalid option'],
+    ['worker needs without its own workerType', ep({ workers: [{ id: 1, needs: [['prefill']] }] }), "relay.json: endpoints.0.workers.0.needs: a worker's needs go with its own workerType"],
     ['empty needs alternative', ep({ needs: [[]] }), 'relay.json: endpoints.0.needs.0: a needs alternative must not be empty'],
     ['empty identity map', ep({ indexerIdentity: { semantics: {} } }), 'relay.json: endpoints.0.indexerIdentity.semantics: must have 1..32 entries'],
     ['long identity key', ep({ indexerIdentity: { routingScope: { ['k'.repeat(129)]: 'v' } } }), 'relay.json: endpoints.0.indexerIdentity.routingScope.' + 'k'.repeat(129) + ': keys must be 1..128 UTF-8 bytes'],

@@ -72,3 +72,14 @@ test('remembered publishers are bounded: the longest idle is forgotten', () => {
   // 'b' was forgotten: its next message starts it afresh (a gap is counted, nothing dropped).
   expect(order.accept('b', 1, S(2))).toBe('deliver');
 });
+
+test('a publisher with messages since the clock last passed it is kept over one without (second chance), and the bound holds', () => {
+  const { order, gaps } = setup(3);
+  const sent: [string, number, number][] = [['a', 0, 1], ['b', 0, 2], ['c', 0, 3], ['a', 1, 1], ['c', 1, 3], ['d', 0, 4], ['a', 2, 1], ['c', 2, 3], ['b', 1, 2]];
+  for (const [p, q, w] of sent) order.accept(p, q, S(w));
+  // 'b' had no message since it came when 'd' needed room: it was forgotten and starts afresh above 0;
+  // 'a' and 'c' were kept (their next messages are no gaps).
+  expect(gaps).toEqual([['b', 1]]);
+  for (let i = 0; i < 100; i++) order.accept(`p${i}`, 0, S(10 + i));
+  expect(order.publisherCount).toBe(3);
+});

@@ -63,6 +63,28 @@ test('a card without worker_type whose model_type supports prefill is a prefill 
   expect(projectDynamo(entries(model(ID, legacy))).endpoints[0].workerType).toBeUndefined();
 });
 
+test('workers of one endpoint with different worker types each carry their own (a P/D endpoint is served, not left out)', () => {
+  const legacyPrefill = card({ model_type: 'Prefill' });
+  delete legacyPrefill.worker_type;
+  delete legacyPrefill.needs;
+  const p = projectDynamo(entries(
+    model(1n, card({ worker_type: 'decode', needs: [['prefill']] })),
+    model(2n, card({ worker_type: 'prefill' })),
+    model(3n, legacyPrefill),
+  ));
+  expect(p.conflicts).toEqual([]);
+  const [ep] = p.endpoints;
+  expect([ep.workerType, ep.needs]).toEqual([undefined, undefined]);
+  expect(ep.workers.map((w) => [w.id, w.workerType, w.needs])).toEqual([
+    [1n, 'decode', [['prefill']]],
+    [2n, 'prefill', undefined],
+    [3n, 'prefill', [['decode']]], // normalize_legacy_prefill_topology, per card
+  ]);
+  // Workers that agree keep declaring it on the endpoint.
+  const same = projectDynamo(entries(model(1n, card()), model(2n, card()))).endpoints[0];
+  expect([same.workerType, same.workers.map((w) => w.workerType)]).toEqual(['aggregated', [undefined, undefined]]);
+});
+
 test('enable_eagle selects the eagle hash format; source_path falls back to display_name', () => {
   const ep = projectDynamo(entries(model(ID, card({ runtime_config: { enable_eagle: true } })))).endpoints[0];
   expect(ep.model.hashFormat).toBe('eagle');

@@ -106,6 +106,13 @@ describe('materialization', () => {
     expect(d.pools[0].poolRoles).toEqual([WorkerRole.LEGACY]);
   });
 
+  test('an endpoint whose workers declare their own worker types declares each role once, sorted', () => {
+    const d = buildDeployment('dc-a', endpoints([{ ...base, workerType: 'decode', needs: [['prefill']], workers: [
+      { id: 7, kvEvents: kv }, { id: 8, workerType: 'prefill' }, { id: 9, workerType: 'prefill', needs: [['decode']] },
+    ] }]));
+    expect(d.pools[0].poolRoles).toEqual([WorkerRole.PREFILL, WorkerRole.DECODE]);
+  });
+
   test('aliases: self dropped, sorted by UTF-8 bytes, deduplicated', () => {
     expect(normalizeAliases('m', ['m', 'b', 'a', 'b', '\u{1F600}', '\uFFFD'])).toEqual(['a', 'b', '\uFFFD', '\u{1F600}']);
   });

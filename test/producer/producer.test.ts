@@ -222,6 +222,24 @@ test('readiness follows static liveness and real health probes', async () => {
   expect(updates[updates.length - 1].revision).toBe(p.readiness().revision);
 });
 
+test('an endpoint with its own prefill and decode workers: both roles declared, readiness per unit', async () => {
+  let prefillHealthy = 200;
+  const url = await httpServer((req, res) => res.writeHead(prefillHealthy).end());
+  const p = await start(config([endpoint({
+    workerType: 'decode',
+    needs: [['prefill']],
+    workers: [{ id: 7, kvEvents: kv }, { id: 8, workerType: 'prefill', health: { url: `${url}/health` } }],
+  })]));
+  expect(only(p.catalog()).poolRoles).toEqual([WorkerRole.PREFILL, WorkerRole.DECODE]);
+  const entry = () => p.readiness().entries[0];
+  await waitFor(() => entry().state === ServingReadinessState.READY, 'P/D READY', 3000, 10);
+  expect(entry().presentRoles).toEqual([WorkerRole.PREFILL, WorkerRole.DECODE]);
+  expect(entry().members[0].roles).toEqual([WorkerRole.PREFILL, WorkerRole.DECODE]);
+  prefillHealthy = 503;
+  await waitFor(() => entry().state === ServingReadinessState.UNAVAILABLE, 'P/D UNAVAILABLE', 3000, 10);
+  expect(entry().missingRoles).toEqual([WorkerRole.PREFILL]);
+});
+
 test('pool load from a real vLLM metrics endpoint; serving load lists pools and models', async () => {
   const url = await httpServer((_req, res) =>
     res.writeHead(200, { 'content-type': 'text/plain' }).end('vllm:kv_cache_usage_perc{engine="0",model_name="llama"} 0.25\n'),

@@ -227,3 +227,48 @@ describe('adapters nested in the base entry', () => {
     expect(entry.adapters.map((a) => a.state)).toEqual([S.READY, S.UNAVAILABLE]);
   });
 });
+
+describe('an endpoint whose workers declare different worker types (units by worker type and needs)', () => {
+  /** One endpoint "pd" with one worker per [type, needs, live]. */
+  function mixed(workers: [TopologyEndpointInput['workerType'], TopologyEndpointInput['needs'], boolean][]): TopologyEndpointInput {
+    return { ...ep('pd', { live: [] }), workers: workers.map(([workerType, needs, live]) => ({ id: nextWorker++, workerType, needs, live })) };
+  }
+
+  test('prefill and decode workers of one endpoint are two units: READY, both roles on the member', () => {
+    const entry = only([mixed([['prefill', undefined, true], ['decode', [['prefill']], true]])]);
+    expect(entry).toMatchObject({ state: S.READY, presentRoles: [P, D], missingRoles: [], duplicateRoleEndpoints: [] });
+    expect(entry.members[0].roles).toEqual([P, D]);
+  });
+
+  test('its dead prefill worker leaves the decode unit short: UNAVAILABLE, missing [PREFILL]', () => {
+    const entry = only([mixed([['prefill', undefined, false], ['decode', [['prefill']], true]])]);
+    expect(entry).toMatchObject({ state: S.UNAVAILABLE, presentRoles: [D], missingRoles: [P] });
+  });
+
+  test('two live prefill units of one endpoint (different needs) are ambiguous', () => {
+    const entry = only([mixed([['prefill', undefined, true], ['prefill', [['decode']], true], ['decode', undefined, true]])]);
+    expect(entry).toMatchObject({ state: S.UNAVAILABLE, duplicateRoleEndpoints: [P] });
+  });
+
+  test('workers of one type and needs are one unit however many', () => {
+    expect(only([mixed([['prefill', undefined, true], ['prefill', undefined, true], ['decode', [['prefill']], true]])]).state).toBe(S.READY);
+  });
+
+  test('a worker without its own type takes the endpoint\'s', () => {
+    const e = mixed([['prefill', undefined, true], [undefined, undefined, true]]);
+    e.workerType = 'decode';
+    e.needs = [['prefill']];
+    const entry = only([e]);
+    expect(entry).toMatchObject({ state: S.READY, presentRoles: [P, D] });
+    expect(entry.members[0].roles).toEqual([P, D]);
+  });
+
+  test("an adapter's units come from its workers only: on the decode worker alone it misses PREFILL", () => {
+    const e = mixed([['prefill', undefined, true], ['decode', [['prefill']], true]]);
+    e.adapters = [{ servedModel: 'on-decode', workers: [e.workers[1].id] }, { servedModel: 'on-both', workers: e.workers.map((w) => w.id) }];
+    expect(only([e]).adapters).toEqual([
+      { canonicalModelId: 'on-both', state: S.READY, missingRoles: [] },
+      { canonicalModelId: 'on-decode', state: S.UNAVAILABLE, missingRoles: [P] },
+    ]);
+  });
+});

@@ -14,8 +14,9 @@
 // - the hash format is eagle when runtime_config.enable_eagle;
 // - the base cards of one endpoint must agree on the served model (else ServingTopology conflict),
 //   on the identity material (source path, block size, hash format, indexer identity: else "resolves
-//   to multiple indexer domains") and, here, on worker type and needs; an endpoint that does not is
-//   left out, with the conflict logged;
+//   to multiple indexer domains"); an endpoint that does not is left out, with the conflict logged;
+// - workers of one endpoint may declare different worker types and needs (a P/D endpoint): each
+//   projected worker then carries its own, and readiness makes one unit per (worker type, needs);
 // - events: every component with base cards publishes on `namespace.{ns}.component.{c}.kv-events`
 //   (older releases `kv_events`); workers with enable_local_indexer false publish to the JetStream
 //   stream slugify("namespace.{ns}.component.{c}.kv-events") with '_' -> '-'; v1/event_channels
@@ -152,8 +153,10 @@ function projectEndpoint(path: EndpointPath, cards: ModelValue[], adapterCards: 
   const material = (c: Card) => JSON.stringify([c.source_path ?? c.display_name, c.kv_cache_block_size, c.runtime_config?.enable_eagle === true, c.indexer_identity ?? null]);
   if (cards.some((c) => c.card_json.display_name !== first.display_name)) return 'more than one canonical base model on the endpoint (ServingTopology conflict); left out';
   if (cards.some((c) => material(c.card_json) !== material(first))) return 'endpoint resolves to multiple indexer domains (PoolMaterialization conflict); left out';
-  if (cards.some((c) => topo(c.card_json) !== topo(first))) return 'workers of the endpoint declare different worker types or needs (not supported here); left out';
-  const { workerType, needs } = workerTopology(first);
+  // Workers that agree declare their topology on the endpoint; otherwise each worker carries its own
+  // and readiness groups them into units by (worker type, needs), as upstream's does.
+  const uniform = cards.every((c) => topo(c.card_json) === topo(first));
+  const { workerType, needs } = uniform ? workerTopology(first) : { workerType: undefined, needs: [] };
   const ids = new Set(cards.map((c) => c.instance_id));
   const byServed = new Map<string, { name: string; workers: bigint[] }>();
   for (const { value } of adapterCards) {
@@ -189,8 +192,11 @@ function projectEndpoint(path: EndpointPath, cards: ModelValue[], adapterCards: 
       .sort((a, b) => (a.instance_id < b.instance_id ? -1 : 1))
       .map((c) => {
         const rc = c.card_json.runtime_config;
+        const own = uniform ? undefined : workerTopology(c.card_json);
         return {
           id: c.instance_id.toString(),
+          ...(own?.workerType ? { workerType: own.workerType } : {}),
+          ...(own?.workerType && own.needs.length > 0 ? { needs: own.needs } : {}),
           dpSize: rc?.data_parallel_size ?? 1,
           dpStartRank: rc?.data_parallel_start_rank ?? 0,
           ...(rc?.total_kv_blocks === undefined ? {} : { totalKvBlocks: rc.total_kv_blocks }),

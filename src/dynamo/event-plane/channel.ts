@@ -2,13 +2,18 @@
 // message is copied into an arena as it arrives; once the turn's messages are in (setImmediate) they
 // are decoded natively in one call (src/native/router-event-decoder.ts), put in order per publisher
 // (order.ts), checked against the deployment's workers and ranks, and handed to the sink as one packed
-// burst per worker: one hand-off per worker per turn, no JS object per event or block.
+// burst per worker: one hand-off per worker per turn, no JS object per event or block. Per message the
+// turn's loop allocates nothing either: what a (worker, rank) needs (its stats, burst, key strings) is
+// worked out once per turn (TurnSource), and a worker's consecutive messages of one rank are one batch.
 import { monotonicMs } from '../../clock';
-import { recordU64, routerEventRecord as R, RouterEventBatchDecoder, type RouterEventFormat } from '../../native';
+import { recordU64, routerEventRecord, RouterEventBatchDecoder, type RouterEventFormat } from '../../native';
 import { MESSAGE_INFO_STRIDE, type IngestSink, type PackedEngineEvents, type SourceKey, type SourceStats } from '../../ingest/types';
 import type { DynamoMetrics } from '../../metrics/registry';
 import type { WorkerRanks } from '../discovery/project';
 import { PublisherOrder, sourceKey } from './order';
+
+/** The record layout copied once into a plain object: the native index's re-export is a getter, read per field per message otherwise. */
+const R: typeof routerEventRecord = { ...routerEventRecord };
 
 /** What a channel shares with the rest of the plane. */
 export interface ChannelContext {
@@ -39,7 +44,12 @@ export class EventChannel {
   private bytes = 0;
   private scheduled = false;
   private closed = false;
-  private readonly bursts = new Map<string, WorkerBurst>();
+  /** Per worker, its burst of the turn (kept between turns, with the arrays it grew). */
+  private readonly bursts = new Map<bigint, WorkerBurst>();
+  /** The turn's (worker, rank)s, by turnKey; empty between turns. */
+  private readonly turn = new Map<number, TurnSource>();
+  /** A JetStream stream's messages have one publisher: the stream. */
+  private readonly streamPublisher: string;
   private readonly order: PublisherOrder;
 
   constructor(
@@ -47,6 +57,7 @@ export class EventChannel {
     private readonly format: RouterEventFormat,
     private readonly ctx: ChannelContext,
   ) {
+    this.streamPublisher = `stream:${name}`;
     this.order = new PublisherOrder(
       {
         gap: (publisher, missed) => {
@@ -110,10 +121,13 @@ export class EventChannel {
     if (this.count === 0 || this.closed) return;
     const count = this.count;
     const batch = this.ctx.decoder.decode(this.arena, this.ends, count, this.format);
-    const { records, meta, words } = batch;
+    const { records, meta } = batch;
+    // The words as u32 pairs: a burst copies them bit for bit without a BigInt per word.
+    const words = new Uint32Array(batch.words.buffer, batch.words.byteOffset, 2 * batch.words.length);
     const { counters } = this.ctx;
     const workers = this.ctx.workers();
     const receivedAtMs = monotonicMs();
+    const turn = this.turn;
     let metaStart = 0;
     let wordsStart = 0;
     counters.messages += count;
@@ -136,17 +150,24 @@ export class EventChannel {
         counters.otherTopic += 1;
         continue;
       }
-      const workerId = recordU64(records, at + R.workerLo);
+      const workerLo = records[at + R.workerLo];
+      const workerHi = records[at + R.workerHi];
       const dpRank = records[at + R.dpRank];
-      const ranks = workers.get(workerId);
-      if (!ranks) {
+      // Keyed by the worker's low word and the rank (an exact key would cost a BigInt or a string per
+      // message); a collision only replaces the entry.
+      const turnKey = workerLo + (dpRank % 0x200000) * 0x100000000;
+      let t = turn.get(turnKey);
+      if (t === undefined || t.workerHi !== workerHi || t.workerLo !== workerLo || t.dpRank !== dpRank) {
+        if (t !== undefined) t.commit();
+        t = this.turnSource(recordU64(records, at + R.workerLo), workerHi, workerLo, dpRank, workers);
+        turn.set(turnKey, t);
+      }
+      if (t.stats === undefined) {
         counters.unknownWorker += 1;
         continue;
       }
-      const source = { workerId, dpRank };
-      const stats = this.ctx.stats(source);
-      if (dpRank < ranks.dpStartRank || dpRank >= ranks.dpStartRank + ranks.dpSize) {
-        stats.rejectedRanks += 1;
+      if (!t.inRanks) {
+        t.stats.rejectedRanks += 1;
         continue;
       }
       // Order: the envelope's publisher and sequence; a JetStream message's stream sequence; a bare
@@ -155,39 +176,49 @@ export class EventChannel {
       let publisher: string | undefined;
       let sequence = 0;
       if (transportSeq >= 0) {
-        publisher = `stream:${this.name}`;
+        publisher = this.streamPublisher;
         sequence = transportSeq;
       } else if (flags & R.hasEnvelope) {
-        publisher = `${records[at + R.publisherHi]}:${records[at + R.publisherLo]}`;
+        publisher = t.publisherOf(records[at + R.publisherHi], records[at + R.publisherLo]);
         sequence = records[at + R.sequenceHi] * 2 ** 32 + records[at + R.sequenceLo];
       }
       if (publisher !== undefined) {
         // A reset the order calls for reaches the sink after what this turn delivered before it.
-        const verdict = this.order.accept(publisher, sequence, source);
+        const verdict = this.order.accept(publisher, sequence, t.source, t.key);
         if (verdict === 'duplicate') {
           counters.duplicates += 1;
-          stats.outOfOrder += 1;
+          t.stats.outOfOrder += 1;
           continue;
         }
       }
-      stats.lastSequence = BigInt(sequence);
+      t.lastSequence = sequence;
       if (!(flags & R.counted)) {
-        stats.ignored += 1;
+        t.stats.ignored += 1;
         continue;
       }
-      stats.events += 1;
-      stats.blocks += records[at + R.blocks];
-      const key = sourceKey({ workerId, dpRank: 0 });
-      let burst = this.bursts.get(key);
-      if (!burst) {
-        burst = new WorkerBurst(workerId);
-        this.bursts.set(key, burst);
-      }
-      burst.add(meta.subarray(from, metaEnd), words.subarray(fromWords, wordsEnd), BigInt(sequence), dpRank, receivedAtMs);
+      t.stats.events += 1;
+      t.stats.blocks += records[at + R.blocks];
+      t.burst.add(meta, from, metaEnd, words, fromWords, wordsEnd, sequence, dpRank, receivedAtMs);
     }
+    for (const t of turn.values()) t.commit();
+    turn.clear();
     this.count = 0;
     this.bytes = 0;
     this.deliver();
+  }
+
+  /** What the turn's messages of one (worker, rank) share; `stats` undefined for a worker the deployment does not have. */
+  private turnSource(workerId: bigint, workerHi: number, workerLo: number, dpRank: number, workers: ReadonlyMap<bigint, WorkerRanks>): TurnSource {
+    const ranks = workers.get(workerId);
+    const source = { workerId, dpRank };
+    if (ranks === undefined) return new TurnSource(workerHi, workerLo, dpRank, source, undefined, false, undefined);
+    let burst = this.bursts.get(workerId);
+    if (!burst) {
+      burst = new WorkerBurst(workerId);
+      this.bursts.set(workerId, burst);
+    }
+    const inRanks = dpRank >= ranks.dpStartRank && dpRank < ranks.dpStartRank + ranks.dpSize;
+    return new TurnSource(workerHi, workerLo, dpRank, source, this.ctx.stats(source), inRanks, burst);
   }
 
   /** Hands every worker's burst to the sink (before any reset that follows). */
@@ -204,49 +235,107 @@ export class EventChannel {
   }
 }
 
-/** One worker's events of a turn, in the pool's packed layout (packed_batch.h). */
+/** What one turn's messages of a (worker, rank) share, worked out at its first message. */
+class TurnSource {
+  readonly key: string;
+  /** The sequence of its last message this turn (-1: none), written to its stats once per turn. */
+  lastSequence = -1;
+  private publisherHi = -1;
+  private publisherLo = -1;
+  private publisher = '';
+
+  constructor(
+    readonly workerHi: number,
+    readonly workerLo: number,
+    readonly dpRank: number,
+    readonly source: SourceKey,
+    readonly stats: SourceStats | undefined,
+    readonly inRanks: boolean,
+    /** Its worker's burst (undefined with stats). */
+    private readonly workerBurst: WorkerBurst | undefined,
+  ) {
+    this.key = sourceKey(source);
+  }
+
+  get burst(): WorkerBurst {
+    return this.workerBurst!;
+  }
+
+  /** The order's name of an envelope publisher, made once per turn and publisher. */
+  publisherOf(hi: number, lo: number): string {
+    if (hi !== this.publisherHi || lo !== this.publisherLo) {
+      this.publisherHi = hi;
+      this.publisherLo = lo;
+      this.publisher = `${hi}:${lo}`;
+    }
+    return this.publisher;
+  }
+
+  commit(): void {
+    if (this.lastSequence >= 0 && this.stats) this.stats.lastSequence = BigInt(this.lastSequence);
+    this.lastSequence = -1;
+  }
+}
+
+/**
+ * One worker's events of a turn, in the pool's packed layout (packed_batch.h). Consecutive messages of
+ * one rank are one batch of the pool's (a Dynamo message carries a single event, where a vLLM batch
+ * carries many; the pool's mailbox and the hand-off count batches, and counted per event a turn's
+ * small messages filled their bounds long before their events or blocks did).
+ */
 class WorkerBurst {
   private meta = new Uint32Array(512);
-  private words = new BigUint64Array(4096);
-  private sequences = new BigUint64Array(64);
+  private words = new Uint32Array(2 * 4096);
+  /** Per batch: the sequence of its last message, its rank, where its events end in meta. */
+  private batchSequences = new Float64Array(64);
   private info = new Uint32Array(64 * MESSAGE_INFO_STRIDE);
+  private sequences = new BigUint64Array(64);
   private metaLength = 0;
   private wordsLength = 0;
-  private messages = 0;
+  private batches = 0;
   private receivedAtMs = 0;
 
   constructor(private readonly workerId: bigint) {}
 
   get isEmpty(): boolean {
-    return this.messages === 0;
+    return this.batches === 0;
   }
 
-  add(meta: Uint32Array, words: BigUint64Array, sequence: bigint, dpRank: number, receivedAtMs: number): void {
-    if (this.messages === 0) this.receivedAtMs = receivedAtMs;
-    if (this.metaLength + meta.length > this.meta.length) this.meta = grow(this.meta, 2 * (this.metaLength + meta.length), this.metaLength);
-    if (this.wordsLength + words.length > this.words.length) this.words = grow(this.words, 2 * (this.wordsLength + words.length), this.wordsLength);
-    if (this.messages === this.sequences.length) {
-      this.sequences = grow(this.sequences, 2 * this.messages, this.messages);
-      this.info = grow(this.info, 2 * this.messages * MESSAGE_INFO_STRIDE, this.messages * MESSAGE_INFO_STRIDE);
+  /** Appends meta[metaFrom, metaTo) and the u64 words [wordsFrom, wordsTo) of `words` (u32 pairs). */
+  add(meta: Uint32Array, metaFrom: number, metaTo: number, words: Uint32Array, wordsFrom: number, wordsTo: number, sequence: number, dpRank: number, receivedAtMs: number): void {
+    if (this.batches === 0) this.receivedAtMs = receivedAtMs;
+    const metaLength = this.metaLength + metaTo - metaFrom;
+    const wordsLength = this.wordsLength + 2 * (wordsTo - wordsFrom);
+    if (metaLength > this.meta.length) this.meta = grow(this.meta, 2 * metaLength, this.metaLength);
+    if (wordsLength > this.words.length) this.words = grow(this.words, 2 * wordsLength, this.wordsLength);
+    // A few slots per message: a loop costs less than two subarrays and set().
+    for (let i = metaFrom, o = this.metaLength; i < metaTo; i++, o++) this.meta[o] = meta[i];
+    for (let i = 2 * wordsFrom, o = this.wordsLength; o < wordsLength; i++, o++) this.words[o] = words[i];
+    this.metaLength = metaLength;
+    this.wordsLength = wordsLength;
+    const last = this.batches - 1;
+    if (last < 0 || this.info[last * MESSAGE_INFO_STRIDE] !== dpRank) {
+      if (this.batches === this.batchSequences.length) {
+        this.batchSequences = grow(this.batchSequences, 2 * this.batches, this.batches);
+        this.info = grow(this.info, 2 * this.batches * MESSAGE_INFO_STRIDE, this.batches * MESSAGE_INFO_STRIDE);
+      }
+      this.info[this.batches * MESSAGE_INFO_STRIDE] = dpRank;
+      this.batches += 1;
     }
-    this.meta.set(meta, this.metaLength);
-    this.words.set(words, this.wordsLength);
-    this.metaLength += meta.length;
-    this.wordsLength += words.length;
-    this.sequences[this.messages] = sequence;
-    this.info[this.messages * MESSAGE_INFO_STRIDE] = dpRank;
-    this.info[this.messages * MESSAGE_INFO_STRIDE + 1] = this.metaLength;
-    this.messages += 1;
+    this.batchSequences[this.batches - 1] = sequence;
+    this.info[(this.batches - 1) * MESSAGE_INFO_STRIDE + 1] = metaLength;
   }
 
   view(): PackedEngineEvents {
+    if (this.sequences.length < this.batches) this.sequences = new BigUint64Array(this.batchSequences.length);
+    for (let i = 0; i < this.batches; i++) this.sequences[i] = BigInt(this.batchSequences[i]);
     return {
       workerId: this.workerId,
       meta: this.meta.subarray(0, this.metaLength),
-      words: this.words.subarray(0, this.wordsLength),
-      messages: this.messages,
-      sequences: this.sequences.subarray(0, this.messages),
-      messageInfo: this.info.subarray(0, this.messages * MESSAGE_INFO_STRIDE),
+      words: new BigUint64Array(this.words.buffer, 0, this.wordsLength / 2),
+      messages: this.batches,
+      sequences: this.sequences.subarray(0, this.batches),
+      messageInfo: this.info.subarray(0, this.batches * MESSAGE_INFO_STRIDE),
       droppedBlockSize: 0,
       receivedAtMs: this.receivedAtMs,
     };
@@ -255,11 +344,11 @@ class WorkerBurst {
   clear(): void {
     this.metaLength = 0;
     this.wordsLength = 0;
-    this.messages = 0;
+    this.batches = 0;
   }
 }
 
-type Growable = Uint32Array | Float64Array | BigUint64Array;
+type Growable = Uint32Array | Float64Array;
 
 function grow<T extends Growable>(array: T, size: number, keep = array.length): T {
   const out = new (array.constructor as new (n: number) => T)(Math.max(size, 1));

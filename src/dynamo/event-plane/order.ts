@@ -9,7 +9,9 @@
 // - a publisher's first message above 0 counts a gap (what it sent before the relay listened is
 //   lost; nothing was delivered, so nothing is reset);
 // - a source fed by a new publisher (the worker's publisher restarted) is reset first.
-// Pure and bounded: at most `maxPublishers` publishers are remembered (the longest idle is forgotten).
+// Pure and bounded: at most `maxPublishers` publishers are remembered; one idle since the others were
+// last seen is forgotten first (a second-chance clock: a message marks its publisher used, where moving
+// it to the end of the map cost a delete and an insert per message).
 import type { SourceKey } from '../../ingest/types';
 
 export type Verdict = 'deliver' | 'duplicate';
@@ -21,6 +23,8 @@ export interface OrderHooks {
 
 interface Publisher {
   last: number;
+  /** A message came since the clock last passed it. */
+  used: boolean;
   /** Sources (key) it delivered to since its last reset. */
   sources: Map<string, SourceKey>;
 }
@@ -36,17 +40,15 @@ export class PublisherOrder {
   ) {}
 
   /** `sequence` is exact up to 2^53 (a publisher at 1 M messages/s reaches that in 285 years). */
-  accept(publisher: string, sequence: number, source: SourceKey): Verdict {
+  accept(publisher: string, sequence: number, source: SourceKey, key = sourceKey(source)): Verdict {
     let p = this.publishers.get(publisher);
     if (!p) {
-      p = { last: sequence, sources: new Map() };
+      p = { last: sequence, used: false, sources: new Map() };
       if (this.publishers.size >= this.maxPublishers) this.forgetOldest();
       this.publishers.set(publisher, p);
       if (sequence > 0) this.hooks.gap(publisher, sequence);
     } else {
-      // Map order is least recently used first.
-      this.publishers.delete(publisher);
-      this.publishers.set(publisher, p);
+      p.used = true;
       if (sequence <= p.last) return 'duplicate';
       if (sequence > p.last + 1) {
         this.hooks.gap(publisher, sequence - p.last - 1);
@@ -55,7 +57,6 @@ export class PublisherOrder {
       }
       p.last = sequence;
     }
-    const key = sourceKey(source);
     const feeder = this.feeders.get(key);
     if (feeder !== publisher) {
       if (feeder !== undefined) {
@@ -80,9 +81,18 @@ export class PublisherOrder {
     return this.publishers.size;
   }
 
+  /** Map order is insertion order: a used publisher at the front moves to the end, unmarked; the first unmarked one goes (each move was paid for by a message). */
   private forgetOldest(): void {
-    const [oldest, p] = this.publishers.entries().next().value as [string, Publisher];
-    this.publishers.delete(oldest);
+    for (;;) {
+      const [name, p] = this.publishers.entries().next().value as [string, Publisher];
+      this.publishers.delete(name);
+      if (!p.used) return this.forget(name, p);
+      p.used = false;
+      this.publishers.set(name, p);
+    }
+  }
+
+  private forget(oldest: string, p: Publisher): void {
     for (const key of p.sources.keys()) if (this.feeders.get(key) === oldest) this.feeders.delete(key);
   }
 }
