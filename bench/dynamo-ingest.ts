@@ -9,6 +9,9 @@
 // took over the window (its own kv_dc_relay_ingest_{events,blocks}_total). The four runs of a round
 // alternate, ROUNDS rounds (the machine is shared); every ratio is the median of its rounds' ratios,
 // and the last row is the NATS path's blocks/s over the ZMQ path's (the issue's "within 20 %").
+// Each round then measures Dynamo's ZMQ event plane (1.3+: one PUB per worker, 4-frame messages
+// [topic, publisher_id, sequence, frame] carrying the same envelopes, the publishers in etcd's
+// v1/event_channels) against a bare zeromq.js SUB process on the same publishers and frames.
 import { spawn, type ChildProcess } from 'child_process';
 import * as path from 'path';
 import { Etcd3 } from 'etcd3';
@@ -18,8 +21,10 @@ import { processCpuMs } from './support/process';
 import { metricSum, scrape, startRelayProcess, waitForLine } from './support/relay-process';
 import type { BenchResult } from './support/result';
 import { median, round } from './support/timing';
-import { FIREHOSE_BLOCKS, FIREHOSE_MESSAGES_PER_SOURCE } from './support/nats-firehose';
-import { bareSubscriberRate, publishers, relayIngestRate, type BareRate, type IngestRate } from './support/firehose';
+import type { Publisher } from 'zeromq';
+import { u64be, zmqFrame } from '../test/support/dynamo-wire';
+import { FIREHOSE_BLOCKS, FIREHOSE_MESSAGES_PER_SOURCE, firehosePayloads, splitEnvelope, uint } from './support/nats-firehose';
+import { bareSubscriberRate, Firehose, publishers, relayIngestRate, type BareRate, type FrameShape, type IngestRate } from './support/firehose';
 import { SMALL_BLOCKS_PER_MESSAGE, smallBatches } from './support/small-batches';
 
 /** Sources (workers) per row; DYNAMO_INGEST_SOURCES=1,8 by default. */
@@ -95,26 +100,33 @@ interface NatsRelayRate {
   applied: number;
 }
 
-async function relayRate(url: string, etcdEndpoint: string, sources: number): Promise<NatsRelayRate> {
+/** What feeds a relay run: started once the relay read the deployment. */
+interface Feed {
+  ready: Promise<unknown>;
+  stop(): Promise<void>;
+}
+
+async function relayRate(dynamo: object, sources: number, feed: () => Feed): Promise<NatsRelayRate> {
   const relay = await startRelayProcess({
     dcId: 'bench',
     bind: '127.0.0.1:0',
     metricsBind: '127.0.0.1:0',
     expectedUniqueBlocks: EXPECTED_UNIQUE_BLOCKS,
-    discovery: { dynamo: { etcd: { endpoints: [etcdEndpoint] }, nats: { servers: [url] } } },
+    discovery: { dynamo },
     ...(INGEST_THREADS === undefined ? {} : { limits: { ingestThreads: INGEST_THREADS } }),
   });
   const totals = async () => {
     const text = await scrape(relay.metricsAddress);
     return { events: metricSum(text, 'kv_dc_relay_ingest_events_total'), blocks: metricSum(text, 'kv_dc_relay_ingest_blocks_total'), gaps: metricSum(text, 'kv_dc_relay_dynamo_gaps_total'), applied: metricSum(text, 'kv_dc_relay_pool_events_applied_total'), workers: metricSum(text, 'kv_dc_relay_dynamo_workers') };
   };
-  const pub = firehose(url, sources);
+  let pub: Feed | undefined;
   try {
     // The deployment read (the relay knows every worker) before the firehose starts.
     for (let i = 0; (await totals()).workers < sources; i++) {
       if (i > 200) throw new Error(`the relay did not read the deployment\n${relay.lastLog()}`);
       await new Promise((r) => setTimeout(r, 50));
     }
+    pub = feed();
     await pub.ready;
     await new Promise((r) => setTimeout(r, WINDOW.warmupMs));
     const before = await totals();
@@ -138,8 +150,45 @@ async function relayRate(url: string, etcdEndpoint: string, sources: number): Pr
       applied: (after.applied - before.applied) / seconds,
     };
   } finally {
-    await pub.stop();
+    await pub?.stop();
     await relay.stop();
+  }
+}
+
+/** Dynamo's ZMQ event plane (1.3+): one PUB per worker, 4-frame messages [topic, publisher_id, sequence, frame]. */
+function zmqPlaneFrames(sources: number): { payloads: Buffer[][]; frames: FrameShape } {
+  const pieces = Array.from({ length: sources }, (_, s) => firehosePayloads(s).map((p) => splitEnvelope(BigInt(2000 + s), p)));
+  const topic = Buffer.from('kv-events');
+  const frames: FrameShape = (s, seq) => {
+    const [head, tail] = pieces[s][Number(seq % BigInt(FIREHOSE_MESSAGES_PER_SOURCE))];
+    return [topic, u64be(BigInt(2000 + s)), u64be(seq), zmqFrame(Buffer.concat([head, uint(Number(seq)), tail]))];
+  };
+  return { payloads: pieces.map((p) => p.map(([head]) => head)), frames };
+}
+
+/** The ZMQ plane's publishers in discovery (v1/event_channels), for one relay run. */
+async function registerZmqPlane(kv: Etcd3, pubs: Publisher[]): Promise<() => Promise<void>> {
+  const lease = kv.lease(60);
+  await lease.grant();
+  for (const [s, p] of pubs.entries()) {
+    const id = 2000 + s;
+    const value = { type: 'EventChannel', scope: { kind: 'component', namespace: 'bench', component: 'backend' }, topic: 'kv-events', instance_id: id, transport: { kind: 'Zmq', config: { endpoint: p.lastEndpoint } } };
+    await lease.put(`v1/event_channels/namespace/bench/component/backend/topic/kv-events/${id.toString(16)}`).value(JSON.stringify(value));
+  }
+  return () => lease.revoke();
+}
+
+async function zmqPlaneRelayRate(kv: Etcd3, etcdEndpoint: string, pubs: Publisher[]): Promise<NatsRelayRate> {
+  const unregister = await registerZmqPlane(kv, pubs);
+  const { payloads, frames } = zmqPlaneFrames(pubs.length);
+  try {
+    return await relayRate({ etcd: { endpoints: [etcdEndpoint] } }, pubs.length, () => {
+      const hose = new Firehose(pubs, payloads, true, 0n, frames);
+      hose.start();
+      return { ready: Promise.resolve(), stop: () => hose.stop() };
+    });
+  } finally {
+    await unregister();
   }
 }
 
@@ -162,6 +211,8 @@ interface Round {
   zmq: IngestRate;
   natsBare: { perSecond: number; cpuUs: number };
   nats: NatsRelayRate;
+  zmqPlaneBare: BareRate;
+  zmqPlane: NatsRelayRate;
 }
 
 function rows(n: number, rounds: Round[]): BenchResult[] {
@@ -192,6 +243,25 @@ function rows(n: number, rounds: Round[]): BenchResult[] {
         `${rounds.reduce((a, r) => a + r.zmq.gaps, 0)} gaps (PUB drops) in the windows; rounds (relay / bare k messages/s) ${rounds.map((r) => `${k(r.zmq.eventsPerSecond)} / ${k(r.zmqBare.messagesPerSecond)}`).join(', ')}; ${windows}`,
     },
     {
+      name: `blocks/s taken by one relay process from Dynamo's ZMQ event plane (4-frame messages), ${n} worker(s), ${blocks}`,
+      value: m((r) => r.zmqPlane.blocksPerSecond),
+      unit: 'blocks/s',
+      baseline: { name: 'bare zeromq.js SUB process (await receive() per message), same publishers and frames', value: m((r) => r.zmqPlaneBare.messagesPerSecond * FIREHOSE_BLOCKS) },
+      ratio: m((r) => r.zmqPlane.perSecond / r.zmqPlaneBare.messagesPerSecond, 3),
+      note:
+        `relay CPU ${m((r) => r.zmqPlane.cpuMsPerMBlocks)} ms per M blocks (${m((r) => r.zmqPlane.cpuUs, 1)} µs/message, main thread ${m((r) => r.zmqPlane.mainUs, 1)}), bare ${m((r) => r.zmqPlaneBare.cpuUsPerMessage ?? NaN, 1)} µs/message; ` +
+        `pool applied ${m((r) => r.zmqPlane.applied)} events/s; ${rounds.reduce((a, r) => a + r.zmqPlane.gaps, 0)} publisher gaps (PUB drops) in the windows; ` +
+        `rounds (relay / bare k messages/s) ${rounds.map((r) => `${k(r.zmqPlane.perSecond)} / ${k(r.zmqPlaneBare.messagesPerSecond)}`).join(', ')}; ${windows}, then bare and relay on the ZMQ event plane`,
+    },
+    {
+      name: `ZMQ event plane over NATS event plane, blocks/s, ${n} worker(s), same run`,
+      value: m((r) => r.zmqPlane.blocksPerSecond),
+      unit: 'blocks/s',
+      baseline: { name: 'the NATS event plane (first row)', value: m((r) => r.nats.blocksPerSecond) },
+      ratio: m((r) => r.zmqPlane.blocksPerSecond / r.nats.blocksPerSecond, 3),
+      note: `rounds ${rounds.map((r) => round(r.zmqPlane.blocksPerSecond / r.nats.blocksPerSecond, 2)).join(', ')}`,
+    },
+    {
       name: `NATS path over ZMQ path, blocks/s, ${n} source(s), same run`,
       value: m((r) => r.nats.blocksPerSecond),
       unit: 'blocks/s',
@@ -214,17 +284,22 @@ export async function run(): Promise<BenchResult[]> {
       const unregister = await registerWorkers(kv, n);
       const payloads = Array.from({ length: n }, (_, s) => smallBatches(s, FIREHOSE_MESSAGES_PER_SOURCE));
       const pubs = await publishers(n);
+      const planePubs = await publishers(n);
+      const plane = zmqPlaneFrames(n);
       try {
         const rounds: Round[] = [];
         for (let r = 0; r < ROUNDS; r++) {
           const zmqBare = await bareSubscriberRate(pubs, payloads, WINDOW);
           const zmq = await relayIngestRate(pubs, payloads, WINDOW, { extra: zmqExtra, blocksPerEvent: SMALL_BLOCKS_PER_MESSAGE });
           const natsBare = await bareRate(nats.url, n);
-          rounds.push({ zmqBare, zmq, natsBare, nats: await relayRate(nats.url, etcd.endpoint, n) });
+          const natsRate = await relayRate({ etcd: { endpoints: [etcd.endpoint] }, nats: { servers: [nats.url] } }, n, () => firehose(nats.url, n));
+          const zmqPlaneBare = await bareSubscriberRate(planePubs, plane.payloads, WINDOW, new Firehose(planePubs, plane.payloads, true, 0n, plane.frames));
+          const zmqPlane = await zmqPlaneRelayRate(kv, etcd.endpoint, planePubs);
+          rounds.push({ zmqBare, zmq, natsBare, nats: natsRate, zmqPlaneBare, zmqPlane });
         }
         results.push(...rows(n, rounds));
       } finally {
-        for (const p of pubs) p.close();
+        for (const p of [...pubs, ...planePubs]) p.close();
         await unregister();
       }
     }

@@ -27,6 +27,12 @@ const YIELD_EVERY = 64n;
 export const FIREHOSE_MESSAGES = 256;
 export const TOPIC = Buffer.from('kv');
 
+/** A firehose message's frames: source `s`'s message `seq` with `payload`. */
+export type FrameShape = (s: number, seq: bigint, payload: Buffer) => Buffer[];
+
+/** vLLM's [topic, sequence, payload]. */
+const vllmFrames: FrameShape = (_s, seq, payload) => [TOPIC, encodeSequence(seq), payload];
+
 export async function publishers(n: number): Promise<Publisher[]> {
   return Promise.all(
     Array.from({ length: n }, async () => {
@@ -51,10 +57,11 @@ export class Firehose {
     private readonly repeat = true,
     /** Sequence of each source's first message (a firehose that continues another one). */
     private readonly firstSequence = 0n,
+    private readonly frames: FrameShape = vllmFrames,
   ) {}
 
   start(): void {
-    this.sockets.forEach((socket, s) => this.loops.push(this.loop(socket, this.payloads[s])));
+    this.sockets.forEach((socket, s) => this.loops.push(this.loop(socket, s, this.payloads[s])));
   }
 
   async stop(): Promise<void> {
@@ -67,10 +74,10 @@ export class Firehose {
     await Promise.all(this.loops);
   }
 
-  private async loop(socket: Publisher, payloads: Buffer[]): Promise<void> {
+  private async loop(socket: Publisher, s: number, payloads: Buffer[]): Promise<void> {
     for (let seq = 0n; this.running; seq++) {
       if (!this.repeat && seq === BigInt(payloads.length)) return;
-      await socket.send([TOPIC, encodeSequence(this.firstSequence + seq), payloads[Number(seq % BigInt(payloads.length))]]);
+      await socket.send(this.frames(s, this.firstSequence + seq, payloads[Number(seq % BigInt(payloads.length))]));
       // A send the socket takes at once resolves as a microtask: while a relay fast enough to keep
       // the PUB queue short reads, the bench's timers and scrapes would not run (20 s windows seen).
       if (seq % YIELD_EVERY === 0n) await nextTurn();

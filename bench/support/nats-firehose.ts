@@ -25,7 +25,7 @@ export function firehosePayloads(s: number): Buffer[] {
 }
 
 /** A sequence in rmp's smallest unsigned form (below 2^32 here). */
-function uint(x: number): Buffer {
+export function uint(x: number): Buffer {
   if (x <= 0x7f) return Buffer.of(x);
   if (x <= 0xff) return Buffer.of(0xcc, x);
   if (x <= 0xffff) return Buffer.of(0xcd, x >> 8, x & 0xff);
@@ -35,18 +35,21 @@ function uint(x: number): Buffer {
   return b;
 }
 
+/**
+ * An envelope as its head (up to the sequence's value) and the rest: only the sequence is encoded per
+ * message (rmp's smallest uint form, uint()), so the publisher is not the limit.
+ */
+export function splitEnvelope(publisherId: bigint, payload: Buffer): [Buffer, Buffer] {
+  const whole = envelopeMsgpack({ publisherId, sequence: 0n, publishedAt: 1n, topic: 'kv-events', payload });
+  const at = whole.indexOf('sequence') + 'sequence'.length;
+  return [whole.subarray(0, at), whole.subarray(at + 1)];
+}
+
 async function main(): Promise<void> {
   const [url, subject, sources] = process.argv.slice(2);
   const n = Number(sources);
   const nc = await connect({ servers: url });
-  // Each envelope is its head (up to the sequence's value), the sequence, and the rest: only the
-  // sequence is encoded per message (rmp's smallest uint form), so the publisher is not the limit.
-  const split = (publisherId: bigint, payload: Buffer): [Buffer, Buffer] => {
-    const whole = envelopeMsgpack({ publisherId, sequence: 0n, publishedAt: 1n, topic: 'kv-events', payload });
-    const at = whole.indexOf('sequence') + 'sequence'.length;
-    return [whole.subarray(0, at), whole.subarray(at + 1)];
-  };
-  const pieces = Array.from({ length: n }, (_, s) => firehosePayloads(s).map((p) => split(BigInt(1000 + s), p)));
+  const pieces = Array.from({ length: n }, (_, s) => firehosePayloads(s).map((p) => splitEnvelope(BigInt(1000 + s), p)));
   const sequences = Array.from({ length: n }, () => 0);
   let stopped = false;
   process.stdin.on('end', () => (stopped = true));

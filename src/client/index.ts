@@ -18,3 +18,5 @@ export { readClientTlsFiles, type ClientTlsFiles, type ClientTlsOptions } from '
 // For a consumer's own command line (the global router example): the same --tls* flags as `query`.
 export { CLIENT_TLS_FLAGS, CLIENT_TLS_USAGE, clientTlsFromFlags, type ClientTlsFlagValues } from './tls-flags';
 export * from './views';
+// A load stream's silence floor, for a consumer that judges silence itself (the global router example).
+export { LOAD_SILENCE_MIN_MS } from '../config/defaults';

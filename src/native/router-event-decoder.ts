@@ -4,6 +4,7 @@
 // as one packed apply batch (the pool's layout: engine block ids for lineage, tokens_hash as the
 // block hash) come out, in message order, with no JS object per message, event or block.
 import type * as Binding from '../../binding';
+import { INGEST_RETAINED_BUFFER_BYTES } from '../config/defaults';
 import { relayAddon } from './addon';
 
 const addon = relayAddon();
@@ -27,13 +28,17 @@ export interface RouterEventBatch {
   words: BigUint64Array;
 }
 
+const INITIAL_RECORDS = 64;
+const INITIAL_META = 1024;
+const INITIAL_WORDS = 8192;
+
 /** A decoder with the arrays it fills (grown as bursts need); one per thread. */
 export class RouterEventBatchDecoder {
   private readonly sizes = new Float64Array(2);
   private readonly native: Binding.RouterEventDecoder;
-  private records = new Uint32Array(64 * routerEventRecord.stride);
-  private meta = new Uint32Array(1024);
-  private words = new BigUint64Array(8192);
+  private records = new Uint32Array(INITIAL_RECORDS * routerEventRecord.stride);
+  private meta = new Uint32Array(INITIAL_META);
+  private words = new BigUint64Array(INITIAL_WORDS);
 
   /** `topic`: the envelope topic accepted (kv-events); `legacyTopic` too (kv_events). */
   constructor(topic: string, legacyTopic = '') {
@@ -53,6 +58,18 @@ export class RouterEventBatchDecoder {
       meta: this.meta.subarray(0, this.sizes[0]),
       words: this.words.subarray(0, this.sizes[1]),
     };
+  }
+
+  /** Gives back arrays an outsized burst grew past INGEST_RETAINED_BUFFER_BYTES (the last decode()'s views are then invalid). */
+  trim(): void {
+    if (this.records.byteLength > INGEST_RETAINED_BUFFER_BYTES) this.records = new Uint32Array(INITIAL_RECORDS * routerEventRecord.stride);
+    if (this.meta.byteLength > INGEST_RETAINED_BUFFER_BYTES) this.meta = new Uint32Array(INITIAL_META);
+    if (this.words.byteLength > INGEST_RETAINED_BUFFER_BYTES) this.words = new BigUint64Array(INITIAL_WORDS);
+  }
+
+  /** Bytes of the arrays it holds. */
+  get byteLength(): number {
+    return this.records.byteLength + this.meta.byteLength + this.words.byteLength;
   }
 
   /** Why message `index` of the last decode() was malformed. */

@@ -2,6 +2,7 @@
 // Dynamo's envelope bytes: a worker's consecutive messages of one rank reach the sink as one batch
 // (ranks interleaved stay apart, in order), each worker has its burst, the counters and the last
 // sequence are per (worker, rank), and a gap's reset follows what the turn delivered before it.
+import { INGEST_RETAINED_BUFFER_BYTES } from '../../src/config/defaults';
 import { EventChannel, type ChannelContext, type PlaneCounters } from '../../src/dynamo/event-plane/channel';
 import { KV_EVENT_TOPIC } from '../../src/dynamo/discovery/project';
 import { sourceKey } from '../../src/dynamo/event-plane/order';
@@ -15,7 +16,7 @@ type Seen =
   | { kind: 'events'; workerId: bigint; batches: { dpRank: number; events: number; sequence: bigint }[]; blocks: number; words: bigint[] }
   | { kind: 'reset'; source: string; reason: ResetReason };
 
-function setup(workers: [bigint, { dpStartRank: number; dpSize: number }][]) {
+function setup(workers: [bigint, { dpStartRank: number; dpSize: number }][], maxPublishers = 16) {
   const seen: Seen[] = [];
   const sink: IngestSink = {
     events(b) {
@@ -40,7 +41,7 @@ function setup(workers: [bigint, { dpStartRank: number; dpSize: number }][]) {
   const ctx: ChannelContext = {
     sink,
     decoder: new RouterEventBatchDecoder(KV_EVENT_TOPIC),
-    maxPublishers: 16,
+    maxPublishers,
     workers: () => new Map(workers),
     stats: (source: SourceKey) => {
       const key = sourceKey(source);
@@ -126,4 +127,56 @@ test('a duplicate within a turn is dropped and counted; the batch goes on', asyn
   expect(events(seen)[0].batches).toEqual([{ dpRank: 0, events: 3, sequence: 2n }]);
   expect(counters.duplicates).toBe(1);
   expect(stats.get('1:0')).toMatchObject({ outOfOrder: 1, lastSequence: 2n });
+});
+
+test('a channel fed by workers that then leave holds nothing for them afterwards (bursts, sources, publishers)', async () => {
+  const ids = Array.from({ length: 200 }, (_, i) => BigInt(100 + i));
+  const workers: [bigint, { dpStartRank: number; dpSize: number }][] = ids.map((id) => [id, { dpStartRank: 0, dpSize: 2 }]);
+  const { channel, seen } = setup(workers, 1024);
+  // Each worker its own publisher (a Dynamo worker process), on both of its ranks.
+  for (const id of ids) for (let seq = 0; seq < 2; seq++) channel.push(message(1000n + id, seq, id, seq));
+  await waitFor(() => events(seen).length === ids.length, 'every worker delivered');
+  expect(channel.held()).toMatchObject({ workers: 200, sources: 400, publishers: 200 });
+  // Discovery dropped all but the first (their leases ended).
+  const staying = new Map([workers[0]]);
+  channel.forgetWorkers(staying);
+  expect(channel.held()).toMatchObject({ workers: 1, sources: 2, publishers: 1 });
+  channel.forgetWorkers(new Map());
+  expect(channel.held()).toMatchObject({ workers: 0, sources: 0, publishers: 0 });
+});
+
+test("a worker that comes back after it left starts afresh: its publisher's first message is not a duplicate", async () => {
+  const workers: [bigint, { dpStartRank: number; dpSize: number }][] = [[7n, { dpStartRank: 0, dpSize: 1 }]];
+  const { channel, seen, counters } = setup(workers);
+  for (const seq of [0, 1]) channel.push(message(70n, seq, 7n, 0));
+  await waitFor(() => events(seen).length === 1, 'the turn delivered');
+  channel.forgetWorkers(new Map());
+  for (const seq of [0, 1]) channel.push(message(70n, seq, 7n, 0));
+  await waitFor(() => events(seen).length === 2, 'the next turn delivered');
+  expect(counters.duplicates).toBe(0);
+  expect(events(seen)[1].batches).toEqual([{ dpRank: 0, events: 2, sequence: 1n }]);
+});
+
+test("a channel's retained bytes drop back after one outsized turn", async () => {
+  const { channel, seen } = setup([[3n, { dpStartRank: 0, dpSize: 1 }]]);
+  channel.push(message(30n, 0, 3n, 0));
+  await waitFor(() => events(seen).length === 1, 'a small turn delivered');
+  const before = channel.held().bytes;
+  let during = 0;
+  const decoder = (channel as unknown as { ctx: ChannelContext }).ctx.decoder;
+  const decoderBefore = decoder.byteLength;
+  // 64 stores of 1000 blocks: megabytes of arena, decoded words and burst.
+  for (let seq = 1; seq <= 64; seq++) channel.push(message(30n, seq, 3n, 0, 1000));
+  const sink = (channel as unknown as { ctx: ChannelContext }).ctx.sink;
+  const deliver = sink.events.bind(sink);
+  sink.events = (b) => {
+    during = Math.max(during, channel.held().bytes + decoder.byteLength);
+    return deliver(b);
+  };
+  await waitFor(() => events(seen).length === 2, 'the outsized turn delivered');
+  expect(events(seen)[1].blocks).toBe(64_000);
+  expect(during).toBeGreaterThan(4 * 1024 * 1024);
+  expect(channel.held().bytes).toBe(before);
+  // Its per-message records grew with the turn's 65 messages (under the bound); the megabytes of words went back.
+  expect(decoder.byteLength).toBeLessThan(decoderBefore + INGEST_RETAINED_BUFFER_BYTES);
 });

@@ -67,8 +67,8 @@ describe('dcCandidates', () => {
   });
 
   it('reports depth as unknown when the policy did not ask for it, and marks held pools', () => {
-    const out = dcCandidates(input({ kind: 'ok', binding, pools: [pool('a')] }, { prefix: false, lastResort: (k) => k === 'a' }));
-    expect(out.candidates[0]).toMatchObject({ matchedTokens: null, lastResort: true });
+    const out = dcCandidates(input({ kind: 'ok', binding, pools: [pool('a')] }, { prefix: false, lastResort: (k) => (k === 'a' ? 'failing' : false) }));
+    expect(out.candidates[0]).toMatchObject({ matchedTokens: null, lastResort: 'failing' });
   });
 
   it.each([

@@ -1,8 +1,10 @@
 // GlobalRouter over three real relays on loopback (gRPC servers over hand-built sources), each with a
 // filter holding a known prefix of the prompt: the decision follows the replicas, readiness and
-// load, and falls back when a replica is invalidated or a relay is lost.
+// load, and falls back when a replica is invalidated, requests to a DC fail, its relay goes silent
+// (a WAN partition through a real TCP proxy) or a relay is lost.
 import { GlobalRouter, kvAware, leastLoad, type Decision } from '../../examples/global-router/router';
 import { waitReady } from '../../examples/global-router/router/ready';
+import { DelayProxy } from '../../examples/global-router/sim/cluster/delay-proxy';
 import { saltSeed, sequenceHashes } from '../../src/native/hashing';
 import { DataStatus, ServingReadinessState } from '../../src/wire/enums';
 import type { RelayServer } from '../../src/transport/server';
@@ -18,6 +20,8 @@ const HASHES = sequenceHashes(TOKENS, BS, false, saltSeed(null, null));
 const REQUEST = { model: 'llama', tokens: TOKENS };
 /** Generous: the machine may be shared. */
 const WAIT_MS = 20_000;
+/** For tests that route at a future time to pass a hold: no relay's windows arrive in the future, which must not read as silence. */
+const NEVER_SILENT = 1_000_000;
 
 interface Dc {
   name: string;
@@ -49,9 +53,9 @@ describe('GlobalRouter over three relays', () => {
     await Promise.all(dcs.map((dc) => dc.server.shutdown()));
   });
 
-  async function connect(options: Partial<ConstructorParameters<typeof GlobalRouter>[0]> = {}): Promise<GlobalRouter> {
+  async function connect(options: Partial<ConstructorParameters<typeof GlobalRouter>[0]> = {}, via: Record<string, string> = {}): Promise<GlobalRouter> {
     router = new GlobalRouter({
-      dcs: dcs.map((dc) => ({ name: dc.name, address: dc.server.address })),
+      dcs: dcs.map((dc) => ({ name: dc.name, address: via[dc.name] ?? dc.server.address })),
       subscriberId: 'router-test',
       client: { backoff: { initialMs: 20, maxMs: 200 } },
       ...options,
@@ -126,7 +130,7 @@ describe('GlobalRouter over three relays', () => {
   });
 
   it('holds a DC whose replica was invalidated as a last resort until the replica is back', async () => {
-    const r = await connect({ invalidReplicaHoldMs: 60_000 });
+    const r = await connect({ invalidReplicaHoldMs: 60_000, silenceWindows: NEVER_SILENT });
     const seen: Decision[] = [];
     const held = new Promise<void>((resolve) =>
       r.on('replicaInvalidated', (dc) => {
@@ -139,7 +143,7 @@ describe('GlobalRouter over three relays', () => {
     await held;
     const [during, afterHold] = seen;
     expect(during.chosen?.dc).toBe('dc-a');
-    expect(during.candidates.find((c) => c.dc === 'dc-b')).toMatchObject({ lastResort: true, matchedTokens: null });
+    expect(during.candidates.find((c) => c.dc === 'dc-b')).toMatchObject({ lastResort: 'replicaInvalidated', matchedTokens: null });
     // Past the hold the DC competes again, with an unknown depth counted as nothing cached.
     expect(afterHold.candidates.find((c) => c.dc === 'dc-b')).toMatchObject({ lastResort: false, matchedTokens: null });
     for (const d of seen) d.release(); // probes: their queued prefill must not weigh on what follows
@@ -166,7 +170,77 @@ describe('GlobalRouter over three relays', () => {
     };
     await waitFor(() => eligible() === 1, 'dc-a and dc-c to be unavailable', WAIT_MS);
     dcs[1].feed.publishOutOfSequence();
-    expect((await only).chosen).toMatchObject({ dc: 'dc-b', lastResort: true });
+    expect((await only).chosen).toMatchObject({ dc: 'dc-b', lastResort: 'replicaInvalidated' });
+  });
+
+  it('takes a DC whose requests failed as a last resort for the hold, probes it once after, and trusts it again on a first token', async () => {
+    const r = await connect({ failureHoldMs: 60_000, silenceWindows: NEVER_SILENT });
+    const b = (d: Decision) => d.candidates.find((c) => c.dc === 'dc-b');
+    const finished = r.route(REQUEST);
+    finished.firstToken();
+    finished.release();
+    finished.fail(); // after its end: not a failure of the DC
+    expect(peek(r)).toMatchObject({ dc: 'dc-b', lastResort: false });
+    const failed = r.route(REQUEST);
+    expect(failed.chosen?.dc).toBe('dc-b');
+    failed.fail(); // connection refused, reset or timed out
+    failed.fail(); // idempotent
+    expect(r.inflight('dc-b')).toBe(0);
+    const during = r.route(REQUEST);
+    during.release();
+    expect(during.chosen?.dc).toBe('dc-a');
+    expect(b(during)).toMatchObject({ lastResort: 'failing', matchedTokens: 6 * BS });
+    // Past the hold one request probes it; the others keep away until the probe answers.
+    const later = Date.now() + 60_001;
+    const probe = r.route(REQUEST, later);
+    expect(probe.chosen).toMatchObject({ dc: 'dc-b', lastResort: false });
+    const whileProbing = r.route(REQUEST, later);
+    whileProbing.release();
+    expect(whileProbing.chosen?.dc).toBe('dc-a');
+    expect(b(whileProbing)).toMatchObject({ lastResort: 'failing' });
+    probe.firstToken();
+    probe.release();
+    expect(peek(r)).toMatchObject({ dc: 'dc-b', lastResort: false });
+    // A new failure holds it again.
+    r.route(REQUEST).fail();
+    const again = r.route(REQUEST);
+    again.release();
+    expect(again.chosen?.dc).toBe('dc-a');
+  });
+
+  it('takes a DC whose relay went silent (its streams held by a WAN partition) as a last resort until a window arrives', async () => {
+    const proxy = await DelayProxy.start({ target: dcs[1].server.address, delayMs: 0 });
+    try {
+      const r = await connect({}, { 'dc-b': proxy.address });
+      const b = () => {
+        const d = r.route(REQUEST);
+        d.release();
+        return { chosen: d.chosen?.dc, b: d.candidates.find((c) => c.dc === 'dc-b') };
+      };
+      expect(b()).toMatchObject({ chosen: 'dc-b', b: { lastResort: false } });
+      // Silence is judged at the client's floor (3 s), not after 3 of these 20 ms windows: a window
+      // a second late (a busy host) is no partition.
+      const bAt = (laterMs: number) => {
+        const d = r.route(REQUEST, Date.now() + laterMs);
+        d.release();
+        return d.candidates.find((c) => c.dc === 'dc-b')?.lastResort;
+      };
+      expect(bAt(1_000)).toBe(false);
+      expect(bAt(3_500)).toBe('silent');
+      proxy.setPartitioned(true); // the TCP connection stays up; nothing crosses
+      await waitFor(() => b().chosen === 'dc-a', 'dc-b to go silent', WAIT_MS);
+      expect(b()).toMatchObject({ chosen: 'dc-a', b: { lastResort: 'silent', matchedTokens: 6 * BS } });
+      // The client ends the silent load stream itself and reopens it (held too): still silent.
+      await waitFor(() => r.client('dc-b').load() === undefined, 'the client to end the silent load stream', WAIT_MS);
+      expect(b()).toMatchObject({ chosen: 'dc-a', b: { lastResort: 'silent' } });
+      proxy.setPartitioned(false);
+      await waitFor(() => b().chosen === 'dc-b', 'dc-b to be heard again', WAIT_MS);
+      expect(b()).toMatchObject({ b: { lastResort: false } });
+    } finally {
+      router?.close();
+      router = undefined;
+      await proxy.close();
+    }
   });
 
   it('stops routing to a DC whose relay is gone, and routes nowhere when every relay is', async () => {
@@ -196,6 +270,8 @@ describe('GlobalRouter over three relays', () => {
     const two = [{ name: 'a', address: '127.0.0.1:1' }, { name: 'a', address: '127.0.0.1:2' }];
     expect(() => new GlobalRouter({ dcs: two, subscriberId: 'x' })).toThrow(/unique/);
     expect(() => new GlobalRouter({ dcs: two.slice(0, 1), subscriberId: 'x', defaultCapacity: 0 })).toThrow(RangeError);
+    expect(() => new GlobalRouter({ dcs: two.slice(0, 1), subscriberId: 'x', failureHoldMs: 0 })).toThrow(RangeError);
+    expect(() => new GlobalRouter({ dcs: two.slice(0, 1), subscriberId: 'x', silenceWindows: -1 })).toThrow(RangeError);
   });
 });
 

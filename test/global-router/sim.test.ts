@@ -1,4 +1,4 @@
-// The evaluation, short enough for CI, on the Mooncake trace at one load point (70 % of capacity),
+// The evaluation, short enough for CI, on the Mooncake trace at one load point (70 % of the window's capacity),
 // through `npm run sim:multidc`'s entry as a process of its own (from the sources): the ordering of
 // all policies on the exact (oracle) view; relay-fed runs with the DCs and relays as processes of
 // their own; a DC lost and back. The full sweep and its numbers: docs/router-evaluation.md.
@@ -41,17 +41,24 @@ function simulate<T>(args: string[], file: string): Promise<T> {
 const byPolicy = (runs: RunResult[]) => new Map(runs.map((r) => [r.policy as string, r.summary]));
 
 test(
-  'on the exact view at 70 % load, kv-aware has the best goodput at the TTFT SLO and the lowest median TTFT of all policies',
+  'on the exact view at 70 % of the window\'s capacity, kv-aware serves more from cache than the cache-blind policies, beats every baseline but llm-d by goodput at the SLO and median TTFT, and ties llm-d',
   async () => {
     const { runs } = await simulate<{ runs: RunResult[] }>([...AT, '--view', 'oracle', '--requests', '700', '--warmup', '300'], 'sweep.json');
     const s = byPolicy(runs);
     expect([...s.keys()].sort()).toEqual([...POLICY_NAMES].sort());
     const ours = s.get('kv-aware')!;
-    for (const p of POLICY_NAMES.filter((x) => x !== 'kv-aware')) {
-      expect({ p, better: ours.goodputPerS > s.get(p)!.goodputPerS, faster: ours.ttftMs.p50 < s.get(p)!.ttftMs.p50 }).toEqual({ p, better: true, faster: true });
-    }
     expect(ours.served).toBe(ours.requests);
-    expect(ours.hitRate).toBeGreaterThan(s.get('round-robin')!.hitRate + 0.02);
+    // Not overloaded at 70 % (the window's own capacity): most requests meet their SLO.
+    expect(ours.sloAttainment).toBeGreaterThan(0.8);
+    expect(ours.hitRate).toBeGreaterThan(s.get('round-robin')!.hitRate + 0.03);
+    // 2026-12-06: kv-aware 2.87 req/s, 908 ms; the others 1.85-2.41 req/s, 1 331-1 956 ms.
+    for (const p of POLICY_NAMES.filter((x) => x !== 'kv-aware' && x !== 'llm-d')) {
+      const other = s.get(p)!;
+      expect({ p, better: ours.goodputPerS > 1.1 * other.goodputPerS, faster: ours.ttftMs.p50 < other.ttftMs.p50 }).toEqual({ p, better: true, faster: true });
+    }
+    // On this window the llm-d-style scorer ties it (2.87 against 2.87 req/s) with a lower median TTFT
+    // (771 against 908 ms) and a higher hit rate (18.0 against 15.8 %): docs/router-evaluation.md.
+    expect(ours.goodputPerS).toBeGreaterThan(0.97 * s.get('llm-d')!.goodputPerS);
   },
   TIMEOUT_MS,
 );
@@ -67,8 +74,9 @@ test(
       expect(x.retried).toBe(0);
     }
     // No hit-rate comparison here: this window reuses ~8 % of its blocks, and kv-aware trades some of
-    // those hits for balance (0.064-0.085 against random's 0.081 over runs on 2026-12-06, SLO 0.81-0.82
-    // against 0.64). The hit-rate advantage is asserted on the exact view above, where it is wide.
+    // those hits for balance (0.064-0.085 against random's 0.081 over runs at the hour-wide load of
+    // 2026-12-06; 0.092 against 0.055 in one run at the window's own 70 %, SLO 0.91 against 0.70).
+    // The hit-rate advantage is asserted on the exact view above, where it is wide.
     // What the router read from the relays is close to what the engines then reused.
     expect(ours.estimatedHitRate).toBeGreaterThan(0);
     expect(Math.abs(ours.estimatedHitRate - ours.hitRate)).toBeLessThan(0.05);

@@ -1,8 +1,12 @@
 // The Mooncake trace: strict, bounded parsing; the shared file as it is; windows replayed at a chosen
-// rate; block ids expanded to tokens so that equal ids are equal tokens.
+// rate, the load relative to each window's own capacity; block ids expanded to tokens so that equal
+// ids are equal tokens.
 import * as path from 'path';
+import { traceCapacityPerS } from '../../examples/global-router/sim/capacity';
+import { LLAMA3_8B_A100 } from '../../examples/global-router/sim/engine/calibration';
+import { defaultSetup, Workload } from '../../examples/global-router/sim/experiment';
 import { outputIds, promptTokens, type PromptSpec } from '../../examples/global-router/sim/request';
-import { parseTrace, parseTraceLine, readTrace, timeScaleFor, traceRate, traceRequests, TraceError } from '../../examples/global-router/sim/trace';
+import { parseTrace, parseTraceLine, readTrace, timeScaleFor, traceRate, traceRequests, TraceError, windowStart } from '../../examples/global-router/sim/trace';
 
 const TRACE = path.resolve(__dirname, '..', '..', '..', 'shared', 'traces', 'mooncake_conversation_trace.jsonl');
 
@@ -55,10 +59,48 @@ describe('replay windows', () => {
     expect(requests[2].prompt).toEqual({ kind: 'blocks', ids: [0, 3], blockTokens: 512, length: 1000 });
   });
 
+  it('gives each seed its own window, none overlapping, spread over the whole trace', () => {
+    // The Mooncake trace: 13 windows of 900 requests, 927 apart, the last ending 7 records before the end.
+    const starts = Array.from({ length: 13 }, (_, i) => windowStart(12_031, 900, i + 1));
+    expect(starts[0]).toBe(0);
+    expect(starts[12] + 900).toBeLessThanOrEqual(12_031);
+    expect(starts[12] + 900).toBeGreaterThan(12_031 - 13);
+    for (let i = 1; i < starts.length; i++) expect(starts[i] - starts[i - 1]).toBeGreaterThanOrEqual(900);
+    expect(windowStart(12_031, 900, 14)).toBe(starts[0]); // past the last window: the first again
+    expect(windowStart(1000, 1000, 3)).toBe(0);
+    expect(() => windowStart(100, 101, 1)).toThrow(RangeError);
+    expect(() => windowStart(100, 10, 0)).toThrow(RangeError);
+  });
+
   it('rejects windows outside the trace and bad scales', () => {
     expect(() => traceRequests(records, { start: 2, count: 3, timeScale: 1 })).toThrow(RangeError);
     expect(() => traceRequests(records, { start: 0, count: 1, timeScale: 0 })).toThrow(RangeError);
     expect(() => timeScaleFor(records, -1)).toThrow(RangeError);
+  });
+});
+
+describe('offered load', () => {
+  it("is relative to each window's own capacity, so a heavier window is offered fewer requests per second", () => {
+    const setup = defaultSetup();
+    setup.run.tracePath = TRACE;
+    const workload = Workload.load(setup);
+    const records = readTrace(TRACE);
+    const at = (seed: number) => {
+      const start = windowStart(records.length, 900, seed);
+      const window = records.slice(start, start + 900);
+      const meanInput = window.reduce((n, r) => n + r.inputLength, 0) / window.length;
+      return { run: workload.run(0.7, seed), capacity: traceCapacityPerS(window, 512, LLAMA3_8B_A100, 8), meanInput };
+    };
+    const [heavy, light] = [at(2), at(10)]; // mean prompts of 14.5 k and 10.7 k tokens
+    expect(heavy.meanInput).toBeGreaterThan(1.3 * light.meanInput);
+    for (const w of [heavy, light]) {
+      expect(w.run.capacityPerS).toBeCloseTo(w.capacity, 9);
+      expect(w.run.offeredPerS).toBeCloseTo(0.7 * w.capacity, 9);
+      const r = w.run.requests;
+      expect(r).toHaveLength(900);
+      expect(((r.length - 1) * 1000) / r[r.length - 1].arrivalMs).toBeCloseTo(w.run.offeredPerS, 6);
+    }
+    expect(heavy.run.offeredPerS).toBeLessThan(0.8 * light.run.offeredPerS);
   });
 });
 

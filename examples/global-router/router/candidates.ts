@@ -28,9 +28,16 @@ export interface Candidate {
   pendingPrefills: readonly number[];
   /** Prompt blocks of its requests in flight. */
   activeBlocks: number;
-  /** The replica was invalidated recently: use the pool only if nothing else is eligible. */
-  lastResort: boolean;
+  /** Why the pool is used only if nothing else is eligible (the DC looks unhealthy), or false. */
+  lastResort: LastResort | false;
 }
+
+/**
+ * Why a pool is a last resort: its replica was invalidated recently; requests sent to it failed
+ * (connection refused, reset or timed out) and none has succeeded since; or its relay has sent no
+ * load window for several of its windows (a held stream: a WAN partition, a stalled relay).
+ */
+export type LastResort = 'replicaInvalidated' | 'failing' | 'silent';
 
 /** What this router has outstanding at one pool (see GlobalRouter's bookkeeping). */
 export interface PoolWork {
@@ -70,7 +77,7 @@ export interface DcInput {
   prefix: boolean;
   rttMs: number;
   work(poolKey: string): Readonly<PoolWork>;
-  lastResort(poolKey: string): boolean;
+  lastResort(poolKey: string): LastResort | false;
   defaultCapacity: number;
 }
 

@@ -14,6 +14,21 @@ export const DEFAULT_POOL_CAPACITY = 64;
  * and the catalog is lost moments later when it is.
  */
 export const DEFAULT_INVALID_REPLICA_HOLD_MS = 5_000;
+/**
+ * After a request to a pool fails (connection refused or reset, no answer in time) the pool is used
+ * only as a last resort for this long, or until a request there succeeds: a partitioned or dead DC
+ * otherwise looks idle, since its failed requests leave the router's book, and attracts more. When
+ * the hold passes, the next request probes it (a circuit breaker's half-open state).
+ */
+export const DEFAULT_FAILURE_HOLD_MS = 5_000;
+/**
+ * A relay publishes a load window every window_ms (timing.loadWindowMs, 1 s by default): a DC whose
+ * relay has sent none for this many windows is silent (its stream is held: a WAN partition, a
+ * stalled relay) and its pools are a last resort until a window arrives; never sooner than the
+ * client's load-stream floor (LOAD_SILENCE_MIN_MS, 3 s), after which it ends and reopens the stream.
+ * Long before the client's pool-stream silence limit (maxReplicaAgeMs, 30 s) drops the replica.
+ */
+export const DEFAULT_SILENCE_WINDOWS = 3;
 /** How long the CLI waits for every DC's catalog, readiness and replicas before routing anyway. */
 export const DEFAULT_READY_WAIT_MS = 10_000;
 /** Dynamo's KV router: cost = overlap_score_weight × prefill blocks + decode blocks (its default weight). */

@@ -1,10 +1,11 @@
 // GlobalRouter: one RelayClient per remote DC; per request, every DC's eligible pools are scored
 // from the DC's own replica (query(): prefix depth, readiness, load) and the policy picks one.
-// Routing never waits on the network: it reads the replicas the clients keep up to date.
+// Routing never waits on the network: it reads the replicas the clients keep up to date. A DC that
+// looks unhealthy (a replica just invalidated, requests failing, its relay silent) is a last resort.
 import { EventEmitter } from 'events';
-import { RelayClient, type ClientErrorEvent, type RelayClientOptions, type ReplicaEvent } from 'kv-dc-relay/client';
-import { dcCandidates, type Candidate, type Skipped } from './candidates';
-import { DEFAULT_INVALID_REPLICA_HOLD_MS, DEFAULT_POOL_CAPACITY } from './defaults';
+import { LOAD_SILENCE_MIN_MS, RelayClient, type ClientErrorEvent, type RelayClientOptions, type ReplicaEvent } from 'kv-dc-relay/client';
+import { dcCandidates, type Candidate, type LastResort, type Skipped } from './candidates';
+import { DEFAULT_FAILURE_HOLD_MS, DEFAULT_INVALID_REPLICA_HOLD_MS, DEFAULT_POOL_CAPACITY, DEFAULT_SILENCE_WINDOWS } from './defaults';
 import { kvAware, positive, type Policy } from './policies';
 import { WorkBook, type Booking } from './work-book';
 
@@ -26,6 +27,10 @@ export interface GlobalRouterOptions {
   /** Concurrency of a pool whose relay publishes none. */
   defaultCapacity?: number;
   invalidReplicaHoldMs?: number;
+  /** A pool whose request failed (decision.fail()) is a last resort for this long, or until a request there succeeds. */
+  failureHoldMs?: number;
+  /** A DC whose relay has sent no load window for this many of its windows (and at least the client's 3 s) is silent: a last resort until one arrives. */
+  silenceWindows?: number;
   /** Passed to every RelayClient (backoff, freshness, message size, pool filter). */
   client?: Omit<RelayClientOptions, 'subscriberId'>;
 }
@@ -36,7 +41,10 @@ export interface RouteRequest {
   lora?: string;
 }
 
-/** Call firstToken() when the first token comes back and release() when the response ends or fails. */
+/**
+ * Call firstToken() when the first token comes back and release() when the response ends; fail()
+ * instead of release() when the request failed at the DC (connection refused or reset, no answer).
+ */
 export interface Decision extends Booking {
   /** The chosen pool, or null when no DC has an eligible pool for the model. */
   chosen: Candidate | null;
@@ -58,6 +66,10 @@ interface Dc {
   work: WorkBook;
   /** Pool key → time its replica was invalidated (cleared when a replica is installed again). */
   invalidatedAt: Map<string, number>;
+  /** Pool key → time a request to it last failed (cleared when a request there gets its first token). */
+  failedAt: Map<string, number>;
+  /** When the relay's last load window arrived and the window it announced; undefined until the first. */
+  lastLoad: { atMs: number; windowMs: number } | undefined;
 }
 
 const NO_TOKENS = new Uint32Array(0);
@@ -67,6 +79,8 @@ export class GlobalRouter extends EventEmitter<GlobalRouterEvents> {
   private readonly dcs: Dc[];
   private readonly defaultCapacity: number;
   private readonly holdMs: number;
+  private readonly failureHoldMs: number;
+  private readonly silenceWindows: number;
 
   constructor(options: GlobalRouterOptions) {
     super();
@@ -77,6 +91,8 @@ export class GlobalRouter extends EventEmitter<GlobalRouterEvents> {
     this.policy = options.policy ?? kvAware();
     this.defaultCapacity = positive('defaultCapacity', options.defaultCapacity ?? DEFAULT_POOL_CAPACITY);
     this.holdMs = positive('invalidReplicaHoldMs', options.invalidReplicaHoldMs ?? DEFAULT_INVALID_REPLICA_HOLD_MS);
+    this.failureHoldMs = positive('failureHoldMs', options.failureHoldMs ?? DEFAULT_FAILURE_HOLD_MS);
+    this.silenceWindows = positive('silenceWindows', options.silenceWindows ?? DEFAULT_SILENCE_WINDOWS);
     this.dcs = options.dcs.map((target) => this.connect(target, options));
   }
 
@@ -121,7 +137,7 @@ export class GlobalRouter extends EventEmitter<GlobalRouterEvents> {
         prefix,
         rttMs: dc.target.rttMs ?? 0,
         work: (poolKey) => dc.work.get(poolKey),
-        lastResort: (poolKey) => this.held(dc, poolKey, nowMs),
+        lastResort: (poolKey) => this.lastResort(dc, poolKey, nowMs),
         defaultCapacity: this.defaultCapacity,
       });
       candidates.push(...step.candidates);
@@ -129,15 +145,43 @@ export class GlobalRouter extends EventEmitter<GlobalRouterEvents> {
     }
     const preferred = candidates.filter((c) => !c.lastResort);
     const pool = preferred.length > 0 ? preferred : candidates;
-    if (pool.length === 0) return { chosen: null, candidates, skipped, firstToken: () => undefined, release: () => undefined };
+    if (pool.length === 0) return { chosen: null, candidates, skipped, firstToken: () => undefined, release: () => undefined, fail: () => undefined };
     const chosen = this.policy.choose(pool, request);
-    const booking = this.dcs.find((d) => d.target.name === chosen.dc)!.work.book(chosen);
-    return { chosen, candidates, skipped, firstToken: booking.firstToken, release: booking.release };
+    const dc = this.dcs.find((d) => d.target.name === chosen.dc)!;
+    return { chosen, candidates, skipped, ...this.book(dc, chosen, nowMs) };
+  }
+
+  /**
+   * The work book's booking, with the request's outcome taken as the pool's health: a first token
+   * clears a failure, a failure marks it. A pool chosen while marked (its hold passed: the half-open
+   * probe, or nothing else eligible) is marked again from now, so one probe at a time goes there.
+   */
+  private book(dc: Dc, chosen: Candidate, nowMs: number): Booking {
+    const booking = dc.work.book(chosen);
+    if (dc.failedAt.has(chosen.poolKey)) dc.failedAt.set(chosen.poolKey, nowMs);
+    let [answered, open] = [false, true];
+    return {
+      firstToken: () => {
+        if (!open || answered) return;
+        answered = true;
+        dc.failedAt.delete(chosen.poolKey);
+        booking.firstToken();
+      },
+      release: () => {
+        open = false;
+        booking.release();
+      },
+      fail: () => {
+        if (open) dc.failedAt.set(chosen.poolKey, Date.now());
+        open = false;
+        booking.fail();
+      },
+    };
   }
 
   private connect(target: DcTarget, options: GlobalRouterOptions): Dc {
     const client = new RelayClient(target.address, { ...options.client, subscriberId: options.subscriberId });
-    const dc: Dc = { target, client, work: new WorkBook(), invalidatedAt: new Map() };
+    const dc: Dc = { target, client, work: new WorkBook(), invalidatedAt: new Map(), failedAt: new Map(), lastLoad: undefined };
     client.on('replicaInstalled', (e) => {
       dc.invalidatedAt.delete(e.poolKey);
       this.emit('replicaInstalled', target.name, e);
@@ -146,14 +190,26 @@ export class GlobalRouter extends EventEmitter<GlobalRouterEvents> {
       dc.invalidatedAt.set(e.poolKey, Date.now());
       this.emit('replicaInvalidated', target.name, e);
     });
+    // Kept when the plane ends: the client ends a silent load stream itself (after a few windows)
+    // and reopens it, and the DC is no less silent for that. A catalog lost ends the DC's pools anyway.
+    client.on('load', (window) => {
+      if (window) dc.lastLoad = { atMs: Date.now(), windowMs: Number(window.windowMs) };
+    });
     client.on('error', (e) => {
       if (this.listenerCount('error') > 0) this.emit('error', target.name, e);
     });
     return dc;
   }
 
-  private held(dc: Dc, poolKey: string, nowMs: number): boolean {
-    const at = dc.invalidatedAt.get(poolKey);
-    return at !== undefined && nowMs - at < this.holdMs;
+  private lastResort(dc: Dc, poolKey: string, nowMs: number): LastResort | false {
+    const within = (at: number | undefined, ms: number) => at !== undefined && nowMs - at < ms;
+    if (within(dc.failedAt.get(poolKey), this.failureHoldMs)) return 'failing';
+    // With the client's floor (3 s): a window a little late (a busy host, this router's own event
+    // loop behind) is no partition, and a relay publishing every few ms would otherwise read as silent
+    // after a few ms. At the relays' default 1 s window the floor changes nothing.
+    const load = dc.lastLoad;
+    if (load && load.windowMs > 0 && nowMs - load.atMs > Math.max(LOAD_SILENCE_MIN_MS, this.silenceWindows * load.windowMs)) return 'silent';
+    if (within(dc.invalidatedAt.get(poolKey), this.holdMs)) return 'replicaInvalidated';
+    return false;
   }
 }

@@ -6,8 +6,13 @@ import { NO_WORK, type Candidate, type PoolWork } from './candidates';
 export interface Booking {
   /** The first token came back: the request's prefill leaves the pool's pending work. Idempotent. */
   firstToken(): void;
-  /** The request ended (or failed): it leaves the pool's in-flight work. Idempotent. */
+  /** The request ended: it leaves the pool's in-flight work. Idempotent. */
   release(): void;
+  /**
+   * The request failed at the pool (connection refused or reset, no answer in time): it leaves the
+   * in-flight work as release() does, and a router takes it as a sign of the DC's health.
+   */
+  fail(): void;
 }
 
 interface Outstanding {
@@ -64,6 +69,6 @@ export class WorkBook {
       pool.activeBlocks -= blocks;
       if (pool.inflight === 0) this.pools.delete(chosen.poolKey);
     };
-    return { firstToken, release };
+    return { firstToken, release, fail: release };
   }
 }

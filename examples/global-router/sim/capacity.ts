@@ -1,6 +1,7 @@
 // What "100 % load" means: the request rate the cluster sustains when every rank is saturated and
 // every reusable prefix is reused (one infinite cache shared by all: the trace's own reuse). Real
-// routers reuse less, so they saturate below 100 %; 100 % is the same for every policy.
+// routers reuse less, so they saturate below 100 %; 100 % is the same for every policy. A trace run
+// computes it on its own window's records, from cold caches as the run starts (Workload.run).
 import { chainHash, ROOT_HASH } from './engine/block-hash';
 import type { EngineCalibration } from './engine/calibration';
 import { saturatedRequestMs } from './engine/step-time';

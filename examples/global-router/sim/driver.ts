@@ -248,13 +248,13 @@ export class Replay {
     else this.fail(entry, this.now + (this.options.failureTimeoutMs ?? DEFAULT_FAILURE_TIMEOUT_MS));
   }
 
-  /** The attempt fails at `atMs`: released at the router, and retried there unless its first token already came. */
+  /** The attempt fails at `atMs`: the router is told (its health signal), and retries unless the first token already came. */
   private fail(entry: Live, atMs: number): void {
     this.live.delete(entry.request.id);
     this.at({
       atMs,
       run: async () => {
-        entry.booking.release();
+        entry.booking.fail();
         entry.record.failures++;
         if (entry.record.ttftMs !== null) return; // the response broke mid-stream: counted, not redone
         if (entry.record.failures < MAX_ATTEMPTS) this.dispatch(entry.request, entry.record, entry.tried);

@@ -2,7 +2,7 @@
 // evaluation) the DCs are processes behind their own relays and the routers read them over gRPC
 // through the WAN proxies, paced against wall time; with the oracle view the engines run in this
 // process and the router reads them directly, unpaced (calibration and the view's upper bound).
-import { GlobalRouter, policyByName, type PolicyName } from '../router';
+import { DEFAULT_FAILURE_HOLD_MS, GlobalRouter, policyByName, type PolicyName } from '../router';
 import { waitReady } from '../router/ready';
 import { Rng } from '../../../src/sim/rng';
 import { traceCapacityPerS, tokensCapacityPerS } from './capacity';
@@ -17,7 +17,7 @@ import { summarize, type RunSummary } from './metrics';
 import { DEFAULT_DCS, DEFAULT_ENGINE, DEFAULT_RUN, DEFAULT_WORKLOAD, type DcSpec, type EngineSpec, type RunDefaults, type WorkloadKind } from './options';
 import { RelayRouter } from './relay-router';
 import type { SimRequest } from './request';
-import { readTrace, timeScaleFor, TRACE_BLOCK_TOKENS, traceRequests, type TraceRecord } from './trace';
+import { readTrace, timeScaleFor, TRACE_BLOCK_TOKENS, traceRequests, windowStart, type TraceRecord } from './trace';
 import { MultiTenantWorkload } from './workload';
 
 export type View = 'relay' | 'oracle';
@@ -49,33 +49,67 @@ export function rankConfig(engine: EngineSpec): RankConfig {
   };
 }
 
-/** The workload's records (trace) or generator (synthetic), and the cluster's capacity on it. */
+/** One run's requests and the rate they are offered at. */
+export interface RunLoad {
+  requests: SimRequest[];
+  /** 100 % load for this run's requests: what the cluster serves of this mix (capacity.ts), req/s. */
+  capacityPerS: number;
+  /** load × capacityPerS: the rate the requests arrive at on average. */
+  offeredPerS: number;
+}
+
+/**
+ * The workload's records (trace) or generator (synthetic). Load is relative to each run's own
+ * request mix: a trace window's capacity is measured on that window's records (from cold caches, as
+ * the run starts), because the hour's windows differ by a third in work per request (mean prompt
+ * 10.7 k to 14.5 k tokens) and a rate calibrated on the whole hour overloads the heavy windows at a
+ * nominal 70 %. The synthetic workload's mix is stationary: one capacity, measured on a sample.
+ */
 export class Workload {
+  private readonly ranks: number;
+  private readonly syntheticCapacityPerS: number | null;
+
   private constructor(
     readonly setup: Setup,
     private readonly trace: TraceRecord[] | null,
-    readonly capacityPerS: number,
-  ) {}
-
-  static load(setup: Setup): Workload {
-    const ranks = setup.dcs.reduce((n, d) => n + d.ranks, 0);
-    if (setup.workload === 'trace') {
-      const trace = readTrace(setup.run.tracePath);
-      return new Workload(setup, trace, traceCapacityPerS(trace, TRACE_BLOCK_TOKENS, LLAMA3_8B_A100, ranks));
+  ) {
+    this.ranks = setup.dcs.reduce((n, d) => n + d.ranks, 0);
+    if (trace) {
+      this.syntheticCapacityPerS = null;
+    } else {
+      const sample = new MultiTenantWorkload({ ...DEFAULT_WORKLOAD, seed: 1 });
+      const prompts = Array.from({ length: 4000 }, () => sample.next());
+      this.syntheticCapacityPerS = tokensCapacityPerS(prompts, setup.engine.blockSize, LLAMA3_8B_A100, this.ranks);
     }
-    const sample = new MultiTenantWorkload({ ...DEFAULT_WORKLOAD, seed: 1 });
-    const prompts = Array.from({ length: 4000 }, () => sample.next());
-    return new Workload(setup, null, tokensCapacityPerS(prompts, setup.engine.blockSize, LLAMA3_8B_A100, ranks));
   }
 
-  /** The requests of one run: for the trace a window chosen by the seed, scaled to the load. */
-  requests(load: number, seed: number): SimRequest[] {
+  static load(setup: Setup): Workload {
+    return new Workload(setup, setup.workload === 'trace' ? readTrace(setup.run.tracePath) : null);
+  }
+
+  /** The records of the seed's trace window (windowStart). */
+  private window(seed: number): { start: number; records: TraceRecord[] } {
+    const trace = this.trace!;
     const count = this.setup.run.requests;
-    const rate = this.capacityPerS * load;
-    if (!this.trace) return new MultiTenantWorkload({ ...DEFAULT_WORKLOAD, seed }).requests(count, rate);
-    if (count > this.trace.length) throw new RangeError(`the trace has ${this.trace.length} records, fewer than ${count}`);
-    const start = Math.floor(new Rng(seed).next() * (this.trace.length - count + 1));
-    return traceRequests(this.trace, { start, count, timeScale: timeScaleFor(this.trace.slice(start, start + count), rate) });
+    if (count > trace.length) throw new RangeError(`the trace has ${trace.length} records, fewer than ${count}`);
+    const start = windowStart(trace.length, count, seed);
+    return { start, records: trace.slice(start, start + count) };
+  }
+
+  /** 100 % load of the seed's run, req/s (see RunLoad). */
+  capacityPerS(seed: number): number {
+    if (this.syntheticCapacityPerS !== null) return this.syntheticCapacityPerS;
+    return traceCapacityPerS(this.window(seed).records, TRACE_BLOCK_TOKENS, LLAMA3_8B_A100, this.ranks);
+  }
+
+  /** The requests of one run, offered at `load` × the capacity of their own mix. */
+  run(load: number, seed: number): RunLoad {
+    const count = this.setup.run.requests;
+    const capacityPerS = this.capacityPerS(seed);
+    const offeredPerS = capacityPerS * load;
+    if (!this.trace) return { requests: new MultiTenantWorkload({ ...DEFAULT_WORKLOAD, seed }).requests(count, offeredPerS), capacityPerS, offeredPerS };
+    const { start, records } = this.window(seed);
+    return { requests: traceRequests(this.trace, { start, count, timeScale: timeScaleFor(records, offeredPerS) }), capacityPerS, offeredPerS };
   }
 }
 
@@ -96,6 +130,8 @@ export interface RunResult {
   routers: number;
   /** Simulated ms per wall ms the run was paced at (relay view). */
   speed: number | null;
+  /** 100 % load for this run's window, and load × that (req/s). */
+  capacityPerS: number;
   offeredPerS: number;
   summary: RunSummary;
   wallSeconds: number;
@@ -114,8 +150,7 @@ export function sloMs(setup: Setup, inputTokens: number): number {
 
 export async function runOnce(workload: Workload, spec: RunSpec): Promise<RunOutput> {
   const { setup } = workload;
-  const requests = workload.requests(spec.load, spec.seed);
-  const offered = workload.capacityPerS * spec.load;
+  const { requests, capacityPerS, offeredPerS: offered } = workload.run(spec.load, spec.seed);
   const started = Date.now();
   // The policies' coins are their own stream per router: arrivals do not depend on the policy.
   const coin = (i: number) => {
@@ -137,7 +172,16 @@ export async function runOnce(workload: Workload, spec: RunSpec): Promise<RunOut
     try {
       const routers: RouterPort[] = [];
       for (let i = 0; i < setup.routers; i++) {
-        const router = new GlobalRouter({ dcs: cluster.targets(), subscriberId: `sim-router-${i}`, policy: policy(i), client: { backoff: { initialMs: 50, maxMs: 1_000 } } });
+        // The router times its failure hold on the wall clock; the run is paced `speed` times faster,
+        // so the hold is given in wall time to last its default in simulated time (as the WAN's
+        // failure timeout does). The load windows' silence is already in the relays' wall-clock windows.
+        const router = new GlobalRouter({
+          dcs: cluster.targets(),
+          subscriberId: `sim-router-${i}`,
+          policy: policy(i),
+          failureHoldMs: DEFAULT_FAILURE_HOLD_MS / speed,
+          client: { backoff: { initialMs: 50, maxMs: 1_000 } },
+        });
         globals.push(router);
         router.start();
         const missing = await waitReady(router, setup.run.model, 30_000);
@@ -165,7 +209,7 @@ export async function runOnce(workload: Workload, spec: RunSpec): Promise<RunOut
     ranks: Object.fromEntries(setup.dcs.map((d) => [d.name, d.ranks])),
   });
   return {
-    result: { policy: spec.policy, load: spec.load, seed: spec.seed, view: setup.view, routers: setup.routers, speed, offeredPerS: offered, summary, wallSeconds: (Date.now() - started) / 1000 },
+    result: { policy: spec.policy, load: spec.load, seed: spec.seed, view: setup.view, routers: setup.routers, speed, capacityPerS, offeredPerS: offered, summary, wallSeconds: (Date.now() - started) / 1000 },
     records,
   };
 }

@@ -93,7 +93,7 @@ function actionsFor(fault: FaultName, faultAtMs: number, recoverAtMs: number): (
 }
 
 export async function runFaults(workload: Workload, faults: readonly FaultName[], spec: FaultSpec, log: (line: string) => void): Promise<FaultResult[]> {
-  const requests = workload.requests(spec.load, spec.seed);
+  const { requests } = workload.run(spec.load, spec.seed);
   const span = requests[requests.length - 1].arrivalMs;
   const [faultAtMs, recoverAtMs] = [FAULT_AT * span, RECOVER_AT * span];
   const results: FaultResult[] = [];

@@ -74,7 +74,7 @@ export class OracleRouter implements RouterPort {
           lastResort: false,
         };
       });
-    if (candidates.length === 0) return { dc: null, matchedTokens: null, booking: { firstToken: () => undefined, release: () => undefined } };
+    if (candidates.length === 0) return { dc: null, matchedTokens: null, booking: { firstToken: () => undefined, release: () => undefined, fail: () => undefined } };
     const chosen = this.policy.choose(candidates, { tokens });
     return { dc: chosen.dc, matchedTokens: chosen.matchedTokens, booking: this.books.get(chosen.dc)!.book(chosen) };
   }

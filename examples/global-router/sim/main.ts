@@ -9,8 +9,8 @@ import { CALIBRATION_SOURCES, LLAMA3_8B_A100 } from './engine/calibration';
 import { defaultSetup, Workload, type RunResult, type Setup } from './experiment';
 import { FAULT_NAMES, runFaults, faultsTable, type FaultName } from './faults';
 import type { DcSpec, WorkloadKind } from './options';
-import { sweepSvg, sweepTable, verdictTable } from './report';
-import { aggregate, sweep, verdicts } from './sweep';
+import { pairedTables, sweepSvg, sweepTable, verdictTable } from './report';
+import { aggregate, mergeSweeps, sweep, verdicts } from './sweep';
 
 const DEFAULT_OUT = path.join('examples', 'global-router', 'results');
 const OURS: PolicyName = 'kv-aware';
@@ -25,7 +25,8 @@ export const USAGE = `usage: npm run sim:multidc -- [options]
   --slo-scale X                --slo-floor-ms N      --prefill-tokens-per-ms X
   --faults all|${FAULT_NAMES.join(',')}  (fault scenarios instead of the sweep; with --load, --seed, --policies)
   --out DIR   (sweep.{json,md,svg} or faults.{json,md})
-  --from FILE (no runs: the report again from a sweep.json, into --out)`;
+  --from FILE (repeat; no runs: the report again from one sweep.json, or from several partial
+               sweeps of the same setup merged into one, into --out)`;
 
 class UsageError extends Error {}
 
@@ -61,7 +62,8 @@ export interface Cli {
   policies: PolicyName[];
   faults: FaultName[] | null;
   out: string;
-  from?: string;
+  /** Saved sweeps to report from (merged) instead of running. */
+  from: string[];
 }
 
 export function parseCli(argv: string[]): Cli {
@@ -69,9 +71,9 @@ export function parseCli(argv: string[]): Cli {
     args: argv,
     allowPositionals: true,
     options: Object.fromEntries(
-      ['from', 'workload', 'trace', 'requests', 'warmup', 'loads', 'seeds', 'policies', 'kv-capacity-tokens', 'max-num-seqs', 'max-batched-tokens', 'block-size', 'view', 'routers', 'speed', 'wall-rate', 'tick-ms', 'load-window-ms', 'failure-timeout-ms', 'slo-scale', 'slo-floor-ms', 'prefill-tokens-per-ms', 'faults', 'out', 'load', 'seed']
+      ['workload', 'trace', 'requests', 'warmup', 'loads', 'seeds', 'policies', 'kv-capacity-tokens', 'max-num-seqs', 'max-batched-tokens', 'block-size', 'view', 'routers', 'speed', 'wall-rate', 'tick-ms', 'load-window-ms', 'failure-timeout-ms', 'slo-scale', 'slo-floor-ms', 'prefill-tokens-per-ms', 'faults', 'out', 'load', 'seed']
         .map((k) => [k, { type: 'string' as const }])
-        .concat([['dc', { type: 'string' as const, multiple: true } as never]]),
+        .concat(['dc', 'from'].map((k) => [k, { type: 'string' as const, multiple: true } as never])),
     ),
   }) as { values: Record<string, string | string[] | undefined>; positionals: string[] };
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
@@ -120,15 +122,15 @@ export function parseCli(argv: string[]): Cli {
     for (const f of faultNames) if (!(FAULT_NAMES as readonly string[]).includes(f)) throw new UsageError(`unknown fault ${f} (one of ${FAULT_NAMES.join(', ')})`);
     if (setup.view !== 'relay') throw new UsageError('faults need the relay view');
   }
-  return { setup, policies: v('policies') ? parsePolicies(v('policies')!) : [...POLICY_NAMES], faults: faultNames, out: v('out') ?? DEFAULT_OUT, from: v('from') };
+  return { setup, policies: v('policies') ? parsePolicies(v('policies')!) : [...POLICY_NAMES], faults: faultNames, out: v('out') ?? DEFAULT_OUT, from: (values.from as string[] | undefined) ?? [] };
 }
 
-export function describeSetup(setup: Setup, workload: Workload): string {
+export function describeSetup(setup: Setup): string {
   const d = setup.dcs.map((x) => `${x.name} ${x.ranks} ranks at ${x.oneWayMs} ms`).join(', ');
   return (
     `${setup.workload === 'trace' ? `Mooncake trace (${setup.run.tracePath})` : 'synthetic multi-tenant workload'}; ${setup.run.requests} requests per run, first ${setup.run.warmup} not measured; ` +
     `${d}; each rank ${LLAMA3_8B_A100.name}, ${setup.engine.kvCapacityTokens} KV tokens, max_num_seqs ${setup.engine.maxNumSeqs}, max_num_batched_tokens ${setup.engine.maxBatchedTokens}; ` +
-    `100 % load = ${workload.capacityPerS.toFixed(2)} req/s; ${setup.view} view, ${setup.routers} router(s); TTFT SLO max(${setup.run.sloFloorMs} ms, ${setup.run.sloScale} × unloaded prefill + RTT)`
+    `100 % load = ${setup.workload === 'trace' ? "each window's own capacity (capacity.ts, per run in sweep.json)" : 'the capacity on this mix (capacity.ts)'}; ${setup.view} view, ${setup.routers} router(s); TTFT SLO max(${setup.run.sloFloorMs} ms, ${setup.run.sloScale} × unloaded prefill + RTT)`
   );
 }
 
@@ -146,13 +148,21 @@ export async function main(argv: string[]): Promise<number> {
     return 2;
   }
   const { setup, policies, out } = cli;
-  if (cli.from) {
-    const saved = JSON.parse(fs.readFileSync(cli.from, 'utf8')) as { command: string; setup: string; runs: RunResult[] };
-    writeReport(out, saved.command, saved.setup, saved.runs);
+  if (cli.from.length > 0) {
+    const parts = cli.from.map((file) => ({ file, ...(JSON.parse(fs.readFileSync(file, 'utf8')) as { command: string; setup: string; runs: RunResult[] }) }));
+    let runs: RunResult[];
+    try {
+      runs = mergeSweeps(parts);
+    } catch (err) {
+      process.stderr.write(`sim:multidc: ${(err as Error).message}\n`);
+      return 2;
+    }
+    fs.mkdirSync(out, { recursive: true });
+    writeReport(out, [...new Set(parts.map((p) => p.command))].join('\n'), parts[0].setup, runs);
     return 0;
   }
   const workload = Workload.load(setup);
-  const described = describeSetup(setup, workload);
+  const described = describeSetup(setup);
   fs.mkdirSync(out, { recursive: true });
   process.stderr.write(`${described}\n`);
   const command = `npm run sim:multidc -- ${argv.join(' ')}`.trim();
@@ -184,15 +194,20 @@ export async function main(argv: string[]): Promise<number> {
   return 0;
 }
 
-/** sweep.md and sweep.svg from the runs (and sweep.json with the aggregates and verdicts). */
+/** sweep.md and sweep.svg from the runs (and sweep.json with the aggregates and verdicts); `command` may list several (merged pieces). */
 function writeReport(out: string, command: string, described: string, runs: readonly RunResult[]): void {
   const aggregates = aggregate(runs);
   const v = verdicts(aggregates, OURS, runs);
   fs.writeFileSync(path.join(out, 'sweep.json'), `${JSON.stringify({ command, setup: described, calibration: CALIBRATION_SOURCES, runs, aggregates, verdicts: v }, null, 2)}\n`);
   const table = sweepTable(aggregates, OURS);
-  const verdict = verdictTable(v);
-  fs.writeFileSync(path.join(out, 'sweep.md'), `# Load sweep\n\n\`${command}\`\n\n${described}.\n\n${table}\n## Verdict (${OURS})\n\n${verdict}\n![plot](sweep.svg)\n`);
-  fs.writeFileSync(path.join(out, 'sweep.svg'), sweepSvg(aggregates, OURS, 'Mooncake trace, 3 DCs (4+2+2 ranks of Llama-3.1-8B on A100), relay-fed routers; mean and 95 % CI over 3 windows'));
+  const verdict = `${verdictTable(v)}\n${pairedTables(v, OURS)}`;
+  const commands = command.split('\n').map((c) => `\`${c}\``).join('  \n');
+  const windows = new Set(runs.map((r) => r.seed)).size;
+  const capacities = [...new Map(runs.map((r) => [r.seed, r.capacityPerS])).entries()].sort((a, b) => a[0] - b[0]);
+  const perWindow = `100 % load per window (seed: req/s): ${capacities.map(([seed, c]) => `${seed}: ${c.toFixed(2)}`).join(', ')}.`;
+  fs.writeFileSync(path.join(out, 'sweep.md'), `# Load sweep\n\n${commands}\n\n${described}.\n\n${perWindow}\n\n${table}\n## Verdict (${OURS})\n\n${verdict}\n![plot](sweep.svg)\n`);
+  const subtitle = `Mooncake trace, 3 DCs (4+2+2 ranks of Llama-3.1-8B on A100), ${runs[0]?.view === 'oracle' ? 'exact-view' : 'relay-fed'} routers; mean and 95 % CI over ${windows} windows`;
+  fs.writeFileSync(path.join(out, 'sweep.svg'), sweepSvg(aggregates, OURS, subtitle, v));
   process.stdout.write(`${table}\n${verdict}\nwritten to ${out}/sweep.{json,md,svg}\n`);
 }
 

@@ -108,7 +108,7 @@ export const DEFAULT_RUN: Readonly<RunDefaults> = Object.freeze({
   requests: 900,
   warmup: 350,
   loads: [0.2, 0.45, 0.7, 0.95, 1.2],
-  seeds: [1, 2, 3],
+  seeds: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10],
   sloScale: 2,
   sloFloorMs: 1000,
   speed: 'auto' as const,

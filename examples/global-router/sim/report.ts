@@ -36,23 +36,47 @@ export function sweepTable(aggregates: readonly Aggregate[], ours: PolicyName): 
   );
 }
 
+const signed = (m: MeanCi, digits: number) =>
+  Number.isFinite(m.mean) ? `${m.mean >= 0 ? '+' : '−'}${Math.abs(m.mean).toFixed(digits)}${Number.isFinite(m.ci95) ? ` ± ${m.ci95.toFixed(digits)}` : ''}` : '-';
+/** A paired difference, bold when its interval excludes zero. */
+const diff = (m: MeanCi, digits: number) => (m.mean - m.ci95 > 0 || m.mean + m.ci95 < 0 ? `**${signed(m, digits)}**` : signed(m, digits));
+
 export function verdictTable(verdicts: readonly Verdict[]): string {
   const header =
-    '| Load | Best baseline (goodput) | Goodput: ours / baseline (req/s) | Intervals apart | Paired gain per window (req/s) | Paired interval > 0 | TTFT p50: ours / lowest baseline | Not worse |\n' +
-    '| ---: | --- | ---: | :---: | ---: | :---: | ---: | :---: |\n';
+    '| Load | Windows | Best baseline (goodput) | Goodput: ours / baseline (req/s) | Paired gain (req/s) | Above every baseline beyond the paired intervals | Fastest baseline (TTFT p50) | TTFT p50: ours / baseline (ms) | Paired difference (ms) | Not worse |\n' +
+    '| ---: | ---: | --- | ---: | ---: | :---: | --- | ---: | ---: | :---: |\n';
+  const ttft = (v: Verdict) => (v.ttftP50BetterBeyondCi ? 'yes, faster beyond the interval' : v.ttftP50NotWorse ? 'yes' : v.ttftP50WorseBeyondCi ? 'no, slower beyond the interval' : 'no (within the interval)');
   return (
     header +
     verdicts
-      .map(
-        (v) =>
-          `| ${Math.round(v.load * 100)} % | ${v.bestBaseline} | ${ci(v.goodput.ours, 2)} / ${ci(v.goodput.baseline, 2)} | ${v.goodputBeyondCi ? 'yes' : 'no'} | ${ci(v.pairedGain, 2)} | ${v.pairedBeyondCi ? 'yes' : 'no'} | ${v.ttftP50.ours.toFixed(0)} / ${v.ttftP50.bestBaseline.toFixed(0)} ms | ${v.ttftP50NotWorse ? 'yes' : 'no'} |`,
-      )
+      .map((v) => {
+        const best = v.paired.find((p) => p.baseline === v.bestBaseline)!;
+        const fastest = v.paired.find((p) => p.baseline === v.fastestBaseline)!;
+        return (
+          `| ${Math.round(v.load * 100)} % | ${v.windows} | ${v.bestBaseline} | ${ci(v.goodput.ours, 2)} / ${ci(v.goodput.baseline, 2)} | ${diff(best.goodput, 2)} | ${v.goodputBeyondCi ? 'yes' : 'no'} | ` +
+          `${v.fastestBaseline} | ${v.ttftP50.ours.toFixed(0)} / ${v.ttftP50.bestBaseline.toFixed(0)} | ${diff(fastest.ttftP50Ms, 0)} | ${ttft(v)} |`
+        );
+      })
       .join('\n') +
     '\n'
   );
 }
 
-export function sweepSvg(aggregates: readonly Aggregate[], ours: PolicyName, subtitle: string): string {
+/** Ours minus every baseline, paired by window, per load: goodput (req/s) and median TTFT (ms); bold = interval excludes zero. */
+export function pairedTables(verdicts: readonly Verdict[], ours: PolicyName): string {
+  const baselines = [...new Set(verdicts.flatMap((v) => v.paired.map((p) => p.baseline)))];
+  const table = (title: string, cell: (p: Verdict['paired'][number]) => string) =>
+    `${title}\n\n| Load | ${baselines.join(' | ')} |\n| ---: | ${baselines.map(() => '---:').join(' | ')} |\n` +
+    verdicts.map((v) => `| ${Math.round(v.load * 100)} % | ${baselines.map((b) => { const p = v.paired.find((x) => x.baseline === b); return p ? cell(p) : '-'; }).join(' | ')} |`).join('\n') +
+    '\n';
+  return (
+    table(`Goodput of ${ours} minus each baseline's, same windows (req/s, mean ± 95 % interval of the per-window differences):`, (p) => diff(p.goodput, 2)) +
+    '\n' +
+    table(`Median TTFT of ${ours} minus each baseline's, same windows (ms; below zero = ${ours} faster):`, (p) => diff(p.ttftP50Ms, 0))
+  );
+}
+
+export function sweepSvg(aggregates: readonly Aggregate[], ours: PolicyName, subtitle: string, verdicts: readonly Verdict[] = []): string {
   const policies = [...new Set(aggregates.map((a) => a.policy))];
   const series = (pick: (a: Aggregate) => MeanCi, scale = 1): Series[] =>
     policies.map((p) => ({
@@ -66,5 +90,18 @@ export function sweepSvg(aggregates: readonly Aggregate[], ours: PolicyName, sub
     { title: 'TTFT p50 (ms, log scale)', log: true, format: (y) => y.toFixed(0), series: series((a) => a.metrics.ttftP50Ms) },
     { title: 'Prefix-hit rate (%)', format: (y) => y.toFixed(0), series: series((a) => a.metrics.hitRate, 100) },
   ];
+  if (verdicts.length > 0) {
+    const baselines = policies.filter((p) => p !== ours);
+    panels.push({
+      title: `Goodput, ${ours} minus each (paired, req/s)`,
+      signed: true,
+      format: (y) => y.toFixed(2),
+      series: baselines.map((b) => ({
+        name: b,
+        color: COLORS[b] ?? '#000',
+        points: verdicts.flatMap((v) => v.paired.filter((p) => p.baseline === b).map((p) => ({ x: v.load, y: p.goodput.mean, ci: p.goodput.ci95 }))),
+      })),
+    });
+  }
   return lineChart('Global routing over three DC relays: Mooncake trace load sweep', subtitle, panels, 'offered load (share of ideal-reuse capacity)');
 }

@@ -21,6 +21,8 @@ export interface LinePanel {
   title: string;
   /** Logarithmic y axis (latencies whose tail dwarfs the median). */
   log?: boolean;
+  /** Differences: the y axis extends below zero as far as the intervals do, and zero is drawn. */
+  signed?: boolean;
   /** Format of the y tick labels. */
   format: (y: number) => string;
   series: Series[];
@@ -59,7 +61,7 @@ function drawPanel(panel: LinePanel, x0: number, y0: number, xLabel: string): st
   const lo = (p: Point) => p.y - (Number.isFinite(p.ci) ? p.ci : 0);
   const hi = (p: Point) => p.y + (Number.isFinite(p.ci) ? p.ci : 0);
   const f = (y: number) => (panel.log ? Math.log10(Math.max(y, 1e-9)) : y);
-  let ymin = panel.log ? Math.min(...pts.map((p) => f(Math.max(lo(p), 1)))) : 0;
+  let ymin = panel.log ? Math.min(...pts.map((p) => f(Math.max(lo(p), 1)))) : panel.signed ? Math.min(0, ...pts.map(lo)) : 0;
   let ymax = Math.max(...pts.map((p) => f(hi(p))));
   if (!(ymax > ymin)) [ymin, ymax] = [ymin, ymin + 1];
   const px = (x: number) => x0 + PAD.left + ((x - xmin) / (xmax - xmin || 1)) * (W - PAD.left - PAD.right);
@@ -80,12 +82,14 @@ function drawPanel(panel: LinePanel, x0: number, y0: number, xLabel: string): st
     out.push(`<line x1="${x0 + PAD.left - 3}" y1="${yy.toFixed(1)}" x2="${x0 + W - PAD.right}" y2="${yy.toFixed(1)}" stroke="#eee"/>`);
     out.push(`<text x="${x0 + PAD.left - 5}" y="${(yy + 3).toFixed(1)}" ${FONT} font-size="10" text-anchor="end">${escape(panel.format(y))}</text>`);
   }
+  // A panel of differences crosses zero: draw it.
+  if (panel.signed) out.push(`<line x1="${x0 + PAD.left}" y1="${py(0).toFixed(1)}" x2="${x0 + W - PAD.right}" y2="${py(0).toFixed(1)}" stroke="#444" stroke-dasharray="4 3"/>`);
   for (const s of panel.series) {
     const ok = s.points.filter((p) => Number.isFinite(p.y)).sort((a, b) => a.x - b.x);
     out.push(`<polyline fill="none" stroke="${s.color}" stroke-width="${s.bold ? 3 : 1.5}" points="${ok.map((p) => `${px(p.x).toFixed(1)},${py(p.y).toFixed(1)}`).join(' ')}"/>`);
     for (const p of ok) {
       if (Number.isFinite(p.ci) && p.ci > 0) {
-        const [a, b] = [py(Math.max(lo(p), panel.log ? 1 : -Infinity)), py(hi(p))];
+        const [a, b] = [py(Math.max(lo(p), panel.log ? 1 : panel.signed ? -Infinity : 0)), py(hi(p))];
         out.push(`<line x1="${px(p.x).toFixed(1)}" y1="${a.toFixed(1)}" x2="${px(p.x).toFixed(1)}" y2="${b.toFixed(1)}" stroke="${s.color}" stroke-width="1"/>`);
       }
       out.push(`<circle cx="${px(p.x).toFixed(1)}" cy="${py(p.y).toFixed(1)}" r="${s.bold ? 3 : 2}" fill="${s.color}"/>`);

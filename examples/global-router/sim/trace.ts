@@ -89,6 +89,21 @@ export function timeScaleFor(records: readonly TraceRecord[], ratePerS: number):
   return traceRate(records) / ratePerS;
 }
 
+/**
+ * Where the window of `count` records for `seed` (1, 2, …) starts: the trace holds
+ * ⌊length / count⌋ windows that do not overlap, spread evenly from its first record to its last,
+ * and seed s replays the ((s − 1) mod that)-th. Windows that share no request are closer to
+ * independent samples, which the confidence intervals over seeds assume; a seed past the last
+ * window replays a window again (with other coins for the policies).
+ */
+export function windowStart(length: number, count: number, seed: number): number {
+  if (!(Number.isInteger(count) && count >= 1 && count <= length)) throw new RangeError(`a window of ${count} records does not fit a trace of ${length}`);
+  if (!(Number.isInteger(seed) && seed >= 1)) throw new RangeError('a window seed is an integer ≥ 1');
+  const windows = Math.floor(length / count);
+  const stride = windows > 1 ? Math.floor((length - count) / (windows - 1)) : 0;
+  return ((seed - 1) % windows) * stride;
+}
+
 /** The window's records as requests: arrivals relative to the window's first record, scaled. */
 export function traceRequests(records: readonly TraceRecord[], window: TraceWindow, blockTokens = TRACE_BLOCK_TOKENS): SimRequest[] {
   const { start, count, timeScale } = window;

@@ -6,6 +6,7 @@
 // turn's loop allocates nothing either: what a (worker, rank) needs (its stats, burst, key strings) is
 // worked out once per turn (TurnSource), and a worker's consecutive messages of one rank are one batch.
 import { monotonicMs } from '../../clock';
+import { INGEST_RETAINED_BUFFER_BYTES } from '../../config/defaults';
 import { recordU64, routerEventRecord, RouterEventBatchDecoder, type RouterEventFormat } from '../../native';
 import { MESSAGE_INFO_STRIDE, type IngestSink, type PackedEngineEvents, type SourceKey, type SourceStats } from '../../ingest/types';
 import type { DynamoMetrics } from '../../metrics/registry';
@@ -34,9 +35,10 @@ export type PlaneCounters = Pick<DynamoMetrics, 'messages' | 'malformed' | 'othe
 /** Messages of one turn held before decoding; beyond these bounds the turn is decoded at once. */
 const MAX_TURN_MESSAGES = 4096;
 const MAX_TURN_BYTES = 8 * 1024 * 1024;
+const INITIAL_ARENA_BYTES = 64 * 1024;
 
 export class EventChannel {
-  private arena = new Uint8Array(64 * 1024);
+  private arena = new Uint8Array(INITIAL_ARENA_BYTES);
   private ends = new Uint32Array(256);
   /** Per held message: its order sequence when the transport numbers it (JetStream), else -1. */
   private sequences = new Float64Array(256);
@@ -44,7 +46,7 @@ export class EventChannel {
   private bytes = 0;
   private scheduled = false;
   private closed = false;
-  /** Per worker, its burst of the turn (kept between turns, with the arrays it grew). */
+  /** Per worker of the deployment, its burst of the turn (kept between turns, with the arrays it grew up to INGEST_RETAINED_BUFFER_BYTES each; dropped when the worker leaves). */
   private readonly bursts = new Map<bigint, WorkerBurst>();
   /** The turn's (worker, rank)s, by turnKey; empty between turns. */
   private readonly turn = new Map<number, TurnSource>();
@@ -84,6 +86,23 @@ export class EventChannel {
   /** The source was reset elsewhere (overflow, a lease ended): its next publisher starts it afresh. */
   forgetSource(source: SourceKey): void {
     this.order.forgetSource(source);
+  }
+
+  /**
+   * Forgets what the channel holds for workers the deployment no longer has (their leases ended:
+   * Dynamo workers come back under new instance ids, so a relay with churning workers would otherwise
+   * grow without bound): their bursts, their sources' order and the publishers that fed only them.
+   */
+  forgetWorkers(workers: ReadonlyMap<bigint, WorkerRanks>): void {
+    for (const id of this.bursts.keys()) if (!workers.has(id)) this.bursts.delete(id);
+    this.order.forgetWorkers((id) => !workers.has(id));
+  }
+
+  /** What the channel holds between turns (the bounds' tests): workers with a burst, sources and publishers in its order, bytes of its arrays. */
+  held(): { workers: number; sources: number; publishers: number; bytes: number } {
+    let bytes = this.arena.byteLength + this.ends.byteLength + this.sequences.byteLength;
+    for (const b of this.bursts.values()) bytes += b.byteLength;
+    return { workers: this.bursts.size, sources: this.order.sourceCount, publishers: this.order.publisherCount, bytes };
   }
 
   /** Holds one message (copied). `sequence`: the transport's own order (JetStream stream sequence), if any. */
@@ -205,6 +224,10 @@ export class EventChannel {
     this.count = 0;
     this.bytes = 0;
     this.deliver();
+    // Arrays an outsized turn grew are given back (the bursts' in their clear()); those sized per
+    // message stay under 64 KiB (MAX_TURN_MESSAGES).
+    if (this.arena.byteLength > INGEST_RETAINED_BUFFER_BYTES) this.arena = new Uint8Array(INITIAL_ARENA_BYTES);
+    this.ctx.decoder.trim();
   }
 
   /** What the turn's messages of one (worker, rank) share; `stats` undefined for a worker the deployment does not have. */
@@ -283,9 +306,12 @@ class TurnSource {
  * carries many; the pool's mailbox and the hand-off count batches, and counted per event a turn's
  * small messages filled their bounds long before their events or blocks did).
  */
+const INITIAL_META = 512;
+const INITIAL_WORDS = 4096;
+
 class WorkerBurst {
-  private meta = new Uint32Array(512);
-  private words = new Uint32Array(2 * 4096);
+  private meta = new Uint32Array(INITIAL_META);
+  private words = new Uint32Array(2 * INITIAL_WORDS);
   /** Per batch: the sequence of its last message, its rank, where its events end in meta. */
   private batchSequences = new Float64Array(64);
   private info = new Uint32Array(64 * MESSAGE_INFO_STRIDE);
@@ -341,10 +367,17 @@ class WorkerBurst {
     };
   }
 
+  get byteLength(): number {
+    return this.meta.byteLength + this.words.byteLength + this.batchSequences.byteLength + this.info.byteLength + this.sequences.byteLength;
+  }
+
+  /** Empties the burst; arrays an outsized turn grew past INGEST_RETAINED_BUFFER_BYTES are given back (those sized per batch stay under 64 KiB: MAX_TURN_MESSAGES). */
   clear(): void {
     this.metaLength = 0;
     this.wordsLength = 0;
     this.batches = 0;
+    if (this.meta.byteLength > INGEST_RETAINED_BUFFER_BYTES) this.meta = new Uint32Array(INITIAL_META);
+    if (this.words.byteLength > INGEST_RETAINED_BUFFER_BYTES) this.words = new Uint32Array(2 * INITIAL_WORDS);
   }
 }
 

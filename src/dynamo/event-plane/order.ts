@@ -77,6 +77,28 @@ export class PublisherOrder {
     this.feeders.delete(key);
   }
 
+  /**
+   * Workers that left the deployment (discovery dropped them): their sources are forgotten, and so is
+   * every publisher that fed only them (a worker comes back with a new instance id and publisher).
+   */
+  forgetWorkers(gone: (workerId: bigint) => boolean): void {
+    for (const key of this.feeders.keys()) if (gone(workerOfKey(key))) this.feeders.delete(key);
+    for (const [name, p] of this.publishers) {
+      let dropped = false;
+      for (const [key, s] of p.sources) {
+        if (!gone(s.workerId)) continue;
+        p.sources.delete(key);
+        dropped = true;
+      }
+      if (dropped && p.sources.size === 0) this.publishers.delete(name);
+    }
+  }
+
+  /** Sources whose feeding publisher is remembered. */
+  get sourceCount(): number {
+    return this.feeders.size;
+  }
+
   get publisherCount(): number {
     return this.publishers.size;
   }
@@ -99,4 +121,8 @@ export class PublisherOrder {
 
 export function sourceKey(s: SourceKey): string {
   return `${s.workerId}:${s.dpRank}`;
+}
+
+function workerOfKey(key: string): bigint {
+  return BigInt(key.slice(0, key.indexOf(':')));
 }

@@ -114,7 +114,9 @@ export class DynamoEventPlane implements EventPlane {
     }
     for (const [key, start] of wanted) if (!this.live.has(key)) this.live.set(key, start());
     await Promise.all(stopping);
-    // Sources of workers that left are forgotten (their pool reset them), and their load reports.
+    // Sources of workers that left are forgotten (their pool reset them), with what each channel held
+    // for them, and their load reports.
+    for (const l of this.live.values()) l.channel?.forgetWorkers(workers);
     for (const [key, s] of this.sourceStats) if (!workers.has(s.source.workerId)) this.sourceStats.delete(key);
     for (const id of this.reported.keys()) if (!workers.has(id)) this.reported.delete(id);
   }
@@ -323,7 +325,10 @@ export class DynamoEventPlane implements EventPlane {
     socket.subscribe();
     void (async () => {
       try {
-        for await (const frames of socket) {
+        // receive() itself, not `for await`: the socket's async iterator adds a promise and an object
+        // per message to receive()'s own (what a bare zeromq.js subscriber pays).
+        for (;;) {
+          const frames = await socket.receive();
           // [topic, publisher_id u64 BE, sequence u64 BE, frame]: the frame's envelope carries both again.
           if (frames.length !== 4) {
             this.counters.malformed += 1;
