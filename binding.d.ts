@@ -472,6 +472,11 @@ export function setThreadSlice(microseconds: number): boolean;
 /** The calling thread's slice in microseconds, or null where the kernel does not report one. */
 export function threadSlice(): number | null;
 /**
+ * Names the calling thread (1 to 15 printable ASCII characters: RangeError otherwise, TypeError for a
+ * non-string). False where the kernel refused it.
+ */
+export function setThreadName(name: string): boolean;
+/**
  * Bytes of drained table pages the process keeps for the next table growth (a few seconds, at most
  * 1 GiB): resident memory that no pool's tables account for. TypeError with any argument.
  */
@@ -524,5 +529,6 @@ export type RelayAddon = Pick<
   | 'zmqLibrary'
   | 'setThreadSlice'
   | 'threadSlice'
+  | 'setThreadName'
   | 'keptPageBytes'
 >;

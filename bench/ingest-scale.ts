@@ -13,8 +13,10 @@ import type { BenchResult } from './support/result';
 import { bareSubscriberRate, equilibriumIngestRate, FIREHOSE_MESSAGES, freshIngestRate, prefillBatches, publishers, relayIngestRate, type IngestRate } from './support/firehose';
 import { BLOCK_SIZE, BLOCKS_PER_EVENT, BLOCKS_PER_MESSAGE, EVENTS_PER_MESSAGE, REMOVALS, vllmBatches } from './support/vllm-batches';
 
-/** 64: the many engine ranks of a large DC's relay, where per-source costs show. */
-const SOURCES = [1, 8, 64];
+/** 64: the many engine ranks of a large DC's relay, where per-source costs show (INGEST_SCALE_SOURCES=1,8 picks some). */
+const SOURCES = (process.env.INGEST_SCALE_SOURCES ?? '1,8,64').split(',').map(Number);
+/** INGEST_SCALE_EQUILIBRIUM=0 skips the equilibrium rows (their pre-fill takes most of a run). */
+const EQUILIBRIUM = process.env.INGEST_SCALE_EQUILIBRIUM !== '0';
 const WARMUP_MS = 1_000;
 const MEASURE_MS = Number(process.env.INGEST_SCALE_MS ?? 3_000);
 /** Fresh messages are built before the run (~1 ms each), so their window is shorter. */
@@ -50,6 +52,7 @@ export async function run(): Promise<BenchResult[]> {
       bound = Math.max(bound, relay.appliedBlocksPerSecond);
       const fresh = await freshIngestRate(pubs, bound, FRESH_WINDOW, { extra, blocksPerEvent: BLOCKS_PER_EVENT, blocksPerMessage: BLOCKS_PER_MESSAGE, seed: 0xf7e5 });
       results.push(row('fresh chains (every block new to the pool)', fresh, `${FRESH_WINDOW.measureMs / 1000} s window after ${FRESH_WINDOW.warmupMs / 1000} s warm-up, ${fresh.messagesPerSource} messages per source`));
+      if (!EQUILIBRIUM) continue;
       const prefill = await prefillBatches(n, EQUILIBRIUM_POOL_BLOCKS, BLOCKS_PER_MESSAGE, BLOCKS_PER_EVENT, 0xf111);
       const steady = await equilibriumIngestRate(pubs, bound, FRESH_WINDOW, { extra, blocksPerEvent: BLOCKS_PER_EVENT, blocksPerMessage: BLOCKS_PER_MESSAGE, seed: 0xe9b1, prefill });
       results.push(

@@ -10,12 +10,19 @@ import type { BenchResult } from './support/result';
 import { bareSubscriberRate, publishers, relayIngestRate } from './support/firehose';
 import { PacedSender } from './support/paced';
 import { SMALL_BLOCKS_PER_MESSAGE, smallBatches } from './support/small-batches';
+import type { ThreadCpuMs } from './support/process';
 import { median, round } from './support/timing';
 
 const GRID = (process.env.MESSAGE_COST_GRID ?? '100x1,1000x64,10000x512').split(',').map((c) => c.split('x').map(Number) as [number, number]);
 const WINDOW = { warmupMs: 2_000, measureMs: Number(process.env.MESSAGE_COST_MS ?? 5_000) };
 const ROUNDS = Number(process.env.MESSAGE_COST_ROUNDS ?? 2);
 const MESSAGES = 1024;
+
+/** The relay's CPU by thread kind, ms per second (medians over the rounds). */
+function threadShares(rounds: ThreadCpuMs[]): string {
+  const perS = (kind: keyof ThreadCpuMs): number => round(median(rounds.map((t) => t[kind])) / (WINDOW.measureMs / 1000), 0);
+  return `main thread ${perS('main')}, ingest threads ${perS('ingest')}, ZMQ I/O ${perS('zmq')}, V8/libuv helpers ${perS('other')}`;
+}
 
 export async function run(): Promise<BenchResult[]> {
   const results: BenchResult[] = [];
@@ -26,6 +33,7 @@ export async function run(): Promise<BenchResult[]> {
       const relayUs: number[] = [];
       const bareUs: number[] = [];
       const relayMsPerS: number[] = [];
+      const byThread: ThreadCpuMs[] = [];
       for (let r = 0; r < ROUNDS; r++) {
         const bare = await bareSubscriberRate(pubs, payloads, WINDOW, new PacedSender(pubs, payloads, rate));
         if (bare.cpuUsPerMessage !== undefined) bareUs.push(bare.cpuUsPerMessage);
@@ -33,6 +41,7 @@ export async function run(): Promise<BenchResult[]> {
         if (relay.cpuMs !== undefined && relay.eventsPerSecond > 0) {
           relayUs.push((relay.cpuMs * 1000) / (relay.eventsPerSecond * (WINDOW.measureMs / 1000)));
           relayMsPerS.push(relay.cpuMs / (WINDOW.measureMs / 1000));
+          if (relay.threadCpuMs) byThread.push(relay.threadCpuMs);
         }
       }
       const value = median(relayUs);
@@ -43,7 +52,7 @@ export async function run(): Promise<BenchResult[]> {
         unit: 'µs/message',
         baseline: { name: 'bare zeromq.js SUB process, same messages', value: round(baseline, 0) },
         ratio: round(value / baseline, 2),
-        note: `goal <= 1.5; relay ${round(median(relayMsPerS), 0)} ms of CPU per second; medians of ${ROUNDS} rounds`,
+        note: `goal <= 1.5; relay ${round(median(relayMsPerS), 0)} ms of CPU per second (${threadShares(byThread)}); medians of ${ROUNDS} rounds`,
       });
     } finally {
       for (const p of pubs) p.close();

@@ -14,6 +14,7 @@
 import type { BenchResult } from './support/result';
 import { bareSubscriberRate, publishers, relayIngestRate, type BareRate, type IngestRate } from './support/firehose';
 import { SMALL_BLOCK_SIZE, SMALL_BLOCKS_PER_MESSAGE, smallBatches } from './support/small-batches';
+import type { ThreadCpuMs } from './support/process';
 import { median, round } from './support/timing';
 
 const SOURCES = [1, 8];
@@ -42,7 +43,7 @@ export async function run(): Promise<BenchResult[]> {
       const bareRate = median(bare);
       const perMessage = (m: IngestRate, ms: number | undefined): number => (ms === undefined ? NaN : (ms * 1000) / (m.eventsPerSecond * (WINDOW.measureMs / 1000)));
       const cpuUs = median(relay.map((m) => perMessage(m, m.cpuMs)));
-      const byThread = (kind: 'main' | 'zmq' | 'other'): number => round(median(relay.map((m) => perMessage(m, m.threadCpuMs?.[kind]))), 1);
+      const byThread = (kind: keyof ThreadCpuMs): number => round(median(relay.map((m) => perMessage(m, m.threadCpuMs?.[kind]))), 1);
       const bytes = payloads[0].reduce((a, p) => a + p.length, 0) / payloads[0].length;
       results.push({
         name: `messages/s taken by one relay process at capacity, ${n} source(s), 1 event × ${SMALL_BLOCKS_PER_MESSAGE} blocks per message`,
@@ -53,7 +54,7 @@ export async function run(): Promise<BenchResult[]> {
         note:
           `bs ${SMALL_BLOCK_SIZE}, half stores of fresh chains and half their removals, ${Math.round(bytes)} B/message; ` +
           `ingest threads ${INGEST_THREADS ?? 'default (one per core)'}; goal ratio >= 0.8; relay CPU ${round(cpuUs, 1)} µs/message ` +
-          `(main thread ${byThread('main')}, ZMQ I/O ${byThread('zmq')}, ingest threads and V8/libuv helpers ${byThread('other')}), ` +
+          `(main thread ${byThread('main')}, ingest threads ${byThread('ingest')}, ZMQ I/O ${byThread('zmq')}, V8/libuv helpers ${byThread('other')}), ` +
           `bare SUB process ${round(median(bareRuns.map((b) => b.cpuUsPerMessage ?? NaN)), 1)} µs/message; ` +
           `pool applied ${round(median(relay.map((m) => m.appliedEventsPerSecond)), 0)} messages/s (${relay.reduce((a, m) => a + m.mailboxOverflows, 0)} batches dropped on a full pool mailbox); ` +
           `${relay.reduce((a, m) => a + m.gaps, 0)} gaps (PUB drops) in the windows; rounds (relay / bare k messages/s) ${relay.map((m, i) => `${round(m.eventsPerSecond / 1000, 1)} / ${round(bare[i] / 1000, 1)}`).join(', ')}; ` +

@@ -8,7 +8,7 @@ import { Publisher } from 'zeromq';
 import { encodeSequence } from '../../src/ingest/frames';
 import { freshBatches } from './fresh-batches';
 import { BLOCK_SIZE, type Mix } from './vllm-batches';
-import { processCpuMs, type ThreadCpuMs } from './process';
+import { processCpuMs, threadCpuDelta, type ThreadCpuMs } from './process';
 import { waitFor } from '../../test/support/waitFor';
 import { metricSum, scrape, startRelayProcess, waitForLine } from './relay-process';
 
@@ -207,7 +207,7 @@ export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], w
       ingestedBlocks: after.blocks,
       bytesPerMessage: payloads[0].reduce((sum, p) => sum + p.length, 0) / payloads[0].length,
       cpuMs,
-      threadCpuMs: threads0 && threads1 && { main: threads1.main - threads0.main, zmq: threads1.zmq - threads0.zmq, other: threads1.other - threads0.other },
+      threadCpuMs: threads0 && threads1 && threadCpuDelta(threads0, threads1),
       cpuMsPerMBlocks: cpuMs === undefined || blocks === 0 ? undefined : (cpuMs / blocks) * 1e6,
     };
   } finally {

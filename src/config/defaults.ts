@@ -469,10 +469,10 @@ export const INGEST_HANDOFF_RING_LARGEST_BURSTS = 2;
  * message waits at most this much longer for the pool.
  */
 export const INGEST_HANDOFF_COALESCE_MS = 1;
-/** An ingest thread reports its sources' counters this often... */
+/** The Dynamo event plane's thread reports its sources' counters this often (ingest threads share theirs: StatsBoard). */
 export const INGEST_THREAD_STATS_MS = 250;
-/** ...and this long after they changed (a post per thread turn cost more than the small bursts it followed). */
-export const INGEST_THREAD_STATS_DELAY_MS = 20;
+/** What an ingest thread names itself (setThreadName: top -H, perf, the benches' CPU by thread). */
+export const INGEST_THREAD_NAME = 'kvrelay-ingest';
 /** A dead ingest thread is started again after this (its sources reset meanwhile; bounds a crash loop). */
 export const INGEST_THREAD_RESTART_MS = 200;
 /** An ending ingest thread waits this long for its subscribers to close... */

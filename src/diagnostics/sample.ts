@@ -2,7 +2,7 @@
 // the counters ingest reports for them) and its subscribers. Reads state; changes nothing.
 import { rankEndpoint } from '../ingest/endpoints';
 import { sourcesOf } from '../ingest/sources';
-import { COUNTERS } from '../ingest/threads/stats-record';
+import { COUNTERS } from '../ingest/stats-board';
 import type { SourceKey, SourceStats } from '../ingest/types';
 import { endpointName } from '../producer/deployment';
 import type { Producer } from '../producer/producer';

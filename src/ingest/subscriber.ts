@@ -27,6 +27,7 @@ import { frameCountError, sequenceLengthError } from './frames';
 import { requestReplay } from './replay';
 import { RankStream, type ReplayHandle } from './stream';
 import { ThrottledLogger } from './throttle';
+import { StatsBoard } from './stats-board';
 import { allowPeers } from './zap';
 import type { IngestLogger, IngestSink, KvEventEndpointConfig, ResetReason, SourceKey, SourceStats } from './types';
 
@@ -40,6 +41,8 @@ export interface SubscriberOptions {
   maxMessageBytes?: number;
   /** @internal Each rank's endpoint instead of the config's (a restarted ingest thread rebinds the ports it had). */
   rankEndpoints?: string[];
+  /** @internal The memory of the counters' board (StatsBoard), shared with the main thread by an ingest thread. */
+  stats?: SharedArrayBuffer;
 }
 
 /** A rank's first receive arena (grown to the largest message it reads, at most maxMessageBytes). */
@@ -51,7 +54,9 @@ const stderrLogger: IngestLogger = {
 
 export class KvEventSubscriber {
   private readonly ranks: RankSubscription[] = [];
-  private readonly counters = new Map<string, SourceStats>();
+  /** Each rank's counters, written where they are counted (and read from there by an ingest thread's main thread). */
+  private readonly board: StatsBoard;
+  private readonly counters = new Map<number, SourceStats>();
   private readonly log: ThrottledLogger;
   /** One decoder for every rank (calls are synchronous; it keeps scratch buffers). */
   readonly decoder: EngineBatchDecoder;
@@ -71,6 +76,7 @@ export class KvEventSubscriber {
   ) {
     validateConfig(config);
     this.decoder = new EngineBatchDecoder(config);
+    this.board = new StatsBoard(config, options.stats);
     this.log = new ThrottledLogger(options.logger ?? stderrLogger, INGEST_LOG_MAX_PER_WINDOW, INGEST_LOG_WINDOW_MS);
   }
 
@@ -99,9 +105,7 @@ export class KvEventSubscriber {
   }
 
   stats(): SourceStats[] {
-    return [...this.counters.values()]
-      .map((s) => ({ ...s, source: { ...s.source } }))
-      .sort((a, b) => (a.source.workerId === b.source.workerId ? a.source.dpRank - b.source.dpRank : a.source.workerId < b.source.workerId ? -1 : 1));
+    return this.board.read();
   }
 
   async close(): Promise<void> {
@@ -153,11 +157,12 @@ export class KvEventSubscriber {
 
   /** @internal */
   counter(source: SourceKey): SourceStats {
-    const key = `${source.workerId}:${source.dpRank}`;
-    let s = this.counters.get(key);
+    let s = this.counters.get(source.dpRank);
     if (!s) {
-      s = { source, events: 0, blocks: 0, malformed: 0, rejectedRanks: 0, overflows: 0, outOfOrder: 0, refusedPeers: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, droppedBlockSize: 0, connections: 0, lastSequence: null, mismatchedBlockSize: 0 };
-      this.counters.set(key, s);
+      // Every source is one of the worker's ranks: a batch naming another is rejected before it counts.
+      s = this.board.record(source.dpRank);
+      if (!s) throw new RangeError(`dp rank ${source.dpRank} is not a rank of worker ${source.workerId}`);
+      this.counters.set(source.dpRank, s);
     }
     return s;
   }

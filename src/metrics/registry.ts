@@ -355,7 +355,7 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
     gauge('kv_dc_relay_dynamo_workers', 'Dynamo workers with a base model card', [], (set) => set({}, dynamo().workers));
     gauge('kv_dc_relay_dynamo_nats_connected', '1 while the NATS connection of the event plane is up', [], (set) => set({}, dynamo().natsConnected ? 1 : 0));
     counter('kv_dc_relay_dynamo_nats_reconnects_total', 'NATS reconnections of the event plane', [], (set) => set({}, dynamo().natsReconnects));
-    gauge('kv_dc_relay_dynamo_channels', 'Event-plane channels read', ['transport'], (set) => {
+    gauge('kv_dc_relay_dynamo_channels', 'Event-plane channels read (a NATS subject once the server confirmed the subscription)', ['transport'], (set) => {
       const c = dynamo().channels;
       set({ transport: 'nats' }, c.nats);
       set({ transport: 'jetstream' }, c.jetstream);

@@ -7,4 +7,4 @@ export * from './router-event-decoder';
 export { addonOrigins, explainLoadFailure, AddonLoadError, type AddonOrigin, type AddonName } from './addon';
 export { nativeLimits } from './limits';
 export { keptPageBytes } from './pages';
-export { setThreadSlice, threadSlice } from './thread-slice';
+export { setThreadName, setThreadSlice, threadSlice } from './thread-slice';

@@ -31,7 +31,6 @@
 // (later batches rebuild it from live events), and counted — the actor never grows with its backlog.
 import { setImmediate as nextTurn } from 'timers/promises';
 import { monotonicMs } from '../clock';
-import type { Logger } from '../log';
 import { MESSAGE_INFO_STRIDE, type PackedEngineEvents, type SourceKey } from '../ingest/types';
 import type { DeltaFrame, PoolFeed, PoolImage, PoolListener } from '../publication/source';
 import type { ProducerIdentity } from '../wire/types';
@@ -63,6 +62,9 @@ import {
   type PoolBatchResult,
 } from '../native';
 import type { DeltaTiming, PoolMetrics } from '../metrics/registry';
+import { PoolCounters } from './pool-counters';
+import type { PoolGeneration } from './pool-generation';
+import type { HostedPoolOptions } from './pool-host-protocol';
 
 /**
  * Blocks one apply takes (one bigger event is a slice of its own): a delta is cut after a slice at
@@ -142,15 +144,22 @@ function burstSources(b: PackedEngineEvents): SourceKey[] {
   return [...ranks].map((dpRank) => ({ workerId: b.workerId, dpRank }));
 }
 
-export interface PoolActorOptions {
-  key: string;
-  producer: ProducerIdentity;
-  dcId: bigint;
-  publicationThreshold: number;
-  publicationDelayMs: number;
-  /** Tracked-block bound of the pool state (limits.maxTrackedBlocksPerPool); default: the native maximum. */
-  maxTrackedBlocks?: number;
-  logger: Logger;
+/** What a pool actor logs with (a pino Logger, or an ingest thread's port to the main thread's). */
+export interface PoolLogger {
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+/** HostedPoolOptions: what is also sent to a pool hosted on an ingest thread (its own fields cross no thread). */
+export interface PoolActorOptions extends HostedPoolOptions {
+  logger: PoolLogger;
+  /** Where its metrics are counted (default: counters of its own); a thread-hosted pool's are shared with the main thread. */
+  counters?: PoolCounters;
+  /**
+   * An inbox of at most this many blocks, with nothing in flight, is applied on the calling thread
+   * (default SYNC_APPLY_BLOCKS, for the event loop; an ingest thread that hosts the pool takes more).
+   */
+  syncApplyBlocks?: number;
   /**
    * Called once when this generation fenced itself (IndexerInvariantViolation, sequence exhaustion,
    * or a command that failed unexpectedly); the producer replaces it with a new generation.
@@ -164,6 +173,13 @@ export interface PoolActorOptions {
   onOverflow?(source: SourceKey, batches: number): void;
   /** A delta went to the listener: the relay's own share of its event→delta time, by stage. */
   onDeltaPublished?(timing: DeltaTiming): void;
+  /**
+   * Whether the listener has yet to take the deltas published so far (a thread-hosted pool's main
+   * thread has not handled them): windows then stay open, their changes joining the next delta,
+   * until it has, or until a window reaches PACING_MAX_SLICE_BLOCKS. Deltas so never pile up faster
+   * than the publication layer takes them (it judges its pacing once per turn of its event loop).
+   */
+  listenerBehind?(): boolean;
 }
 
 /** How a window ends: as the delta `end` to `listener`, or (end null) discarded. */
@@ -176,7 +192,7 @@ interface WindowClose {
   admittedMs: number;
 }
 
-export class PoolActor implements PoolFeed {
+export class PoolActor implements PoolGeneration {
   readonly producer: ProducerIdentity;
   readonly dcId: bigint;
   private readonly state: PoolFilterState;
@@ -223,21 +239,8 @@ export class PoolActor implements PoolFeed {
   /** An apply that ends the window is in flight: the next may not, until its delta took a sequence. */
   private windowEndInFlight = false;
   private ended: 'retired' | 'fenced' | undefined;
-  private readonly counters: Omit<PoolMetrics, 'pool' | 'publicationSliceMs' | 'filterLoad'> = {
-    eventsApplied: 0,
-    eventsDroppedBlockSize: 0,
-    eventErrors: 0,
-    deltasPublished: 0,
-    deltasDropped: 0,
-    capacityFailures: 0,
-    parentNotFound: 0,
-    unknownRemovals: 0,
-    mailboxOverflows: 0,
-    storesRejectedAtLimit: 0,
-    trackedBlocks: 0,
-    filterResidentBlocks: 0,
-    stateBytes: 0,
-  };
+  private readonly counters: PoolCounters;
+  private readonly syncApplyBlocks: number;
   /** Fingerprint slots of the pool's CKF. */
   private readonly filterSlots: number;
 
@@ -253,6 +256,9 @@ export class PoolActor implements PoolFeed {
       maxTrackedBlocks: options.maxTrackedBlocks,
     });
     this.warnings = new ThrottledLogger(options.logger, INGEST_LOG_MAX_PER_WINDOW, INGEST_LOG_WINDOW_MS);
+    this.counters = options.counters ?? new PoolCounters();
+    this.counters.publicationSliceMs = this.sliceDelayMs();
+    this.syncApplyBlocks = options.syncApplyBlocks ?? SYNC_APPLY_BLOCKS;
   }
 
   get isEnded(): boolean {
@@ -433,16 +439,13 @@ export class PoolActor implements PoolFeed {
   }
 
   metrics(): PoolMetrics {
-    return { pool: this.options.key, ...this.counters, filterLoad: this.filterLoad(), publicationSliceMs: this.sliceDelayMs() };
-  }
-
-  private filterLoad(): number {
-    return this.counters.filterResidentBlocks / this.filterSlots;
+    return { pool: this.options.key, ...this.counters.values() };
   }
 
   pace(stretch: number): void {
     if (!Number.isInteger(stretch) || stretch < 1) throw new RangeError(`publication stretch must be a positive integer, got ${stretch}`);
     this.stretch = stretch;
+    this.counters.publicationSliceMs = this.sliceDelayMs();
   }
 
   private sliceThreshold(): number {
@@ -467,7 +470,7 @@ export class PoolActor implements PoolFeed {
   private async apply(inbox: Inbox): Promise<void> {
     const { meta, words } = inbox.events.packed();
     const count = meta.length / META_STRIDE;
-    if (this.applying.length === 0 && !inbox.clears && inbox.blocks <= SYNC_APPLY_BLOCKS && words.length <= nativeLimits.maxSyncBatchWords) {
+    if (this.applying.length === 0 && !inbox.clears && inbox.blocks <= this.syncApplyBlocks && words.length <= nativeLimits.maxSyncBatchWords) {
       return this.applyHere(inbox, meta, words);
     }
     for (let s = slice(meta, 0, count, 0); s.from < count; s = slice(meta, s.to, count, s.wordsTo)) {
@@ -483,7 +486,7 @@ export class PoolActor implements PoolFeed {
       const w = words.subarray(s.wordsFrom, s.wordsTo);
       // Every applied event is pending until the window ends, so whether this slice ends it is known
       // now: then the same worker job drains (and encodes) it, without a second trip.
-      const ends = !this.windowEndInFlight && (this.pendingEvents >= this.sliceThreshold() || this.pendingBlocks >= PACING_MAX_SLICE_BLOCKS);
+      const ends = !this.windowEndInFlight && this.windowFull() && this.mayEndWindow();
       const window = ends ? this.windowEnd() : undefined;
       if (window) this.windowEndInFlight = true;
       const result = this.state.applyPackedAsync(m, w, window?.end);
@@ -527,7 +530,7 @@ export class PoolActor implements PoolFeed {
       this.fence('IndexerInvariantViolation');
       return;
     }
-    if (this.pendingEvents >= this.sliceThreshold() || this.pendingBlocks >= PACING_MAX_SLICE_BLOCKS) await this.flush();
+    if (this.windowFull() && this.mayEndWindow()) await this.flush();
     else this.armTimer();
   }
 
@@ -550,6 +553,7 @@ export class PoolActor implements PoolFeed {
     this.counters.unknownRemovals += result.unknownRemovals;
     this.counters.trackedBlocks = result.trackedBlocks;
     this.counters.filterResidentBlocks = result.residentBlocks;
+    this.counters.filterLoad = result.residentBlocks / this.filterSlots;
     this.counters.stateBytes = result.stateBytes;
     if (result.capacityFailures > 0) {
       // Not a fault (hashing-ckf-cbi1.md §4.3: the blocks stay owned and are offered again), but a
@@ -558,7 +562,7 @@ export class PoolActor implements PoolFeed {
         {
           pool: this.options.key,
           capacityFailures: this.counters.capacityFailures,
-          filterLoad: Number(this.filterLoad().toFixed(3)),
+          filterLoad: Number(this.counters.filterLoad.toFixed(3)),
           trackedBlocks: result.trackedBlocks,
         },
         'CKF at capacity: new blocks omitted from the filter after maxKicks relocations each (ingest slows sharply); size expectedUniqueBlocks for this pool',
@@ -584,13 +588,25 @@ export class PoolActor implements PoolFeed {
     );
   }
 
+  /** The pending events make a delta now: the (stretched) threshold, or the bound on a delta's blocks. */
+  private windowFull(): boolean {
+    return this.pendingEvents >= this.sliceThreshold() || this.pendingBlocks >= PACING_MAX_SLICE_BLOCKS;
+  }
+
+  /** A window may end unless the listener is behind (listenerBehind), and must once it is as large as a delta may be. */
+  private mayEndWindow(): boolean {
+    return !this.listener || this.pendingBlocks >= PACING_MAX_SLICE_BLOCKS || !this.options.listenerBehind?.();
+  }
+
   private armTimer(): void {
     // Without a listener a window's end publishes nothing: it ends at the threshold, or at attach()
     // (which flushes first), rather than on a timer that wakes the loop for every small message.
     if (this.timer || this.pendingEvents === 0 || !this.listener) return;
     this.timer = setTimeout(() => {
       this.timer = undefined;
-      this.enqueue(() => this.flush());
+      // A listener still behind is asked again one slice later.
+      if (this.mayEndWindow()) this.enqueue(() => this.flush());
+      else this.armTimer();
     }, this.sliceDelayMs());
   }
 

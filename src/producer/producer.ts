@@ -31,6 +31,8 @@ import { Catalog } from './catalog';
 import { buildDeployment, endpointName, type Deployment, type PoolSpec } from './deployment';
 import { diffDeployments } from './diff';
 import { PoolActor } from './pool-actor';
+import type { PoolGeneration } from './pool-generation';
+import { ThreadPool } from './thread-pools';
 import { poolIdDisplay } from '../identity';
 import { KvSources } from './sources';
 import { descriptor, droppedSources, kvSourceConfigs, loadPool, topologyInputs, type Liveness } from './views';
@@ -71,7 +73,7 @@ export interface EventPlaneSources {
 
 interface LivePool {
   spec: PoolSpec;
-  actor: PoolActor;
+  actor: PoolGeneration;
 }
 
 const EMPTY: Deployment = { pools: [], topology: [], conflicts: [] };
@@ -116,7 +118,8 @@ export class Producer implements RelaySource {
     this.scraper = new MetricsScraper(this.timing.loadWindowMs);
     this.liveness = (id, staticLive) => this.health.liveness(id, staticLive);
     const sink: IngestSink = { events: (b) => this.events(b), reset: (s, r) => this.reset(s, r) };
-    this.sources = new KvSources(sink, this.logger, options.config.limits.ingestThreads);
+    // An event plane's bursts reach the main thread: its pools are applied there.
+    this.sources = new KvSources(sink, this.logger, options.config.limits.ingestThreads, !options.eventPlane);
     this.eventPlane = options.eventPlane?.(sink);
     this.health.onChange(() => this.publishReadiness());
   }
@@ -330,9 +333,10 @@ export class Producer implements RelaySource {
     };
   }
 
+  /** A new generation of the pool: on the ingest thread its sources will run on, or on the main thread. */
   private materialize(spec: PoolSpec): void {
     const producer = this.producerIdentity(spec.poolId);
-    const actor: PoolActor = new PoolActor({
+    const options = {
       key: spec.key,
       producer,
       dcId: spec.poolId.dcId,
@@ -341,9 +345,10 @@ export class Producer implements RelaySource {
       maxTrackedBlocks: this.options.config.limits.maxTrackedBlocksPerPool,
       logger: this.logger,
       onFenced: () => this.replaceFenced(spec.key, actor),
-      onOverflow: (source, batches) => (this.eventPlane ?? this.sources).overflowed(source, batches),
-      onDeltaPublished: this.options.onDeltaPublished && ((timing) => this.options.onDeltaPublished!(timing, spec.key)),
-    });
+      onDeltaPublished: this.options.onDeltaPublished && ((timing: DeltaTiming) => this.options.onDeltaPublished!(timing, spec.key)),
+    };
+    const actor: PoolGeneration =
+      this.sources.openPool(options, this.feedingWorkers(spec)) ?? new PoolActor({ ...options, onOverflow: (source, batches) => (this.eventPlane ?? this.sources).overflowed(source, batches) });
     this.pools.set(spec.key, { spec, actor });
     this.catalogState.upsert(spec.key, descriptor(spec, producer));
     this.logger.info(
@@ -356,7 +361,7 @@ export class Producer implements RelaySource {
    * A fenced generation is withdrawn and replaced by a new one (new layout generation, empty
    * state); the pool's sources are re-subscribed so their replay rebuilds the state.
    */
-  private replaceFenced(key: string, fenced: PoolActor): void {
+  private replaceFenced(key: string, fenced: PoolGeneration): void {
     this.fencedGenerations += 1;
     void this.serialize(async () => {
       const live = this.pools.get(key);
@@ -390,11 +395,11 @@ export class Producer implements RelaySource {
     return this.eventPlane ? spec.endpoint.workers.map((w) => w.id) : kvSourceConfigs([spec]).map((c) => c.workerId);
   }
 
-  private actorOf(source: SourceKey): PoolActor | undefined {
+  private actorOf(source: SourceKey): PoolGeneration | undefined {
     return this.actorOfWorker(source.workerId);
   }
 
-  private actorOfWorker(workerId: bigint): PoolActor | undefined {
+  private actorOfWorker(workerId: bigint): PoolGeneration | undefined {
     const key = this.routes.get(workerId);
     return key === undefined ? undefined : this.pools.get(key)?.actor;
   }
@@ -403,9 +408,17 @@ export class Producer implements RelaySource {
     if (this.ingestHeld) return Promise.resolve();
     const specs = [...this.pools.values()].map((p) => p.spec);
     // A replaced subscription replays from the start: what the old one delivered is dropped first.
-    return this.sources.reconcile(kvSourceConfigs(specs), (old) => {
-      for (const s of sourcesOf(old)) this.actorOf(s)?.reset(s);
-    });
+    // A worker of a thread-hosted pool delivers to the pool's thread.
+    return this.sources.reconcile(
+      kvSourceConfigs(specs),
+      (old) => {
+        for (const s of sourcesOf(old)) this.actorOf(s)?.reset(s);
+      },
+      (workerId) => {
+        const actor = this.actorOfWorker(workerId);
+        return actor instanceof ThreadPool ? actor.hosted : undefined;
+      },
+    );
   }
 
   private setProbeTargets(): void {

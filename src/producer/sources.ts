@@ -1,12 +1,14 @@
 // The running KV-event subscriptions, one per worker with `kvEvents`, reconciled against the wanted
 // set after every deployment change. A subscription whose config changed is replaced; its new
 // subscriber replays from the start, so the caller first drops what the old one delivered.
-// Subscriptions run on the ingest threads (limits.ingestThreads), a worker always on the same one,
-// or on the main thread with 0 threads: the same subscriber code either way.
+// Subscriptions run on the ingest threads (limits.ingestThreads) or on the main thread with 0
+// threads: the same subscriber code either way. With threads, the pools can live on them too
+// (hostPools): each worker then subscribes on its pool's thread and its bursts are applied there.
 import { KvEventSubscriber } from '../ingest';
-import { IngestThreads } from '../ingest/threads/threads';
+import { IngestThreads, type HostedSink } from '../ingest/threads/threads';
 import type { IngestSink, KvEventEndpointConfig, KvEventSubscription, SourceKey, SourceStats } from '../ingest/types';
 import type { Logger } from '../log';
+import { ThreadPools, type ThreadPool, type ThreadPoolOptions } from './thread-pools';
 
 interface Live {
   signature: string;
@@ -16,26 +18,41 @@ interface Live {
 export class KvSources {
   private readonly live = new Map<bigint, Live>();
   private readonly threads: IngestThreads | undefined;
+  private readonly pools: ThreadPools | undefined;
   private closed = false;
 
   constructor(
     private readonly sink: IngestSink,
     private readonly logger: Logger,
     ingestThreads: number,
+    /** Pools may be hosted on the ingest threads (openPool). */
+    hostPools = false,
   ) {
-    this.threads = ingestThreads > 0 ? new IngestThreads({ threads: ingestThreads, logger }) : undefined;
+    this.pools = ingestThreads > 0 && hostPools ? new ThreadPools() : undefined;
+    this.threads = ingestThreads > 0 ? new IngestThreads({ threads: ingestThreads, logger, ...(this.pools ? { host: this.pools } : {}) }) : undefined;
+    if (this.threads) this.pools?.bind(this.threads);
+  }
+
+  /** A pool generation fed by `workers` on an ingest thread, or undefined when pools are not hosted there. */
+  openPool(options: ThreadPoolOptions, workers: readonly bigint[]): ThreadPool | undefined {
+    return this.pools?.open(options, workers);
   }
 
   /**
    * Stops subscriptions no longer wanted or changed, then starts the missing ones. `replaced` hears
    * the old config of each subscription that is replaced by a different one for the same worker.
+   * `hostedOf` names the thread-hosted pool a worker feeds (its bursts are applied on that pool's thread).
    */
-  async reconcile(wanted: readonly KvEventEndpointConfig[], replaced: (old: KvEventEndpointConfig) => void): Promise<void> {
+  async reconcile(
+    wanted: readonly KvEventEndpointConfig[],
+    replaced: (old: KvEventEndpointConfig) => void,
+    hostedOf: (workerId: bigint) => HostedSink | undefined = () => undefined,
+  ): Promise<void> {
     const byWorker = new Map(wanted.map((c) => [c.workerId, c]));
     const stopping: Promise<void>[] = [];
     for (const [id, live] of this.live) {
       const want = byWorker.get(id);
-      if (want && signature(want) === live.signature) continue;
+      if (want && signature(want, hostedOf(id)) === live.signature) continue;
       this.live.delete(id);
       stopping.push(live.subscriber.close());
       if (want) replaced(live.subscriber.config);
@@ -43,8 +60,9 @@ export class KvSources {
     await Promise.all(stopping);
     for (const [id, config] of byWorker) {
       if (this.live.has(id) || this.closed) continue;
-      const subscriber = this.threads ? this.threads.subscribe(config, this.sink) : new KvEventSubscriber(config, this.sink, { logger: this.logger });
-      this.live.set(id, { signature: signature(config), subscriber });
+      const hosted = hostedOf(id);
+      const subscriber = this.threads ? this.threads.subscribe(config, this.sink, {}, hosted) : new KvEventSubscriber(config, this.sink, { logger: this.logger });
+      this.live.set(id, { signature: signature(config, hosted), subscriber });
       try {
         await subscriber.start();
       } catch (err) {
@@ -96,9 +114,12 @@ export class KvSources {
     this.closed = true;
     await this.stop([...this.live.keys()]);
     await this.threads?.close();
+    // Their threads ended with them.
+    this.pools?.closeAll();
   }
 }
 
-function signature(config: KvEventEndpointConfig): string {
-  return JSON.stringify(config, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
+/** A subscription's identity: its config, and the pool sink it delivers to when hosted (a new generation's is another). */
+function signature(config: KvEventEndpointConfig, hosted: HostedSink | undefined): string {
+  return JSON.stringify({ config, hosted }, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
 }

@@ -117,6 +117,10 @@ describeWithNatsAndEtcd('a Dynamo deployment from its etcd and event plane', () 
     const zmq = tokenRange(400, 2 * BS);
     const dec = tokenRange(500, BS);
     const aggKey = await run.poolKey('backend');
+    // Core NATS drops what is published before the relay's subscription reaches the server: wait
+    // until the relay counts its subjects (ns-a/backend, ns-b/prefill and ns-b/decode: kv-events and
+    // the legacy kv_events each) as confirmed.
+    await waitFor(async () => metricValue(await run.metricsText(), 'kv_dc_relay_dynamo_channels', 'transport="nats"') === 6, 'the relay’s NATS subscriptions confirmed', 10_000);
     await w1.store([11n, 12n], p0, BS, { dpRank: 0 });
     await w1.store([21n], p1.slice(0, BS), BS, { dpRank: 1 });
     await w1.store([22n, 23n], p1.slice(BS), BS, { dpRank: 1, parent: 21n });

@@ -1,25 +1,34 @@
-// Ingest threads end to end: a relay whose engine workers are sharded over two ingest threads; one
-// thread dies of an uncaught error under load. Its sources are reset and counted, the thread is
-// started again, the engine's replay from 0 refills the replica, and the other thread's worker
-// never notices.
+// Ingest threads end to end: two pools, each applied on the ingest thread that runs its worker's
+// subscription; one thread dies of an uncaught error under load. Its pool's generation ends as fenced
+// and is replaced by a new one (the consumer re-snapshots it), the thread is started again, the
+// engine's replay from 0 refills the new generation, and the pool on the other thread never notices.
+// Then a pool whose workers run on both threads: what the other thread receives is applied on the
+// pool's thread, and the death of either thread ends the generation the same way (fenced, replaced,
+// every worker replayed into the new one), never a pool that silently stops taking a source.
 import { threadOf } from '../../src/ingest/threads/shard';
 import { waitFor } from '../support/waitFor';
 import { BS, E2e, endpointConfig, expectedHashes, metricValue, relayConfig, tokenRange, workerConfig } from './harness';
 
-const THREADS = 2;
 const VICTIM = 7;
-/** A worker the shard hash puts on the other thread. */
-const OTHER = [8, 9, 10, 11, 12, 13].find((id) => threadOf(BigInt(id), THREADS) !== threadOf(BigInt(VICTIM), THREADS))!;
+const OTHER = 8;
 
 let run: E2e;
 beforeEach(() => (run = new E2e()));
 afterEach(() => run.close());
 
-test('an ingest thread that dies: its worker is reset and counted, the thread restarts, replay refills the replica; the other thread goes on', async () => {
+test('an ingest thread that dies: its pool is replaced by a new generation, its worker replays into it; the pool on the other thread goes on', async () => {
   const victim = await run.engine();
   const other = await run.engine();
-  const relay = await run.start(relayConfig([endpointConfig([workerConfig(VICTIM, victim), workerConfig(OTHER, other)])], { limits: { ingestThreads: THREADS } }));
-  const pool = await run.poolKey();
+  const relay = await run.start(
+    relayConfig([endpointConfig([workerConfig(VICTIM, victim)], { component: 'a' }), endpointConfig([workerConfig(OTHER, other)], { component: 'b', model: { name: 'mistral' } })], {
+      limits: { ingestThreads: 2 },
+    }),
+  );
+  const poolA = await run.poolKey('a');
+  const poolB = await run.poolKey('b');
+  const generationOf = (component: string): bigint | undefined =>
+    run.client.catalog()?.pools.find((p) => p.descriptor.servingEndpoint?.component === component)?.descriptor.producer?.layoutGeneration;
+  const before = { a: generationOf('a'), b: generationOf('b') };
   const chain = (from: number) => {
     const tokens = tokenRange(from, 4 * BS);
     return { tokens, hashes: expectedHashes(tokens) };
@@ -30,27 +39,106 @@ test('an ingest thread that dies: its worker is reset and counted, the thread re
   for (const [engine, c] of [[victim, a], [other, b]] as const) {
     await engine.publish([{ type: 'BlockStored', blockHashes: [1n, 2n], parentBlockHash: null, tokenIds: c.tokens.slice(0, 2 * BS), blockSize: BS }]);
   }
-  await run.awaitHeld(pool, [...a.hashes.slice(0, 2), ...b.hashes.slice(0, 2)], 'the blocks before the death');
+  await run.awaitHeld(poolA, a.hashes.slice(0, 2), 'the blocks of a before the death');
+  await run.awaitHeld(poolB, b.hashes.slice(0, 2), 'the blocks of b before the death');
 
+  // The pools sit on their workers' threads, which differ: the victim's thread holds only pool a.
+  expect(threadOf(BigInt(VICTIM), 2)).not.toBe(threadOf(BigInt(OTHER), 2));
   relay.producer.kvSources.ingestThreads!.crash(BigInt(VICTIM));
+  // Pool a's new generation is in the catalog; b's is the one it was.
+  await waitFor(() => generationOf('a') !== undefined && generationOf('a') !== before.a, 'a new generation of pool a', 30_000, 50);
+  expect(generationOf('b')).toBe(before.b);
+  const newA = await run.poolKey('a');
   // Published once the restarted thread's connection asked for its replay (a live message read
   // before the subscriber saw its handshake would start the stream there, without a replay).
-  await waitFor(async () => metricValue(await run.metricsText(), 'kv_dc_relay_ingest_replays_total', `worker="${VICTIM}",dp_rank="0"`) === 2, 'the restarted thread\'s replay request', 30_000, 50);
+  await waitFor(async () => metricValue(await run.metricsText(), 'kv_dc_relay_ingest_replays_total', `worker="${VICTIM}",dp_rank="0"`) >= 1, 'the new subscription\'s replay request', 30_000, 50);
   for (const [engine, c] of [[victim, a], [other, b]] as const) {
     await engine.publish([{ type: 'BlockStored', blockHashes: [3n, 4n], parentBlockHash: 2n, tokenIds: c.tokens.slice(2 * BS), blockSize: BS }]);
   }
-  // The replay from 0 brings the first blocks back, so the children find their parents.
-  await run.awaitHeld(pool, [...a.hashes, ...b.hashes], 'every block after the restart');
+  // The replay from 0 brings the first blocks back into the new generation, so the children find their parents.
+  await run.awaitHeld(newA, a.hashes, 'every block of a in its new generation');
+  await run.awaitHeld(poolB, b.hashes, 'every block of b');
   expect(run.depth('llama', a.tokens)).toBe(4);
-  expect(run.depth('llama', b.tokens)).toBe(4);
+  expect(run.depth('mistral', b.tokens)).toBe(4);
 
-  // The threads post their counters a few ms after they change (throttled), not with each hand-off.
-  await waitFor(async () => metricValue(await run.metricsText(), 'kv_dc_relay_ingest_events_total', `worker="${VICTIM}",dp_rank="0"`) >= 3, 'the restarted thread\'s counters', 30_000, 50);
   const metrics = await run.metricsText();
   expect(metricValue(metrics, 'kv_dc_relay_ingest_thread_restarts_total', '')).toBe(1);
-  expect(metricValue(metrics, 'kv_dc_relay_ingest_resets_total', `worker="${VICTIM}",dp_rank="0"`)).toBe(1);
+  expect(metricValue(metrics, 'kv_dc_relay_terminal_publication_failures_total', '')).toBe(1);
+  // The other pool's worker was neither reset nor replayed again.
   expect(metricValue(metrics, 'kv_dc_relay_ingest_resets_total', `worker="${OTHER}",dp_rank="0"`)).toBe(0);
-  // Counted over both incarnations of the thread: 2 live batches, then the replay's 2 and nothing lost.
-  expect(metricValue(metrics, 'kv_dc_relay_ingest_events_total', `worker="${VICTIM}",dp_rank="0"`)).toBe(1 + 2);
   expect(metricValue(metrics, 'kv_dc_relay_ingest_events_total', `worker="${OTHER}",dp_rank="0"`)).toBe(2);
+  // The victim's new subscription replayed both of its batches and took the live one after them.
+  await waitFor(async () => metricValue(await run.metricsText(), 'kv_dc_relay_ingest_events_total', `worker="${VICTIM}",dp_rank="0"`) === 2, 'the replayed and live batches of a', 30_000, 50);
 });
+
+/** Worker ids by the thread (of 2) they run on: a pool of HOSTS (its thread) and REMOTE, and a bystander pool of BYSTANDER on the pool's thread. */
+const HOSTS = [1, 3];
+const REMOTE = 2;
+const BYSTANDER = 6;
+
+for (const dies of ['the thread that only feeds the pool', "the pool's own thread"] as const) {
+  test(`a pool fed from both threads applies every worker's bursts; ${dies} dies: the generation is fenced and replaced, every worker replays into it`, async () => {
+    expect(HOSTS.map((w) => threadOf(BigInt(w), 2))).toEqual([1, 1]);
+    expect(threadOf(BigInt(REMOTE), 2)).toBe(0);
+    expect(threadOf(BigInt(BYSTANDER), 2)).toBe(1);
+    const engines = new Map<number, Awaited<ReturnType<E2e['engine']>>>();
+    for (const w of [...HOSTS, REMOTE, BYSTANDER]) engines.set(w, await run.engine());
+    const relay = await run.start(
+      relayConfig(
+        [
+          endpointConfig([...HOSTS, REMOTE].map((w) => workerConfig(w, engines.get(w)!)), { component: 'a' }),
+          endpointConfig([workerConfig(BYSTANDER, engines.get(BYSTANDER)!)], { component: 'b', model: { name: 'mistral' } }),
+        ],
+        { limits: { ingestThreads: 2 } },
+      ),
+    );
+    const generationOf = (component: string): bigint | undefined =>
+      run.client.catalog()?.pools.find((p) => p.descriptor.servingEndpoint?.component === component)?.descriptor.producer?.layoutGeneration;
+    const chains = new Map([...engines.keys()].map((w, i) => {
+      const tokens = tokenRange(1000 * (i + 1), 4 * BS);
+      return [w, { tokens, hashes: expectedHashes(tokens) }] as const;
+    }));
+    for (const [w, engine] of engines) {
+      await engine.publish([{ type: 'BlockStored', blockHashes: [1n, 2n], parentBlockHash: null, tokenIds: chains.get(w)!.tokens.slice(0, 2 * BS), blockSize: BS }]);
+    }
+    const poolA = await run.poolKey('a');
+    const poolB = await run.poolKey('b');
+    const before = { a: generationOf('a'), b: generationOf('b') };
+    // The remote worker's blocks crossed from thread 0 to the pool's thread 1.
+    for (const w of [...HOSTS, REMOTE]) await run.awaitHeld(poolA, chains.get(w)!.hashes.slice(0, 2), `worker ${w}'s blocks before the death`);
+    await run.awaitHeld(poolB, chains.get(BYSTANDER)!.hashes.slice(0, 2), 'the bystander pool\'s blocks before the death');
+
+    relay.producer.kvSources.ingestThreads!.crash(BigInt(dies === "the pool's own thread" ? HOSTS[0] : REMOTE));
+    await waitFor(() => generationOf('a') !== undefined && generationOf('a') !== before.a, 'a new generation of pool a', 30_000, 50);
+    // Every worker of the pool resubscribes and replays from 0 (the new generation starts empty).
+    await waitFor(
+      async () => {
+        const metrics = await run.metricsText();
+        // A worker's series is absent while its subscription is down between the old and the new generation.
+        const replays = (w: number) => (metrics.includes(`kv_dc_relay_ingest_replays_total{worker="${w}",dp_rank="0"}`) ? metricValue(metrics, 'kv_dc_relay_ingest_replays_total', `worker="${w}",dp_rank="0"`) : 0);
+        return [...HOSTS, REMOTE].every((w) => replays(w) >= 1);
+      },
+      "the pool's workers' replay requests",
+      30_000,
+      50,
+    );
+    for (const [w, engine] of engines) {
+      await engine.publish([{ type: 'BlockStored', blockHashes: [3n, 4n], parentBlockHash: 2n, tokenIds: chains.get(w)!.tokens.slice(2 * BS), blockSize: BS }]);
+    }
+    const newA = await run.poolKey('a');
+    for (const w of [...HOSTS, REMOTE]) await run.awaitHeld(newA, chains.get(w)!.hashes, `every block of worker ${w} in the new generation`);
+    await run.awaitHeld(poolB, chains.get(BYSTANDER)!.hashes, 'every block of the bystander pool');
+    for (const w of [...HOSTS, REMOTE]) expect(run.depth('llama', chains.get(w)!.tokens)).toBe(4);
+
+    const metrics = await run.metricsText();
+    expect(metricValue(metrics, 'kv_dc_relay_ingest_thread_restarts_total', '')).toBe(1);
+    // The consumer's stream of each ended generation ended with the contract's terminal trailer: pool
+    // a's, and with the pool's own thread the bystander's too (it lived there).
+    expect(metricValue(metrics, 'kv_dc_relay_terminal_publication_failures_total', '')).toBe(dies === "the pool's own thread" ? 2 : 1);
+    if (dies === 'the thread that only feeds the pool') {
+      // The bystander pool shares the pool's thread, which lived on: it never noticed.
+      expect(generationOf('b')).toBe(before.b);
+      expect(metricValue(metrics, 'kv_dc_relay_ingest_resets_total', `worker="${BYSTANDER}",dp_rank="0"`)).toBe(0);
+    }
+  });
+}

@@ -8,10 +8,13 @@ import { SimulatedEngine } from '../../src/sim/engine';
 import { burstBytes, FlowCounter, HandoffBuilder, HandoffRing, readHandoff, unpackBurst } from '../../src/ingest/threads/handoff';
 import { threadOf } from '../../src/ingest/threads/shard';
 import { IngestThreads, type IngestThreadsOptions } from '../../src/ingest/threads/threads';
-import type { KvEventEndpointConfig, KvEventSubscription, PackedEngineEvents, SourceStats } from '../../src/ingest/types';
+import type { KvEventEndpointConfig, KvEventSubscription, PackedEngineEvents } from '../../src/ingest/types';
+import { StatsBoard } from '../../src/ingest/stats-board';
 import { ACTOR_MAILBOX_CAPACITY, INGEST_HANDOFF_MAX_MESSAGES, INGEST_MESSAGES_PER_TURN } from '../../src/config/defaults';
 import { BLOCK_SIZE } from '../support/ingest-harness';
-import { RecordingSink } from '../support/recording-sink';
+import * as path from 'path';
+import type { PeerHostCall, PeerHostControl } from '../support/peer-host';
+import { RecordingSink, type RecordedBatch } from '../support/recording-sink';
 import { waitFor } from '../support/waitFor';
 
 const DEADLINE_MS = 30_000;
@@ -79,7 +82,7 @@ test('the shard hash is stable, in range, and spreads sequential and even worker
   expect(threadOf(0xffff_ffff_ffff_ffffn, 7)).toBeLessThan(7);
 });
 
-test('the bursts of a turn and the counters changed up to them pack into one transferable buffer and read back the same', () => {
+test('the bursts of a turn pack into one transferable buffer and read back the same', () => {
   const a: PackedEngineEvents = {
     workerId: 0xffff_ffff_ffff_fffen,
     meta: Uint32Array.from([1, 2, 3, 4, 5, 6, 7]),
@@ -91,32 +94,10 @@ test('the bursts of a turn and the counters changed up to them pack into one tra
     receivedAtMs: 86_400_123.456, // the clock's sub-millisecond part crosses too
   };
   const b: PackedEngineEvents = { ...a, workerId: 5n, meta: Uint32Array.from([9]), messages: 1, sequences: BigUint64Array.from([4n]), messageInfo: Uint32Array.from([2, 1]), droppedBlockSize: 0, receivedAtMs: 1 };
-  const counters = (workerId: bigint, dpRank: number, base: number, lastSequence: bigint | null): SourceStats => ({
-    source: { workerId, dpRank },
-    events: base + 1,
-    blocks: 2 ** 52 + base,
-    malformed: base + 2,
-    rejectedRanks: base + 3,
-    overflows: base + 4,
-    outOfOrder: base + 5,
-    refusedPeers: base + 6,
-    gaps: base + 7,
-    replays: base + 8,
-    resets: base + 9,
-    ignored: base + 10,
-    droppedBlockSize: base + 11,
-    connections: 2,
-    lastSequence,
-    mismatchedBlockSize: base + 12,
-  });
-  const stats = [
-    { id: 1, stats: [counters(0xffff_ffff_ffff_fffen, 0, 100, 0xffff_ffff_ffff_ffffn), counters(0xffff_ffff_ffff_fffen, 1, 200, null)] },
-    { id: 2, stats: [counters(5n, 3, 300, 0n)] },
-  ];
   const builder = new HandoffBuilder();
   builder.add(1, a, 6);
   builder.add(2, b, 1);
-  const h = builder.take(stats);
+  const h = builder.take();
   expect(builder.isEmpty).toBe(true);
   expect(burstBytes(a) % 8).toBe(0); // the next burst's 8-byte arrays stay aligned
   expect({ messages: h.messages, blocks: h.blocks, ids: h.bursts.map((x) => x.id) }).toEqual({ messages: 3, blocks: 7, ids: [1, 2] });
@@ -126,30 +107,58 @@ test('the bursts of a turn and the counters changed up to them pack into one tra
   const moved = structuredClone(own, { transfer: [own] });
   expect(own.byteLength).toBe(0); // moved, not copied
   const read = readHandoff(moved);
-  expect({ messages: read.messages, blocks: read.blocks, stats: read.stats }).toEqual({ messages: 3, blocks: 7, stats });
+  expect({ messages: read.messages, blocks: read.blocks }).toEqual({ messages: 3, blocks: 7 });
   expect(read.bursts.map((x) => [x.id, x.workerId])).toEqual([[1, a.workerId], [2, 5n]]);
   expect(unpackBurst(moved, read.bursts[0])).toEqual(a);
   expect(unpackBurst(moved, read.bursts[1])).toEqual(b);
-  expect(readHandoff(structuredClone(builder.take([]).buffer as ArrayBuffer))).toMatchObject({ bursts: [], stats: [], messages: 0 });
+  expect(readHandoff(structuredClone(builder.take().buffer as ArrayBuffer))).toMatchObject({ bursts: [], messages: 0 });
 
   // Into a ring, after a hand-off already there: read back from its region, as the main thread does.
   const ring = new HandoffRing(4096);
   ring.posted(0, 64);
   builder.add(1, a, 6);
   builder.add(2, b, 1);
-  const inRing = builder.take(stats, ring);
+  const inRing = builder.take(ring);
   expect({ buffer: inRing.buffer, base: inRing.base, length: inRing.length }).toEqual({ buffer: ring.data, base: 64, length: h.length });
   const mainSide = new HandoffRing({ data: ring.data, control: ring.control });
   const fromRing = readHandoff(mainSide.data, inRing.base, inRing.length);
-  expect({ messages: fromRing.messages, blocks: fromRing.blocks, stats: fromRing.stats }).toEqual({ messages: 3, blocks: 7, stats });
+  expect({ messages: fromRing.messages, blocks: fromRing.blocks }).toEqual({ messages: 3, blocks: 7 });
   expect(unpackBurst(mainSide.data, fromRing.bursts[0])).toEqual(a);
   expect(unpackBurst(mainSide.data, fromRing.bursts[1])).toEqual(b);
   // No room left before the unread one at 0: a buffer of its own again.
   ring.posted(inRing.base, 4096 - 64 - 8);
   builder.add(1, a, 6);
-  const outside = builder.take([], ring);
+  const outside = builder.take(ring);
   expect(outside.buffer).toBeInstanceOf(ArrayBuffer);
   expect(unpackBurst(outside.buffer, readHandoff(outside.buffer).bursts[0])).toEqual(a);
+});
+
+test('a subscription\'s counters, counted on one side of a board, read the same on the other (no message per change)', () => {
+  const ranks = { workerId: 0xffff_ffff_ffff_fffen, dpStartRank: 2, dpSize: 3 };
+  const thread = new StatsBoard(ranks);
+  const main = new StatsBoard(ranks, thread.shared);
+  expect(main.read()).toEqual([]); // nothing counted yet
+  expect(thread.record(1)).toBeUndefined(); // not a rank of the worker
+  expect(thread.record(5)).toBeUndefined();
+  const r2 = thread.record(2)!;
+  const r4 = thread.record(4)!;
+  r2.events += 3;
+  r2.blocks = 2 ** 52 + 1;
+  r2.gaps += 1;
+  r2.connections = 2;
+  r2.lastSequence = 0xffff_ffff_ffff_ffffn;
+  r4.malformed += 1;
+  r4.droppedBlockSize += 2;
+  r4.mismatchedBlockSize = 32;
+  r4.lastSequence = 0n;
+  r4.lastSequence = null;
+  const zero = { malformed: 0, rejectedRanks: 0, overflows: 0, outOfOrder: 0, refusedPeers: 0, gaps: 0, replays: 0, resets: 0, ignored: 0, droppedBlockSize: 0, mismatchedBlockSize: 0 };
+  expect(main.read()).toEqual([
+    { ...zero, source: { workerId: ranks.workerId, dpRank: 2 }, events: 3, blocks: 2 ** 52 + 1, gaps: 1, connections: 2, lastSequence: 0xffff_ffff_ffff_ffffn },
+    { ...zero, source: { workerId: ranks.workerId, dpRank: 4 }, events: 0, blocks: 0, malformed: 1, droppedBlockSize: 2, mismatchedBlockSize: 32, connections: 0, lastSequence: null },
+  ]);
+  // The live record reads what the board holds, as a counter is counted with +=.
+  expect({ events: r2.events, lastSequence: r2.lastSequence, source: r2.source }).toEqual({ events: 3, lastSequence: 0xffff_ffff_ffff_ffffn, source: { workerId: ranks.workerId, dpRank: 2 } });
 });
 
 test('the hand-off ring places a hand-off only where nothing unread lies, wraps, and frees what the main thread read', () => {
@@ -484,4 +493,108 @@ test('a bound subscription keeps its ports across a thread restart', async () =>
   await engine.publish(store(0), { rank: 1 });
   await waitFor(() => sink.batches.length === 1, 'a batch on the rebound port', DEADLINE_MS);
   expect(sink.batches[0].source).toEqual({ workerId: 3n, dpRank: 1 });
+});
+
+/**
+ * Threads running test/support/peer-host.ts: every call of its sinks, as the threads post them. Worker
+ * ids by thread (of 2): 2 and 4 run on thread 0, 1 and 3 on thread 1.
+ */
+async function startHosted(hosted: { workerId: bigint; sink: number }[], options: Partial<IngestThreadsOptions> = {}) {
+  const calls: PeerHostCall[] = [];
+  const died: { thread: number; fed: unknown[] }[] = [];
+  const sink = new RecordingSink(); // the main thread's: nothing may arrive there
+  const errors: Run['errors'] = [];
+  const threads = new IngestThreads({
+    threads: 2,
+    logger: { warn: () => undefined, error: (obj: object, msg: string) => errors.push({ obj, msg }) },
+    host: { module: path.join(__dirname, '..', 'support', 'peer-host'), receive: (_t, m) => calls.push(m as PeerHostCall), died: (thread, fed) => died.push({ thread, fed: [...fed] }) },
+    ...options,
+  });
+  const engines = await Promise.all(hosted.map(() => new SimulatedEngine({ http: false }).start()));
+  run = { threads, engines, subs: [], errors };
+  // The sinks' thread runs first (a host message starts it), so the sibling's peer port exists.
+  threads.sendHost(1, { release: 0 } satisfies PeerHostControl);
+  for (const [i, h] of hosted.entries()) {
+    const sub = threads.subscribe(config(h.workerId, engines[i]), sink, {}, { thread: 1, sink: h.sink });
+    run.subs.push(sub);
+    await sub.start();
+  }
+  await Promise.all(engines.map((e) => e.waitForSubscribers()));
+  const batches = (workerId: bigint): RecordedBatch[] => calls.flatMap((c) => (c.kind === 'batch' && c.batch.source.workerId === workerId ? [c.batch] : []));
+  const resets = (workerId: bigint) => calls.filter((c) => c.kind === 'reset' && c.source.workerId === workerId);
+  return { run, calls, died, sink, batches, resets };
+}
+
+// The second: a peer ring of 4 x 2 KiB, which the hand-offs wrap again and again (and overflow into transferred buffers).
+test.each([{}, { maxBytes: 2048 }])('a subscription whose sink lives on the other thread: its bursts are applied there, in order, as a local one\'s; nothing reaches the main thread (hand-off bounds %o)', async (handoff) => {
+  expect([2n, 4n, 1n].map((w) => threadOf(w, 2))).toEqual([0, 0, 1]);
+  const h = await startHosted(
+    [
+      { workerId: 2n, sink: 5 },
+      { workerId: 4n, sink: 5 },
+      { workerId: 1n, sink: 5 },
+    ],
+    { handoff },
+  );
+  const n = 200;
+  const sends: Promise<bigint>[] = [];
+  for (let i = 0; i < n; i++) for (const e of h.run.engines) sends.push(e.publish(store(i)));
+  await Promise.all(sends);
+  await waitFor(() => [2n, 4n, 1n].every((w) => h.batches(w).length === n), 'every batch of the three workers at the sink', DEADLINE_MS);
+  for (const w of [2n, 4n, 1n]) expect(h.batches(w).map((b) => b.sequence)).toEqual(Array.from({ length: n }, (_, i) => BigInt(i)));
+  // One writer: every call ran on the sink's thread, the local worker's and the two remote ones'.
+  expect(new Set(h.calls.map((c) => c.threadId)).size).toBe(1);
+  expect(h.calls.every((c) => c.sink === 5)).toBe(true);
+  expect(h.sink.calls).toEqual([]);
+  expect(h.run.subs[0].stats()[0]).toMatchObject({ events: n, overflows: 0, resets: 0 });
+});
+
+test('a sink on the other thread that applies nothing: the remote subscription waits (bounded), then drops, resets and replays; its sibling on the same thread loses nothing', async () => {
+  const h = await startHosted(
+    [
+      { workerId: 2n, sink: 5 },
+      { workerId: 4n, sink: 6 },
+    ],
+    { handoff: { waitMs: 300 } },
+  );
+  h.run.threads.sendHost(1, { hold: 5 } satisfies PeerHostControl);
+  const [a, b] = h.run.engines;
+  const flood: Promise<bigint>[] = [];
+  for (let i = 0; i < 400; i++) flood.push(a.publish(store(i)));
+  const steady = 40;
+  for (let i = 0; i < steady; i++) {
+    await b.publish(store(i));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await Promise.all(flood);
+  await waitFor(() => h.batches(4n).length === steady, 'every batch of the sibling', DEADLINE_MS);
+  expect(h.batches(4n).map((x) => x.sequence)).toEqual(Array.from({ length: steady }, (_, i) => BigInt(i)));
+  expect(h.resets(4n)).toEqual([]);
+  // Held past the wait: its bursts were dropped (counted as overflows), its source reset at the sink, in order.
+  await waitFor(() => h.resets(2n).some((c) => c.kind === 'reset' && c.reason === 'overflow'), 'the overflow reset at the sink', DEADLINE_MS);
+  expect(h.run.subs[0].stats()[0].overflows).toBeGreaterThanOrEqual(1);
+  // While held, at most the thread's share of the bound was in flight: never all 400 messages.
+  expect(h.batches(2n).length).toBeLessThan(400);
+  h.run.threads.sendHost(1, { release: 5 } satisfies PeerHostControl);
+  // The replay from 0 after the last reset brings the whole stream.
+  await waitFor(() => {
+    const lastReset = h.calls.map((c, i) => (c.kind === 'reset' && c.source.workerId === 2n ? i : -1)).reduce((x, y) => Math.max(x, y), -1);
+    const after = h.calls.slice(lastReset + 1).flatMap((c) => (c.kind === 'batch' && c.batch.source.workerId === 2n ? [c.batch.sequence] : []));
+    return after.length === 400 && after.every((s, i) => s === BigInt(i));
+  }, 'the whole stream replayed after the last reset', DEADLINE_MS);
+  expect(h.sink.calls).toEqual([]);
+});
+
+test('the thread of a remote subscription dies: the host hears which sinks it fed, and the subscription is not reopened by itself (its owner replaces the generation)', async () => {
+  const h = await startHosted([{ workerId: 2n, sink: 5 }], { restartDelayMs: 50 });
+  await h.run.engines[0].publish(store(0));
+  await waitFor(() => h.batches(2n).length === 1, 'the first batch at the sink', DEADLINE_MS);
+  h.run.threads.crash(2n);
+  await waitFor(() => h.died.length === 1, 'the death reported to the host', DEADLINE_MS);
+  expect(h.died[0]).toEqual({ thread: 0, fed: [{ thread: 1, sink: 5 }] });
+  await waitFor(() => h.run.threads.restarts === 1 && h.run.errors.some((e) => e.msg.startsWith('ingest thread died')), 'the restart', DEADLINE_MS);
+  // Orphaned: what reaches the engine now reaches nothing, until the owner subscribes again.
+  await h.run.engines[0].publish(store(1));
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  expect(h.batches(2n).length).toBe(1);
 });

@@ -11,7 +11,7 @@ describe('core addon surface', () => {
   test('exports hashing, CKF and CBI1, and nothing of the pool, the decoder or ingest', () => {
     const core = Object.keys(coreAddon());
     expect(core).toEqual(expect.arrayContaining(['xxh3', 'sequenceHashes', 'hashBatchAsync', 'ckfPrepare', 'decodeFrame', 'SnapshotAssembly', 'nativeLimits']));
-    for (const relayOnly of ['PoolFilterState', 'EngineBatchDecoder', 'ZmqSubscriber', 'zmqLibrary', 'packedBatchLayout', 'setThreadSlice', 'keptPageBytes']) {
+    for (const relayOnly of ['PoolFilterState', 'EngineBatchDecoder', 'ZmqSubscriber', 'zmqLibrary', 'packedBatchLayout', 'setThreadSlice', 'setThreadName', 'keptPageBytes']) {
       expect(core).not.toContain(relayOnly);
     }
     expect(Object.keys(addon)).not.toContain('xxh3');

@@ -1,8 +1,9 @@
-// setThreadSlice / threadSlice act on the calling thread only: run in a worker thread of their own so
-// that the jest worker keeps its slice.
+// setThreadSlice / threadSlice / setThreadName act on the calling thread only: run in a worker thread
+// of their own so that the jest worker keeps its slice and name.
 import { Worker } from 'worker_threads';
 import * as path from 'path';
-import { setThreadSlice, threadSlice } from '../../src/native';
+import * as fs from 'fs';
+import { setThreadName, setThreadSlice, threadSlice } from '../../src/native';
 import { expectThrows } from './hashing.helpers';
 
 const ROOT = path.join(__dirname, '..', '..');
@@ -10,7 +11,8 @@ const ROOT = path.join(__dirname, '..', '..');
 function inWorker<T>(body: string): Promise<T> {
   const script = `
     require(${JSON.stringify(path.join(ROOT, 'scripts', 'ts-hook.js'))});
-    const { setThreadSlice, threadSlice } = require(${JSON.stringify(path.join(ROOT, 'src', 'native'))});
+    const { setThreadName, setThreadSlice, threadSlice } = require(${JSON.stringify(path.join(ROOT, 'src', 'native'))});
+    const fs = require('fs');
     const { parentPort } = require('worker_threads');
     parentPort.postMessage((() => { ${body} })());`;
   return new Promise((resolve, reject) => {
@@ -67,5 +69,23 @@ describe('setThreadSlice', () => {
     for (const bad of ['250', 250n, undefined, null, {}]) expectThrows(() => setThreadSlice(bad as unknown as number), 'TypeError');
     expectThrows(() => (setThreadSlice as unknown as (...a: unknown[]) => boolean)(250, 1), 'TypeError');
     expectThrows(() => (threadSlice as unknown as (...a: unknown[]) => unknown)(1), 'TypeError');
+  });
+});
+
+describe('setThreadName', () => {
+  test('names the calling thread only, as /proc shows it', async () => {
+    const own = fs.readFileSync('/proc/thread-self/comm', 'utf8');
+    const { set, comm } = await inWorker<{ set: boolean; comm: string }>(`
+      const set = setThreadName('kvrelay-test');
+      return { set, comm: fs.readFileSync('/proc/thread-self/comm', 'utf8').trim() };`);
+    expect(set).toBe(true);
+    expect(comm).toBe('kvrelay-test');
+    expect(fs.readFileSync('/proc/thread-self/comm', 'utf8')).toBe(own);
+  });
+
+  test('rejects what is not 1 to 15 printable ASCII characters', () => {
+    for (const bad of ['', 'sixteen-chars-xx', 'tab\there', 'né']) expectThrows(() => setThreadName(bad), 'RangeError');
+    for (const bad of [1, undefined, null, {}]) expectThrows(() => setThreadName(bad as unknown as string), 'TypeError');
+    expectThrows(() => (setThreadName as unknown as (...a: unknown[]) => boolean)('a', 'b'), 'TypeError');
   });
 });

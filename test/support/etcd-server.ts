@@ -75,7 +75,23 @@ export class EtcdServer extends ServerProcess {
   }
 
   async start(): Promise<this> {
-    await this.reservePorts();
+    // Ports chosen here may be taken by another test between freePort() and etcd's bind: then choose
+    // again. Ports reserved before (a client already points at them) are kept.
+    const chosenHere = this.clientPort === 0;
+    for (let attempt = 1; ; attempt++) {
+      await this.reservePorts();
+      try {
+        return await this.startOnce();
+      } catch (err) {
+        if (!chosenHere || attempt >= 3 || !/address already in use/.test((err as Error).message)) throw err;
+        await this.kill();
+        this.clientPort = 0;
+        this.log = '';
+      }
+    }
+  }
+
+  private async startOnce(): Promise<this> {
     const client = `http://127.0.0.1:${this.clientPort}`;
     const peer = `http://127.0.0.1:${this.peerPort}`;
     const child = spawn(

@@ -1,4 +1,6 @@
 // `setThreadSlice` / `threadSlice`: the calling thread's CFS/EEVDF slice (sched_attr.sched_runtime).
+// `setThreadName`: the calling thread's name (what top -H, perf and /proc/<pid>/task/*/comm show: the
+// relay names its ingest threads, whose CPU the benches report apart from V8's and libuv's).
 // Linux 6.12+ lets a task with a shorter slice than the running one preempt it on wake-up; the relay's
 // event loop asks for a short one so that, on a box whose cores its own ingest and apply threads
 // keep busy, it runs when its socket or timer wakes it instead of queueing behind them for a
@@ -6,6 +8,7 @@
 #include <napi.h>
 
 #include <sched.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -84,11 +87,25 @@ Napi::Value ThreadSlice(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, static_cast<double>(attr.sched_runtime / 1000));
 }
 
+// Linux keeps 15 bytes of a thread's name (TASK_COMM_LEN less its terminator).
+constexpr size_t kMaxThreadName = 15;
+
+Napi::Value SetThreadName(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() != 1 || !info[0].IsString()) throw Napi::TypeError::New(env, "setThreadName(name: string) takes one string");
+  const std::string name = info[0].As<Napi::String>().Utf8Value();
+  bool printable = !name.empty() && name.size() <= kMaxThreadName;
+  for (char c : name) printable = printable && c >= 0x20 && c < 0x7f;
+  if (!printable) throw Napi::RangeError::New(env, "name must be 1 to 15 printable ASCII characters");
+  return Napi::Boolean::New(env, prctl(PR_SET_NAME, name.c_str(), 0, 0, 0) == 0);
+}
+
 }  // namespace
 
 void InitThreadSlice(Napi::Env env, Napi::Object exports) {
   exports.Set("setThreadSlice", Napi::Function::New(env, SetThreadSlice, "setThreadSlice"));
   exports.Set("threadSlice", Napi::Function::New(env, ThreadSlice, "threadSlice"));
+  exports.Set("setThreadName", Napi::Function::New(env, SetThreadName, "setThreadName"));
 }
 
 }  // namespace kvrelay

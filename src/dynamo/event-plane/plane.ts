@@ -60,6 +60,12 @@ export interface EventPlane extends EventPlaneSources {
 interface Live {
   /** The KV-event channel (none for a load subject). */
   channel?: EventChannel;
+  /**
+   * False until the channel can receive: a NATS subject once the server confirmed the subscription
+   * (core NATS drops what is published to a subject before that; the channels metric counts only
+   * confirmed ones, so an operator or a test can tell when a publish will be heard).
+   */
+  reading: boolean;
   stop(): Promise<void>;
 }
 
@@ -142,8 +148,8 @@ export class DynamoEventPlane implements EventPlane {
     let subjects = 0;
     let streams = 0;
     let zmq = 0;
-    for (const key of this.live.keys()) {
-      if (key.startsWith('load:')) continue;
+    for (const [key, l] of this.live) {
+      if (key.startsWith('load:') || !l.reading) continue;
       if (key.startsWith('nats:')) subjects += 1;
       else if (key.startsWith('js:')) streams += 1;
       else zmq += 1;
@@ -218,20 +224,25 @@ export class DynamoEventPlane implements EventPlane {
     const channel = new EventChannel(subject, 'envelope', this.ctx);
     let sub: Subscription | undefined;
     let stopped = false;
-    void this.connection().then(
-      (nc) => {
-        if (stopped) return;
-        sub = nc.subscribe(subject, { callback: (err, msg) => (err ? this.logger.warn({ subject, err: err.message }, 'NATS subscription error') : channel.push(msg.data)) });
-      },
-      () => undefined,
-    );
-    return {
+    const live: Live = {
       channel,
+      reading: false,
       stop: async () => {
         stopped = true;
         sub?.unsubscribe();
       },
     };
+    void this.connection().then(
+      async (nc) => {
+        if (stopped) return;
+        sub = nc.subscribe(subject, { callback: (err, msg) => (err ? this.logger.warn({ subject, err: err.message }, 'NATS subscription error') : channel.push(msg.data)) });
+        // The server has the subscription once a flush after it returns.
+        await nc.flush();
+        live.reading = !stopped;
+      },
+      () => undefined,
+    );
+    return live;
   }
 
   /** A serving endpoint's kv_metrics subject: each worker rank's latest kv_used_blocks. */
@@ -246,6 +257,7 @@ export class DynamoEventPlane implements EventPlane {
       () => undefined,
     );
     return {
+      reading: true,
       stop: async () => {
         stopped = true;
         sub?.unsubscribe();
@@ -277,6 +289,7 @@ export class DynamoEventPlane implements EventPlane {
     let stopped = false;
     let channel = new EventChannel(stream, 'json', this.ctx);
     const live: Live = {
+      reading: true, // a stream is read from its start: nothing published before is lost
       channel,
       stop: async () => {
         stopped = true;
@@ -341,6 +354,7 @@ export class DynamoEventPlane implements EventPlane {
       }
     })();
     return {
+      reading: true,
       channel,
       stop: async () => {
         socket.close();

@@ -50,7 +50,7 @@ const plane = new DynamoEventPlane({ natsServers: data.natsServers, sink, logger
 function handOff(): void {
   queued = false;
   if (pending.isEmpty) return;
-  const h = pending.take([], ring);
+  const h = pending.take(ring);
   if (!counter.add({ messages: h.messages, blocks: h.blocks, bytes: h.length }, data.bounds)) {
     // Not taken within the wait: dropped here, so each source it carried is reset (no replay on this plane).
     for (const burst of h.bursts) {

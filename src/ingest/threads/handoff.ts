@@ -4,12 +4,11 @@
 // the shared count of what was handed off and not yet applied by the pools. That count bounds the
 // pool mailboxes' share of this thread (messages, blocks) and the bytes in flight, and what the main
 // thread finds queued on a port (it handles a port's queue in one go). The hand-off also carries its
-// own index (where each burst sits) and the counters changed up to it, as 8-byte slots ahead of the
-// bursts: the postMessage then clones no object (a clone of the index and counters as objects cost
-// ~2-3 times the CPU of the rest of the postMessage, on each side).
+// own index (where each burst sits) as 8-byte slots ahead of the bursts: the postMessage then clones
+// no object (a clone of the index as objects cost ~2-3 times the CPU of the rest of the postMessage,
+// on each side).
 import { INGEST_RETAINED_BUFFER_BYTES } from '../../config/defaults';
-import { MESSAGE_INFO_STRIDE, type PackedEngineEvents, type SourceStats } from '../types';
-import { readStats, STATS_RECORD_SLOTS, writeStats } from './stats-record';
+import { MESSAGE_INFO_STRIDE, type PackedEngineEvents } from '../types';
 
 /** A burst inside a hand-off: its subscription, and where its arrays sit in the hand-off's buffer. */
 export interface HandedOffBurst {
@@ -26,12 +25,6 @@ export interface HandedOffBurst {
   receivedAtMs: number;
 }
 
-/** The counters of one subscription's sources. */
-export interface ChangedStats {
-  id: number;
-  stats: SourceStats[];
-}
-
 /** One hand-off: `length` bytes at `base` of its buffer (readHandoff() gives the rest back). */
 export interface Handoff {
   /** The thread's ring (HandoffRing.data), or an ArrayBuffer of its own that the postMessage transfers. */
@@ -39,18 +32,14 @@ export interface Handoff {
   base: number;
   length: number;
   bursts: HandedOffBurst[];
-  /** Counters changed up to these bursts. */
-  stats: ChangedStats[];
   /** Engine messages and blocks of all its bursts (the pool mailbox's units). */
   messages: number;
   blocks: number;
 }
 
-// Index slots: messages, blocks, bursts, subscriptions with counters; per burst its HandedOffBurst
-// fields; per subscription its id and source count, then its sources' records.
-const HEAD_SLOTS = 4;
+// Index slots: messages, blocks, bursts; per burst its HandedOffBurst fields.
+const HEAD_SLOTS = 3;
 const BURST_SLOTS = 9;
-const STATS_HEAD_SLOTS = 2;
 
 /** The bytes a burst's section takes (8-aligned, so the next section's 8-byte arrays stay aligned). */
 export function burstBytes(b: PackedEngineEvents): number {
@@ -118,12 +107,11 @@ export class HandoffBuilder {
   }
 
   /**
-   * The collected bursts and `stats`, copied once: into `ring` where it has room, else into a buffer
-   * of their own. The builder is empty again.
+   * The collected bursts, copied once: into `ring` where it has room, else into a buffer of their
+   * own. The builder is empty again.
    */
-  take(stats: ChangedStats[], ring?: HandoffRing): Handoff {
-    let slots = HEAD_SLOTS + BURST_SLOTS * this.bursts.length;
-    for (const c of stats) slots += STATS_HEAD_SLOTS + STATS_RECORD_SLOTS * c.stats.length;
+  take(ring?: HandoffRing): Handoff {
+    const slots = HEAD_SLOTS + BURST_SLOTS * this.bursts.length;
     const length = 8 * slots + this.length;
     const placed = ring?.place(length);
     const buffer = placed === undefined ? new ArrayBuffer(length) : ring!.data;
@@ -134,7 +122,6 @@ export class HandoffBuilder {
     f[0] = this.messageCount;
     f[1] = this.blockCount;
     f[2] = this.bursts.length;
-    f[3] = stats.length;
     let at = HEAD_SLOTS;
     for (const b of this.bursts) {
       b.at += base + 8 * slots;
@@ -149,16 +136,7 @@ export class HandoffBuilder {
       f[at + 8] = b.blocks;
       at += BURST_SLOTS;
     }
-    for (const c of stats) {
-      f[at] = c.id;
-      f[at + 1] = c.stats.length;
-      at += STATS_HEAD_SLOTS;
-      for (const source of c.stats) {
-        writeStats(f, u, at, source);
-        at += STATS_RECORD_SLOTS;
-      }
-    }
-    const handoff: Handoff = { buffer, base, length, bursts: this.bursts, stats, messages: this.messageCount, blocks: this.blockCount };
+    const handoff: Handoff = { buffer, base, length, bursts: this.bursts, messages: this.messageCount, blocks: this.blockCount };
     // Staging a burst of large messages grew is given back (issue 26 item 2).
     if (this.staging.byteLength > INGEST_RETAINED_BUFFER_BYTES) this.staging = new ArrayBuffer(INITIAL_BYTES);
     this.length = 0;
@@ -188,10 +166,10 @@ export function postHandoff(port: { postMessage(m: HandoffMessage, transfer?: Ar
   }
 }
 
-/** A received hand-off's bursts and counters (as take() returned them). */
+/** A received hand-off's bursts (as take() returned them). */
 export function readHandoff(buffer: ArrayBuffer | SharedArrayBuffer, base = 0, length = buffer.byteLength): Handoff {
   const head = new Float64Array(buffer, base, HEAD_SLOTS);
-  const [messages, blocks, burstCount, statsCount] = head;
+  const [messages, blocks, burstCount] = head;
   // The index's own length is known only once it is read: views over every whole slot of the hand-off.
   const f = new Float64Array(buffer, base, length >> 3);
   const u = new BigUint64Array(buffer, base, length >> 3);
@@ -200,16 +178,7 @@ export function readHandoff(buffer: ArrayBuffer | SharedArrayBuffer, base = 0, l
   for (let i = 0; i < burstCount; i++, at += BURST_SLOTS) {
     bursts.push({ id: f[at], at: f[at + 1], words: f[at + 2], meta: f[at + 3], messages: f[at + 4], droppedBlockSize: f[at + 5], workerId: u[at + 6], receivedAtMs: f[at + 7], blocks: f[at + 8] });
   }
-  const stats: ChangedStats[] = [];
-  for (let i = 0; i < statsCount; i++) {
-    const id = f[at];
-    const count = f[at + 1];
-    at += STATS_HEAD_SLOTS;
-    const sources: SourceStats[] = [];
-    for (let k = 0; k < count; k++, at += STATS_RECORD_SLOTS) sources.push(readStats(f, u, at));
-    stats.push({ id, stats: sources });
-  }
-  return { buffer, base, length, bursts, stats, messages, blocks };
+  return { buffer, base, length, bursts, messages, blocks };
 }
 
 /** Views over a received burst's section of its hand-off's buffer (no copy). */

@@ -1,12 +1,14 @@
 // The main thread's side of a subscription that runs on an ingest thread: to the producer it is a
 // KvEventSubscription like an in-process KvEventSubscriber. Batches and resets reach the sink in the
-// order the thread produced them; counters are the thread's latest report plus what earlier
-// incarnations of the thread had counted (a counter never goes backwards over a thread restart).
+// order the thread produced them (or, hosted, never leave the thread); counters are what the thread
+// counts now (its StatsBoard) plus what earlier incarnations of the thread had counted (a counter
+// never goes backwards over a thread restart).
+import type { TransferListItem } from 'worker_threads';
 import { sourcesOf } from '../sources';
 import type { IngestLogger, IngestSink, KvEventEndpointConfig, KvEventSubscription, SourceKey, SourceStats } from '../types';
 import { FlowCounter, unpackBurst, type HandedOffBurst } from './handoff';
-import type { FromThread, ThreadSubscriberOptions, ToThread } from './protocol';
-import { COUNTERS } from './stats-record';
+import type { FromThread, HostedSink, ThreadSubscriberOptions, ToThread } from './protocol';
+import { COUNTERS, StatsBoard } from '../stats-board';
 
 /** What a subscription needs of its thread (threads.ts). */
 export interface SubscriptionHost {
@@ -17,7 +19,7 @@ export interface SubscriptionHost {
   /** Asks the thread to open the subscription again after `delayMs`. */
   reopenLater(subscription: ThreadSubscription, delayMs: number): void;
   /** Posts to the thread (dropped while it is down: a restart resets and replays every source anyway). */
-  send(m: ToThread): void;
+  send(m: ToThread, transfer?: readonly TransferListItem[]): void;
   readonly logger: IngestLogger & { error(obj: object, msg: string): void };
   readonly restartDelayMs: number;
 }
@@ -27,19 +29,24 @@ let nextId = 1;
 export class ThreadSubscription implements KvEventSubscription {
   readonly id = nextId++;
   private bound: string[] = [];
-  private latest: SourceStats[] = [];
+  /** The counters of the thread's current open (undefined while the thread is down). */
+  private board: StatsBoard | undefined;
   /** Counters of the thread incarnations that died, per source key. */
   private readonly carried = new Map<string, SourceStats>();
   private opening: { resolve(): void; reject(err: Error): void } | undefined;
   private closed = false;
   /** What the thread handed off and the sink has not applied yet (a fresh count per open). */
   counter = new FlowCounter();
+  /** Hosted, and its thread died with the sink: not reopened (its owner replaces it). */
+  orphaned = false;
 
   constructor(
     private readonly host: SubscriptionHost,
     readonly config: KvEventEndpointConfig,
     private readonly sink: IngestSink,
     private readonly options: ThreadSubscriberOptions,
+    /** The thread host's sink its bursts go to (undefined: `sink`, on the main thread). */
+    readonly hostedSink?: HostedSink,
   ) {}
 
   start(): Promise<void> {
@@ -67,10 +74,11 @@ export class ThreadSubscription implements KvEventSubscription {
   }
 
   stats(): SourceStats[] {
-    if (this.carried.size === 0) return this.latest;
+    const latest = this.board?.read() ?? [];
+    if (this.carried.size === 0) return latest;
     const merged = new Map<string, SourceStats>();
     for (const s of this.carried.values()) merged.set(key(s.source), { ...s, source: { ...s.source }, connections: 0 });
-    for (const s of this.latest) {
+    for (const s of latest) {
       const before = merged.get(key(s.source));
       if (!before) {
         merged.set(key(s.source), s);
@@ -90,19 +98,25 @@ export class ThreadSubscription implements KvEventSubscription {
   /** The thread's open request; a reopened bound socket keeps the ports it had (engines dial them). */
   openMessage(): ToThread {
     const rankEndpoints = this.config.mode === 'bind' && this.bound.length > 0 ? this.bound : undefined;
-    // Bursts of an earlier open (a dead thread's) are never taken: a fresh count.
+    // Bursts of an earlier open (a dead thread's) are never taken: a fresh count, and fresh counters.
     this.counter = new FlowCounter();
-    return { type: 'open', id: this.id, config: this.config, options: { ...this.options, ...(rankEndpoints ? { rankEndpoints } : {}) }, flow: this.counter.shared };
+    this.board = new StatsBoard(this.config);
+    return {
+      type: 'open',
+      id: this.id,
+      config: this.config,
+      options: { ...this.options, ...(rankEndpoints ? { rankEndpoints } : {}) },
+      flow: this.counter.shared,
+      stats: this.board.shared,
+      ...(this.hostedSink === undefined ? {} : { hosted: this.hostedSink }),
+    };
   }
 
   /** A message of the thread about this subscription (bursts go to take()). */
-  received(m: Exclude<FromThread, { type: 'warn' | 'fatal' | 'events' }>): void {
+  received(m: Exclude<FromThread, { type: 'warn' | 'fatal' | 'events' | 'host' }>): void {
     switch (m.type) {
       case 'reset':
         return this.reset(m.source, m.reason);
-      case 'stats':
-        this.latest = m.stats;
-        return;
       case 'opened':
         this.bound = m.endpoints;
         this.opening?.resolve();
@@ -118,10 +132,11 @@ export class ThreadSubscription implements KvEventSubscription {
   /**
    * The thread died: what it counted is kept, and every source is reset, since batches it had
    * received may never have reached the sink. The restarted thread opens the subscription again,
-   * which resubscribes and replays.
+   * which resubscribes and replays. A hosted one is not reopened: its sink died with the thread, or
+   * lost what the thread had in flight to it (its owner replaces both).
    */
   threadDied(): void {
-    for (const s of this.latest) {
+    for (const s of this.board?.read() ?? []) {
       const before = this.carried.get(key(s.source));
       if (!before) {
         this.carried.set(key(s.source), { ...s, connections: 0 });
@@ -130,8 +145,9 @@ export class ThreadSubscription implements KvEventSubscription {
       for (const c of COUNTERS) before[c] += s[c];
       before.lastSequence = s.lastSequence;
     }
-    this.latest = [];
-    if (this.closed) return;
+    this.board = undefined;
+    if (this.hostedSink !== undefined) this.orphaned = true;
+    if (this.closed || this.orphaned) return;
     for (const source of sourcesOf(this.config)) {
       const carried = this.carried.get(key(source)) ?? this.carried.set(key(source), emptyStats(source)).get(key(source))!;
       carried.resets += 1;

@@ -1,12 +1,15 @@
 // The main thread's ingest threads (limits.ingestThreads). Each engine worker's subscription runs on
-// the thread its id shards to (shard.ts), which owns its sockets, decoding and hashing; the decoded
-// bursts come back to the main thread, where the pool state stays single-writer. A thread that dies
-// (an uncaught error or rejection in it) is logged at error and counted, every source it owned is
-// reset, and it is started again with the same subscriptions, which resubscribe and replay. Threads
-// start with their first subscription and end when closed. A thread is never terminate()d: zeromq.js
-// aborts the process when a thread ends with a receive pending (thread.ts), so a thread always ends
-// itself after closing its sockets.
-import type { Worker } from 'worker_threads';
+// the thread its id shards to (shard.ts), which owns its sockets, decoding and hashing; its decoded
+// bursts go to the main thread, or, hosted, to its sink (the host's, e.g. a pool applied on a
+// thread: protocol.ts) on that sink's thread: in place when it is the same thread, else over the
+// two threads' peer port (every pair of running threads has one). A thread that dies (an uncaught
+// error or rejection in it) is logged at error and counted, and started again: its subscriptions
+// that deliver to the main thread are reset and reopened there, and resubscribe and replay; its
+// host's sinks died with it, and the sinks its hosted subscriptions fed lost what was in flight
+// (the host hears both); those subscriptions stay closed until their owner replaces them. Threads
+// start with their first subscription or host message and end when closed. A thread is never terminate()d: zeromq.js aborts the process when a thread ends
+// with a receive pending (thread.ts), so a thread always ends itself after closing its sockets.
+import { MessageChannel, type TransferListItem, type Worker } from 'worker_threads';
 import {
   INGEST_HANDOFF_MAX_BLOCKS,
   INGEST_HANDOFF_MAX_BYTES,
@@ -17,11 +20,10 @@ import {
   INGEST_HANDOFF_WAIT_MS,
   INGEST_THREAD_CLOSE_TIMEOUT_MS,
   INGEST_THREAD_RESTART_MS,
-  INGEST_THREAD_STATS_MS,
 } from '../../config/defaults';
 import type { IngestSink, KvEventEndpointConfig, KvEventSubscription } from '../types';
 import { handedOffSize, HandoffRing, readHandoff, type Handoff, type HandoffBounds } from './handoff';
-import type { FromThread, ThreadSubscriberOptions, ToThread } from './protocol';
+import type { FromThread, HostedSink, ThreadSubscriberOptions, ToThread } from './protocol';
 import { threadOf } from './shard';
 import { spawnThread } from './spawn';
 import { ThreadSubscription, type SubscriptionHost } from './subscription';
@@ -31,21 +33,62 @@ export interface IngestThreadsOptions {
   logger: SubscriptionHost['logger'];
   /** Hand-off bounds per thread (defaults: an even share of INGEST_HANDOFF_MAX_MESSAGES, _BLOCKS, _BYTES; INGEST_HANDOFF_WAIT_MS). */
   handoff?: Partial<HandoffBounds>;
-  statsIntervalMs?: number;
   restartDelayMs?: number;
+  /** A host every thread runs (protocol.ts ThreadHost), and its main-thread side. */
+  host?: ThreadsHost;
 }
+
+/** The main thread's side of the threads' host. */
+export interface ThreadsHost {
+  /** Its module on the threads (ThreadData.host). */
+  module: string;
+  /** A message of the host on thread `thread`. */
+  receive(thread: number, message: unknown): void;
+  /**
+   * Thread `thread` died, with every sink its host had (its restart starts the host afresh), and
+   * with what its subscriptions had in flight to `fed`, sinks on other threads.
+   */
+  died(thread: number, fed: readonly HostedSink[]): void;
+}
+
+export type { HostedSink };
 
 export class IngestThreads {
   private readonly threads: IngestThread[];
 
   constructor(options: IngestThreadsOptions) {
     if (!Number.isInteger(options.threads) || options.threads < 1) throw new RangeError('threads must be a positive integer');
-    this.threads = Array.from({ length: options.threads }, (_, index) => new IngestThread(index, options));
+    this.threads = Array.from({ length: options.threads }, (_, index) => new IngestThread(index, options, (i) => this.connect(i)));
   }
 
-  /** A worker's subscription, run on its thread once started. */
-  subscribe(config: KvEventEndpointConfig, sink: IngestSink, options: ThreadSubscriberOptions = {}): KvEventSubscription {
-    return new ThreadSubscription(this.threads[threadOf(config.workerId, this.threads.length)], config, sink, options);
+  get count(): number {
+    return this.threads.length;
+  }
+
+  /**
+   * A worker's subscription, run on its thread once started: its bursts and resets go to `sink` on
+   * the main thread, or with `hosted` to the host's sink on that sink's thread (`sink` unused).
+   */
+  subscribe(config: KvEventEndpointConfig, sink: IngestSink, options: ThreadSubscriberOptions = {}, hosted?: HostedSink): KvEventSubscription {
+    return new ThreadSubscription(this.threads[threadOf(config.workerId, this.threads.length)], config, sink, options, hosted);
+  }
+
+  /** Thread `index` started: a peer port between it and every other running thread. */
+  private connect(index: number): void {
+    for (const other of this.threads) {
+      if (other.index === index || !other.running) continue;
+      const { port1, port2 } = new MessageChannel();
+      this.threads[index].send({ type: 'peer', thread: other.index, port: port1 }, [port1]);
+      other.send({ type: 'peer', thread: index, port: port2 }, [port2]);
+    }
+  }
+
+  /**
+   * A message to the host on `thread`, in order with the subscriptions' messages; while the thread
+   * restarts it waits for the restarted host (which has none of the dead one's sinks).
+   */
+  sendHost(thread: number, message: unknown, transfer?: readonly ArrayBuffer[]): void {
+    this.threads[thread].sendHost(message, transfer);
   }
 
   /** Thread deaths so far (each followed by a restart). */
@@ -55,7 +98,7 @@ export class IngestThreads {
 
   /** @internal Test hook: the thread of a worker's subscription dies of an uncaught error. */
   crash(workerId: bigint): void {
-    this.threads[threadOf(workerId, this.threads.length)].crash();
+    this.threads.find((t) => t.runs(workerId))?.crash();
   }
 
   /** Closes every subscription, then ends the threads. */
@@ -71,12 +114,17 @@ class IngestThread implements SubscriptionHost {
   readonly restartDelayMs: number;
   private readonly subscriptions = new Map<number, ThreadSubscription>();
   private readonly releasing = new Map<number, () => void>();
+  /** Host messages sent in this turn, posted together (before any other message: order), or kept while the thread is down. */
+  private hostOutbox: unknown[] = [];
+  private hostTransfer: ArrayBuffer[] = [];
   private restartTimer: NodeJS.Timeout | undefined;
   private closing = false;
 
   constructor(
-    private readonly index: number,
+    readonly index: number,
     private readonly options: IngestThreadsOptions,
+    /** Connects a (re)started thread with its running siblings, before anything else is posted to it. */
+    private readonly started: (index: number) => void,
   ) {
     this.logger = options.logger;
     this.restartDelayMs = options.restartDelayMs ?? INGEST_THREAD_RESTART_MS;
@@ -126,6 +174,34 @@ class IngestThread implements SubscriptionHost {
     this.post({ type: 'crash' });
   }
 
+  get running(): boolean {
+    return this.worker !== undefined;
+  }
+
+  /** Whether a subscription of the worker runs here. */
+  runs(workerId: bigint): boolean {
+    return [...this.subscriptions.values()].some((s) => s.config.workerId === workerId);
+  }
+
+  sendHost(message: unknown, transfer: readonly ArrayBuffer[] = []): void {
+    if (this.closing) return;
+    if (this.hostOutbox.length === 0) queueMicrotask(() => this.flushHost());
+    this.hostOutbox.push(message);
+    this.hostTransfer.push(...transfer);
+    if (!this.worker && !this.restartTimer) this.start();
+  }
+
+  /** Posts the host messages sent so far (kept while the thread is down: its next start posts them first). */
+  private flushHost(): void {
+    const worker = this.worker;
+    if (!worker || this.hostOutbox.length === 0) return;
+    const messages = this.hostOutbox;
+    const transfer = this.hostTransfer;
+    this.hostOutbox = [];
+    this.hostTransfer = [];
+    worker.postMessage({ type: 'host', messages } satisfies ToThread, transfer);
+  }
+
   private start(): void {
     const bounds = {
       maxMessages: Math.max(1, Math.floor(INGEST_HANDOFF_MAX_MESSAGES / this.options.threads)),
@@ -141,9 +217,10 @@ class IngestThread implements SubscriptionHost {
     const ring = new HandoffRing(8 * Math.ceil(ringBytes / 8));
     const worker = spawnThread({
       ring: { data: ring.data, control: ring.control },
+      index: this.index,
       bounds,
-      statsIntervalMs: this.options.statsIntervalMs ?? INGEST_THREAD_STATS_MS,
       closeTimeoutMs: INGEST_THREAD_CLOSE_TIMEOUT_MS,
+      ...(this.options.host ? { host: this.options.host.module } : {}),
     });
     this.worker = worker;
     worker.on('message', (m: FromThread) => {
@@ -152,17 +229,22 @@ class IngestThread implements SubscriptionHost {
     // E.g. out of memory; an uncaught error in the thread's code arrives as 'fatal' instead.
     worker.on('error', (err) => this.logger.error({ thread: this.index, err: err.message }, 'ingest thread failed'));
     worker.on('exit', (code) => this.exited(worker, code));
-    for (const s of this.subscriptions.values()) this.post(s.openMessage());
+    this.started(this.index);
+    // The host's sinks first: subscriptions name them.
+    this.flushHost();
+    for (const s of this.subscriptions.values()) if (!s.orphaned) this.post(s.openMessage());
   }
 
   private dispatch(m: FromThread, ring: HandoffRing): void {
     if (m.type === 'warn') return this.logger.warn(m.obj, m.msg);
     if (m.type === 'fatal') return this.logger.error({ thread: this.index, err: m.message }, 'ingest thread failed');
+    if (m.type === 'host') {
+      for (const message of m.messages) this.options.host?.receive(this.index, message);
+      return;
+    }
     if (m.type === 'events') {
       try {
-        const h = readHandoff(m.buffer ?? ring.data, m.base, m.length);
-        for (const { id, stats } of h.stats) this.subscriptions.get(id)?.received({ type: 'stats', id, stats });
-        return this.take(h);
+        return this.take(readHandoff(m.buffer ?? ring.data, m.base, m.length));
       } finally {
         // Every burst's sink copied what it keeps (IngestSink.events): the region may be written again.
         if (!m.buffer) ring.read(m.base + m.length);
@@ -206,18 +288,21 @@ class IngestThread implements SubscriptionHost {
       { thread: this.index, exitCode: code, workers: [...this.subscriptions.values()].map((s) => String(s.config.workerId)) },
       'ingest thread died: its sources are reset and it is started again',
     );
+    const fed = [...this.subscriptions.values()].flatMap((s) => (s.hostedSink && s.hostedSink.thread !== this.index ? [s.hostedSink] : []));
+    this.options.host?.died(this.index, fed);
     for (const s of this.subscriptions.values()) s.threadDied();
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;
-      if (!this.closing && !this.worker && this.subscriptions.size > 0) this.start();
+      if (!this.closing && !this.worker && (this.hostOutbox.length > 0 || [...this.subscriptions.values()].some((s) => !s.orphaned))) this.start();
     }, this.restartDelayMs);
   }
 
-  send(m: ToThread): void {
-    this.post(m);
+  send(m: ToThread, transfer?: readonly TransferListItem[]): void {
+    this.post(m, transfer);
   }
 
-  private post(m: ToThread): void {
-    this.worker?.postMessage(m);
+  private post(m: ToThread, transfer?: readonly TransferListItem[]): void {
+    this.flushHost();
+    this.worker?.postMessage(m, transfer);
   }
 }

@@ -1,0 +1,214 @@
+// The main thread's side of the pools hosted on ingest threads (pool-host.ts): each is a PoolFeed
+// for the publication layer and a pool generation for the producer, whose work happens on its
+// thread, its one writer. Its workers subscribe on the threads their ids shard to, as any worker's
+// (so one pool's many sources decode and hash on every thread): a burst received on the pool's
+// thread is applied in place, one received on another thread is handed to the pool's thread over
+// their peer port (ingest/threads). A pool is placed on the thread most of its workers shard to
+// (a single-source pool so never pays the hop), ties to the thread with the fewest pools. Only what
+// the pool publishes crosses to the main thread: deltas, images, its end, its log lines; its
+// counters are read from shared memory.
+//
+// A thread that dies takes with it its pools and what its subscriptions had in flight to pools on
+// other threads: each of those generations ends as fenced (its listener's streams end with
+// INVALID_PUBLICATION and resubscribe; a pool on a live thread is retired there) and the producer
+// replaces it by a new generation, whose sources resubscribe and replay from 0 (as for a generation
+// fenced by an invariant failure).
+import * as path from 'path';
+import { monotonicMs } from '../clock';
+import { threadOf } from '../ingest/threads/shard';
+import type { HostedSink, IngestThreads, ThreadsHost } from '../ingest/threads/threads';
+import type { PackedEngineEvents, SourceKey } from '../ingest/types';
+import type { DeltaTiming, PoolMetrics } from '../metrics/registry';
+import type { PoolFeed, PoolImage, PoolListener } from '../publication/source';
+import type { ProducerIdentity } from '../wire/types';
+import type { PoolLogger } from './pool-actor';
+import { PoolCounters } from './pool-counters';
+import type { PoolGeneration } from './pool-generation';
+import type { FromPoolHost, HostedPoolOptions, ToPoolHost } from './pool-host-protocol';
+
+export interface ThreadPoolOptions extends HostedPoolOptions {
+  logger: PoolLogger;
+  onFenced?(reason: string): void;
+  onDeltaPublished?(timing: DeltaTiming): void;
+}
+
+/** The reason a hosted generation ends with when its thread dies. */
+export const THREAD_DIED = 'ingest thread died';
+
+export class ThreadPools implements ThreadsHost {
+  readonly module = path.join(__dirname, 'pool-host');
+  private threads: IngestThreads | undefined;
+  private readonly pools = new Map<number, ThreadPool>();
+  private nextId = 1;
+
+  /** The threads that host the pools (made with this as their host). */
+  bind(threads: IngestThreads): void {
+    this.threads = threads;
+  }
+
+  /** A new pool generation fed by `workers`, on the thread most of them shard to (ties: the one with the fewest pools). */
+  open(options: ThreadPoolOptions, workers: readonly bigint[]): ThreadPool {
+    const threads = this.threads;
+    if (!threads) throw new Error('ThreadPools used before bind()');
+    const load = Array.from({ length: threads.count }, () => 0);
+    for (const p of this.pools.values()) load[p.thread] += 1;
+    const fed = Array.from({ length: threads.count }, () => 0);
+    for (const w of workers) fed[threadOf(w, threads.count)] += 1;
+    let thread = 0;
+    for (let t = 1; t < threads.count; t++) if (fed[t] > fed[thread] || (fed[t] === fed[thread] && load[t] < load[thread])) thread = t;
+    const pool = new ThreadPool(this.nextId++, thread, options, (m, transfer) => threads.sendHost(thread, m, transfer), () => this.pools.delete(pool.id));
+    this.pools.set(pool.id, pool);
+    const { logger: _logger, onFenced: _fenced, onDeltaPublished: _published, ...hosted } = options;
+    pool.send({ type: 'open', pool: pool.id, options: hosted, counters: pool.counters.shared, unhandled: pool.unhandled.buffer as SharedArrayBuffer });
+    return pool;
+  }
+
+  receive(_thread: number, message: unknown): void {
+    const m = message as FromPoolHost;
+    this.pools.get(m.pool)?.received(m);
+  }
+
+  died(thread: number, fed: readonly HostedSink[]): void {
+    const lost = new Set(fed.map((s) => s.sink));
+    for (const pool of [...this.pools.values()]) {
+      if (pool.thread === thread) pool.ended('fenced', THREAD_DIED);
+      else if (lost.has(pool.id)) {
+        // Its thread lives on: the generation ends there too (its 'ended' then finds it forgotten).
+        pool.send({ type: 'retire', pool: pool.id });
+        pool.ended('fenced', THREAD_DIED);
+      }
+    }
+  }
+
+  /** The threads were closed: every pool still open ended with them, retired. */
+  closeAll(): void {
+    for (const pool of [...this.pools.values()]) pool.ended('retired', 'closed');
+  }
+}
+
+export class ThreadPool implements PoolFeed, PoolGeneration {
+  readonly producer: ProducerIdentity;
+  readonly dcId: bigint;
+  readonly counters = new PoolCounters();
+  /** Deltas its thread posted that were not handled here yet (PoolActorOptions.listenerBehind). */
+  readonly unhandled = new Int32Array(new SharedArrayBuffer(4));
+  private listener: PoolListener | undefined;
+  private nextRequest = 1;
+  private readonly attaching = new Map<number, { listener: PoolListener; resolve(image: PoolImage): void; reject(err: Error): void }>();
+  private stretch = 1;
+  private ending: Promise<void> | undefined;
+  private endedAs: 'retired' | 'fenced' | undefined;
+  private retiredWaiters: (() => void)[] = [];
+
+  constructor(
+    readonly id: number,
+    readonly thread: number,
+    private readonly options: ThreadPoolOptions,
+    readonly send: (m: ToPoolHost, transfer?: readonly ArrayBuffer[]) => void,
+    private readonly forget: () => void,
+  ) {
+    this.producer = options.producer;
+    this.dcId = options.dcId;
+  }
+
+  get isEnded(): boolean {
+    return this.endedAs !== undefined;
+  }
+
+  /** The sink the pool's subscriptions deliver to, on its thread. */
+  get hosted(): HostedSink {
+    return { thread: this.thread, sink: this.id };
+  }
+
+  attach(listener: PoolListener): Promise<PoolImage> {
+    if (this.endedAs) return Promise.reject(new Error(`pool generation ${this.options.key} is ${this.endedAs}`));
+    return new Promise((resolve, reject) => {
+      const request = this.nextRequest++;
+      this.attaching.set(request, { listener, resolve, reject });
+      this.send({ type: 'attach', pool: this.id, request });
+    });
+  }
+
+  detach(listener: PoolListener): void {
+    if (this.listener !== listener) return;
+    this.listener = undefined;
+    if (!this.endedAs) this.send({ type: 'detach', pool: this.id });
+  }
+
+  pace(stretch: number): void {
+    if (!Number.isInteger(stretch) || stretch < 1) throw new RangeError(`publication stretch must be a positive integer, got ${stretch}`);
+    if (stretch === this.stretch || this.endedAs) return;
+    this.stretch = stretch;
+    this.send({ type: 'pace', pool: this.id, stretch });
+  }
+
+  /** A burst handed over on the main thread (a copy crosses; the pool's own subscriptions never pass here). */
+  events(b: PackedEngineEvents): undefined {
+    if (this.endedAs) return undefined;
+    const burst = { ...b, meta: b.meta.slice(), words: b.words.slice(), sequences: b.sequences.slice(), messageInfo: b.messageInfo.slice() };
+    this.send({ type: 'events', pool: this.id, burst }, [burst.meta.buffer, burst.words.buffer, burst.sequences.buffer, burst.messageInfo.buffer]);
+    return undefined;
+  }
+
+  reset(source: SourceKey): void {
+    if (!this.endedAs) this.send({ type: 'reset', pool: this.id, source });
+  }
+
+  retire(): Promise<void> {
+    if (this.endedAs) return Promise.resolve();
+    this.ending ??= new Promise<void>((resolve) => {
+      this.retiredWaiters.push(resolve);
+      this.send({ type: 'retire', pool: this.id });
+    });
+    return this.ending;
+  }
+
+  metrics(): PoolMetrics {
+    return { pool: this.options.key, ...this.counters.values() };
+  }
+
+  received(m: FromPoolHost): void {
+    switch (m.type) {
+      case 'delta': {
+        Atomics.sub(this.unhandled, 0, 1);
+        const listener = this.listener;
+        if (!listener || this.endedAs) return;
+        listener.delta({ baseSequence: m.baseSequence, sequence: m.sequence, imageCount: m.imageCount, payload: Buffer.from(m.payload.buffer, m.payload.byteOffset, m.payload.byteLength) });
+        if (m.admittedAtMs !== undefined && m.handoffMs !== undefined) this.options.onDeltaPublished?.({ handoffMs: m.handoffMs, poolMs: monotonicMs() - m.admittedAtMs });
+        return;
+      }
+      case 'image': {
+        const attach = this.attaching.get(m.request);
+        if (!attach) return;
+        this.attaching.delete(m.request);
+        if ('error' in m) return attach.reject(new Error(m.error));
+        // From here on every delta goes to this listener (PoolFeed.attach).
+        this.listener = attach.listener;
+        return attach.resolve({ sequence: m.sequence, words: m.words });
+      }
+      case 'ended':
+        return this.ended(m.how, m.reason);
+      case 'log':
+        return this.options.logger[m.level](m.obj, m.msg);
+    }
+  }
+
+  /** The generation ended on its thread (or with it): the listener and the producer hear how. */
+  ended(how: 'retired' | 'fenced', reason: string): void {
+    if (!this.endedAs) {
+      this.endedAs = how;
+      this.forget();
+      for (const a of this.attaching.values()) a.reject(new Error(`pool generation ${this.options.key} is ${how}`));
+      this.attaching.clear();
+      const listener = this.listener;
+      this.listener = undefined;
+      if (how === 'retired') listener?.retired();
+      else {
+        listener?.fenced(reason);
+        this.options.onFenced?.(reason);
+      }
+    }
+    for (const resolve of this.retiredWaiters) resolve();
+    this.retiredWaiters = [];
+  }
+}
