@@ -49,6 +49,22 @@ export class ServerProcess {
     await this.kill();
     fs.rmSync(this.dir, { recursive: true, force: true });
   }
+
+  /**
+   * `startOnce()`, again on other ports when the ones chosen for this start (`fresh`) were taken by
+   * another test between freePort() and the server's bind; ports a client already points at are kept.
+   */
+  protected async startOnFreePorts<T>(fresh: boolean, pickPorts: () => Promise<void>, startOnce: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await startOnce();
+      } catch (err) {
+        if (!fresh || attempt >= 3 || !/address already in use/.test((err as Error).message)) throw err;
+        await this.kill();
+        await pickPorts();
+      }
+    }
+  }
 }
 
 export class EtcdServer extends ServerProcess {
@@ -75,20 +91,13 @@ export class EtcdServer extends ServerProcess {
   }
 
   async start(): Promise<this> {
-    // Ports chosen here may be taken by another test between freePort() and etcd's bind: then choose
-    // again. Ports reserved before (a client already points at them) are kept.
-    const chosenHere = this.clientPort === 0;
-    for (let attempt = 1; ; attempt++) {
+    const fresh = this.clientPort === 0;
+    await this.reservePorts();
+    return this.startOnFreePorts(fresh, async () => {
+      this.clientPort = 0;
+      this.log = '';
       await this.reservePorts();
-      try {
-        return await this.startOnce();
-      } catch (err) {
-        if (!chosenHere || attempt >= 3 || !/address already in use/.test((err as Error).message)) throw err;
-        await this.kill();
-        this.clientPort = 0;
-        this.log = '';
-      }
-    }
+    }, () => this.startOnce());
   }
 
   private async startOnce(): Promise<this> {

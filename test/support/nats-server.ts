@@ -27,7 +27,15 @@ export class NatsServer extends ServerProcess {
 
   async start(): Promise<this> {
     // The same port again after a kill(), so clients reconnect to it.
-    if (this.port === 0) this.port = await freePort();
+    const fresh = this.port === 0;
+    if (fresh) this.port = await freePort();
+    return this.startOnFreePorts(fresh, async () => {
+      this.port = await freePort();
+      this.log = '';
+    }, () => this.startOnce());
+  }
+
+  private async startOnce(): Promise<this> {
     const args = ['-a', '127.0.0.1', '-p', String(this.port), '-js', '-sd', path.join(this.dir, 'store')];
     if (this.options.maxPendingBytes !== undefined) {
       const conf = path.join(this.dir, 'nats.conf');
