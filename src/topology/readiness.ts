@@ -63,7 +63,7 @@ function topologyOf(endpoint: WorkerTopology, worker: WorkerTopology): WorkerTop
 
 /**
  * The readiness units of an endpoint (upstream: its workers grouped by (worker type, needs)), each
- * with the ids of its workers; an endpoint without workers is one unit of its own declared type.
+ * with its workers; an endpoint without workers is one unit of its own declared type.
  */
 function endpointUnits<W extends WorkerTopology & { id: bigint }>(ep: WorkerTopology & { workers: readonly W[] }): { role: WorkerRole; needs: WorkerRole[][]; workers: W[] }[] {
   const units = new Map<string, { role: WorkerRole; needs: WorkerRole[][]; workers: W[] }>();
@@ -83,7 +83,11 @@ function endpointUnits<W extends WorkerTopology & { id: bigint }>(ep: WorkerTopo
  * pool_roles (the roles of its base-card workers, independent of liveness).
  */
 export function endpointRoles(ep: WorkerTopology & { workers: readonly (WorkerTopology & { id: bigint })[] }): WorkerRole[] {
-  return [...new Set(endpointUnits(ep).map((u) => u.role))].sort((a, b) => a - b);
+  return rolesOf(endpointUnits(ep));
+}
+
+function rolesOf(units: readonly { role: WorkerRole }[]): WorkerRole[] {
+  return [...new Set(units.map((u) => u.role))].sort((a, b) => a - b);
 }
 
 interface Group {
@@ -114,7 +118,7 @@ export function buildTopologyEntries(endpoints: readonly TopologyEndpointInput[]
 
     const member: TopologyMember = {
       endpoint: { namespace: ep.namespace, component: ep.component, endpoint: ep.endpoint },
-      roles: endpointRoles(ep),
+      roles: rolesOf(units),
     };
     if (ep.poolId) member.poolId = ep.poolId;
     g.members.push({ key: `${ep.namespace}/${ep.component}/${ep.endpoint}`, member });
