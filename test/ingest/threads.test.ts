@@ -34,6 +34,17 @@ function config(workerId: bigint, engine: SimulatedEngine): KvEventEndpointConfi
 }
 
 /** A store of one block per message, each a child of the one before (the pool would refuse a hole). */
+/** `a` publishes 400 stores at once while `b` publishes `steady` stores 20 ms apart (the fairness cases' load). */
+async function floodBesideSteady(a: SimulatedEngine, b: SimulatedEngine, steady: number): Promise<void> {
+  const flood: Promise<bigint>[] = [];
+  for (let n = 0; n < 400; n++) flood.push(a.publish(store(n)));
+  for (let n = 0; n < steady; n++) {
+    await b.publish(store(n));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  await Promise.all(flood);
+}
+
 function store(n: number): SimEvent[] {
   const hash = BigInt(n + 1);
   return [{ type: 'BlockStored', blockHashes: [hash], parentBlockHash: n === 0 ? null : hash - 1n, tokenIds: [n, n + 1, n + 2, n + 3], blockSize: BLOCK_SIZE }];
@@ -422,14 +433,8 @@ test('one engine whose pool does not keep up hurts only itself: another engine o
   const sink = new TwoPools();
   const r = await start([7n, 8n], sink, { threads: 1, handoff: { waitMs: 300 } });
   const [a, b] = r.engines;
-  const flood: Promise<bigint>[] = [];
-  for (let n = 0; n < 400; n++) flood.push(a.publish(store(n)));
   const steady = 60;
-  for (let n = 0; n < steady; n++) {
-    await b.publish(store(n));
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  await Promise.all(flood);
+  await floodBesideSteady(a, b, steady);
   await waitFor(() => sink.batches.filter((x) => x.source.workerId === 8n).length === steady, "every batch of B", DEADLINE_MS);
   const ofB = sink.batches.filter((x) => x.source.workerId === 8n).map((x) => x.sequence);
   expect(ofB).toEqual(Array.from({ length: steady }, (_, n) => BigInt(n)));
@@ -559,14 +564,8 @@ test('a sink on the other thread that applies nothing: the remote subscription w
   );
   h.run.threads.sendHost(1, { hold: 5 } satisfies PeerHostControl);
   const [a, b] = h.run.engines;
-  const flood: Promise<bigint>[] = [];
-  for (let i = 0; i < 400; i++) flood.push(a.publish(store(i)));
   const steady = 40;
-  for (let i = 0; i < steady; i++) {
-    await b.publish(store(i));
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  await Promise.all(flood);
+  await floodBesideSteady(a, b, steady);
   await waitFor(() => h.batches(4n).length === steady, 'every batch of the sibling', DEADLINE_MS);
   expect(h.batches(4n).map((x) => x.sequence)).toEqual(Array.from({ length: steady }, (_, i) => BigInt(i)));
   expect(h.resets(4n)).toEqual([]);
