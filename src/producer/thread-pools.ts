@@ -15,7 +15,6 @@
 // fenced by an invariant failure).
 import * as path from 'path';
 import { monotonicMs } from '../clock';
-import { threadOf } from '../ingest/threads/shard';
 import type { HostedSink, IngestThreads, ThreadsHost } from '../ingest/threads/threads';
 import type { PackedEngineEvents, SourceKey } from '../ingest/types';
 import type { DeltaTiming, PoolMetrics } from '../metrics/registry';
@@ -46,17 +45,23 @@ export class ThreadPools implements ThreadsHost {
     this.threads = threads;
   }
 
-  /** A new pool generation fed by `workers`, on the thread most of them shard to (ties: the one with the fewest pools). */
+  /**
+   * A new pool generation fed by `workers`, on the thread with the fewest sources of hosted pools
+   * (ties: the fewest pools, then the lowest index). Its workers subscribe there too, so one pool's
+   * sources never cross threads while many pools spread over them.
+   */
   open(options: ThreadPoolOptions, workers: readonly bigint[]): ThreadPool {
     const threads = this.threads;
     if (!threads) throw new Error('ThreadPools used before bind()');
-    const load = Array.from({ length: threads.count }, () => 0);
-    for (const p of this.pools.values()) load[p.thread] += 1;
-    const fed = Array.from({ length: threads.count }, () => 0);
-    for (const w of workers) fed[threadOf(w, threads.count)] += 1;
+    const sources = Array.from({ length: threads.count }, () => 0);
+    const pools = Array.from({ length: threads.count }, () => 0);
+    for (const p of this.pools.values()) {
+      sources[p.thread] += p.sources;
+      pools[p.thread] += 1;
+    }
     let thread = 0;
-    for (let t = 1; t < threads.count; t++) if (fed[t] > fed[thread] || (fed[t] === fed[thread] && load[t] < load[thread])) thread = t;
-    const pool = new ThreadPool(this.nextId++, thread, options, (m, transfer) => threads.sendHost(thread, m, transfer), () => this.pools.delete(pool.id));
+    for (let t = 1; t < threads.count; t++) if (sources[t] < sources[thread] || (sources[t] === sources[thread] && pools[t] < pools[thread])) thread = t;
+    const pool = new ThreadPool(this.nextId++, thread, workers.length, options, (m, transfer) => threads.sendHost(thread, m, transfer), () => this.pools.delete(pool.id));
     this.pools.set(pool.id, pool);
     const { logger: _logger, onFenced: _fenced, onDeltaPublished: _published, ...hosted } = options;
     pool.send({ type: 'open', pool: pool.id, options: hosted, counters: pool.counters.shared, unhandled: pool.unhandled.buffer as SharedArrayBuffer });
@@ -103,6 +108,8 @@ export class ThreadPool implements PoolFeed, PoolGeneration {
   constructor(
     readonly id: number,
     readonly thread: number,
+    /** How many workers fed it when it opened (its weight in placement). */
+    readonly sources: number,
     private readonly options: ThreadPoolOptions,
     readonly send: (m: ToPoolHost, transfer?: readonly ArrayBuffer[]) => void,
     private readonly forget: () => void,

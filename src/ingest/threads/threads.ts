@@ -66,11 +66,15 @@ export class IngestThreads {
   }
 
   /**
-   * A worker's subscription, run on its thread once started: its bursts and resets go to `sink` on
-   * the main thread, or with `hosted` to the host's sink on that sink's thread (`sink` unused).
+   * A worker's subscription, run once started on the thread its id shards to, its bursts and resets
+   * to `sink` on the main thread; or with `hosted` on that sink's thread, applied there in place
+   * (`sink` unused): no burst of a hosted subscription crosses threads.
    */
   subscribe(config: KvEventEndpointConfig, sink: IngestSink, options: ThreadSubscriberOptions = {}, hosted?: HostedSink): KvEventSubscription {
-    return new ThreadSubscription(this.threads[threadOf(config.workerId, this.threads.length)], config, sink, options, hosted);
+    const index = hosted === undefined ? threadOf(config.workerId, this.threads.length) : hosted.thread;
+    const thread = this.threads[index];
+    if (!thread) throw new RangeError(`hosted sink on thread ${index}, of ${this.threads.length}`);
+    return new ThreadSubscription(thread, config, sink, options, hosted);
   }
 
   /** Thread `index` started: a peer port between it and every other running thread. */
