@@ -1,16 +1,15 @@
 // The main thread's side of the pools hosted on ingest threads (pool-host.ts): each is a PoolFeed
 // for the publication layer and a pool generation for the producer, whose work happens on its
-// thread, its one writer. Its workers subscribe on the threads their ids shard to, as any worker's
-// (so one pool's many sources decode and hash on every thread): a burst received on the pool's
-// thread is applied in place, one received on another thread is handed to the pool's thread over
-// their peer port (ingest/threads). A pool is placed on the thread most of its workers shard to
-// (a single-source pool so never pays the hop), ties to the thread with the fewest pools. Only what
-// the pool publishes crosses to the main thread: deltas, images, its end, its log lines; its
-// counters are read from shared memory.
+// thread, its one writer. Its workers subscribe on its thread too (ingest/threads: a hosted
+// subscription runs on its sink's thread), so every burst is applied where it was received, in
+// place, and no burst crosses threads (a hop cost each message of a source on another thread a
+// second wake-up, ~100 µs on a small VM, while one pool's rate is bound by its one writer anyway:
+// BENCHMARKS.md, 2026-12-07). Pools are placed over the threads by load: each on the thread with
+// the fewest sources of open pools, then the fewest pools. Only what the pool publishes crosses to
+// the main thread: deltas, images, its end, its log lines; its counters are read from shared memory.
 //
-// A thread that dies takes with it its pools and what its subscriptions had in flight to pools on
-// other threads: each of those generations ends as fenced (its listener's streams end with
-// INVALID_PUBLICATION and resubscribe; a pool on a live thread is retired there) and the producer
+// A thread that dies takes with it its pools and their subscriptions: each of those generations ends
+// as fenced (its listener's streams end with INVALID_PUBLICATION and resubscribe) and the producer
 // replaces it by a new generation, whose sources resubscribe and replay from 0 (as for a generation
 // fenced by an invariant failure).
 import * as path from 'path';
@@ -73,16 +72,8 @@ export class ThreadPools implements ThreadsHost {
     this.pools.get(m.pool)?.received(m);
   }
 
-  died(thread: number, fed: readonly HostedSink[]): void {
-    const lost = new Set(fed.map((s) => s.sink));
-    for (const pool of [...this.pools.values()]) {
-      if (pool.thread === thread) pool.ended('fenced', THREAD_DIED);
-      else if (lost.has(pool.id)) {
-        // Its thread lives on: the generation ends there too (its 'ended' then finds it forgotten).
-        pool.send({ type: 'retire', pool: pool.id });
-        pool.ended('fenced', THREAD_DIED);
-      }
-    }
+  died(thread: number): void {
+    for (const pool of [...this.pools.values()]) if (pool.thread === thread) pool.ended('fenced', THREAD_DIED);
   }
 
   /** The threads were closed: every pool still open ended with them, retired. */
