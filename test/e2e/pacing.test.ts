@@ -135,3 +135,65 @@ test('a consumer pausing 1 s after its snapshot keeps its stream under 200 k blo
   session.close();
   neverSession.close();
 }, 120_000);
+
+// A consumer that is only briefly late (a process descheduled on shared cores, a short GC) and then
+// keeps up: pacing stretches the slice while it is stopped, and once it drained its queue the next
+// delta must bring the configured slice back at once. Halving once per delta, and only when every
+// queue was empty, walked a 512 ms stretch down over 512 + 256 + ... ms, every delta to every
+// subscriber that late meanwhile; doubling while any queue stood at 2 frames, even one being
+// drained, had it climb further first (bench delta-latency, #30 item 3).
+test('a consumer that stops briefly and then keeps up gets the configured slice back at the first delta after it drained', async () => {
+  const PUBLISH_FOR_MS = 4_000;
+  const STOP_AT_MS = 1_000;
+  const STOPPED_MS = 500; // long enough to stretch to 512 or so, whose halvings would last ~0.5 s
+  const SAMPLE_MS = 20;
+  const total = (PUBLISH_FOR_MS / 1000) * MESSAGES_PER_SECOND;
+  const payloads = Array.from({ length: total }, (_, m) => encodeBatch(Date.now() / 1000, message(m), 0, { events: 'array' }));
+  const engine = await run.engine();
+  await run.startProcess(relayConfig([endpointConfig([workerConfig(7, engine, { totalKvBlocks: 1_000_000 })])], { expectedUniqueBlocks: DEFAULT_EXPECTED_UNIQUE_BLOCKS, timing: { loadWindowMs: 1_000 } }), 60_000);
+  const pool = await run.poolKey();
+  const producer: ProducerIdentity = run.client.catalog()!.pools.find((p) => p.poolKey === pool)!.descriptor.producer!;
+  const session = rawSession(run.address);
+  const late = rawCall(session, 'SubscribeKvPool', 'SubscribeKvPoolRequest', { subscriberId: 'late', contractMarker: 0x4b565231, expectedProducer: producer }, 'FilterUpdate');
+  late.resume();
+  await waitFor(() => late.messages().length > 0, 'the late consumer snapshot', 30_000);
+
+  let sent = 0;
+  const started = performance.now();
+  const publishing = (async () => {
+    while (performance.now() - started < PUBLISH_FOR_MS) {
+      const due = Math.floor(((performance.now() - started) * MESSAGES_PER_SECOND) / 1000);
+      while (sent < Math.min(due, total)) await engine.publishPayload(payloads[sent++]);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+  })();
+  await new Promise((resolve) => setTimeout(resolve, STOP_AT_MS));
+  late.stream.pause();
+  await new Promise((resolve) => setTimeout(resolve, STOPPED_MS));
+  const stretchedTo = sliceMs(await run.metricsText());
+  late.stream.resume();
+  const resumedAt = performance.now();
+  const slices: Array<{ at: number; ms: number }> = [];
+  while (performance.now() - resumedAt < 2 * stretchedTo + 1_500) {
+    slices.push({ at: performance.now(), ms: sliceMs(await run.metricsText()) });
+    await new Promise((resolve) => setTimeout(resolve, SAMPLE_MS));
+  }
+  await publishing;
+
+  expect(stretchedTo).toBeGreaterThanOrEqual(64); // pacing engaged while it was stopped
+  const back = slices.find((s) => s.ms === 1);
+  expect(back).toBeDefined();
+  // Back within the stretched slice then running (its end brings the next delta), with room for
+  // this loaded machine.
+  expect(back!.at - resumedAt).toBeLessThanOrEqual(stretchedTo + 500);
+  // Once it came down it went to 1 at once, not through the halvings (512: 256 + 128 + ... ms). A
+  // short climb may come first (after the reset, a judgement may see a queue grow again).
+  const cameDown = slices.find((s) => s.ms < stretchedTo)!;
+  expect(back!.at - cameDown.at).toBeLessThanOrEqual(stretchedTo / 4);
+  // And it stayed mostly there (this process and the reference consumer share the cores: a brief
+  // stretch may come back).
+  const after = slices.filter((s) => s.at >= back!.at).map((s) => s.ms);
+  expect(after.filter((ms) => ms > 4).length).toBeLessThanOrEqual(after.length / 4);
+  expect(metricValue(await run.metricsText(), 'kv_dc_relay_subscriber_lagged_total', 'stream="pool"')).toBe(0);
+  session.close();
+}, 120_000);
