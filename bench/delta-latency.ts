@@ -67,6 +67,14 @@ const TRACE_SLICE = process.env.DELTA_LATENCY_TRACE === '1';
  * The max rate is measured shared, so every pinning is paced alike.
  */
 const PINNINGS = (process.env.DELTA_LATENCY_PINNING ?? 'shared,0/1').split(',');
+/**
+ * The subscriber's HTTP/2 stream window in bytes (grpc-js's `grpc-node.flow_control_window`; unset:
+ * node's 64 KiB). The relay may not send more of a stream than this before the client acknowledges
+ * it, so with a window smaller than a few deltas each delta waits for the subscriber's event loop
+ * to turn (grpcio and tonic grow their windows by BDP probing; grpc-js does not).
+ */
+const CLIENT_WINDOW = process.env.DELTA_LATENCY_CLIENT_WINDOW ? Number(process.env.DELTA_LATENCY_CLIENT_WINDOW) : undefined;
+const CLIENT_OPTIONS = CLIENT_WINDOW ? { 'grpc-node.flow_control_window': CLIENT_WINDOW } : {};
 const ALL_CPUS = `0-${os.availableParallelism() - 1}`;
 
 interface Pinning {
@@ -326,7 +334,7 @@ async function throughRelay(
 ): Promise<{ latency: Latencies; drops: string; deltaBytesPerMessage: number; slice: SliceSeen; share: string; loopMaxMs: number }> {
   const relay = await startRelayProcess(relayConfig([{ model: 'bench', endpoints: pubs.map((p) => p.lastEndpoint!) }]));
   pin(relay.pid, where.relayCpus);
-  const client = rawClients(relay.address, 1)[0];
+  const client = rawClients(relay.address, 1, CLIENT_OPTIONS)[0];
   try {
     if (prefill) await sendPrefill(pubs, prefill, relay.metricsAddress);
     const producer = (await catalogProducers(relay.address, 1)).get('bench')!;
@@ -394,7 +402,7 @@ async function throughBareHops(pubs: Publisher[], sources: VllmBatches[], ratePe
   let client: grpc.Client | undefined;
   try {
     const address = await waitForLine(child, (l) => (l.startsWith('{"address"') ? (JSON.parse(l) as { address: string }).address : undefined));
-    client = rawClients(address, 1)[0];
+    client = rawClients(address, 1, CLIENT_OPTIONS)[0];
     const run = new PacedRun(pubs, sources, ratePerSecond);
     const call = (client as unknown as KvEventRelayClient).subscribeKvPool({
       subscriberId: 'bench-bare-hop',
@@ -480,7 +488,7 @@ export async function run(): Promise<BenchResult[]> {
               `${relay.latency.lost} timed messages lost (relay over the whole run: ${relay.drops}); bare p50 ${round(bare.p50Ms)} ms (${bare.lost} lost), ` +
               `one frame per message of the relay's delta bytes per message (${Math.round(relay.deltaBytesPerMessage)} B); default publication (threshold ${DEFAULT_TIMING.publicationThreshold}, ` +
               `delay ${DEFAULT_TIMING.publicationDelayMs} ms); adaptive slice over the timed window, sampled every ${SLICE_SAMPLE_MS} ms: at most ${relay.slice.maxMs} ms, ` +
-              `stretched in ${round(100 * relay.slice.stretchedShare, 0)} % of the samples; goal p99 <= 10 ms (#30 item 3)`;
+              `stretched in ${round(100 * relay.slice.stretchedShare, 0)} % of the samples; subscriber stream window ${CLIENT_WINDOW ?? 65535} B; goal p99 <= 10 ms (#30 item 3)`;
             for (const q of ['p99', 'p50'] as const) {
               const key = `${q}Ms` as const;
               results.push({
