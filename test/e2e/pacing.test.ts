@@ -159,9 +159,9 @@ test('a consumer pausing 1 s after its snapshot keeps its stream under 200 k blo
 // subscriber that late meanwhile; doubling while any queue stood at 2 frames, even one being
 // drained, had it climb further first (bench delta-latency, #30 item 3).
 test('a consumer that stops briefly and then keeps up gets the configured slice back at the first delta after it drained', async () => {
-  const PUBLISH_FOR_MS = 4_000;
+  const PUBLISH_FOR_MS = 6_000; // beyond the sampling below (up to 4 s from 1.5 s on), so that deltas keep coming
   const STOP_AT_MS = 1_000;
-  const STOPPED_MS = 500; // long enough to stretch to 512 or so, whose halvings would last ~0.5 s
+  const STOPPED_MS = 500; // long enough to stretch to 256-512, whose halvings would last as long
   const SAMPLE_MS = 20;
   const { engine, producer, payloads } = await pacedPool(PUBLISH_FOR_MS);
   const session = rawSession(run.address);
@@ -177,26 +177,26 @@ test('a consumer that stops briefly and then keeps up gets the configured slice 
   late.stream.resume();
   const resumedAt = performance.now();
   const slices: Array<{ at: number; ms: number }> = [];
-  while (performance.now() - resumedAt < 2 * stretchedTo + 1_500) {
+  while (performance.now() - resumedAt < 2 * stretchedTo + 2_000) {
     slices.push({ at: performance.now(), ms: sliceMs(await run.metricsText()) });
     await new Promise((resolve) => setTimeout(resolve, SAMPLE_MS));
   }
   await publishing.done;
 
-  expect(stretchedTo).toBeGreaterThanOrEqual(64); // pacing engaged while it was stopped
+  expect(stretchedTo).toBeGreaterThanOrEqual(128); // pacing engaged while it was stopped
   const back = slices.find((s) => s.ms === 1);
   expect(back).toBeDefined();
-  // Back within the stretched slice then running (its end brings the next delta), with room for
-  // this loaded machine.
-  expect(back!.at - resumedAt).toBeLessThanOrEqual(stretchedTo + 500);
-  // Once it came down it went to 1 at once, not through the halvings (512: 256 + 128 + ... ms). A
-  // short climb may come first (after the reset, a judgement may see a queue grow again).
-  const cameDown = slices.find((s) => s.ms < stretchedTo)!;
-  expect(back!.at - cameDown.at).toBeLessThanOrEqual(stretchedTo / 4);
-  // And it stayed mostly there (this process and the reference consumer share the cores: a brief
-  // stretch may come back).
-  const after = slices.filter((s) => s.at >= back!.at).map((s) => s.ms);
-  expect(after.filter((ms) => ms > 4).length).toBeLessThanOrEqual(after.length / 4);
+  // Back within a bound: the stretched slice then running (its end brings the next delta), the drain,
+  // and room for a loaded machine (both consumers share the cores with the relay).
+  expect(back!.at - resumedAt).toBeLessThanOrEqual(2 * stretchedTo + 1_000);
+  // When it came down it went to 1 at once, not through the halvings (from 256: 128 for 128 ms, 64
+  // for 64 ms, ...: the old policy's first lower sample read half the stretch). A short climb may
+  // follow the reset (a judgement may see a queue grow again while the last large delta is read).
+  expect(slices.find((s) => s.ms < stretchedTo)!.ms).toBeLessThanOrEqual(stretchedTo / 8);
+  // And it stayed there at least half of the time (this process, with both consumers, shares the
+  // cores with the relay: on a loaded machine short stretches come back).
+  const after = slices.filter((s) => s.at >= back!.at).map((s) => s.ms).sort((a, b) => a - b);
+  expect(after[Math.floor(after.length / 2)]).toBeLessThanOrEqual(2);
   expect(metricValue(await run.metricsText(), 'kv_dc_relay_subscriber_lagged_total', 'stream="pool"')).toBe(0);
   session.close();
 }, 120_000);
