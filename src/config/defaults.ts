@@ -9,7 +9,7 @@ import { MAX_INGEST_THREADS } from './limits';
 export const MAX_DELTA_IMAGES = 349_525;
 
 // --- Adaptive publication pacing (src/publication/pacing.ts) ---
-/** A hub asks for longer slices while its fullest subscriber queue is at least this full (2 of 16 frames). */
+/** A hub asks for longer slices while a subscriber queue at least this full (2 of 16 frames) grows, and for the configured one once every queue is below it. */
 export const PACING_STRETCH_OCCUPANCY = 0.125;
 /** Largest factor the configured publication threshold and delay are stretched by. */
 export const PACING_MAX_STRETCH = 1024;
