@@ -22,7 +22,7 @@ import * as path from 'path';
 import type { Publisher } from 'zeromq';
 import { bucketContains, CBI1, ckfPrepare, snapshotChunkCount } from '../src/native';
 import { encodeSequence } from '../src/ingest/frames';
-import { DEFAULT_TIMING } from '../src/config/defaults';
+import { DEFAULT_CLIENT_FLOW_CONTROL_WINDOW_BYTES, DEFAULT_TIMING } from '../src/config/defaults';
 import { RELAY_CONTRACT_MARKER } from '../src/wire/constants';
 import { decodeMessage } from '../src/wire/codec';
 import { FilterUpdateKind } from '../src/wire/enums';
@@ -69,12 +69,13 @@ const TRACE_SLICE = process.env.DELTA_LATENCY_TRACE === '1';
 const PINNINGS = (process.env.DELTA_LATENCY_PINNING ?? 'shared,0/1').split(',');
 /**
  * The subscriber's HTTP/2 stream window in bytes (grpc-js's `grpc-node.flow_control_window`; unset:
- * node's 64 KiB). The relay may not send more of a stream than this before the client acknowledges
+ * the project's client's default, 4 MiB). The relay may not send more of a stream than this before the client acknowledges
  * it, so with a window smaller than a few deltas each delta waits for the subscriber's event loop
  * to turn (grpcio and tonic grow their windows by BDP probing; grpc-js does not).
  */
-const CLIENT_WINDOW = process.env.DELTA_LATENCY_CLIENT_WINDOW ? Number(process.env.DELTA_LATENCY_CLIENT_WINDOW) : undefined;
-const CLIENT_OPTIONS = CLIENT_WINDOW ? { 'grpc-node.flow_control_window': CLIENT_WINDOW } : {};
+// The project's client's window by default (RelayClientOptions.flowControlWindowBytes); 65535 gives node's.
+const CLIENT_WINDOW = process.env.DELTA_LATENCY_CLIENT_WINDOW ? Number(process.env.DELTA_LATENCY_CLIENT_WINDOW) : DEFAULT_CLIENT_FLOW_CONTROL_WINDOW_BYTES;
+const CLIENT_OPTIONS = { 'grpc-node.flow_control_window': CLIENT_WINDOW };
 const ALL_CPUS = `0-${os.availableParallelism() - 1}`;
 
 interface Pinning {
@@ -488,7 +489,7 @@ export async function run(): Promise<BenchResult[]> {
               `${relay.latency.lost} timed messages lost (relay over the whole run: ${relay.drops}); bare p50 ${round(bare.p50Ms)} ms (${bare.lost} lost), ` +
               `one frame per message of the relay's delta bytes per message (${Math.round(relay.deltaBytesPerMessage)} B); default publication (threshold ${DEFAULT_TIMING.publicationThreshold}, ` +
               `delay ${DEFAULT_TIMING.publicationDelayMs} ms); adaptive slice over the timed window, sampled every ${SLICE_SAMPLE_MS} ms: at most ${relay.slice.maxMs} ms, ` +
-              `stretched in ${round(100 * relay.slice.stretchedShare, 0)} % of the samples; subscriber stream window ${CLIENT_WINDOW ?? 65535} B; goal p99 <= 10 ms (#30 item 3)`;
+              `stretched in ${round(100 * relay.slice.stretchedShare, 0)} % of the samples; subscriber stream window ${CLIENT_WINDOW} B; goal p99 <= 10 ms (#30 item 3)`;
             for (const q of ['p99', 'p50'] as const) {
               const key = `${q}Ms` as const;
               results.push({
