@@ -23,6 +23,7 @@ export const USAGE = `usage: npm run sim:multidc -- [options]
   --view relay|oracle          --routers N           --speed auto|X           --wall-rate N
   --tick-ms N                  --load-window-ms N    --failure-timeout-ms N
   --slo-scale X                --slo-floor-ms N      --prefill-tokens-per-ms X
+  --slo-to-router on|off       (routers are told each request's TTFT SLO; kv-aware triages with it)
   --faults all|${FAULT_NAMES.join(',')}  (fault scenarios instead of the sweep; with --load, --seed, --policies)
   --out DIR   (sweep.{json,md,svg} or faults.{json,md})
   --from FILE (repeat; no runs: the report again from one sweep.json, or from several partial
@@ -71,7 +72,7 @@ export function parseCli(argv: string[]): Cli {
     args: argv,
     allowPositionals: true,
     options: Object.fromEntries(
-      ['workload', 'trace', 'requests', 'warmup', 'loads', 'seeds', 'policies', 'kv-capacity-tokens', 'max-num-seqs', 'max-batched-tokens', 'block-size', 'view', 'routers', 'speed', 'wall-rate', 'tick-ms', 'load-window-ms', 'failure-timeout-ms', 'slo-scale', 'slo-floor-ms', 'prefill-tokens-per-ms', 'faults', 'out', 'load', 'seed']
+      ['workload', 'trace', 'requests', 'warmup', 'loads', 'seeds', 'policies', 'kv-capacity-tokens', 'max-num-seqs', 'max-batched-tokens', 'block-size', 'view', 'routers', 'speed', 'wall-rate', 'tick-ms', 'load-window-ms', 'failure-timeout-ms', 'slo-scale', 'slo-floor-ms', 'prefill-tokens-per-ms', 'slo-to-router', 'faults', 'out', 'load', 'seed']
         .map((k) => [k, { type: 'string' as const }])
         .concat(['dc', 'from'].map((k) => [k, { type: 'string' as const, multiple: true } as never])),
     ),
@@ -115,6 +116,9 @@ export function parseCli(argv: string[]): Cli {
   run.sloFloorMs = v('slo-floor-ms') === undefined ? run.sloFloorMs : Number(v('slo-floor-ms'));
   if (!(run.sloFloorMs >= 0)) throw new UsageError('--slo-floor-ms must be ≥ 0');
   setup.prefillTokensPerMs = positive('--prefill-tokens-per-ms', v('prefill-tokens-per-ms'));
+  const sloToRouter = v('slo-to-router') ?? (setup.sloToRouter ? 'on' : 'off');
+  if (sloToRouter !== 'on' && sloToRouter !== 'off') throw new UsageError('--slo-to-router must be on or off');
+  setup.sloToRouter = sloToRouter === 'on';
   const faults = v('faults');
   let faultNames: FaultName[] | null = null;
   if (faults !== undefined) {

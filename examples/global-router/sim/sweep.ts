@@ -141,7 +141,7 @@ export function mergeSweeps(parts: readonly { file: string; setup: string; runs:
   for (const part of parts) {
     if (part.setup !== parts[0].setup) throw new RangeError(`${part.file} was run on another setup than ${parts[0].file}:\n  ${part.setup}\n  ${parts[0].setup}`);
     for (const r of part.runs) {
-      const key = `${r.policy} at ${r.load} seed ${r.seed} (${r.view}, ${r.routers} router(s))`;
+      const key = `${r.policy} at ${r.load} seed ${r.seed} (${r.view}, ${r.routers} router(s)${r.sloToRouter ? ', told the SLO' : ''})`;
       const first = seen.get(key);
       if (first !== undefined) throw new RangeError(`${key} is in both ${first} and ${part.file}`);
       seen.set(key, part.file);
