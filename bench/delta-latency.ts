@@ -15,13 +15,14 @@
 // no snapshot assembly: the relay's tests do that); decoding every image into arrays in JavaScript
 // made the subscriber the slowest hop at half rate, its queue filled, and pacing turned that into
 // a standing ~0.5-1.4 s delay of its own making.
-import { spawn, type ChildProcess } from 'child_process';
+import { execFileSync, spawn, type ChildProcess } from 'child_process';
+import * as os from 'os';
 import * as grpc from '@grpc/grpc-js';
 import * as path from 'path';
 import type { Publisher } from 'zeromq';
 import { bucketContains, CBI1, ckfPrepare, snapshotChunkCount } from '../src/native';
 import { encodeSequence } from '../src/ingest/frames';
-import { DEFAULT_TIMING } from '../src/config/defaults';
+import { DEFAULT_CLIENT_FLOW_CONTROL_WINDOW_BYTES, DEFAULT_TIMING } from '../src/config/defaults';
 import { RELAY_CONTRACT_MARKER } from '../src/wire/constants';
 import { decodeMessage } from '../src/wire/codec';
 import { FilterUpdateKind } from '../src/wire/enums';
@@ -55,6 +56,58 @@ const DRAIN_MS = 5_000;
 const PROBE_MS = 50;
 /** How often the paced run samples the pool's publication slice (is pacing what delays the deltas?). */
 const SLICE_SAMPLE_MS = 100;
+/** Print each paced run's slice samples (ms since the timed window began, slice ms) to stderr. */
+const TRACE_SLICE = process.env.DELTA_LATENCY_TRACE === '1';
+
+/**
+ * Where the processes run, one paced pair per entry: `shared` (every core for everyone, the
+ * scheduler's choice), or `R/B`: the relay (and the bare hop in its place) on cpu R, this process
+ * (the publishers and the subscriber) on cpu B. The bench's subscriber shares the machine with the
+ * relay; pinned apart, a late subscriber is late for its own reasons, not the relay's threads'.
+ * The max rate is measured shared, so every pinning is paced alike.
+ */
+const PINNINGS = (process.env.DELTA_LATENCY_PINNING ?? 'shared,0/1').split(',');
+/**
+ * The subscriber's HTTP/2 stream window in bytes (grpc-js's `grpc-node.flow_control_window`; unset:
+ * the project's client's default, 4 MiB). The relay may not send more of a stream than this before the client acknowledges
+ * it, so with a window smaller than a few deltas each delta waits for the subscriber's event loop
+ * to turn (grpcio and tonic grow their windows by BDP probing; grpc-js does not).
+ */
+// The project's client's window by default (RelayClientOptions.flowControlWindowBytes); 65535 gives node's.
+const CLIENT_WINDOW = process.env.DELTA_LATENCY_CLIENT_WINDOW ? Number(process.env.DELTA_LATENCY_CLIENT_WINDOW) : DEFAULT_CLIENT_FLOW_CONTROL_WINDOW_BYTES;
+const CLIENT_OPTIONS = { 'grpc-node.flow_control_window': CLIENT_WINDOW };
+const ALL_CPUS = `0-${os.availableParallelism() - 1}`;
+
+interface Pinning {
+  name: string;
+  relayCpus: string;
+  benchCpus: string;
+}
+
+function pinning(spec: string): Pinning {
+  if (spec === 'shared') return { name: 'shared cores', relayCpus: ALL_CPUS, benchCpus: ALL_CPUS };
+  const [relayCpus, benchCpus] = spec.split('/');
+  if (!relayCpus || !benchCpus) throw new Error(`DELTA_LATENCY_PINNING: expected shared or RELAY/BENCH cpu lists, got ${spec}`);
+  return { name: `relay on cpu ${relayCpus}, publishers and subscriber on cpu ${benchCpus}`, relayCpus, benchCpus };
+}
+
+/** Every thread of `pid` (threads it starts later inherit it) onto `cpus`. */
+function pin(pid: number | undefined, cpus: string): void {
+  if (pid !== undefined) execFileSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { stdio: 'ignore' });
+}
+
+/** The pool's publication slice over the timed window: its largest value and the share of samples above the configured delay. */
+interface SliceSeen {
+  maxMs: number;
+  stretchedShare: number;
+  samples: Array<[number, number]>;
+}
+
+function sliceSeen(samples: Array<[number, number]>): SliceSeen {
+  const timed = samples.filter(([t]) => t >= 0);
+  const stretched = timed.filter(([, ms]) => ms > DEFAULT_TIMING.publicationDelayMs).length;
+  return { maxMs: Math.max(0, ...timed.map(([, ms]) => ms)), stretchedShare: timed.length === 0 ? 0 : stretched / timed.length, samples };
+}
 
 interface Latencies {
   /** Over the timed messages that arrived. */
@@ -277,17 +330,21 @@ async function throughRelay(
   pubs: Publisher[],
   sources: VllmBatches[],
   ratePerSecond: number,
+  where: Pinning,
   prefill?: Prefill,
-): Promise<{ latency: Latencies; drops: string; deltaBytesPerMessage: number; sliceMaxMs: number; share: string; loopMaxMs: number }> {
+): Promise<{ latency: Latencies; drops: string; deltaBytesPerMessage: number; slice: SliceSeen; share: string; loopMaxMs: number }> {
   const relay = await startRelayProcess(relayConfig([{ model: 'bench', endpoints: pubs.map((p) => p.lastEndpoint!) }]));
-  const client = rawClients(relay.address, 1)[0];
+  pin(relay.pid, where.relayCpus);
+  const client = rawClients(relay.address, 1, CLIENT_OPTIONS)[0];
   try {
     if (prefill) await sendPrefill(pubs, prefill, relay.metricsAddress);
     const producer = (await catalogProducers(relay.address, 1)).get('bench')!;
     const format = { seed: producer.ckfFormat!.seed, bucketCount: Number(producer.ckfFormat!.bucketCount) };
     // The relay's share and loop delay over the timed messages only, as the e2e latency.
     let before: Promise<Buckets[]> | undefined;
+    let timedFrom = Infinity;
     const run = new PacedRun(pubs, sources, ratePerSecond, BigInt(prefill?.payloads[0].length ?? 0), () => {
+      timedFrom = performance.now();
       before = scrape(relay.metricsAddress).then(shareBuckets);
     });
     const matcher = new MarkerMatcher(format, sources, (s, i) => run.arrived(s, i));
@@ -312,12 +369,13 @@ async function throughRelay(
     });
     call.on('error', (err) => failed(err));
     await Promise.race([snapshotDone, broken]);
-    let sliceMaxMs = 0;
+    // [performance.now(), slice ms] per sample.
+    const sliceSamples: Array<[number, number]> = [];
     // Each scrape starts a new event-loop window: the longest delay over those of the timed messages.
     let loopMaxMs = 0;
     const sampler = setInterval(() => {
       scrape(relay.metricsAddress).then((text) => {
-        sliceMaxMs = Math.max(sliceMaxMs, metricSum(text, 'kv_dc_relay_pool_publication_slice_ms'));
+        sliceSamples.push([performance.now(), metricSum(text, 'kv_dc_relay_pool_publication_slice_ms')]);
         if (before) loopMaxMs = Math.max(loopMaxMs, 1000 * metricSum(text, 'kv_dc_relay_event_loop_delay_seconds', 'quantile="1"'));
       }, () => undefined);
     }, SLICE_SAMPLE_MS);
@@ -327,7 +385,7 @@ async function throughRelay(
     call.on('error', () => undefined); // our own cancel
     call.cancel();
     const share = before ? relayShare(await before, shareBuckets(text)) : 'no timed message';
-    return { latency, drops, deltaBytesPerMessage: deltaBytes / run.messagesSent, sliceMaxMs, share, loopMaxMs };
+    return { latency, drops, deltaBytesPerMessage: deltaBytes / run.messagesSent, slice: sliceSeen(sliceSamples.map(([at, ms]) => [round(at - timedFrom, 0), ms])), share, loopMaxMs };
   } finally {
     client.close();
     await relay.stop();
@@ -335,16 +393,17 @@ async function throughRelay(
 }
 
 /** The same paced messages through the bare hops (bench/support/bare-hop.ts). */
-async function throughBareHops(pubs: Publisher[], sources: VllmBatches[], ratePerSecond: number, frameBytes: number): Promise<Latencies> {
+async function throughBareHops(pubs: Publisher[], sources: VllmBatches[], ratePerSecond: number, frameBytes: number, where: Pinning): Promise<Latencies> {
   const child: ChildProcess = spawn(process.execPath, [path.join(__dirname, 'support', 'bare-hop.js'), String(Math.round(frameBytes)), ...pubs.map((p) => p.lastEndpoint!)], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   killWithThisProcess(child);
+  pin(child.pid, where.relayCpus);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let client: grpc.Client | undefined;
   try {
     const address = await waitForLine(child, (l) => (l.startsWith('{"address"') ? (JSON.parse(l) as { address: string }).address : undefined));
-    client = rawClients(address, 1)[0];
+    client = rawClients(address, 1, CLIENT_OPTIONS)[0];
     const run = new PacedRun(pubs, sources, ratePerSecond);
     const call = (client as unknown as KvEventRelayClient).subscribeKvPool({
       subscriberId: 'bench-bare-hop',
@@ -416,26 +475,35 @@ export async function run(): Promise<BenchResult[]> {
         // Fresh chains for every paced message (+ one probe per source), so each marker is new to the pool.
         const perSource = 1 + Math.ceil((ratePerSecond * (PACED_WARMUP_MS + PACED_MEASURE_MS)) / 1000 / n);
         const sources = workload.messages(n, perSource, prefill);
-        const relay = await throughRelay(pubs, sources, ratePerSecond, prefill);
-        const bare = await throughBareHops(pubs, sources, ratePerSecond, relay.deltaBytesPerMessage);
-        const note =
-          `${FIXED_BLOCKS_PER_S ? 'DELTA_LATENCY_BLOCKS_PER_S: half of a max taken as' : 'half of the max'} ${round(max / 1e6, 2)} M blocks/s the pool applied in this run on ${workload.name} (${round(ratePerSecond, 0)} messages/s of 16 events × 32 blocks, bs 16, ${REMOVALS[workload.mix]}); ` +
-          `relay p50 ${round(relay.latency.p50Ms)} ms, max ${round(relay.latency.maxMs)} ms over ${relay.latency.timed} messages, ` +
-          `the relay's own share over the timed messages (ingest receive → delta published, ${RELAY_SHARE}) ${relay.share}, ` +
-          `its event loop's longest delay ${round(relay.loopMaxMs)} ms, ` +
-          `${relay.latency.lost} timed messages lost (relay over the whole run: ${relay.drops}); bare p50 ${round(bare.p50Ms)} ms (${bare.lost} lost), ` +
-          `one frame per message of the relay's delta bytes per message (${Math.round(relay.deltaBytesPerMessage)} B); default publication (threshold ${DEFAULT_TIMING.publicationThreshold}, ` +
-          `delay ${DEFAULT_TIMING.publicationDelayMs} ms, adaptive slice: at most ${relay.sliceMaxMs} ms sampled every ${SLICE_SAMPLE_MS} ms); goal p99 <= 5 ms`;
-        for (const q of ['p99', 'p50'] as const) {
-          const key = `${q}Ms` as const;
-          results.push({
-            name: `event→delta ${q} at ${FIXED_BLOCKS_PER_S ? `${round(FIXED_BLOCKS_PER_S / 1e6, 2)} M blocks/s` : 'half the max ingest rate'}, ${n} source(s), ${workload.name}, relay process → gRPC subscriber`,
-            value: round(relay.latency[key]),
-            unit: 'ms',
-            baseline: { name: 'bare zeromq.js SUB → grpc-js stream hop, same messages and pace', value: round(bare[key]) },
-            ratio: round(relay.latency[key] / bare[key]),
-            ...(q === 'p99' ? { note } : {}),
-          });
+        for (const where of PINNINGS.map(pinning)) {
+          pin(process.pid, where.benchCpus);
+          try {
+            const relay = await throughRelay(pubs, sources, ratePerSecond, where, prefill);
+            const bare = await throughBareHops(pubs, sources, ratePerSecond, relay.deltaBytesPerMessage, where);
+            if (TRACE_SLICE) console.error(`slice samples, ${n} source(s), ${workload.name}, ${where.name}: ${JSON.stringify(relay.slice.samples)}`);
+            const note =
+              `${FIXED_BLOCKS_PER_S ? 'DELTA_LATENCY_BLOCKS_PER_S: half of a max taken as' : 'half of the max'} ${round(max / 1e6, 2)} M blocks/s the pool applied in this run on ${workload.name} (${round(ratePerSecond, 0)} messages/s of 16 events × 32 blocks, bs 16, ${REMOVALS[workload.mix]}); ` +
+              `relay p50 ${round(relay.latency.p50Ms)} ms, max ${round(relay.latency.maxMs)} ms over ${relay.latency.timed} messages, ` +
+              `the relay's own share over the timed messages (ingest receive → delta published, ${RELAY_SHARE}) ${relay.share}, ` +
+              `its event loop's longest delay ${round(relay.loopMaxMs)} ms, ` +
+              `${relay.latency.lost} timed messages lost (relay over the whole run: ${relay.drops}); bare p50 ${round(bare.p50Ms)} ms (${bare.lost} lost), ` +
+              `one frame per message of the relay's delta bytes per message (${Math.round(relay.deltaBytesPerMessage)} B); default publication (threshold ${DEFAULT_TIMING.publicationThreshold}, ` +
+              `delay ${DEFAULT_TIMING.publicationDelayMs} ms); adaptive slice over the timed window, sampled every ${SLICE_SAMPLE_MS} ms: at most ${relay.slice.maxMs} ms, ` +
+              `stretched in ${round(100 * relay.slice.stretchedShare, 0)} % of the samples; subscriber stream window ${CLIENT_WINDOW} B; goal p99 <= 10 ms (#30 item 3)`;
+            for (const q of ['p99', 'p50'] as const) {
+              const key = `${q}Ms` as const;
+              results.push({
+                name: `event→delta ${q} at ${FIXED_BLOCKS_PER_S ? `${round(FIXED_BLOCKS_PER_S / 1e6, 2)} M blocks/s` : 'half the max ingest rate'}, ${n} source(s), ${workload.name}, relay process → gRPC subscriber, ${where.name}`,
+                value: round(relay.latency[key]),
+                unit: 'ms',
+                baseline: { name: 'bare zeromq.js SUB → grpc-js stream hop, same messages, pace and cores', value: round(bare[key]) },
+                ratio: round(relay.latency[key] / bare[key]),
+                ...(q === 'p99' ? { note } : {}),
+              });
+            }
+          } finally {
+            pin(process.pid, ALL_CPUS);
+          }
         }
       }
     } finally {

@@ -24,6 +24,13 @@ function threadShares(rounds: ThreadCpuMs[]): string {
   return `main thread ${perS('main')}, ingest threads ${perS('ingest')}, ZMQ I/O ${perS('zmq')}, V8/libuv helpers ${perS('other')}`;
 }
 
+/** The relay's wake-ups per message by thread kind (medians over the rounds; each round's wake-ups over its messages). */
+function wakeupShares(rounds: { wakes: ThreadCpuMs; messages: number }[]): string {
+  const per = (kind: keyof ThreadCpuMs): number => round(median(rounds.map((r) => r.wakes[kind] / r.messages)), 2);
+  const total = round(median(rounds.map((r) => (r.wakes.main + r.wakes.ingest + r.wakes.zmq + r.wakes.other) / r.messages)), 2);
+  return `${total} (main ${per('main')}, ingest ${per('ingest')}, ZMQ I/O ${per('zmq')}, helpers ${per('other')})`;
+}
+
 export async function run(): Promise<BenchResult[]> {
   const results: BenchResult[] = [];
   for (const [rate, sources] of GRID) {
@@ -34,14 +41,18 @@ export async function run(): Promise<BenchResult[]> {
       const bareUs: number[] = [];
       const relayMsPerS: number[] = [];
       const byThread: ThreadCpuMs[] = [];
+      const wakes: { wakes: ThreadCpuMs; messages: number }[] = [];
+      const bareWakes: number[] = [];
       for (let r = 0; r < ROUNDS; r++) {
         const bare = await bareSubscriberRate(pubs, payloads, WINDOW, new PacedSender(pubs, payloads, rate));
         if (bare.cpuUsPerMessage !== undefined) bareUs.push(bare.cpuUsPerMessage);
+        if (bare.wakeupsPerMessage !== undefined) bareWakes.push(bare.wakeupsPerMessage);
         const relay = await relayIngestRate(pubs, payloads, WINDOW, { blocksPerEvent: SMALL_BLOCKS_PER_MESSAGE, sender: new PacedSender(pubs, payloads, rate) });
         if (relay.cpuMs !== undefined && relay.eventsPerSecond > 0) {
           relayUs.push((relay.cpuMs * 1000) / (relay.eventsPerSecond * (WINDOW.measureMs / 1000)));
           relayMsPerS.push(relay.cpuMs / (WINDOW.measureMs / 1000));
           if (relay.threadCpuMs) byThread.push(relay.threadCpuMs);
+          if (relay.threadWakeups) wakes.push({ wakes: relay.threadWakeups, messages: relay.eventsPerSecond * (WINDOW.measureMs / 1000) });
         }
       }
       const value = median(relayUs);
@@ -52,7 +63,9 @@ export async function run(): Promise<BenchResult[]> {
         unit: 'µs/message',
         baseline: { name: 'bare zeromq.js SUB process, same messages', value: round(baseline, 0) },
         ratio: round(value / baseline, 2),
-        note: `goal <= 1.5; relay ${round(median(relayMsPerS), 0)} ms of CPU per second (${threadShares(byThread)}); medians of ${ROUNDS} rounds`,
+        note:
+          `goal <= 1.5; relay ${round(median(relayMsPerS), 0)} ms of CPU per second (${threadShares(byThread)}); ` +
+          `wake-ups per message: relay ${wakes.length > 0 ? wakeupShares(wakes) : 'n/a'}, bare SUB ${bareWakes.length > 0 ? round(median(bareWakes), 2) : 'n/a'}; medians of ${ROUNDS} rounds`,
       });
     } finally {
       for (const p of pubs) p.close();

@@ -33,12 +33,12 @@ export async function startBareServer(onSubscribe: (call: grpc.ServerWritableStr
   };
 }
 
-/** Clients whose stream messages are the raw response bytes (up to the relay's 8 MiB frames). */
-export function rawClients(address: string, n: number): grpc.Client[] {
+/** Clients whose stream messages are the raw response bytes (up to the relay's 8 MiB frames); `options` adds channel options. */
+export function rawClients(address: string, n: number, options: grpc.ChannelOptions = {}): grpc.Client[] {
   const definition: Record<string, grpc.MethodDefinition<unknown, unknown>> = {};
   for (const [name, method] of Object.entries(serviceDefinition)) {
     definition[name] = { ...method, responseDeserialize: (bytes: Buffer) => bytes };
   }
   const Client = grpc.makeGenericClientConstructor(definition, 'KvEventRelayBench');
-  return Array.from({ length: n }, () => new Client(address, grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1, 'grpc.max_receive_message_length': 8 << 20 }));
+  return Array.from({ length: n }, () => new Client(address, grpc.credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1, 'grpc.max_receive_message_length': 8 << 20, ...options }));
 }

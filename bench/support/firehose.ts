@@ -8,7 +8,7 @@ import { Publisher } from 'zeromq';
 import { encodeSequence } from '../../src/ingest/frames';
 import { freshBatches } from './fresh-batches';
 import { BLOCK_SIZE, type Mix } from './vllm-batches';
-import { processCpuMs, threadCpuDelta, type ThreadCpuMs } from './process';
+import { processCpuMs, threadCpuDelta, threadWakeups, type ThreadCpuMs } from './process';
 import { waitFor } from '../../test/support/waitFor';
 import { metricSum, scrape, startRelayProcess, waitForLine } from './relay-process';
 
@@ -141,6 +141,8 @@ export interface IngestRate {
   cpuMs: number | undefined;
   /** The same by thread kind. */
   threadCpuMs: ThreadCpuMs | undefined;
+  /** Its wake-ups in the window by thread kind (process.ts threadWakeups). */
+  threadWakeups: ThreadCpuMs | undefined;
   cpuMsPerMBlocks: number | undefined;
 }
 
@@ -187,12 +189,14 @@ export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], w
     const before = await totals();
     const cpu0 = relay.cpuMs();
     const threads0 = relay.threadCpuMs();
+    const wakes0 = relay.threadWakeups();
     const t0 = performance.now();
     await new Promise((r) => setTimeout(r, window.measureMs));
     const after = await totals();
     const seconds = (performance.now() - t0) / 1000;
     const cpu1 = relay.cpuMs();
     const threads1 = relay.threadCpuMs();
+    const wakes1 = relay.threadWakeups();
     const blocks = after.blocks - before.blocks;
     const cpuMs = cpu0 === undefined || cpu1 === undefined ? undefined : cpu1 - cpu0;
     const applied = after.applied - before.applied;
@@ -208,6 +212,7 @@ export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], w
       bytesPerMessage: payloads[0].reduce((sum, p) => sum + p.length, 0) / payloads[0].length,
       cpuMs,
       threadCpuMs: threads0 && threads1 && threadCpuDelta(threads0, threads1),
+      threadWakeups: wakes0 && wakes1 && threadCpuDelta(wakes0, wakes1),
       cpuMsPerMBlocks: cpuMs === undefined || blocks === 0 ? undefined : (cpuMs / blocks) * 1e6,
     };
   } finally {
@@ -336,6 +341,8 @@ export interface BareRate {
   messagesPerSecond: number;
   /** CPU time (user + system) of the SUB process per message received; undefined without /proc. */
   cpuUsPerMessage: number | undefined;
+  /** Its wake-ups (all threads) per message received; undefined without /proc. */
+  wakeupsPerMessage: number | undefined;
 }
 
 /** What a bare zeromq.js SUB per publisher, in a process of its own, receives from the firehose. */
@@ -366,13 +373,17 @@ export async function bareSubscriberRate(pubs: Publisher[], payloads: Buffer[][]
     const n0 = await count();
     child.stderr!.removeAllListeners('data');
     const cpu0 = processCpuMs(child.pid);
+    const wakes0 = threadWakeups(child.pid);
     const t0 = performance.now();
     await new Promise((r) => setTimeout(r, window.measureMs));
     const n1 = await count();
     const cpu1 = processCpuMs(child.pid);
+    const wakes1 = threadWakeups(child.pid);
+    const total = (w: ThreadCpuMs): number => w.main + w.ingest + w.zmq + w.other;
     return {
       messagesPerSecond: (n1 - n0) / ((performance.now() - t0) / 1000),
       cpuUsPerMessage: cpu0 === undefined || cpu1 === undefined || n1 === n0 ? undefined : ((cpu1 - cpu0) * 1000) / (n1 - n0),
+      wakeupsPerMessage: wakes0 === undefined || wakes1 === undefined || n1 === n0 ? undefined : (total(wakes1) - total(wakes0)) / (n1 - n0),
     };
   } finally {
     await firehose.stop();

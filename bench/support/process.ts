@@ -37,18 +37,33 @@ export function threadCpuDelta(before: ThreadCpuMs, after: ThreadCpuMs): ThreadC
 }
 
 export function threadCpuMs(pid: number | undefined): ThreadCpuMs | undefined {
+  return byThreadKind(pid, (task) => statCpuMs(`${task}/stat`));
+}
+
+/**
+ * Wake-ups so far by thread kind (the same kinds as threadCpuMs): a thread's voluntary context
+ * switches, each a block in epoll or on a lock that something had to end. On a VM a wake-up costs
+ * tens of microseconds of CPU, so at low message rates they, not the work, set a process's CPU.
+ */
+export function threadWakeups(pid: number | undefined): ThreadCpuMs | undefined {
+  return byThreadKind(pid, (task) => Number(/^voluntary_ctxt_switches:\s+(\d+)$/m.exec(fs.readFileSync(`${task}/status`, 'utf8'))?.[1] ?? 0));
+}
+
+/** `value` of each of the process's threads, summed by kind; undefined without /proc. */
+function byThreadKind(pid: number | undefined, value: (task: string) => number): ThreadCpuMs | undefined {
   try {
-    const cpu: ThreadCpuMs = { main: 0, ingest: 0, zmq: 0, other: 0 };
+    const sums: ThreadCpuMs = { main: 0, ingest: 0, zmq: 0, other: 0 };
     for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
-      const ms = statCpuMs(`/proc/${pid}/task/${tid}/stat`);
-      const comm = fs.readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
-      if (Number(tid) === pid) cpu.main += ms;
-      else if (comm === INGEST_THREAD_NAME) cpu.ingest += ms;
+      const task = `/proc/${pid}/task/${tid}`;
+      const v = value(task);
+      const comm = fs.readFileSync(`${task}/comm`, 'utf8').trim();
+      if (Number(tid) === pid) sums.main += v;
+      else if (comm === INGEST_THREAD_NAME) sums.ingest += v;
       // libzmq names its I/O threads ZMQbg/IO/<n>.
-      else if (comm.startsWith('ZMQbg')) cpu.zmq += ms;
-      else cpu.other += ms;
+      else if (comm.startsWith('ZMQbg')) sums.zmq += v;
+      else sums.other += v;
     }
-    return cpu;
+    return sums;
   } catch {
     return undefined;
   }

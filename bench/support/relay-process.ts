@@ -8,7 +8,7 @@ import * as path from 'path';
 import { RELAY_CONTRACT_MARKER } from '../../src/wire/constants';
 import { makeClient } from '../../src/wire/service';
 import type { KvPoolCatalogUpdate, KvPoolDescriptor, ProducerIdentity } from '../../src/wire/types';
-import { processCpuMs, threadCpuMs, type ThreadCpuMs } from './process';
+import { processCpuMs, threadCpuMs, threadWakeups, type ThreadCpuMs } from './process';
 
 /** The chaos tests' reader of /metrics text serves the benches too. */
 export { metricSum } from '../../test/support/relay-process';
@@ -29,6 +29,8 @@ export interface RelayProcess {
   cpuMs(): number | undefined;
   /** The same per thread kind (a thread that ended since is not counted). */
   threadCpuMs(): ThreadCpuMs | undefined;
+  /** Its wake-ups so far per thread kind (process.ts threadWakeups). */
+  threadWakeups(): ThreadCpuMs | undefined;
   /** Its last stderr lines (JSON logs), for a bench's error message. */
   lastLog(): string;
   stop(): Promise<void>;
@@ -104,7 +106,7 @@ export async function startRelayProcess(config: object): Promise<RelayProcess> {
     let kept: string[] = [];
     child.stderr!.on('data', (b: Buffer) => (kept = [...kept, ...b.toString().split('\n').filter((l) => l !== '')].slice(-KEPT_LOG_LINES)));
     const exitNote = (): string => (child.exitCode !== null || child.signalCode !== null ? `relay exited (${child.exitCode ?? child.signalCode})\n` : '');
-    return { address, metricsAddress, pid: child.pid, cpuMs: () => processCpuMs(child.pid), threadCpuMs: () => threadCpuMs(child.pid), lastLog: () => exitNote() + kept.join('\n'), stop };
+    return { address, metricsAddress, pid: child.pid, cpuMs: () => processCpuMs(child.pid), threadCpuMs: () => threadCpuMs(child.pid), threadWakeups: () => threadWakeups(child.pid), lastLog: () => exitNote() + kept.join('\n'), stop };
   } catch (err) {
     await stop();
     throw err;

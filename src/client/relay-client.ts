@@ -7,9 +7,12 @@ import { EventEmitter } from 'events';
 import { Metadata, status as GrpcStatus, type ClientReadableStream, type ClientUnaryCall, type ServiceError } from '@grpc/grpc-js';
 import {
   CLIENT_SUBSCRIBER_ID_MAX_BYTES,
+  DEFAULT_CLIENT_FLOW_CONTROL_WINDOW_BYTES,
   DEFAULT_MAX_REPLICA_AGE_MS,
   DEFAULT_QUEUES,
   DEFAULT_VERIFICATION_WINDOW,
+  HTTP2_MAX_WINDOW_BYTES,
+  HTTP2_MIN_WINDOW_BYTES,
   LOAD_SILENCE_MIN_MS,
   LOAD_SILENCE_WINDOWS,
   MAX_VERIFICATION_WINDOW,
@@ -59,6 +62,12 @@ export interface RelayClientOptions {
    * (default 256 pools, 1 GiB). A ReplicaBudget instance is shared with every client given it.
    */
   memoryBudget?: Partial<ReplicaBudgetLimits> | ReplicaBudget;
+  /**
+   * HTTP/2 receive window of the connection and of each stream, in bytes (default 4 MiB,
+   * DEFAULT_CLIENT_FLOW_CONTROL_WINDOW_BYTES): a few deltas of a busy pool, so a consumer a few ms
+   * late does not hold the relay's sends back. Also the most the connection holds unread.
+   */
+  flowControlWindowBytes?: number;
 }
 
 
@@ -113,6 +122,10 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
     if (options.maxReplicaAgeMs !== undefined && !(options.maxReplicaAgeMs > 0)) throw new RangeError('maxReplicaAgeMs must be positive');
     this.maxReplicaAgeMs = options.maxReplicaAgeMs ?? DEFAULT_MAX_REPLICA_AGE_MS;
     const maxMessageBytes = options.maxMessageBytes ?? DEFAULT_QUEUES.maxMessageBytes;
+    const windowBytes = options.flowControlWindowBytes ?? DEFAULT_CLIENT_FLOW_CONTROL_WINDOW_BYTES;
+    if (!Number.isInteger(windowBytes) || windowBytes < HTTP2_MIN_WINDOW_BYTES || windowBytes > HTTP2_MAX_WINDOW_BYTES) {
+      throw new RangeError(`flowControlWindowBytes must be an integer in ${HTTP2_MIN_WINDOW_BYTES}..${HTTP2_MAX_WINDOW_BYTES}`);
+    }
     const { credentials, channelOptions, close } = clientChannel(options.tls, (err) =>
       this.report({ plane: 'relay', reason: 'TlsFilesRefused', message: `${err.message}; the certificates in use are kept`, next: 'retry' }),
     );
@@ -126,6 +139,7 @@ export class RelayClient extends EventEmitter<RelayClientEvents> {
           channelOptions: {
             ...channelOptions,
             'grpc.max_receive_message_length': maxMessageBytes,
+            'grpc-node.flow_control_window': windowBytes,
             'grpc.initial_reconnect_backoff_ms': this.backoffOptions.initialMs,
             'grpc.max_reconnect_backoff_ms': maxReconnectMs,
           },

@@ -9,7 +9,7 @@ import { MAX_INGEST_THREADS } from './limits';
 export const MAX_DELTA_IMAGES = 349_525;
 
 // --- Adaptive publication pacing (src/publication/pacing.ts) ---
-/** A hub asks for longer slices while its fullest subscriber queue is at least this full (2 of 16 frames). */
+/** A hub asks for longer slices while a subscriber queue at least this full (2 of 16 frames) grows, and for the configured one once every queue is below it. */
 export const PACING_STRETCH_OCCUPANCY = 0.125;
 /** Largest factor the configured publication threshold and delay are stretched by. */
 export const PACING_MAX_STRETCH = 1024;
@@ -93,10 +93,13 @@ export const GC_HEAP_GROWING_PERCENT = 300;
 /** Upper bound of a complete shutdown (process contract). */
 export const SHUTDOWN_DEADLINE_MS = 5_000;
 /**
- * How often /metrics' event-loop delay is sampled (a native timer): 100 samples a second cost nothing
- * measurable, and a delay is caught whenever a sample falls due inside it.
+ * How often /metrics' event-loop delay is sampled (a native timer): a delay is caught whenever a
+ * sample falls due inside it. Each sample wakes the main thread: at 10 ms (100 a second) that was
+ * 7.5-10 ms of CPU a second on an idle relay (a wake-up costs ~80 µs on a 2-vCPU VM), as much as the
+ * rest of the relay spent on 100 engine messages a second (issue 30 item 2); 20 a second still give
+ * a scrape interval's quantiles hundreds of samples.
  */
-export const EVENT_LOOP_DELAY_RESOLUTION_MS = 10;
+export const EVENT_LOOP_DELAY_RESOLUTION_MS = 50;
 
 // --- TLS on the gRPC listener (README "Security"; plaintext when `tls` is omitted) ---
 /** With a CA, client certificates are asked for; this makes one the CA verifies mandatory for the handshake. */
@@ -337,6 +340,18 @@ export const REPLICA_RATE_WINDOW_MS = 5_000;
  */
 export const DEFAULT_CLIENT_MAX_REPLICA_POOLS = 256;
 export const DEFAULT_CLIENT_MAX_REPLICA_BYTES = 1_073_741_824;
+/**
+ * The consumer's HTTP/2 receive window, per stream and for the connection (grpc-js
+ * `grpc-node.flow_control_window`; node's default is 64 KiB). A busy pool's delta is 25-150 KB, so
+ * with 64 KiB the relay sends the rest only after the consumer's event loop acknowledged the start,
+ * and a consumer a few ms late on shared cores fills its queue and engages the relay's pacing
+ * (BENCHMARKS.md 2026-12-07: with 4 MiB the bench's subscriber never did). The connection window
+ * bounds what all of a client's streams hold unread together, so this is also the most it buffers.
+ */
+export const DEFAULT_CLIENT_FLOW_CONTROL_WINDOW_BYTES = 4 * 1024 * 1024;
+/** The window's bounds: HTTP/2's initial window (RFC 9113 §6.9.2; less would only slow snapshots) and its largest (§6.9.1). */
+export const HTTP2_MIN_WINDOW_BYTES = 65_535;
+export const HTTP2_MAX_WINDOW_BYTES = 2 ** 31 - 1;
 /** Redraw period of `watch` on a terminal (and of its replica statistics line otherwise). */
 export const WATCH_REFRESH_MS = 500;
 /** Errors kept on the `watch` terminal screen. */

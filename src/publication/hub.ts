@@ -14,7 +14,7 @@ import { SharedFrame } from './frames';
 import type { QueuedPermits } from './permits';
 import type { PublicationCounters } from './stats';
 import { currentTurn } from './loop-turn';
-import { nextStretch } from './pacing';
+import { nextStretch, QueueState } from './pacing';
 import { encodeSnapshotFrames } from './snapshot';
 import type { DeltaFrame, PoolFeed, PoolImage, PoolListener } from './source';
 
@@ -27,8 +27,11 @@ export interface HubSnapshot {
 /** What a hub needs from its subscribers. */
 export interface HubSubscriber {
   deliver(frame: SharedFrame): void;
-  /** How full its queue is at `now` (performance.now()), 0 (empty) to 1 (the next frame may lag it), by frames or bytes. */
-  occupancy(now: number): number;
+  /**
+   * Its queue at `now` (performance.now()) for pacing (pacing.ts): filling, draining or low. Called
+   * once per judgement: "since the last judgement" counts from the previous call.
+   */
+  queueState(now: number): QueueState;
   end(error?: RelayError): void;
 }
 
@@ -263,9 +266,9 @@ export class PoolHub {
     if (this.pacedTurn === turn) return;
     this.pacedTurn = turn;
     const now = performance.now();
-    let occupancy = 0;
-    for (const s of this.subscribers) occupancy = Math.max(occupancy, s.occupancy(now));
-    const stretch = nextStretch(this.stretch, occupancy);
+    let state = QueueState.Low;
+    for (const s of this.subscribers) state = Math.max(state, s.queueState(now));
+    const stretch = nextStretch(this.stretch, state);
     if (stretch === this.stretch) return;
     this.stretch = stretch;
     this.feed.pace?.(stretch);

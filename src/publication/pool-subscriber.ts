@@ -8,7 +8,7 @@ import { RelayError } from '../wire/errors';
 import type { ProducerIdentity, RelayIdentity } from '../wire/types';
 import { heartbeatMessage, type SharedFrame } from './frames';
 import type { HubSnapshot, HubSubscriber } from './hub';
-import { snapshotChunkAllowanceMs } from './pacing';
+import { QueueState, queueState, snapshotChunkAllowanceMs } from './pacing';
 import type { OpenStream } from './sink';
 import type { PublicationCounters } from './stats';
 
@@ -36,6 +36,8 @@ export class PoolSubscriber implements HubSubscriber {
   private heartbeatPending = false;
   /** For pacing (live): when its queue last stood below the stretch occupancy, or it went live. */
   private lowAt = 0;
+  /** For pacing: the frames its queue held at the last judgement. */
+  private judgedFrames = 0;
   /** For pacing (bootstrap): until when the snapshot chunk in flight is still paced for. */
   private chunkPacedUntil = 0;
   /** Settles the snapshot chunk in flight, if any. */
@@ -69,15 +71,18 @@ export class PoolSubscriber implements HubSubscriber {
   }
 
   /**
-   * How full the queue is (0..1) for pacing, while pacing can still save this subscriber
-   * (publication/pacing.ts): live, within the pause budget since its queue last stood low; taking
-   * its snapshot, while the chunk in flight is within its allowance. 0 otherwise.
+   * Its queue for pacing (publication/pacing.ts), while pacing can still save this subscriber: live,
+   * within the pause budget since its queue last stood low; taking its snapshot, while the chunk in
+   * flight is within its allowance (its queued deltas only drain once it is live). Low otherwise.
    */
-  occupancy(now: number): number {
-    if (!this.live) return now <= this.chunkPacedUntil ? this.fill(this.queued.length, this.queuedBytes) : 0;
-    const fill = this.fill(this.stream.frames, this.stream.bytes);
+  queueState(now: number): QueueState {
+    const frames = this.live ? this.stream.frames : this.queued.length;
+    const before = this.judgedFrames;
+    this.judgedFrames = frames;
+    if (!this.live) return now <= this.chunkPacedUntil ? queueState(this.fill(frames, this.queuedBytes), frames, before) : QueueState.Low;
+    const fill = this.fill(frames, this.stream.bytes);
     if (fill < PACING_STRETCH_OCCUPANCY) this.lowAt = now;
-    return now - this.lowAt <= PACING_PAUSE_BUDGET_MS ? fill : 0;
+    return now - this.lowAt <= PACING_PAUSE_BUDGET_MS ? queueState(fill, frames, before) : QueueState.Low;
   }
 
   private fill(frames: number, bytes: number): number {

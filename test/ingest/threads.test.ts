@@ -201,19 +201,23 @@ test('the hand-off counter bounds a subscription\'s messages, blocks and bytes i
   const c = new FlowCounter();
   const bounds = { maxMessages: 4, maxBlocks: 50, maxBytes: 100, waitMs: 0 };
   const size = (messages: number, blocks: number, bytes: number) => ({ messages, blocks, bytes });
-  expect(c.fits(size(9, 90, 1_000), bounds, 1)).toBe(true); // beyond every bound, but nothing in flight
+  const one = jest.fn(() => 1);
+  const two = () => 2;
+  expect(c.fits(size(9, 90, 1_000), bounds, one)).toBe(true); // beyond every bound, but nothing in flight
+  // Nothing in flight takes anything, without counting the thread's other subscriptions (a walk over all of them per burst).
+  expect(one).not.toHaveBeenCalled();
   c.add(size(9, 90, 1_000));
-  expect(c.fits(size(1, 0, 0), bounds, 1)).toBe(false);
+  expect(c.fits(size(1, 0, 0), bounds, one)).toBe(false);
   c.taken(size(9, 90, 1_000));
   c.add(size(2, 20, 60));
-  expect(c.fits(size(2, 20, 40), bounds, 1)).toBe(true);
-  expect(c.fits(size(2, 20, 40), bounds, 2)).toBe(false); // half the bounds each when two subscriptions have bursts in flight
+  expect(c.fits(size(2, 20, 40), bounds, one)).toBe(true);
+  expect(c.fits(size(2, 20, 40), bounds, two)).toBe(false); // half the bounds each when two subscriptions have bursts in flight
   c.add(size(2, 20, 40));
-  expect(c.fits(size(1, 0, 0), bounds, 1)).toBe(false); // 5 messages
+  expect(c.fits(size(1, 0, 0), bounds, one)).toBe(false); // 5 messages
   c.taken(size(2, 20, 40));
-  expect(c.fits(size(1, 31, 0), bounds, 1)).toBe(false); // 51 blocks
-  expect(c.fits(size(1, 0, 41), bounds, 1)).toBe(false); // 101 bytes
-  expect(c.fits(size(2, 30, 40), bounds, 1)).toBe(true);
+  expect(c.fits(size(1, 31, 0), bounds, one)).toBe(false); // 51 blocks
+  expect(c.fits(size(1, 0, 41), bounds, one)).toBe(false); // 101 bytes
+  expect(c.fits(size(2, 30, 40), bounds, one)).toBe(true);
   expect(c.messages).toBe(2);
 });
 

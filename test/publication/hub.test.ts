@@ -3,6 +3,7 @@
 import { PoolHub, type HubContext, type HubSubscriber } from '../../src/publication/hub';
 import { QueuedPermits } from '../../src/publication/permits';
 import { HubRegistry } from '../../src/publication/registry';
+import { QueueState } from '../../src/publication/pacing';
 import type { PoolImage, PoolListener } from '../../src/publication/source';
 import { PublicationCounters } from '../../src/publication/stats';
 import { RelayErrorReason } from '../../src/wire/enums';
@@ -46,9 +47,9 @@ class Recorder implements HubSubscriber {
   frames: bigint[] = [];
   objects: unknown[] = [];
   ended: RelayError | null | undefined;
-  /** What occupancy() reports (a test sets it). */
-  queue = 0;
-  occupancy(): number {
+  /** What queueState() reports (a test sets it). */
+  queue = QueueState.Low;
+  queueState(): QueueState {
     return this.queue;
   }
   deliver(frame: { sequence: bigint }): void {
@@ -196,7 +197,7 @@ test('registry counts: a requested hub is ready once its first image is adopted,
   expect([registry.size, registry.readyCount]).toEqual([0, 0]);
 });
 
-test('pacing: the hub asks for longer slices while a queue fills, shorter once all drained, 1 when it ends', async () => {
+test('pacing: the hub doubles the slice while a queue fills, holds it while one drains, and returns to 1 once all stand low or it ends', async () => {
   const paces: number[] = [];
   const feed = Object.assign(new TestPoolFeed(testProducer()), { pace: (stretch: number) => paces.push(stretch) });
   const hub = new PoolHub(feed, context());
@@ -210,20 +211,23 @@ test('pacing: the hub asks for longer slices while a queue fills, shorter once a
     await flush();
   };
   await publish(1n);
-  expect(paces).toEqual([]); // every queue empty at stretch 1: nothing to ask
-  slow.queue = 0.5;
+  expect(paces).toEqual([]); // every queue low at stretch 1: nothing to ask
+  slow.queue = QueueState.Filling;
   await publish(2n);
   await publish(3n);
-  slow.queue = 0.1; // below the stretch occupancy, not drained: held
   await publish(4n);
-  slow.queue = 0;
+  slow.queue = QueueState.Draining; // reading again: held, not doubled
   await publish(5n);
   await publish(6n);
-  expect(paces).toEqual([2, 4, 2, 1]);
-  slow.queue = 1;
-  for (let i = 0; i < 20; i += 1) await publish(BigInt(7 + i));
+  expect(paces).toEqual([2, 4, 8]);
+  slow.queue = QueueState.Low; // one low judgement brings the configured slice back
+  await publish(7n);
+  expect(paces).toEqual([2, 4, 8, 1]);
+  slow.queue = QueueState.Filling;
+  fast.queue = QueueState.Draining; // the neediest queue decides
+  for (let i = 0; i < 20; i += 1) await publish(BigInt(8 + i));
   expect(paces.at(-1)).toBe(1024);
-  expect(fast.frames).toHaveLength(26); // every delta still reaches everyone
+  expect(fast.frames).toHaveLength(27); // every delta still reaches everyone
   feed.retire();
   expect(paces.at(-1)).toBe(1);
 });
@@ -234,7 +238,7 @@ test('pacing: deltas of one turn are judged once, at the first (the frames hande
   const hub = new PoolHub(feed, context());
   const reader = new Recorder();
   await hub.subscribe(reader);
-  reader.queue = 0.5;
+  reader.queue = QueueState.Filling;
   for (let i = 1; i <= 8; i += 1) feed.publish([[0, BigInt(i)]]);
   expect(paces).toEqual([2]);
   expect(reader.frames).toHaveLength(8);

@@ -293,14 +293,16 @@ export class FlowCounter {
 
   /**
    * Thread side: whether `size` more fits this subscription's share of the thread's bounds: the
-   * bounds divided by `active`, the subscriptions of the thread with something in flight (this one
+   * bounds divided by `active()`, the subscriptions of the thread with something in flight (this one
    * included). One with nothing in flight takes anything, so a burst larger than a share is not
-   * refused forever and each subscription always has one burst's room of its own.
+   * refused forever and each subscription always has one burst's room of its own; it so never
+   * counts the others (a walk over every subscription of the thread, per burst: at 512 sources
+   * and low rates nearly every burst finds its subscription with nothing in flight).
    */
-  fits(size: HandoffSize, bounds: HandoffBounds, active: number): boolean {
+  fits(size: HandoffSize, bounds: HandoffBounds, active: () => number): boolean {
     const messages = this.messages;
     if (messages <= 0) return true;
-    const share = Math.max(1, active);
+    const share = Math.max(1, active());
     return (
       messages + size.messages <= bounds.maxMessages / share &&
       Atomics.load(this.counts, BLOCKS) + size.blocks <= bounds.maxBlocks / share &&

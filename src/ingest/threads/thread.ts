@@ -185,7 +185,7 @@ function sinkOf(id: number): IngestSink {
       let blocks = 0;
       for (let at = 0; at < b.meta.length; at += META_STRIDE) blocks += packedBlockCount(b.meta, at);
       const size = { messages: b.messages, blocks, bytes: burstBytes(b) };
-      if (flow.held.length > 0 || !flow.counter.fits(size, data.bounds, activeFlows())) hold(id, flow, { kind: 'burst', b: copyBurst(b), size });
+      if (flow.held.length > 0 || !flow.counter.fits(size, data.bounds, activeFlows)) hold(id, flow, { kind: 'burst', b: copyBurst(b), size });
       else pass(id, flow, b, size);
     },
     reset(source, reason) {
@@ -278,7 +278,7 @@ function pollHeld(): void {
   for (const [id, flow] of flows) {
     while (flow.held.length > 0) {
       const item = flow.held[0];
-      if (item.kind === 'burst' && !flow.counter.fits(item.size, data.bounds, activeFlows())) break;
+      if (item.kind === 'burst' && !flow.counter.fits(item.size, data.bounds, activeFlows)) break;
       flow.held.shift();
       if (item.kind === 'reset') {
         resetSource(id, flow, item.source, item.reason);
