@@ -16,6 +16,7 @@ import {
   roundRobin,
   shortestQueue,
   uncachedTokens,
+  unstretchedTtftMs,
   type Candidate,
 } from '../../examples/global-router/router';
 
@@ -94,6 +95,24 @@ describe('kvAware (estimated time to first token)', () => {
   it('breaks a tie by fewer blocks in flight per rank, then with the random source', () => {
     expect(pick(kvAware(), [candidate('a', { activeBlocks: 10 }), candidate('b', { activeBlocks: 4 })])).toBe('b');
     expect(pick(kvAware({ random: () => 0.99 }), [candidate('a'), candidate('b'), candidate('c')])).toBe('c');
+  });
+
+  it('triages: a request no pool can serve within its TTFT target goes where the wait is longest', () => {
+    const policy = kvAware({ prefillTokensPerMs: rate });
+    const pools = [candidate('short', { ...queued(1000) }), candidate('long', { ...queued(3000) })]; // 200 ms and 400 ms
+    const choose = (ttftSloMs?: number) => policy.choose(pools, { tokens: [1], ttftSloMs }).dc;
+    expect(choose()).toBe('short'); // no target: the shortest wait
+    expect(choose(250)).toBe('short'); // one pool meets it
+    expect(choose(150)).toBe('long'); // none does: leave the short queue to requests that can still make it
+  });
+
+  it('judges a request lost on the wait without the memory stretch (the stretch is a guess)', () => {
+    const policy = kvAware({ prefillTokensPerMs: rate });
+    // 100 ms of prefill, 1 000 ms once stretched by 90 % KV usage: the unstretched wait meets 150 ms.
+    const pools = [candidate('full', { kvUsage: 0.9 }), candidate('fuller', { kvUsage: 0.95, ...queued(2000) })];
+    expect(unstretchedTtftMs(pools[0], rate)).toBe(100);
+    expect(policy.choose(pools, { tokens: [1], ttftSloMs: 150 }).dc).toBe('full');
+    expect(policy.choose(pools, { tokens: [1], ttftSloMs: 50 }).dc).toBe('fuller');
   });
 
   it('asks the router for prefix depth and rejects a bad rate', () => {

@@ -39,6 +39,8 @@ export interface RouteRequest {
   model: string;
   tokens: ArrayLike<number>;
   lora?: string;
+  /** The request's time-to-first-token target, ms (the kv-aware policy's triage uses it). */
+  ttftSloMs?: number;
 }
 
 /**

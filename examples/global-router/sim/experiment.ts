@@ -33,10 +33,12 @@ export interface Setup {
   routers: number;
   /** Options passed to the policies (e.g. the kv-aware prefill rate). */
   prefillTokensPerMs?: number;
+  /** Whether routers are told each request's TTFT SLO (the kv-aware policy's triage uses it; the others ignore it). */
+  sloToRouter: boolean;
 }
 
 export function defaultSetup(): Setup {
-  return { workload: DEFAULT_RUN.workload, dcs: DEFAULT_DCS, engine: DEFAULT_ENGINE, run: { ...DEFAULT_RUN }, view: 'relay', routers: 1 };
+  return { workload: DEFAULT_RUN.workload, dcs: DEFAULT_DCS, engine: DEFAULT_ENGINE, run: { ...DEFAULT_RUN }, view: 'relay', routers: 1, sloToRouter: true };
 }
 
 export function rankConfig(engine: EngineSpec): RankConfig {
@@ -128,6 +130,8 @@ export interface RunResult {
   seed: number;
   view: View;
   routers: number;
+  /** Whether the routers were told each request's TTFT SLO (Setup.sloToRouter; only kv-aware reads it). Absent: not told (runs before the option). */
+  sloToRouter?: boolean;
   /** Simulated ms per wall ms the run was paced at (relay view). */
   speed: number | null;
   /** 100 % load for this run's window, and load × that (req/s). */
@@ -159,11 +163,12 @@ export async function runOnce(workload: Workload, spec: RunSpec): Promise<RunOut
   };
   const policy = (i: number) => policyByName(spec.policy, { random: coin(i), prefillTokensPerMs: setup.prefillTokensPerMs });
   const config = rankConfig(setup.engine);
+  const routerSlo = setup.sloToRouter ? (r: SimRequest) => sloMs(setup, r.inputTokens) : undefined;
   let records: RequestRecord[];
   let speed: number | null = null;
   if (setup.view === 'oracle') {
     const dcs = setup.dcs.map((d) => new LocalDc(d.name, d.ranks, config, d.oneWayMs));
-    const routers = Array.from({ length: setup.routers }, (_, i) => new OracleRouter(dcs, policy(i), config));
+    const routers = Array.from({ length: setup.routers }, (_, i) => new OracleRouter(dcs, policy(i), config, routerSlo));
     records = await new Replay({ requests, dcs, routers, clock: unpacedClock, failureTimeoutMs: setup.run.failureTimeoutMs, onRouted: spec.onRouted }).run();
   } else {
     speed = setup.run.speed === 'auto' ? setup.run.wallRequestsPerS / offered : setup.run.speed;
@@ -186,7 +191,7 @@ export async function runOnce(workload: Workload, spec: RunSpec): Promise<RunOut
         router.start();
         const missing = await waitReady(router, setup.run.model, 30_000);
         if (missing.length > 0) throw new Error(`router ${i} has no complete view of ${missing.join(', ')}`);
-        routers.push(new RelayRouter(router, setup.run.model));
+        routers.push(new RelayRouter(router, setup.run.model, routerSlo));
       }
       const dcs: DcPort[] = cluster.dcs;
       records = await new Replay({
@@ -209,7 +214,7 @@ export async function runOnce(workload: Workload, spec: RunSpec): Promise<RunOut
     ranks: Object.fromEntries(setup.dcs.map((d) => [d.name, d.ranks])),
   });
   return {
-    result: { policy: spec.policy, load: spec.load, seed: spec.seed, view: setup.view, routers: setup.routers, speed, capacityPerS, offeredPerS: offered, summary, wallSeconds: (Date.now() - started) / 1000 },
+    result: { policy: spec.policy, load: spec.load, seed: spec.seed, view: setup.view, routers: setup.routers, sloToRouter: setup.sloToRouter, speed, capacityPerS, offeredPerS: offered, summary, wallSeconds: (Date.now() - started) / 1000 },
     records,
   };
 }

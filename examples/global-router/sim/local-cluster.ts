@@ -42,6 +42,8 @@ export class OracleRouter implements RouterPort {
     private readonly dcs: readonly LocalDc[],
     private readonly policy: Policy,
     private readonly config: RankConfig,
+    /** The request's TTFT target handed to the policy (none: the policy is not told). */
+    private readonly ttftSloMs?: (request: SimRequest) => number,
   ) {
     for (const dc of dcs) this.books.set(dc.name, new WorkBook());
   }
@@ -75,7 +77,7 @@ export class OracleRouter implements RouterPort {
         };
       });
     if (candidates.length === 0) return { dc: null, matchedTokens: null, booking: { firstToken: () => undefined, release: () => undefined, fail: () => undefined } };
-    const chosen = this.policy.choose(candidates, { tokens });
+    const chosen = this.policy.choose(candidates, { tokens, ttftSloMs: this.ttftSloMs?.(request) });
     return { dc: chosen.dc, matchedTokens: chosen.matchedTokens, booking: this.books.get(chosen.dc)!.book(chosen) };
   }
 }

@@ -6,7 +6,7 @@ import * as path from 'path';
 import { parseArgs } from 'util';
 import { POLICY_NAMES, type PolicyName } from '../router';
 import { CALIBRATION_SOURCES, LLAMA3_8B_A100 } from './engine/calibration';
-import { defaultSetup, Workload, type RunResult, type Setup } from './experiment';
+import { defaultSetup, sloMs, Workload, type RunResult, type Setup } from './experiment';
 import { FAULT_NAMES, runFaults, faultsTable, type FaultName } from './faults';
 import type { DcSpec, WorkloadKind } from './options';
 import { pairedTables, sweepSvg, sweepTable, verdictTable } from './report';
@@ -23,8 +23,10 @@ export const USAGE = `usage: npm run sim:multidc -- [options]
   --view relay|oracle          --routers N           --speed auto|X           --wall-rate N
   --tick-ms N                  --load-window-ms N    --failure-timeout-ms N
   --slo-scale X                --slo-floor-ms N      --prefill-tokens-per-ms X
+  --slo-to-router on|off       (routers are told each request's TTFT SLO; kv-aware triages with it)
   --faults all|${FAULT_NAMES.join(',')}  (fault scenarios instead of the sweep; with --load, --seed, --policies)
   --out DIR   (sweep.{json,md,svg} or faults.{json,md})
+  --records   (also every run's per-request records, measured ones only, as records-POLICY-LOAD-SEED.json)
   --from FILE (repeat; no runs: the report again from one sweep.json, or from several partial
                sweeps of the same setup merged into one, into --out)`;
 
@@ -64,6 +66,8 @@ export interface Cli {
   out: string;
   /** Saved sweeps to report from (merged) instead of running. */
   from: string[];
+  /** Write each run's measured requests' records beside the sweep. */
+  records: boolean;
 }
 
 export function parseCli(argv: string[]): Cli {
@@ -71,11 +75,12 @@ export function parseCli(argv: string[]): Cli {
     args: argv,
     allowPositionals: true,
     options: Object.fromEntries(
-      ['workload', 'trace', 'requests', 'warmup', 'loads', 'seeds', 'policies', 'kv-capacity-tokens', 'max-num-seqs', 'max-batched-tokens', 'block-size', 'view', 'routers', 'speed', 'wall-rate', 'tick-ms', 'load-window-ms', 'failure-timeout-ms', 'slo-scale', 'slo-floor-ms', 'prefill-tokens-per-ms', 'faults', 'out', 'load', 'seed']
+      ['workload', 'trace', 'requests', 'warmup', 'loads', 'seeds', 'policies', 'kv-capacity-tokens', 'max-num-seqs', 'max-batched-tokens', 'block-size', 'view', 'routers', 'speed', 'wall-rate', 'tick-ms', 'load-window-ms', 'failure-timeout-ms', 'slo-scale', 'slo-floor-ms', 'prefill-tokens-per-ms', 'slo-to-router', 'faults', 'out', 'load', 'seed']
         .map((k) => [k, { type: 'string' as const }])
-        .concat(['dc', 'from'].map((k) => [k, { type: 'string' as const, multiple: true } as never])),
+        .concat(['dc', 'from'].map((k) => [k, { type: 'string' as const, multiple: true } as never]))
+        .concat([['records', { type: 'boolean' as const } as never]]),
     ),
-  }) as { values: Record<string, string | string[] | undefined>; positionals: string[] };
+  }) as { values: Record<string, string | string[] | boolean | undefined>; positionals: string[] };
   if (positionals.length > 0) throw new UsageError(`unexpected argument ${positionals[0]}`);
   const v = (k: string) => values[k] as string | undefined;
   const setup = defaultSetup();
@@ -115,6 +120,9 @@ export function parseCli(argv: string[]): Cli {
   run.sloFloorMs = v('slo-floor-ms') === undefined ? run.sloFloorMs : Number(v('slo-floor-ms'));
   if (!(run.sloFloorMs >= 0)) throw new UsageError('--slo-floor-ms must be ≥ 0');
   setup.prefillTokensPerMs = positive('--prefill-tokens-per-ms', v('prefill-tokens-per-ms'));
+  const sloToRouter = v('slo-to-router') ?? (setup.sloToRouter ? 'on' : 'off');
+  if (sloToRouter !== 'on' && sloToRouter !== 'off') throw new UsageError('--slo-to-router must be on or off');
+  setup.sloToRouter = sloToRouter === 'on';
   const faults = v('faults');
   let faultNames: FaultName[] | null = null;
   if (faults !== undefined) {
@@ -122,7 +130,7 @@ export function parseCli(argv: string[]): Cli {
     for (const f of faultNames) if (!(FAULT_NAMES as readonly string[]).includes(f)) throw new UsageError(`unknown fault ${f} (one of ${FAULT_NAMES.join(', ')})`);
     if (setup.view !== 'relay') throw new UsageError('faults need the relay view');
   }
-  return { setup, policies: v('policies') ? parsePolicies(v('policies')!) : [...POLICY_NAMES], faults: faultNames, out: v('out') ?? DEFAULT_OUT, from: (values.from as string[] | undefined) ?? [] };
+  return { setup, policies: v('policies') ? parsePolicies(v('policies')!) : [...POLICY_NAMES], faults: faultNames, out: v('out') ?? DEFAULT_OUT, from: (values.from as string[] | undefined) ?? [], records: values.records === true };
 }
 
 export function describeSetup(setup: Setup): string {
@@ -180,8 +188,13 @@ export async function main(argv: string[]): Promise<number> {
     fs.writeFileSync(path.join(out, 'sweep.json'), `${JSON.stringify({ command, setup: described, calibration: CALIBRATION_SOURCES, runs, aggregates, verdicts: v }, null, 2)}\n`);
     return { aggregates, v };
   };
-  await sweep(workload, { policies, loads: setup.run.loads, seeds: setup.run.seeds }, (r) => {
+  await sweep(workload, { policies, loads: setup.run.loads, seeds: setup.run.seeds }, (r, records) => {
     runs.push(r);
+    if (cli.records) {
+      const measured = [...records].sort((a, b) => a.arrivalMs - b.arrivalMs).slice(setup.run.warmup);
+      const withSlo = measured.map((m) => ({ ...m, sloMs: sloMs(setup, m.inputTokens) }));
+      fs.writeFileSync(path.join(out, `records-${r.policy}-${r.load}-${r.seed}.json`), `${JSON.stringify(withSlo)}\n`);
+    }
     const s = r.summary;
     process.stderr.write(
       `load ${r.load} seed ${r.seed} ${r.policy}: goodput ${s.goodputPerS.toFixed(2)}/s, SLO ${(100 * s.sloAttainment).toFixed(1)} %, hit ${(100 * s.hitRate).toFixed(1)} %, ` +

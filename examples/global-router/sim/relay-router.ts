@@ -9,10 +9,12 @@ export class RelayRouter implements RouterPort {
   constructor(
     readonly router: GlobalRouter,
     private readonly model: string,
+    /** The request's TTFT target handed to the router (none: the policy is not told). */
+    private readonly ttftSloMs?: (request: SimRequest) => number,
   ) {}
 
   route(request: SimRequest): RouteResult {
-    const decision = this.router.route({ model: this.model, tokens: promptTokens(request.prompt) });
+    const decision = this.router.route({ model: this.model, tokens: promptTokens(request.prompt), ttftSloMs: this.ttftSloMs?.(request) });
     return { dc: decision.chosen?.dc ?? null, matchedTokens: decision.chosen?.matchedTokens ?? null, booking: decision };
   }
 }

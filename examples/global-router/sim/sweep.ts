@@ -5,6 +5,7 @@
 // out). Results are appended as they come, so a long sweep can be watched; partial sweeps (pieces of
 // loads or seeds run apart) merge into one.
 import type { PolicyName } from '../router';
+import type { RequestRecord } from './driver';
 import { runOnce, type RunResult, type Workload } from './experiment';
 import type { RunSummary } from './metrics';
 import { meanCi, type MeanCi } from './stats';
@@ -32,14 +33,15 @@ export interface Aggregate {
   metrics: Record<MetricName, MeanCi>;
 }
 
-export async function sweep(workload: Workload, spec: SweepSpec, onRun: (r: RunResult) => void): Promise<RunResult[]> {
+/** Each run's result as it comes, with its per-request records (for diagnostics: where requests went, when they met their SLO). */
+export async function sweep(workload: Workload, spec: SweepSpec, onRun: (r: RunResult, records: readonly RequestRecord[]) => void): Promise<RunResult[]> {
   const results: RunResult[] = [];
   for (const load of spec.loads) {
     for (const seed of spec.seeds) {
       for (const policy of spec.policies) {
-        const { result } = await runOnce(workload, { policy, load, seed });
+        const { result, records } = await runOnce(workload, { policy, load, seed });
         results.push(result);
-        onRun(result);
+        onRun(result, records);
       }
     }
   }
@@ -141,7 +143,7 @@ export function mergeSweeps(parts: readonly { file: string; setup: string; runs:
   for (const part of parts) {
     if (part.setup !== parts[0].setup) throw new RangeError(`${part.file} was run on another setup than ${parts[0].file}:\n  ${part.setup}\n  ${parts[0].setup}`);
     for (const r of part.runs) {
-      const key = `${r.policy} at ${r.load} seed ${r.seed} (${r.view}, ${r.routers} router(s))`;
+      const key = `${r.policy} at ${r.load} seed ${r.seed} (${r.view}, ${r.routers} router(s)${r.sloToRouter ? ', told the SLO' : ''})`;
       const first = seen.get(key);
       if (first !== undefined) throw new RangeError(`${key} is in both ${first} and ${part.file}`);
       seen.set(key, part.file);

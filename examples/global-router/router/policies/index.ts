@@ -7,7 +7,7 @@ import { leastLoad, randomChoice, roundRobin } from './load';
 import type { Policy, RandomSource } from './policy';
 
 export * from './policy';
-export { estimatedTtftMs, kvAware, shortestQueue, type KvAwareOptions } from './kv-aware';
+export { estimatedTtftMs, kvAware, shortestQueue, unstretchedTtftMs, type KvAwareOptions } from './kv-aware';
 export { dynamoCost, dynamoCostPolicy, type DynamoCostOptions } from './dynamo-cost';
 export { llmdScorer, type LlmdScorerOptions } from './llmd-scorer';
 export { consistentHash, type ConsistentHashOptions } from './consistent-hash';

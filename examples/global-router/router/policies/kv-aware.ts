@@ -7,6 +7,14 @@
 // requests (all routers' traffic). A cached prefix is worth exactly the prefill it saves; the load
 // terms grow without bound under saturation. Plus the round trip. The shape of Mooncake's Conductor
 // (estimated queueing + prefill time per instance), with DCs of any size.
+//
+// Triage, when the request carries a TTFT target: if no pool is expected to meet it, the request is
+// sent where the wait is already longest, not where it is shortest. In overload, sending a request
+// that will miss its target anyway to the shortest queue only lengthens the one queue that still
+// serves requests within theirs; when every policy equalizes the queues, every queue ends up beyond
+// every target (measured in docs/router-evaluation.md, "Why kv-aware loses at 110 %"). A request is
+// judged lost only on the optimistic estimate (memory free): the memory stretch is a guess, and a
+// request sent away on it that would have met its target costs goodput below the knee.
 import { DEFAULT_PREFILL_TOKENS_PER_MS } from '../defaults';
 import type { Candidate } from '../candidates';
 import { best, positive, ranksOf, uncachedTokens, type Policy, type RandomSource } from './policy';
@@ -31,20 +39,33 @@ export function shortestQueue(prefills: readonly number[], ranks: number): numbe
   return Math.min(...queues);
 }
 
-/** Expected time to the first token at this pool, ms. */
-export function estimatedTtftMs(c: Candidate, prefillTokensPerMs: number): number {
-  const usage = Math.min(MAX_KV_USAGE, Math.max(c.kvUsage ?? 0, 0));
-  const prefillMs = (shortestQueue(c.pendingPrefills, ranksOf(c)) + uncachedTokens(c)) / prefillTokensPerMs;
-  return c.rttMs + prefillMs / (1 - usage);
+/** Time to the first token at this pool were its memory free: the queue ahead and the request's own prefill at full rate, plus the round trip, ms. */
+export function unstretchedTtftMs(c: Candidate, prefillTokensPerMs: number): number {
+  return c.rttMs + (shortestQueue(c.pendingPrefills, ranksOf(c)) + uncachedTokens(c)) / prefillTokensPerMs;
 }
 
-/** Lowest estimated time to first token; ties go to fewer blocks in flight per rank, then at random. */
+/** Expected time to the first token at this pool, ms: the prefill part stretched by memory pressure. */
+export function estimatedTtftMs(c: Candidate, prefillTokensPerMs: number): number {
+  const usage = Math.min(MAX_KV_USAGE, Math.max(c.kvUsage ?? 0, 0));
+  return c.rttMs + (unstretchedTtftMs(c, prefillTokensPerMs) - c.rttMs) / (1 - usage);
+}
+
+/**
+ * Lowest estimated time to first token; ties go to fewer blocks in flight per rank, then at random.
+ * With a TTFT target no pool is expected to meet, the highest estimate instead (triage, above).
+ */
 export function kvAware(options: KvAwareOptions = {}): Policy {
   const rate = positive('prefillTokensPerMs', options.prefillTokensPerMs ?? DEFAULT_PREFILL_TOKENS_PER_MS);
   const random = options.random ?? Math.random;
   return {
     name: 'kv-aware',
     usesPrefix: true,
-    choose: (candidates) => best(candidates, (c) => [-estimatedTtftMs(c, rate), -c.activeBlocks / ranksOf(c)], random),
+    choose: (candidates, request) => {
+      const estimates = new Map(candidates.map((c) => [c, estimatedTtftMs(c, rate)]));
+      const slo = request.ttftSloMs;
+      const doomed = slo !== undefined && candidates.every((c) => unstretchedTtftMs(c, rate) > slo);
+      const sign = doomed ? 1 : -1;
+      return best(candidates, (c) => [sign * estimates.get(c)!, -c.activeBlocks / ranksOf(c)], random);
+    },
   };
 }

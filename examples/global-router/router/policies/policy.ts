@@ -4,6 +4,8 @@ import type { Candidate } from '../candidates';
 
 export interface PolicyRequest {
   tokens: ArrayLike<number>;
+  /** The request's time-to-first-token target, ms, when the caller has one (policies may ignore it). */
+  ttftSloMs?: number;
 }
 
 export interface Policy {
