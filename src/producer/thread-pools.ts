@@ -1,21 +1,19 @@
 // The main thread's side of the pools hosted on ingest threads (pool-host.ts): each is a PoolFeed
 // for the publication layer and a pool generation for the producer, whose work happens on its
-// thread, its one writer. Its workers subscribe on the threads their ids shard to, as any worker's
-// (so one pool's many sources decode and hash on every thread): a burst received on the pool's
-// thread is applied in place, one received on another thread is handed to the pool's thread over
-// their peer port (ingest/threads). A pool is placed on the thread most of its workers shard to
-// (a single-source pool so never pays the hop), ties to the thread with the fewest pools. Only what
-// the pool publishes crosses to the main thread: deltas, images, its end, its log lines; its
-// counters are read from shared memory.
+// thread, its one writer. Its workers subscribe on its thread too (ingest/threads: a hosted
+// subscription runs on its sink's thread), so every burst is applied where it was received, in
+// place, and no burst crosses threads (a hop cost each message of a source on another thread a
+// second wake-up, ~100 µs on a small VM, while one pool's rate is bound by its one writer anyway:
+// BENCHMARKS.md, 2026-12-07). Pools are placed over the threads by load: each on the thread with
+// the fewest sources of open pools, then the fewest pools. Only what the pool publishes crosses to
+// the main thread: deltas, images, its end, its log lines; its counters are read from shared memory.
 //
-// A thread that dies takes with it its pools and what its subscriptions had in flight to pools on
-// other threads: each of those generations ends as fenced (its listener's streams end with
-// INVALID_PUBLICATION and resubscribe; a pool on a live thread is retired there) and the producer
+// A thread that dies takes with it its pools and their subscriptions: each of those generations ends
+// as fenced (its listener's streams end with INVALID_PUBLICATION and resubscribe) and the producer
 // replaces it by a new generation, whose sources resubscribe and replay from 0 (as for a generation
 // fenced by an invariant failure).
 import * as path from 'path';
 import { monotonicMs } from '../clock';
-import { threadOf } from '../ingest/threads/shard';
 import type { HostedSink, IngestThreads, ThreadsHost } from '../ingest/threads/threads';
 import type { PackedEngineEvents, SourceKey } from '../ingest/types';
 import type { DeltaTiming, PoolMetrics } from '../metrics/registry';
@@ -46,17 +44,23 @@ export class ThreadPools implements ThreadsHost {
     this.threads = threads;
   }
 
-  /** A new pool generation fed by `workers`, on the thread most of them shard to (ties: the one with the fewest pools). */
+  /**
+   * A new pool generation fed by `workers`, on the thread with the fewest sources of hosted pools
+   * (ties: the fewest pools, then the lowest index). Its workers subscribe there too, so one pool's
+   * sources never cross threads while many pools spread over them.
+   */
   open(options: ThreadPoolOptions, workers: readonly bigint[]): ThreadPool {
     const threads = this.threads;
     if (!threads) throw new Error('ThreadPools used before bind()');
-    const load = Array.from({ length: threads.count }, () => 0);
-    for (const p of this.pools.values()) load[p.thread] += 1;
-    const fed = Array.from({ length: threads.count }, () => 0);
-    for (const w of workers) fed[threadOf(w, threads.count)] += 1;
+    const sources = Array.from({ length: threads.count }, () => 0);
+    const pools = Array.from({ length: threads.count }, () => 0);
+    for (const p of this.pools.values()) {
+      sources[p.thread] += p.sources;
+      pools[p.thread] += 1;
+    }
     let thread = 0;
-    for (let t = 1; t < threads.count; t++) if (fed[t] > fed[thread] || (fed[t] === fed[thread] && load[t] < load[thread])) thread = t;
-    const pool = new ThreadPool(this.nextId++, thread, options, (m, transfer) => threads.sendHost(thread, m, transfer), () => this.pools.delete(pool.id));
+    for (let t = 1; t < threads.count; t++) if (sources[t] < sources[thread] || (sources[t] === sources[thread] && pools[t] < pools[thread])) thread = t;
+    const pool = new ThreadPool(this.nextId++, thread, workers.length, options, (m, transfer) => threads.sendHost(thread, m, transfer), () => this.pools.delete(pool.id));
     this.pools.set(pool.id, pool);
     const { logger: _logger, onFenced: _fenced, onDeltaPublished: _published, ...hosted } = options;
     pool.send({ type: 'open', pool: pool.id, options: hosted, counters: pool.counters.shared, unhandled: pool.unhandled.buffer as SharedArrayBuffer });
@@ -68,16 +72,8 @@ export class ThreadPools implements ThreadsHost {
     this.pools.get(m.pool)?.received(m);
   }
 
-  died(thread: number, fed: readonly HostedSink[]): void {
-    const lost = new Set(fed.map((s) => s.sink));
-    for (const pool of [...this.pools.values()]) {
-      if (pool.thread === thread) pool.ended('fenced', THREAD_DIED);
-      else if (lost.has(pool.id)) {
-        // Its thread lives on: the generation ends there too (its 'ended' then finds it forgotten).
-        pool.send({ type: 'retire', pool: pool.id });
-        pool.ended('fenced', THREAD_DIED);
-      }
-    }
+  died(thread: number): void {
+    for (const pool of [...this.pools.values()]) if (pool.thread === thread) pool.ended('fenced', THREAD_DIED);
   }
 
   /** The threads were closed: every pool still open ended with them, retired. */
@@ -103,6 +99,8 @@ export class ThreadPool implements PoolFeed, PoolGeneration {
   constructor(
     readonly id: number,
     readonly thread: number,
+    /** How many workers fed it when it opened (its weight in placement). */
+    readonly sources: number,
     private readonly options: ThreadPoolOptions,
     readonly send: (m: ToPoolHost, transfer?: readonly ArrayBuffer[]) => void,
     private readonly forget: () => void,

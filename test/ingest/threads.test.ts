@@ -505,23 +505,22 @@ test('a bound subscription keeps its ports across a thread restart', async () =>
 });
 
 /**
- * Threads running test/support/peer-host.ts: every call of its sinks, as the threads post them. Worker
- * ids by thread (of 2): 2 and 4 run on thread 0, 1 and 3 on thread 1.
+ * Threads running test/support/peer-host.ts: every call of its sinks, as the threads post them. Every
+ * sink is on thread 1; worker ids by the thread (of 2) they shard to: 2 and 4 to thread 0, 1 and 3 to 1.
  */
 async function startHosted(hosted: { workerId: bigint; sink: number }[], options: Partial<IngestThreadsOptions> = {}) {
   const calls: PeerHostCall[] = [];
-  const died: { thread: number; fed: unknown[] }[] = [];
+  const died: number[] = [];
   const sink = new RecordingSink(); // the main thread's: nothing may arrive there
   const errors: Run['errors'] = [];
   const threads = new IngestThreads({
     threads: 2,
     logger: { warn: () => undefined, error: (obj: object, msg: string) => errors.push({ obj, msg }) },
-    host: { module: path.join(__dirname, '..', 'support', 'peer-host'), receive: (_t, m) => calls.push(m as PeerHostCall), died: (thread, fed) => died.push({ thread, fed: [...fed] }) },
+    host: { module: path.join(__dirname, '..', 'support', 'peer-host'), receive: (_t, m) => calls.push(m as PeerHostCall), died: (thread) => died.push(thread) },
     ...options,
   });
   const engines = await Promise.all(hosted.map(() => new SimulatedEngine({ http: false }).start()));
   run = { threads, engines, subs: [], errors };
-  // The sinks' thread runs first (a host message starts it), so the sibling's peer port exists.
   threads.sendHost(1, { release: 0 } satisfies PeerHostControl);
   for (const [i, h] of hosted.entries()) {
     const sub = threads.subscribe(config(h.workerId, engines[i]), sink, {}, { thread: 1, sink: h.sink });
@@ -534,8 +533,8 @@ async function startHosted(hosted: { workerId: bigint; sink: number }[], options
   return { run, calls, died, sink, batches, resets };
 }
 
-// The second: a peer ring of 4 x 2 KiB, which the hand-offs wrap again and again (and overflow into transferred buffers).
-test.each([{}, { maxBytes: 2048 }])('a subscription whose sink lives on the other thread: its bursts are applied there, in order, as a local one\'s; nothing reaches the main thread (hand-off bounds %o)', async (handoff) => {
+// The second: a thread's share of the hand-off bounds of 2 KiB, which the hosted bursts fill again and again.
+test.each([{}, { maxBytes: 2048 }])('subscriptions of workers that shard to either thread, hosted by one sink: their bursts are all applied on the sink\'s thread, in order; nothing reaches the main thread (hand-off bounds %o)', async (handoff) => {
   expect([2n, 4n, 1n].map((w) => threadOf(w, 2))).toEqual([0, 0, 1]);
   const h = await startHosted(
     [
@@ -551,14 +550,14 @@ test.each([{}, { maxBytes: 2048 }])('a subscription whose sink lives on the othe
   await Promise.all(sends);
   await waitFor(() => [2n, 4n, 1n].every((w) => h.batches(w).length === n), 'every batch of the three workers at the sink', DEADLINE_MS);
   for (const w of [2n, 4n, 1n]) expect(h.batches(w).map((b) => b.sequence)).toEqual(Array.from({ length: n }, (_, i) => BigInt(i)));
-  // One writer: every call ran on the sink's thread, the local worker's and the two remote ones'.
+  // One writer: every call ran on the sink's thread, also those of the two workers that shard to the other.
   expect(new Set(h.calls.map((c) => c.threadId)).size).toBe(1);
   expect(h.calls.every((c) => c.sink === 5)).toBe(true);
   expect(h.sink.calls).toEqual([]);
   expect(h.run.subs[0].stats()[0]).toMatchObject({ events: n, overflows: 0, resets: 0 });
 });
 
-test('a sink on the other thread that applies nothing: the remote subscription waits (bounded), then drops, resets and replays; its sibling on the same thread loses nothing', async () => {
+test('a hosted sink that applies nothing: its subscription waits (bounded), then drops, resets and replays; its sibling on the same thread loses nothing', async () => {
   const h = await startHosted(
     [
       { workerId: 2n, sink: 5 },
@@ -588,13 +587,15 @@ test('a sink on the other thread that applies nothing: the remote subscription w
   expect(h.sink.calls).toEqual([]);
 });
 
-test('the thread of a remote subscription dies: the host hears which sinks it fed, and the subscription is not reopened by itself (its owner replaces the generation)', async () => {
+test('a hosted subscription runs on its sink\'s thread, not the one its worker id shards to: that thread\'s death takes the sink and the subscription together, and the subscription is not reopened by itself (its owner replaces the generation)', async () => {
+  expect(threadOf(2n, 2)).toBe(0);
   const h = await startHosted([{ workerId: 2n, sink: 5 }], { restartDelayMs: 50 });
   await h.run.engines[0].publish(store(0));
   await waitFor(() => h.batches(2n).length === 1, 'the first batch at the sink', DEADLINE_MS);
   h.run.threads.crash(2n);
   await waitFor(() => h.died.length === 1, 'the death reported to the host', DEADLINE_MS);
-  expect(h.died[0]).toEqual({ thread: 0, fed: [{ thread: 1, sink: 5 }] });
+  // Thread 1, the sink's, ran it: no burst of the subscription crossed from thread 0.
+  expect(h.died).toEqual([1]);
   await waitFor(() => h.run.threads.restarts === 1 && h.run.errors.some((e) => e.msg.startsWith('ingest thread died')), 'the restart', DEADLINE_MS);
   // Orphaned: what reaches the engine now reaches nothing, until the owner subscribes again.
   await h.run.engines[0].publish(store(1));

@@ -4,13 +4,11 @@
 // A thread may also run a host (ThreadData.host): a module that owns sinks on the thread itself (the
 // producer's pools), so that what a hosted subscription decodes is applied where it was received and
 // never crosses to the main thread. The host's own messages travel on the same port, opaque here.
-// A hosted subscription runs on its worker's thread (shard.ts), which need not be its sink's: then
-// its bursts go to the sink's thread directly, over a port between the two threads (PeerMessage),
-// never through the main thread.
-import type { MessagePort } from 'worker_threads';
+// A hosted subscription runs on its sink's thread (whatever thread its worker id shards to), so its
+// bursts never cross threads.
 import type { SubscriberOptions } from '../subscriber';
 import type { IngestSink, KvEventEndpointConfig, ResetReason, SourceKey } from '../types';
-import type { HandoffBounds, HandoffMessage } from './handoff';
+import type { HandoffBounds } from './handoff';
 
 /** What the thread is started with (workerData). */
 export interface ThreadData {
@@ -37,12 +35,9 @@ export type ThreadSubscriberOptions = Omit<SubscriberOptions, 'logger' | 'stats'
 export type ToThread =
   /**
    * `flow`: the subscription's shared in-flight counter (FlowCounter), `stats` its counters' board
-   * (StatsBoard), both fresh per open. `hosted`: the host's sink its bursts go to, on this thread or
-   * on a sibling (through the sibling's peer port).
+   * (StatsBoard), both fresh per open. `hosted`: the host's sink its bursts go to, on this thread.
    */
   | { type: 'open'; id: number; config: KvEventEndpointConfig; options: ThreadSubscriberOptions; flow: SharedArrayBuffer; stats: SharedArrayBuffer; hosted?: HostedSink }
-  /** The port to sibling thread `thread` (each thread of a pair gets one end; a restarted sibling's replaces its old one). */
-  | { type: 'peer'; thread: number; port: MessagePort }
   | { type: 'close'; id: number }
   /** A pool dropped a batch of the source: reset it and replay it from 0 (KvEventSubscriber.overflowed). */
   | { type: 'overflowed'; id: number; source: SourceKey; batches: number }
@@ -68,23 +63,6 @@ export type FromThread =
   | { type: 'host'; messages: unknown[] }
   /** An uncaught error: the thread closes its subscribers and ends (exit code 1). */
   | { type: 'fatal'; message: string };
-
-/**
- * Between two ingest threads, on their peer port. From a subscription's thread to its sink's thread,
- * in order: 'route' before its bursts, its turn's bursts ('events': a hand-off as the main thread's,
- * in a ring of shared memory per direction), its resets, and 'forget' once it closed. Back: 'overflowed' (the sink
- * dropped or could not take its bursts: the subscription resets and replays the source).
- */
-export type PeerMessage =
-  /** `flow`: the subscription's FlowCounter; the sink's thread takes what its sink applied. */
-  | { type: 'route'; id: number; sink: number; workerId: bigint; flow: SharedArrayBuffer }
-  /** The sender's ring for this receiver (HandoffRing's memory), announced before its first hand-off in it. */
-  | { type: 'ring'; data: SharedArrayBuffer; control: SharedArrayBuffer }
-  /** A hand-off: `length` bytes at `base` of the sender's ring, or of `buffer` (transferred) when the ring had no room. */
-  | HandoffMessage
-  | { type: 'reset'; id: number; source: SourceKey; reason: ResetReason }
-  | { type: 'forget'; id: number }
-  | { type: 'overflowed'; id: number; source: SourceKey; batches: number };
 
 /** What a host module gets from its thread. */
 export interface HostThread {

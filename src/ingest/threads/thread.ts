@@ -5,18 +5,14 @@
 // thread. The bursts of every socket in one turn of the thread travel as one hand-off (one copy, one
 // postMessage, one count in the shared bounds); anything else posted is preceded by the bursts
 // before it (order). Counters are not posted: they live in memory the main thread reads (StatsBoard).
-// A hosted subscription whose sink lives on a sibling thread hands its bursts to that thread over
-// their peer port, coalesced per turn and sibling, counted in the subscription's flow (the same
-// bounds and policy as a hand-off to the main thread); this thread in turn applies what its
-// siblings hand to the sinks of its own host.
 import { setTimeout as delay } from 'timers/promises';
-import { parentPort, workerData, type MessagePort } from 'worker_threads';
+import { parentPort, workerData } from 'worker_threads';
 import { INGEST_HANDOFF_COALESCE_MS, INGEST_HANDOFF_RING_PER_BYTES_BOUND, INGEST_THREAD_EXIT_SETTLE_MS, INGEST_THREAD_NAME } from '../../config/defaults';
 import { META_STRIDE, packedBlockCount, setThreadName } from '../../native';
 import { KvEventSubscriber } from '../subscriber';
 import { MESSAGE_INFO_STRIDE, type IngestLogger, type IngestSink, type PackedEngineEvents, type ResetReason, type SourceKey } from '../types';
-import { burstBytes, FlowCounter, handedOffSize, HandoffBuilder, HandoffRing, postHandoff, readHandoff, unpackBurst, type HandoffSize } from './handoff';
-import type { FromThread, HostedSink, HostThread, PeerMessage, ThreadData, ThreadHost, ToThread } from './protocol';
+import { burstBytes, FlowCounter, HandoffBuilder, HandoffRing, postHandoff, type HandoffSize } from './handoff';
+import type { FromThread, HostThread, ThreadData, ThreadHost, ToThread } from './protocol';
 
 if (!parentPort) throw new Error('the ingest thread runs as a worker thread');
 const port = parentPort;
@@ -38,10 +34,8 @@ interface Flow {
   held: Held[];
   /** When the first held burst was held (performance.now()). */
   heldSince: number;
-  /** The host's sink of a subscription hosted here (undefined: its bursts go elsewhere). */
+  /** The host's sink of a subscription hosted here (undefined: its bursts go to the main thread). */
   hosted: IngestSink | undefined;
-  /** The sink on a sibling thread of a subscription hosted there (neither: bursts go to the main thread). */
-  remote: HostedSink | undefined;
 }
 const flows = new Map<number, Flow>();
 /** Polls held flows for room (a notify per taken hand-off would cost the main thread more). */
@@ -89,7 +83,6 @@ function loadHost(path: string): ThreadHost {
     post: postHost,
     overflowed(source, batches) {
       for (const subscriber of subscribers.values()) if (subscriber.config.workerId === source.workerId) subscriber.overflowed(source, batches);
-      for (const [id, route] of routes) if (route.workerId === source.workerId) peerSend(route.from, { type: 'overflowed', id, source, batches });
     },
   };
   // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -112,7 +105,6 @@ port.on('message', (m: ToThread) => {
   else if (m.type === 'close') void close(m.id);
   else if (m.type === 'overflowed') subscribers.get(m.id)?.overflowed(m.source, m.batches);
   else if (m.type === 'host') for (const message of m.messages) host?.receive(message);
-  else if (m.type === 'peer') connectPeer(m.thread, m.port);
   else if (m.type === 'exit') void end(0);
   else
     setImmediate(() => {
@@ -148,20 +140,19 @@ async function end(code: number): Promise<void> {
 async function open(id: number, m: Extract<ToThread, { type: 'open' }>): Promise<void> {
   try {
     let hosted: IngestSink | undefined;
-    const remote = m.hosted !== undefined && m.hosted.thread !== data.index ? m.hosted : undefined;
-    if (m.hosted !== undefined && !remote) {
+    if (m.hosted !== undefined) {
+      // IngestThreads.subscribe runs a hosted subscription on its sink's thread.
+      if (m.hosted.thread !== data.index) throw new Error(`a subscription hosted on thread ${m.hosted.thread} opened on thread ${data.index}`);
       hosted = host?.sink(m.hosted.sink);
       if (!hosted) throw new Error(`the thread hosts no sink ${m.hosted.sink}`);
     }
     const subscriber = new KvEventSubscriber(m.config, sinkOf(id), { ...m.options, stats: m.stats, logger });
     subscribers.set(id, subscriber);
-    flows.set(id, { counter: new FlowCounter(m.flow), held: [], heldSince: 0, hosted, remote });
-    if (remote) peerSend(remote.thread, { type: 'route', id, sink: remote.sink, workerId: m.config.workerId, flow: m.flow });
+    flows.set(id, { counter: new FlowCounter(m.flow), held: [], heldSince: 0, hosted });
     await subscriber.start();
     post({ type: 'opened', id, endpoints: subscriber.endpoints() });
   } catch (err) {
     subscribers.delete(id);
-    forgetRemote(id);
     flows.delete(id);
     post({ type: 'failed', id, message: (err as Error).message });
   }
@@ -171,8 +162,6 @@ async function close(id: number): Promise<void> {
   const subscriber = subscribers.get(id);
   subscribers.delete(id);
   await subscriber?.close();
-  // After the close: what its sockets still delivered went ahead of the forget.
-  forgetRemote(id);
   flows.delete(id);
   post({ type: 'closed', id });
 }
@@ -203,9 +192,8 @@ function activeFlows(): number {
   return n;
 }
 
-/** A reset in order with the subscription's bursts: to its hosted sink (here or on a sibling), or to the main thread. */
+/** A reset in order with the subscription's bursts: to its hosted sink, or to the main thread. */
 function resetSource(id: number, flow: Flow, source: SourceKey, reason: ResetReason): void {
-  if (flow.remote) return peerSend(flow.remote.thread, { type: 'reset', id, source, reason });
   if (!flow.hosted) return post({ type: 'reset', id, source, reason });
   try {
     flow.hosted.reset(source, reason);
@@ -220,7 +208,6 @@ function resetSource(id: number, flow: Flow, source: SourceKey, reason: ResetRea
  */
 function pass(id: number, flow: Flow, b: PackedEngineEvents, size: HandoffSize): void {
   if (flow.hosted) return passHosted(id, flow, flow.hosted, b, size);
-  if (flow.remote) return passRemote(id, flow, flow.remote.thread, b, size);
   // A hand-off never holds more than the bounds allow in flight (unless one burst alone does).
   const { bounds } = data;
   if (pending.messages + b.messages > bounds.maxMessages || pending.blocks + size.blocks > bounds.maxBlocks || pending.bytes + size.bytes > bounds.maxBytes) handOff();
@@ -239,17 +226,13 @@ function pass(id: number, flow: Flow, b: PackedEngineEvents, size: HandoffSize):
 
 /** A hosted subscription's burst to its sink, in flight (in its flow's count) until the sink applied it. */
 function passHosted(id: number, flow: Flow, sink: IngestSink, b: PackedEngineEvents, size: HandoffSize): void {
-  flow.counter.add(size);
-  applyCounted(sink, b, flow.counter, size, (obj) => subscribers.get(id)?.warn(obj, 'KV-event sink rejected a batch'));
-}
-
-/** A burst to a sink of this thread's host; its room in `counter` is free once the sink applied it. */
-function applyCounted(sink: IngestSink, b: PackedEngineEvents, counter: FlowCounter, size: HandoffSize, rejected: (obj: object) => void): void {
+  const { counter } = flow;
+  counter.add(size);
   let applied: void | Promise<void> = undefined;
   try {
     applied = sink.events(b);
   } catch (err) {
-    rejected({ err: String(err) });
+    subscribers.get(id)?.warn({ err: String(err) }, 'KV-event sink rejected a batch');
   } finally {
     if (applied) void applied.finally(() => counter.taken(size));
     else counter.taken(size);
@@ -349,168 +332,4 @@ function handOff(): void {
   if (pending.isEmpty) return;
   lastHandoffAt = performance.now();
   postHandoff(port, pending.take(ring), ring);
-}
-
-/** Ports to the sibling threads, by their index. */
-const peers = new Map<number, MessagePort>();
-/** What waits for a sibling's port (it comes from the main thread when both threads run), in order. */
-const peerWaiting = new Map<number, { message: PeerMessage; transfer: ArrayBuffer[] }[]>();
-/** Per sibling, this turn's bursts of the subscriptions whose sink it hosts. */
-const peerPending = new Map<number, HandoffBuilder>();
-/**
- * Per sibling, the ring this thread writes its hand-offs to it into (made at the first, announced to
- * that sibling incarnation before it): as for the main thread's ring, a hand-off then allocates
- * nothing on either side (a transferred buffer per hand-off cost the receiver a GC helper's work).
- */
-const outRings = new Map<number, HandoffRing>();
-/** Per sibling, the ring it writes its hand-offs to this thread into. */
-const inRings = new Map<number, HandoffRing>();
-let peerFlushQueued = false;
-
-/** A subscription of a sibling thread whose sink this thread's host holds. */
-interface Route {
-  from: number;
-  sink: number;
-  workerId: bigint;
-  counter: FlowCounter;
-  /** Its sink was missing at a burst: its sources were reset once (not again until the sink is back). */
-  missed?: boolean;
-}
-/** The routes of the siblings' subscriptions, by subscription id (ids are unique across threads). */
-const routes = new Map<number, Route>();
-
-function connectPeer(thread: number, peer: MessagePort): void {
-  peers.get(thread)?.close();
-  peers.set(thread, peer);
-  // A new incarnation of the sibling: it knows none of the rings of the old one.
-  outRings.delete(thread);
-  inRings.delete(thread);
-  peer.on('message', (m: PeerMessage) => {
-    if (!ending) peerReceived(thread, m);
-  });
-  // A restarted sibling's routes died with it; its subscriptions open theirs again.
-  for (const [id, route] of routes) if (route.from === thread) routes.delete(id);
-  const waiting = peerWaiting.get(thread) ?? [];
-  peerWaiting.delete(thread);
-  for (const w of waiting) peer.postMessage(w.message, w.transfer);
-}
-
-/** A message to a sibling, after this turn's bursts for it (order). */
-function peerSend(thread: number, message: PeerMessage, transfer: ArrayBuffer[] = []): void {
-  if (message.type !== 'events' && message.type !== 'ring') flushPeer(thread);
-  const peer = peers.get(thread);
-  if (peer) return peer.postMessage(message, transfer);
-  const waiting = peerWaiting.get(thread) ?? peerWaiting.set(thread, []).get(thread)!;
-  waiting.push({ message, transfer });
-}
-
-/**
- * Subscription `id`'s burst for its sink on sibling `thread`: copied into this turn's hand-off to that
- * sibling, in flight (in its flow's count) until the sibling's sink applied it.
- */
-function passRemote(id: number, flow: Flow, thread: number, b: PackedEngineEvents, size: HandoffSize): void {
-  const pending = peerPending.get(thread) ?? peerPending.set(thread, new HandoffBuilder()).get(thread)!;
-  const { bounds } = data;
-  if (pending.messages + b.messages > bounds.maxMessages || pending.blocks + size.blocks > bounds.maxBlocks || pending.bytes + size.bytes > bounds.maxBytes) flushPeer(thread);
-  pending.add(id, b, size.blocks);
-  flow.counter.add(size);
-  if (!peerFlushQueued) {
-    peerFlushQueued = true;
-    // After this turn's socket reads: their bursts for one sibling go together.
-    setImmediate(flushPeers);
-  }
-}
-
-function flushPeers(): void {
-  peerFlushQueued = false;
-  for (const thread of peerPending.keys()) flushPeer(thread);
-}
-
-function flushPeer(thread: number): void {
-  const pending = peerPending.get(thread);
-  if (!pending || pending.isEmpty) return;
-  let ring = outRings.get(thread);
-  if (!ring) {
-    ring = new HandoffRing(8 * Math.ceil((INGEST_HANDOFF_RING_PER_BYTES_BOUND * data.bounds.maxBytes) / 8));
-    outRings.set(thread, ring);
-    peerSend(thread, { type: 'ring', data: ring.data, control: ring.control });
-  }
-  postHandoff({ postMessage: (m, transfer) => peerSend(thread, m, transfer) }, pending.take(ring), ring);
-}
-
-function forgetRemote(id: number): void {
-  const remote = flows.get(id)?.remote;
-  if (remote) peerSend(remote.thread, { type: 'forget', id });
-}
-
-/** A sibling's message: bursts and resets for this thread's sinks, or an overflow of a subscription here. */
-function peerReceived(from: number, m: PeerMessage): void {
-  switch (m.type) {
-    case 'route':
-      routes.set(m.id, { from, sink: m.sink, workerId: m.workerId, counter: new FlowCounter(m.flow) });
-      return;
-    case 'forget':
-      routes.delete(m.id);
-      return;
-    case 'overflowed':
-      subscribers.get(m.id)?.overflowed(m.source, m.batches);
-      return;
-    case 'reset': {
-      const sink = sinkOfRoute(m.id);
-      try {
-        sink?.reset(m.source, m.reason);
-      } catch (err) {
-        logger.warn({ workerId: String(m.source.workerId), dpRank: m.source.dpRank, reason: m.reason, err: String(err) }, 'KV-event sink failed to reset a source');
-      }
-      return;
-    }
-    case 'ring':
-      inRings.set(from, new HandoffRing({ data: m.data, control: m.control }));
-      return;
-    case 'events': {
-      const ring = inRings.get(from);
-      if (m.buffer) return applyPeerHandoff(m.buffer, m.base, m.length);
-      if (!ring) return; // cannot happen: a sibling announces its ring before its first hand-off in it
-      try {
-        return applyPeerHandoff(ring.data, m.base, m.length);
-      } finally {
-        // Every sink copied what it keeps: the region may be written again.
-        ring.read(m.base + m.length);
-      }
-    }
-  }
-}
-
-function sinkOfRoute(id: number): IngestSink | undefined {
-  const route = routes.get(id);
-  return route && host?.sink(route.sink);
-}
-
-/**
- * A sibling's hand-off, applied burst by burst to this host's sinks (each copies what it keeps). A
- * burst whose sink is missing (its pool ended and the owner is replacing the subscription, or not
- * opened here yet) is taken unapplied, and the first such burst of a route resets its sources
- * (counted as overflows, replayed from 0), so nothing is lost silently and an ended pool's
- * subscription does not replay in a loop.
- */
-function applyPeerHandoff(buffer: ArrayBuffer | SharedArrayBuffer, base: number, length: number): void {
-  const h = readHandoff(buffer, base, length);
-  for (const burst of h.bursts) {
-    const route = routes.get(burst.id);
-    if (!route) continue;
-    const size = handedOffSize(burst);
-    const sink = host?.sink(route.sink);
-    if (!sink) {
-      route.counter.taken(size);
-      if (route.missed) continue;
-      route.missed = true;
-      const ranks = new Set<number>();
-      const b = unpackBurst(buffer, burst);
-      for (let i = 0; i < b.messages; i++) ranks.add(b.messageInfo[i * MESSAGE_INFO_STRIDE]);
-      for (const dpRank of ranks) peerSend(route.from, { type: 'overflowed', id: burst.id, source: { workerId: route.workerId, dpRank }, batches: 1 });
-      continue;
-    }
-    route.missed = false;
-    applyCounted(sink, unpackBurst(buffer, burst), route.counter, size, (obj) => logger.warn({ workerId: String(route.workerId), ...obj }, 'KV-event sink rejected a batch'));
-  }
 }

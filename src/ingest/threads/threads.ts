@@ -1,15 +1,15 @@
-// The main thread's ingest threads (limits.ingestThreads). Each engine worker's subscription runs on
-// the thread its id shards to (shard.ts), which owns its sockets, decoding and hashing; its decoded
-// bursts go to the main thread, or, hosted, to its sink (the host's, e.g. a pool applied on a
-// thread: protocol.ts) on that sink's thread: in place when it is the same thread, else over the
-// two threads' peer port (every pair of running threads has one). A thread that dies (an uncaught
-// error or rejection in it) is logged at error and counted, and started again: its subscriptions
-// that deliver to the main thread are reset and reopened there, and resubscribe and replay; its
-// host's sinks died with it, and the sinks its hosted subscriptions fed lost what was in flight
-// (the host hears both); those subscriptions stay closed until their owner replaces them. Threads
-// start with their first subscription or host message and end when closed. A thread is never terminate()d: zeromq.js aborts the process when a thread ends
-// with a receive pending (thread.ts), so a thread always ends itself after closing its sockets.
-import { MessageChannel, type TransferListItem, type Worker } from 'worker_threads';
+// The main thread's ingest threads (limits.ingestThreads). An engine worker's subscription runs on
+// the thread its id shards to (shard.ts), which owns its sockets, decoding and hashing, and hands its
+// decoded bursts to the main thread; or, hosted, on its sink's thread (the host's sink, e.g. a pool
+// applied on a thread: protocol.ts), where its bursts are applied in place. A thread that dies (an
+// uncaught error or rejection in it) is logged at error and counted, and started again: its
+// subscriptions that deliver to the main thread are reset and reopened there, and resubscribe and
+// replay; its host's sinks died with it together with the subscriptions that fed them (the host
+// hears it), which stay closed until their owner replaces them. Threads start with their first
+// subscription or host message and end when closed. A thread is never terminate()d: zeromq.js
+// aborts the process when a thread ends with a receive pending (thread.ts), so a thread always ends
+// itself after closing its sockets.
+import type { TransferListItem, Worker } from 'worker_threads';
 import {
   INGEST_HANDOFF_MAX_BLOCKS,
   INGEST_HANDOFF_MAX_BYTES,
@@ -44,11 +44,8 @@ export interface ThreadsHost {
   module: string;
   /** A message of the host on thread `thread`. */
   receive(thread: number, message: unknown): void;
-  /**
-   * Thread `thread` died, with every sink its host had (its restart starts the host afresh), and
-   * with what its subscriptions had in flight to `fed`, sinks on other threads.
-   */
-  died(thread: number, fed: readonly HostedSink[]): void;
+  /** Thread `thread` died, with every sink its host had and their subscriptions (its restart starts the host afresh). */
+  died(thread: number): void;
 }
 
 export type { HostedSink };
@@ -58,7 +55,7 @@ export class IngestThreads {
 
   constructor(options: IngestThreadsOptions) {
     if (!Number.isInteger(options.threads) || options.threads < 1) throw new RangeError('threads must be a positive integer');
-    this.threads = Array.from({ length: options.threads }, (_, index) => new IngestThread(index, options, (i) => this.connect(i)));
+    this.threads = Array.from({ length: options.threads }, (_, index) => new IngestThread(index, options));
   }
 
   get count(): number {
@@ -66,21 +63,15 @@ export class IngestThreads {
   }
 
   /**
-   * A worker's subscription, run on its thread once started: its bursts and resets go to `sink` on
-   * the main thread, or with `hosted` to the host's sink on that sink's thread (`sink` unused).
+   * A worker's subscription, run once started on the thread its id shards to, its bursts and resets
+   * to `sink` on the main thread; or with `hosted` on that sink's thread, applied there in place
+   * (`sink` unused): no burst of a hosted subscription crosses threads.
    */
   subscribe(config: KvEventEndpointConfig, sink: IngestSink, options: ThreadSubscriberOptions = {}, hosted?: HostedSink): KvEventSubscription {
-    return new ThreadSubscription(this.threads[threadOf(config.workerId, this.threads.length)], config, sink, options, hosted);
-  }
-
-  /** Thread `index` started: a peer port between it and every other running thread. */
-  private connect(index: number): void {
-    for (const other of this.threads) {
-      if (other.index === index || !other.running) continue;
-      const { port1, port2 } = new MessageChannel();
-      this.threads[index].send({ type: 'peer', thread: other.index, port: port1 }, [port1]);
-      other.send({ type: 'peer', thread: index, port: port2 }, [port2]);
-    }
+    const index = hosted === undefined ? threadOf(config.workerId, this.threads.length) : hosted.thread;
+    const thread = this.threads[index];
+    if (!thread) throw new RangeError(`hosted sink on thread ${index}, of ${this.threads.length}`);
+    return new ThreadSubscription(thread, config, sink, options, hosted);
   }
 
   /**
@@ -123,8 +114,6 @@ class IngestThread implements SubscriptionHost {
   constructor(
     readonly index: number,
     private readonly options: IngestThreadsOptions,
-    /** Connects a (re)started thread with its running siblings, before anything else is posted to it. */
-    private readonly started: (index: number) => void,
   ) {
     this.logger = options.logger;
     this.restartDelayMs = options.restartDelayMs ?? INGEST_THREAD_RESTART_MS;
@@ -172,10 +161,6 @@ class IngestThread implements SubscriptionHost {
 
   crash(): void {
     this.post({ type: 'crash' });
-  }
-
-  get running(): boolean {
-    return this.worker !== undefined;
   }
 
   /** Whether a subscription of the worker runs here. */
@@ -229,7 +214,6 @@ class IngestThread implements SubscriptionHost {
     // E.g. out of memory; an uncaught error in the thread's code arrives as 'fatal' instead.
     worker.on('error', (err) => this.logger.error({ thread: this.index, err: err.message }, 'ingest thread failed'));
     worker.on('exit', (code) => this.exited(worker, code));
-    this.started(this.index);
     // The host's sinks first: subscriptions name them.
     this.flushHost();
     for (const s of this.subscriptions.values()) if (!s.orphaned) this.post(s.openMessage());
@@ -288,8 +272,7 @@ class IngestThread implements SubscriptionHost {
       { thread: this.index, exitCode: code, workers: [...this.subscriptions.values()].map((s) => String(s.config.workerId)) },
       'ingest thread died: its sources are reset and it is started again',
     );
-    const fed = [...this.subscriptions.values()].flatMap((s) => (s.hostedSink && s.hostedSink.thread !== this.index ? [s.hostedSink] : []));
-    this.options.host?.died(this.index, fed);
+    this.options.host?.died(this.index);
     for (const s of this.subscriptions.values()) s.threadDied();
     this.restartTimer = setTimeout(() => {
       this.restartTimer = undefined;
