@@ -53,13 +53,16 @@ export class WindowPublisher<T> {
   }
 
   subscribe(stream: OpenStream): void {
-    if (this.due) this.catchUp();
+    if (this.failure === undefined) {
+      this.subscribers.add(stream);
+      stream.defer(() => this.subscribers.delete(stream));
+      // A window that cannot be built ends this stream with the others, as at a tick.
+      if (this.due) this.catchUp();
+    }
     if (this.failure !== undefined) {
       stream.end(new RelayError(RelayErrorReason.PUBLICATION_UNAVAILABLE, `${this.options.plane} publication stopped`));
       return;
     }
-    this.subscribers.add(stream);
-    stream.defer(() => this.subscribers.delete(stream));
     stream.send(this.current.bytes, this.current.bytes.length);
   }
 
