@@ -123,17 +123,16 @@ export class RelaySampler {
     const bound = this.inputs.producer.ingestEndpoints(config.workerId);
     const kept = this.workers.get(config.workerId);
     const last = kept?.config === config && sameEndpoints(kept.endpoints, bound) ? kept : undefined;
-    let changed = last === undefined;
+    if (last && last.snapshots.every((s) => sameStats(s.stats, rankStats(stats, s.dpRank) ?? NO_STATS))) return last;
     const snapshots: SourceSnapshot[] = [];
     for (let i = 0; i < config.dpSize; i++) {
       const dpRank = config.dpStartRank + i;
-      const now = stats.find((s) => s.source.dpRank === dpRank);
+      const now = rankStats(stats, dpRank);
       const before = last?.snapshots[i];
       if (before && sameStats(before.stats, now ?? NO_STATS)) {
         snapshots.push(before);
         continue;
       }
-      changed = true;
       this.built += 1;
       snapshots.push({
         worker: String(config.workerId),
@@ -145,6 +144,12 @@ export class RelaySampler {
         stats: now ?? noStats(config.workerId, dpRank),
       });
     }
-    return changed ? { config, endpoints: bound, snapshots } : last!;
+    return { config, endpoints: bound, snapshots };
   }
+}
+
+/** The counters of `dpRank` among a worker's (a handful of ranks). */
+function rankStats(stats: readonly SourceStats[], dpRank: number): SourceStats | undefined {
+  for (const s of stats) if (s.source.dpRank === dpRank) return s;
+  return undefined;
 }
