@@ -58,8 +58,9 @@ test('an unchanged source keeps its snapshot object: a sample of idle sources bu
   expect(first.sources).toHaveLength(1 + IDLE_WORKERS);
   const built = sampler.built;
   const second = sample();
-  expect(sampler.built).toBe(built);
-  second.sources.forEach((s, i) => expect(s).toBe(first.sources[i]));
+  idleSources(second).forEach((s, i) => expect(s).toBe(idleSources(first)[i]));
+  // The engine's source may have just finished its replay (a counter changed): then it alone is built.
+  expect(sampler.built - built).toBe(engineSource(second) === engineSource(first) ? 0 : 1);
 });
 
 test("a source whose engine published is rebuilt with ingest's counters now; the idle ones are not", async () => {
