@@ -3,9 +3,9 @@
 // subscriber. A subscriber first gets the current window, then every newer one; one that has not
 // taken `fanoutCapacity` windows yet has lagged.
 //
-// A window nobody subscribes to is not built: its sequence and time are kept, and the window is
-// built (its state sampled) when a subscriber comes. Sampling every pool's workers for no reader
-// cost the main thread ~2 ms/s at 512 sources (BENCHMARKS.md).
+// Every window is sampled when due (its state as of then; a sample that fails stops the plane
+// then), but encoded only once a subscriber takes it: a plane nobody reads encoded two windows a
+// second for no one (BENCHMARKS.md, 2026-12-07 04:05).
 import { RelayErrorReason } from '../wire/enums';
 import { RelayError } from '../wire/errors';
 import type { OpenStream } from './sink';
@@ -31,24 +31,21 @@ export interface WindowPublisherOptions<T> {
   onFailure: (err: unknown) => void;
 }
 
-/** A window's place in the series, before its state is sampled. */
-type WindowSlot = Pick<Window<unknown>, 'sequence' | 'observedMs'>;
-
 export class WindowPublisher<T> {
-  private current: { window: Window<T>; bytes: Buffer };
-  /** The window due since the last one built, while nobody subscribed to it. */
-  private due: WindowSlot | undefined;
+  /** The latest window; its bytes once encoded (a subscriber took it). */
+  private current: { window: Window<T>; bytes: Buffer | undefined };
   private readonly subscribers = new Set<OpenStream>();
   private timer: NodeJS.Timeout | undefined;
   private failure: unknown;
 
   constructor(private readonly options: WindowPublisherOptions<T>) {
-    this.current = this.build({ sequence: 0n, observedMs: BigInt(Date.now()) });
+    // Window 0 is encoded at once: a plane that cannot encode fails its start.
+    const window = this.sample(0n);
+    this.current = { window, bytes: options.encode(window) };
     this.timer = setInterval(() => this.publish(), options.windowMs);
   }
 
   get latest(): Window<T> {
-    if (this.due) this.catchUp();
     return this.current.window;
   }
 
@@ -56,14 +53,14 @@ export class WindowPublisher<T> {
     if (this.failure === undefined) {
       this.subscribers.add(stream);
       stream.defer(() => this.subscribers.delete(stream));
-      // A window that cannot be built ends this stream with the others, as at a tick.
-      if (this.due) this.catchUp();
     }
-    if (this.failure !== undefined) {
+    // A window that cannot be encoded ends this stream with the others, as at a tick.
+    const bytes = this.failure === undefined ? this.encoded() : undefined;
+    if (bytes === undefined) {
       stream.end(new RelayError(RelayErrorReason.PUBLICATION_UNAVAILABLE, `${this.options.plane} publication stopped`));
       return;
     }
-    stream.send(this.current.bytes, this.current.bytes.length);
+    stream.send(bytes, bytes.length);
   }
 
   /** Stops publishing; open streams end cleanly (shutdown). */
@@ -74,18 +71,16 @@ export class WindowPublisher<T> {
   }
 
   private publish(): void {
-    const slot = { sequence: (this.due ?? this.current.window).sequence + 1n, observedMs: BigInt(Date.now()) };
-    if (this.subscribers.size === 0) {
-      this.due = slot;
-    } else {
-      try {
-        this.current = this.build(slot);
-      } catch (err) {
-        this.fail(err);
-        return;
-      }
+    try {
+      this.current = { window: this.sample(this.current.window.sequence + 1n), bytes: undefined };
+    } catch (err) {
+      this.fail(err);
+      return;
     }
+    const bytes = this.subscribers.size > 0 ? this.encoded() : undefined;
+    if (this.failure !== undefined) return;
     if (this.options.kind === 'load') this.options.counters.loadUpdatesTotal += 1;
+    if (bytes === undefined) return;
     for (const stream of [...this.subscribers]) {
       if (stream.frames >= this.options.fanoutCapacity) {
         this.options.counters.laggedTotal[this.options.kind] += 1;
@@ -93,7 +88,7 @@ export class WindowPublisher<T> {
         stream.end(new RelayError(RelayErrorReason.SUBSCRIBER_LAGGED, message));
         continue;
       }
-      stream.send(this.current.bytes, this.current.bytes.length);
+      stream.send(bytes, bytes.length);
     }
   }
 
@@ -107,23 +102,22 @@ export class WindowPublisher<T> {
     this.options.onFailure(err);
   }
 
-  /** Builds the window due (a failure stops the plane, as at a tick). */
-  private catchUp(): void {
+  /** The current window's bytes, encoded at its first reader; undefined when encoding failed (the plane stopped). */
+  private encoded(): Buffer | undefined {
     try {
-      this.current = this.build(this.due!);
+      this.current.bytes ??= this.options.encode(this.current.window);
     } catch (err) {
       this.fail(err);
     }
-    this.due = undefined;
+    return this.current.bytes;
   }
 
-  private build({ sequence, observedMs }: WindowSlot): { window: Window<T>; bytes: Buffer } {
-    const window: Window<T> = {
+  private sample(sequence: bigint): Window<T> {
+    return {
       sequence,
-      observedMs,
+      observedMs: BigInt(Date.now()),
       windowMs: BigInt(this.options.windowMs),
       state: this.options.sample(),
     };
-    return { window, bytes: this.options.encode(window) };
   }
 }
