@@ -1,16 +1,17 @@
 // `node dist/examples/global-router/cli.js --dc NAME=HOST:PORT [--dc …] --model NAME [options]`
 // Connects to every DC's relay, waits until each has sent its catalog, readiness and the model's
 // replicas (or --wait-ms passes), then routes one request per stdin line and prints one decision per
-// line. A request line is JSON: {"tokens":[…], "model"?: "...", "lora"?: "..."}.
+// line. A request line is JSON: {"tokens":[…], "model"?: "...", "lora"?: "...", "ttftSloMs"?: N}.
 import { createInterface } from 'readline';
 import { parseArgs } from 'util';
 import { CLIENT_TLS_FLAGS, CLIENT_TLS_USAGE, clientTlsFromFlags, type ClientTlsOptions } from 'kv-dc-relay/client';
-import { DEFAULT_READY_WAIT_MS, GlobalRouter, POLICY_NAMES, policyByName, type Decision, type DcTarget, type PolicyName, type RouteRequest } from './router';
+import { DEFAULT_READY_WAIT_MS, DEFAULT_TRIAGE_BUDGET, GlobalRouter, POLICY_NAMES, policyByName, type Decision, type DcTarget, type PolicyName, type RouteRequest, type TriageBudgetOptions } from './router';
 import { waitReady } from './router/ready';
 
 export const USAGE =
   `usage: global-router --dc NAME=HOST:PORT[/RTT_MS] [--dc …] --model NAME [--policy ${POLICY_NAMES.join('|')}]\n` +
-  `                     [--prefill-tokens-per-ms N] [--wait-ms N] [--subscriber-id ID] ${CLIENT_TLS_USAGE}\n` +
+  `                     [--prefill-tokens-per-ms N] [--triage-tokens-per-ms N|off] [--triage-window-ms N]\n` +
+  `                     [--wait-ms N] [--subscriber-id ID] ${CLIENT_TLS_USAGE}\n` +
   '                     (requests: JSON lines on stdin; the TLS flags apply to every DC\'s relay)';
 
 class UsageError extends Error {}
@@ -22,6 +23,8 @@ interface CliOptions {
   model: string;
   policy: PolicyName;
   prefillTokensPerMs?: number;
+  /** kv-aware's triage bound; null: unbounded. */
+  triageBudget: TriageBudgetOptions | null;
   waitMs: number;
   subscriberId: string;
   tls?: ClientTlsOptions;
@@ -36,6 +39,8 @@ export function parseCli(argv: string[]): CliOptions {
       model: { type: 'string' },
       policy: { type: 'string' },
       'prefill-tokens-per-ms': { type: 'string' },
+      'triage-tokens-per-ms': { type: 'string' },
+      'triage-window-ms': { type: 'string' },
       'wait-ms': { type: 'string' },
       'subscriber-id': { type: 'string' },
       ...CLIENT_TLS_FLAGS,
@@ -46,6 +51,17 @@ export function parseCli(argv: string[]): CliOptions {
   if (!values.model) throw new UsageError('--model is required');
   const policy = values.policy ?? 'kv-aware';
   if (!(POLICY_NAMES as readonly string[]).includes(policy)) throw new UsageError(`unknown policy ${policy} (one of ${POLICY_NAMES.join(', ')})`);
+  const triageRate = values['triage-tokens-per-ms'];
+  const triageWindowMs = optionalNumber('--triage-window-ms', values['triage-window-ms']);
+  if (triageRate === 'off' && triageWindowMs !== undefined) throw new UsageError('--triage-window-ms needs a triage budget (not --triage-tokens-per-ms off)');
+  const triageBudget =
+    triageRate === 'off'
+      ? null
+      : {
+          sustainedTokensPerMs: optionalNumber('--triage-tokens-per-ms', triageRate) ?? DEFAULT_TRIAGE_BUDGET.sustainedTokensPerMs,
+          windowMs: triageWindowMs ?? DEFAULT_TRIAGE_BUDGET.windowMs,
+        };
+  if (triageBudget && !(triageBudget.sustainedTokensPerMs > 0 && triageBudget.windowMs > 0)) throw new UsageError('--triage-tokens-per-ms and --triage-window-ms must be > 0');
   let tls: ClientTlsOptions | undefined;
   try {
     tls = clientTlsFromFlags(values);
@@ -57,6 +73,7 @@ export function parseCli(argv: string[]): CliOptions {
     model: values.model,
     policy: policy as PolicyName,
     prefillTokensPerMs: optionalNumber('--prefill-tokens-per-ms', values['prefill-tokens-per-ms']),
+    triageBudget,
     waitMs: optionalNumber('--wait-ms', values['wait-ms']) ?? DEFAULT_READY_WAIT_MS,
     subscriberId: values['subscriber-id'] ?? 'global-router',
     ...(tls ? { tls } : {}),
@@ -84,12 +101,13 @@ export function parseRequestLine(line: string, model: string): RouteRequest {
   } catch {
     throw new UsageError('a request line must be JSON');
   }
-  const o = value as { tokens?: unknown; model?: unknown; lora?: unknown };
+  const o = value as { tokens?: unknown; model?: unknown; lora?: unknown; ttftSloMs?: unknown };
   if (typeof o !== 'object' || o === null || !Array.isArray(o.tokens)) throw new UsageError('a request needs "tokens": [u32, …]');
   if (!o.tokens.every((t) => Number.isInteger(t) && (t as number) >= 0 && (t as number) <= MAX_U32)) throw new UsageError('every token must be an integer in 0..2^32-1');
   if (o.model !== undefined && typeof o.model !== 'string') throw new UsageError('"model" must be a string');
   if (o.lora !== undefined && typeof o.lora !== 'string') throw new UsageError('"lora" must be a string');
-  return { model: o.model ?? model, tokens: o.tokens as number[], lora: o.lora };
+  if (o.ttftSloMs !== undefined && !(typeof o.ttftSloMs === 'number' && Number.isFinite(o.ttftSloMs) && o.ttftSloMs > 0)) throw new UsageError('"ttftSloMs" must be a number > 0');
+  return { model: o.model ?? model, tokens: o.tokens as number[], lora: o.lora, ...(o.ttftSloMs !== undefined ? { ttftSloMs: o.ttftSloMs } : {}) };
 }
 
 export function decisionJson(decision: Decision): object {
@@ -128,7 +146,7 @@ export async function main(argv: string[], io: { stdin: NodeJS.ReadableStream; s
     dcs: options.dcs,
     subscriberId: options.subscriberId,
     ...(options.tls ? { client: { tls: options.tls } } : {}),
-    policy: policyByName(options.policy, { prefillTokensPerMs: options.prefillTokensPerMs }),
+    policy: policyByName(options.policy, { prefillTokensPerMs: options.prefillTokensPerMs, triageBudget: options.triageBudget }),
   });
   router.on('replicaInvalidated', (dc, e) => io.stderr.write(`global-router: ${dc}: replica of ${e.poolKey} invalidated (${e.reason})\n`));
   router.start();

@@ -13,8 +13,9 @@ export class RelayRouter implements RouterPort {
     private readonly ttftSloMs?: (request: SimRequest) => number,
   ) {}
 
-  route(request: SimRequest): RouteResult {
-    const decision = this.router.route({ model: this.model, tokens: promptTokens(request.prompt), ttftSloMs: this.ttftSloMs?.(request) });
+  /** `nowMs` is simulated time: the policy's windows run on it (the router's health holds stay on the wall clock). */
+  route(request: SimRequest, nowMs: number): RouteResult {
+    const decision = this.router.route({ model: this.model, tokens: promptTokens(request.prompt), ttftSloMs: this.ttftSloMs?.(request), atMs: nowMs });
     return { dc: decision.chosen?.dc ?? null, matchedTokens: decision.chosen?.matchedTokens ?? null, booking: decision };
   }
 }
