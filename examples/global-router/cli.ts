@@ -11,6 +11,7 @@ import { waitReady } from './router/ready';
 export const USAGE =
   `usage: global-router --dc NAME=HOST:PORT[/RTT_MS] [--dc …] --model NAME [--policy ${POLICY_NAMES.join('|')}]\n` +
   `                     [--prefill-tokens-per-ms N] [--triage-tokens-per-ms N|off] [--triage-window-ms N]\n` +
+  `                     [--triage-excess cluster|kept]\n` +
   `                     [--wait-ms N] [--subscriber-id ID] ${CLIENT_TLS_USAGE}\n` +
   '                     (requests: JSON lines on stdin; the TLS flags apply to every DC\'s relay)';
 
@@ -41,6 +42,7 @@ export function parseCli(argv: string[]): CliOptions {
       'prefill-tokens-per-ms': { type: 'string' },
       'triage-tokens-per-ms': { type: 'string' },
       'triage-window-ms': { type: 'string' },
+      'triage-excess': { type: 'string' },
       'wait-ms': { type: 'string' },
       'subscriber-id': { type: 'string' },
       ...CLIENT_TLS_FLAGS,
@@ -53,13 +55,16 @@ export function parseCli(argv: string[]): CliOptions {
   if (!(POLICY_NAMES as readonly string[]).includes(policy)) throw new UsageError(`unknown policy ${policy} (one of ${POLICY_NAMES.join(', ')})`);
   const triageRate = values['triage-tokens-per-ms'];
   const triageWindowMs = optionalNumber('--triage-window-ms', values['triage-window-ms']);
-  if (triageRate === 'off' && triageWindowMs !== undefined) throw new UsageError('--triage-window-ms needs a triage budget (not --triage-tokens-per-ms off)');
+  const triageExcess = values['triage-excess'] ?? DEFAULT_TRIAGE_BUDGET.excess;
+  if (triageExcess !== 'cluster' && triageExcess !== 'kept') throw new UsageError('--triage-excess must be cluster or kept');
+  if (triageRate === 'off' && (triageWindowMs !== undefined || values['triage-excess'] !== undefined)) throw new UsageError('--triage-window-ms and --triage-excess need a triage budget (not --triage-tokens-per-ms off)');
   const triageBudget =
     triageRate === 'off'
       ? null
       : {
           sustainedTokensPerMs: optionalNumber('--triage-tokens-per-ms', triageRate) ?? DEFAULT_TRIAGE_BUDGET.sustainedTokensPerMs,
           windowMs: triageWindowMs ?? DEFAULT_TRIAGE_BUDGET.windowMs,
+          excess: triageExcess,
         };
   if (triageBudget && !(triageBudget.sustainedTokensPerMs > 0 && triageBudget.windowMs > 0)) throw new UsageError('--triage-tokens-per-ms and --triage-window-ms must be > 0');
   let tls: ClientTlsOptions | undefined;

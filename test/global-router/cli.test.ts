@@ -1,7 +1,8 @@
 // The global-router CLI against a loopback relay: one decision per JSON request line, usage errors
 // with exit 2; with --tls-* flags, against a relay that requires client certificates (mTLS).
 import { PassThrough, Readable } from 'stream';
-import { main, parseRequestLine } from '../../examples/global-router/cli';
+import { main, parseCli, parseRequestLine } from '../../examples/global-router/cli';
+import { DEFAULT_TRIAGE_BUDGET } from '../../examples/global-router/router';
 import { saltSeed, sequenceHashes } from '../../src/native/hashing';
 import { ServingReadinessState } from '../../src/wire/enums';
 import { startRelayServer, type RelayServer } from '../../src/transport/server';
@@ -95,6 +96,9 @@ describe('global-router CLI', () => {
     [['--dc', 'nohost', '--model', 'm'], /NAME=HOST:PORT/],
     [['--dc', 'x=127.0.0.1:1', '--model', 'm', '--policy', 'best'], /unknown policy/],
     [['--dc', 'x=127.0.0.1:1', '--model', 'm', '--prefill-tokens-per-ms=-1'], /≥ 0/],
+    [['--dc', 'x=127.0.0.1:1', '--model', 'm', '--triage-tokens-per-ms', '0'], /must be > 0/],
+    [['--dc', 'x=127.0.0.1:1', '--model', 'm', '--triage-excess', 'some'], /cluster or kept/],
+    [['--dc', 'x=127.0.0.1:1', '--model', 'm', '--triage-tokens-per-ms', 'off', '--triage-window-ms', '10'], /need a triage budget/],
   ])('exits 2 on %j', async (argv, message) => {
     const run = io([]);
     expect(await main(argv, run.streams)).toBe(2);
@@ -102,10 +106,18 @@ describe('global-router CLI', () => {
     expect(run.err()).toContain('usage: global-router');
   });
 
+  it('parses the triage knobs and a request line with its TTFT target', () => {
+    expect(parseCli(['--dc', 'x=127.0.0.1:1', '--model', 'm']).triageBudget).toEqual(DEFAULT_TRIAGE_BUDGET);
+    expect(parseCli(['--dc', 'x=127.0.0.1:1', '--model', 'm', '--triage-tokens-per-ms', '5', '--triage-window-ms', '10000', '--triage-excess', 'kept']).triageBudget).toEqual({ sustainedTokensPerMs: 5, windowMs: 10_000, excess: 'kept' });
+    expect(parseCli(['--dc', 'x=127.0.0.1:1', '--model', 'm', '--triage-tokens-per-ms', 'off']).triageBudget).toBeNull();
+    expect(parseRequestLine('{"tokens":[1],"ttftSloMs":2500}', 'llama')).toEqual({ model: 'llama', tokens: [1], ttftSloMs: 2500 });
+  });
+
   it.each([
     ['{"tokens":[1,-2]}', /integer/],
     ['{"tokens":"1,2"}', /"tokens"/],
     ['{"tokens":[1],"model":3}', /"model"/],
+    ['{"tokens":[1],"ttftSloMs":0}', /"ttftSloMs"/],
     ['[1,2]', /"tokens"/],
   ])('rejects the request line %s', (line, message) => {
     expect(() => parseRequestLine(line, 'llama')).toThrow(message);

@@ -26,6 +26,7 @@ export const USAGE = `usage: npm run sim:multidc -- [options]
   --slo-to-router on|off       (routers are told each request's TTFT SLO; kv-aware triages with it)
   --triage-tokens-per-ms X|off (kv-aware gives up on no more work than offered beyond ranks × X per ms; off: unbounded)
   --triage-window-ms N         (the window that excess is measured over, simulated ms)
+  --triage-excess cluster|kept (over the whole cluster's capacity, or only the pools kept serving: all but the triage's target)
   --faults all|${FAULT_NAMES.join(',')}  (fault scenarios instead of the sweep; with --load, --seed, --policies)
   --out DIR   (sweep.{json,md,svg} or faults.{json,md})
   --records   (also every run's per-request records, measured ones only, as records-POLICY-LOAD-SEED.json)
@@ -77,7 +78,7 @@ export function parseCli(argv: string[]): Cli {
     args: argv,
     allowPositionals: true,
     options: Object.fromEntries(
-      ['workload', 'trace', 'requests', 'warmup', 'loads', 'seeds', 'policies', 'kv-capacity-tokens', 'max-num-seqs', 'max-batched-tokens', 'block-size', 'view', 'routers', 'speed', 'wall-rate', 'tick-ms', 'load-window-ms', 'failure-timeout-ms', 'slo-scale', 'slo-floor-ms', 'prefill-tokens-per-ms', 'slo-to-router', 'triage-tokens-per-ms', 'triage-window-ms', 'faults', 'out', 'load', 'seed']
+      ['workload', 'trace', 'requests', 'warmup', 'loads', 'seeds', 'policies', 'kv-capacity-tokens', 'max-num-seqs', 'max-batched-tokens', 'block-size', 'view', 'routers', 'speed', 'wall-rate', 'tick-ms', 'load-window-ms', 'failure-timeout-ms', 'slo-scale', 'slo-floor-ms', 'prefill-tokens-per-ms', 'slo-to-router', 'triage-tokens-per-ms', 'triage-window-ms', 'triage-excess', 'faults', 'out', 'load', 'seed']
         .map((k) => [k, { type: 'string' as const }])
         .concat(['dc', 'from'].map((k) => [k, { type: 'string' as const, multiple: true } as never]))
         .concat([['records', { type: 'boolean' as const } as never]]),
@@ -127,12 +128,18 @@ export function parseCli(argv: string[]): Cli {
   setup.sloToRouter = sloToRouter === 'on';
   const triageRate = v('triage-tokens-per-ms');
   const triageWindowMs = positive('--triage-window-ms', v('triage-window-ms'));
+  const triageExcess = v('triage-excess');
+  if (triageExcess !== undefined && triageExcess !== 'cluster' && triageExcess !== 'kept') throw new UsageError('--triage-excess must be cluster or kept');
   if (triageRate === 'off') {
-    if (triageWindowMs !== undefined) throw new UsageError('--triage-window-ms needs a triage budget (not --triage-tokens-per-ms off)');
+    if (triageWindowMs !== undefined || triageExcess !== undefined) throw new UsageError('--triage-window-ms and --triage-excess need a triage budget (not --triage-tokens-per-ms off)');
     setup.triageBudget = null;
   } else {
     const budget = setup.triageBudget!;
-    setup.triageBudget = { sustainedTokensPerMs: positive('--triage-tokens-per-ms', triageRate) ?? budget.sustainedTokensPerMs, windowMs: triageWindowMs ?? budget.windowMs };
+    setup.triageBudget = {
+      sustainedTokensPerMs: positive('--triage-tokens-per-ms', triageRate) ?? budget.sustainedTokensPerMs,
+      windowMs: triageWindowMs ?? budget.windowMs,
+      excess: triageExcess ?? budget.excess,
+    };
   }
   const faults = v('faults');
   let faultNames: FaultName[] | null = null;

@@ -74,13 +74,17 @@ export function kvAware(options: KvAwareOptions = {}): Policy {
       // The request's work: what it costs the cluster where it costs least.
       const work = Math.min(...candidates.map(uncachedTokens));
       budget?.offer(atMs, work);
-      let doomed = slo !== undefined && candidates.every((c) => unstretchedTtftMs(c, rate) > slo);
-      if (doomed && budget) {
-        doomed = budget.allows(atMs, work, candidates.reduce((n, c) => n + ranksOf(c), 0));
-        if (doomed) budget.giveUp(atMs, work);
-      }
-      const sign = doomed ? 1 : -1;
-      return best(candidates, (c) => [sign * estimates.get(c)!, -c.activeBlocks / ranksOf(c)], random);
+      const byEstimate = (sign: 1 | -1) => best(candidates, (c) => [sign * estimates.get(c)!, -c.activeBlocks / ranksOf(c)], random);
+      const doomed = slo !== undefined && candidates.every((c) => unstretchedTtftMs(c, rate) > slo);
+      if (!doomed) return byEstimate(-1);
+      const target = byEstimate(1);
+      if (!budget) return target;
+      // The capacity the excess is measured against: the cluster's, or (kept) only that of the pools
+      // other than the target, since the work given up on still takes the target's capacity.
+      const ranks = candidates.reduce((n, c) => n + ranksOf(c), 0) - (budget.options.excess === 'kept' ? ranksOf(target) : 0);
+      if (!budget.allows(atMs, work, ranks)) return byEstimate(-1);
+      budget.giveUp(atMs, work);
+      return target;
     },
   };
 }

@@ -17,6 +17,12 @@ export interface TriageBudgetOptions {
   sustainedTokensPerMs: number;
   /** The sliding window over which offered and given-up work are summed, ms. */
   windowMs: number;
+  /**
+   * Whose capacity the excess is over: the whole cluster's ('cluster'), or only that of the pools
+   * the triage keeps serving within their targets ('kept': all but the one the given-up work goes to,
+   * whose capacity that work still takes, as it is served there, late).
+   */
+  excess: 'cluster' | 'kept';
 }
 
 /** The window is summed in this many buckets: memory is bounded whatever the request rate. */
@@ -37,8 +43,9 @@ export class TriageBudget {
   private readonly buckets: Bucket[] = [];
   private nowMs = -Infinity;
 
-  constructor(private readonly options: TriageBudgetOptions) {
-    for (const [name, value] of Object.entries(options)) if (!(Number.isFinite(value) && value > 0)) throw new RangeError(`triage budget ${name} must be a finite number > 0`);
+  constructor(readonly options: Readonly<TriageBudgetOptions>) {
+    for (const name of ['sustainedTokensPerMs', 'windowMs'] as const) if (!(Number.isFinite(options[name]) && options[name] > 0)) throw new RangeError(`triage budget ${name} must be a finite number > 0`);
+    if (options.excess !== 'cluster' && options.excess !== 'kept') throw new RangeError("triage budget excess must be 'cluster' or 'kept'");
     this.bucketMs = options.windowMs / BUCKETS;
   }
 
@@ -47,7 +54,7 @@ export class TriageBudget {
     this.at(atMs).offered += tokens;
   }
 
-  /** Whether a request of `tokens` may be given up on at `atMs` with `ranks` ranks eligible (it fits in the excess). */
+  /** Whether a request of `tokens` may be given up on at `atMs` against the capacity of `ranks` ranks (it fits in the excess). */
   allows(atMs: number, tokens: number, ranks: number): boolean {
     this.at(atMs);
     let offered = 0;
