@@ -11,7 +11,7 @@ import { waitReady } from './router/ready';
 export const USAGE =
   `usage: global-router --dc NAME=HOST:PORT[/RTT_MS] [--dc …] --model NAME [--policy ${POLICY_NAMES.join('|')}]\n` +
   `                     [--prefill-tokens-per-ms N] [--triage-tokens-per-ms N|off] [--triage-window-ms N]\n` +
-  `                     [--triage-excess cluster|kept]\n` +
+  `                     [--triage-excess cluster|kept] [--triage-use bound|early]\n` +
   `                     [--wait-ms N] [--subscriber-id ID] ${CLIENT_TLS_USAGE}\n` +
   '                     (requests: JSON lines on stdin; the TLS flags apply to every DC\'s relay)';
 
@@ -43,6 +43,7 @@ export function parseCli(argv: string[]): CliOptions {
       'triage-tokens-per-ms': { type: 'string' },
       'triage-window-ms': { type: 'string' },
       'triage-excess': { type: 'string' },
+      'triage-use': { type: 'string' },
       'wait-ms': { type: 'string' },
       'subscriber-id': { type: 'string' },
       ...CLIENT_TLS_FLAGS,
@@ -57,14 +58,17 @@ export function parseCli(argv: string[]): CliOptions {
   const triageWindowMs = optionalNumber('--triage-window-ms', values['triage-window-ms']);
   const triageExcess = values['triage-excess'] ?? DEFAULT_TRIAGE_BUDGET.excess;
   if (triageExcess !== 'cluster' && triageExcess !== 'kept') throw new UsageError('--triage-excess must be cluster or kept');
-  if (triageRate === 'off' && (triageWindowMs !== undefined || values['triage-excess'] !== undefined)) throw new UsageError('--triage-window-ms and --triage-excess need a triage budget (not --triage-tokens-per-ms off)');
-  const triageBudget =
+  const triageUse = values['triage-use'] ?? DEFAULT_TRIAGE_BUDGET.use;
+  if (triageUse !== 'bound' && triageUse !== 'early') throw new UsageError('--triage-use must be bound or early');
+  if (triageRate === 'off' && [triageWindowMs, values['triage-excess'], values['triage-use']].some((x) => x !== undefined)) throw new UsageError('--triage-window-ms, --triage-excess and --triage-use need a triage budget (not --triage-tokens-per-ms off)');
+  const triageBudget: TriageBudgetOptions | null =
     triageRate === 'off'
       ? null
       : {
           sustainedTokensPerMs: optionalNumber('--triage-tokens-per-ms', triageRate) ?? DEFAULT_TRIAGE_BUDGET.sustainedTokensPerMs,
           windowMs: triageWindowMs ?? DEFAULT_TRIAGE_BUDGET.windowMs,
           excess: triageExcess,
+          use: triageUse,
         };
   if (triageBudget && !(triageBudget.sustainedTokensPerMs > 0 && triageBudget.windowMs > 0)) throw new UsageError('--triage-tokens-per-ms and --triage-window-ms must be > 0');
   let tls: ClientTlsOptions | undefined;

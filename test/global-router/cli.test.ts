@@ -108,7 +108,7 @@ describe('global-router CLI', () => {
 
   it('parses the triage knobs and a request line with its TTFT target', () => {
     expect(parseCli(['--dc', 'x=127.0.0.1:1', '--model', 'm']).triageBudget).toEqual(DEFAULT_TRIAGE_BUDGET);
-    expect(parseCli(['--dc', 'x=127.0.0.1:1', '--model', 'm', '--triage-tokens-per-ms', '5', '--triage-window-ms', '10000', '--triage-excess', 'kept']).triageBudget).toEqual({ sustainedTokensPerMs: 5, windowMs: 10_000, excess: 'kept' });
+    expect(parseCli(['--dc', 'x=127.0.0.1:1', '--model', 'm', '--triage-tokens-per-ms', '5', '--triage-window-ms', '10000', '--triage-excess', 'kept']).triageBudget).toEqual({ sustainedTokensPerMs: 5, windowMs: 10_000, excess: 'kept', use: 'bound' });
     expect(parseCli(['--dc', 'x=127.0.0.1:1', '--model', 'm', '--triage-tokens-per-ms', 'off']).triageBudget).toBeNull();
     expect(parseRequestLine('{"tokens":[1],"ttftSloMs":2500}', 'llama')).toEqual({ model: 'llama', tokens: [1], ttftSloMs: 2500 });
   });

@@ -5,7 +5,7 @@ import { main, parseCli } from '../../examples/global-router/sim/main';
 describe('sim:multidc triage flags', () => {
   it('defaults to the router default budget, takes each knob, and off is unbounded', () => {
     expect(parseCli([]).setup.triageBudget).toEqual(DEFAULT_TRIAGE_BUDGET);
-    expect(parseCli(['--triage-tokens-per-ms', '5.5', '--triage-window-ms', '20000', '--triage-excess', 'kept']).setup.triageBudget).toEqual({ sustainedTokensPerMs: 5.5, windowMs: 20_000, excess: 'kept' });
+    expect(parseCli(['--triage-tokens-per-ms', '5.5', '--triage-window-ms', '20000', '--triage-excess', 'kept']).setup.triageBudget).toEqual({ sustainedTokensPerMs: 5.5, windowMs: 20_000, excess: 'kept', use: 'bound' });
     expect(parseCli(['--triage-tokens-per-ms', 'off']).setup.triageBudget).toBeNull();
   });
 

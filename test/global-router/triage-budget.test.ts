@@ -26,7 +26,7 @@ function stream(budget: TriageBudget, ranks: number, tokens: number, everyMs: nu
 
 describe('TriageBudget', () => {
   // 4 ranks × 2 tokens/ms = 8 tokens/ms; window 1 s (32 buckets of 31.25 ms).
-  const options = { sustainedTokensPerMs: 2, windowMs: 1000, excess: 'cluster' as const };
+  const options = { sustainedTokensPerMs: 2, windowMs: 1000, excess: 'cluster' as const, use: 'bound' as const };
 
   it('never allows giving up below capacity, however long it runs', () => {
     const budget = new TriageBudget(options);
@@ -105,13 +105,13 @@ describe('kvAware with the triage budget', () => {
 
   it('routes a request judged lost by the normal score while the cluster is below capacity', () => {
     // 2 ranks × 1 token/ms sustained; 1 000-token requests every 1 000 ms: half of capacity.
-    const policy = kvAware({ prefillTokensPerMs: rate, triageBudget: { sustainedTokensPerMs: 1, windowMs: 10_000, excess: 'cluster' } });
+    const policy = kvAware({ prefillTokensPerMs: rate, triageBudget: { sustainedTokensPerMs: 1, windowMs: 10_000, excess: 'cluster', use: 'bound' } });
     for (let t = 0; t < 60_000; t += 1000) expect(policy.choose(pools, { tokens: [1], ttftSloMs: 150, atMs: t }).dc).toBe('short');
   });
 
   it('above capacity gives up on the excess only: the rest goes to the shortest wait', () => {
     // 1 000-token requests every 250 ms = 4 tokens/ms against 2: half the work is excess.
-    const policy = kvAware({ prefillTokensPerMs: rate, triageBudget: { sustainedTokensPerMs: 1, windowMs: 10_000, excess: 'cluster' } });
+    const policy = kvAware({ prefillTokensPerMs: rate, triageBudget: { sustainedTokensPerMs: 1, windowMs: 10_000, excess: 'cluster', use: 'bound' } });
     const chosen: string[] = [];
     for (let t = 0; t < 60_000; t += 250) chosen.push(policy.choose(pools, { tokens: [1], ttftSloMs: 150, atMs: t }).dc);
     const late = chosen.slice(80); // after the first 20 s
@@ -123,8 +123,8 @@ describe('kvAware with the triage budget', () => {
   });
 
   it("'kept' measures the excess over the pools other than the target, whose capacity the given-up work takes", () => {
-    const kept = kvAware({ prefillTokensPerMs: rate, triageBudget: { sustainedTokensPerMs: 1, windowMs: 10_000, excess: 'kept' } });
-    const cluster = kvAware({ prefillTokensPerMs: rate, triageBudget: { sustainedTokensPerMs: 1, windowMs: 10_000, excess: 'cluster' } });
+    const kept = kvAware({ prefillTokensPerMs: rate, triageBudget: { sustainedTokensPerMs: 1, windowMs: 10_000, excess: 'kept', use: 'bound' } });
+    const cluster = kvAware({ prefillTokensPerMs: rate, triageBudget: { sustainedTokensPerMs: 1, windowMs: 10_000, excess: 'cluster', use: 'bound' } });
     const chosen = (policy: typeof kept) => Array.from({ length: 60 }, (_, i) => policy.choose(pools, { tokens: [1], ttftSloMs: 150, atMs: i * 500 }).dc);
     // 2 tokens/ms offered: the whole cluster's capacity (nothing to give up), twice the kept pool's (half of it).
     expect(chosen(cluster).filter((dc) => dc === 'long')).toHaveLength(0);

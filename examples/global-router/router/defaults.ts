@@ -15,7 +15,7 @@ export const DEFAULT_PREFILL_TOKENS_PER_MS = 11;
  * simulation's saturated cost per request (sim/engine/step-time.ts, saturatedRequestMs) over the hour.
  * Set it to your cluster's measured throughput on your traffic. 30 s: several hundred requests.
  */
-export const DEFAULT_TRIAGE_BUDGET = Object.freeze({ sustainedTokensPerMs: 6.4, windowMs: 30_000, excess: 'cluster' as 'cluster' | 'kept' });
+export const DEFAULT_TRIAGE_BUDGET = Object.freeze({ sustainedTokensPerMs: 6.4, windowMs: 30_000, excess: 'cluster' as 'cluster' | 'kept', use: 'bound' as 'bound' | 'early' });
 /** Concurrency assumed for a pool whose relay publishes no max_concurrency (serving-load deployment). */
 export const DEFAULT_POOL_CAPACITY = 64;
 /**

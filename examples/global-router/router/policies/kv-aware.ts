@@ -76,13 +76,17 @@ export function kvAware(options: KvAwareOptions = {}): Policy {
       budget?.offer(atMs, work);
       const byEstimate = (sign: 1 | -1) => best(candidates, (c) => [sign * estimates.get(c)!, -c.activeBlocks / ranksOf(c)], random);
       const doomed = slo !== undefined && candidates.every((c) => unstretchedTtftMs(c, rate) > slo);
-      if (!doomed) return byEstimate(-1);
+      if (slo === undefined || (!doomed && budget?.options.use !== 'early')) return byEstimate(-1);
       const target = byEstimate(1);
-      if (!budget) return target;
+      if (!budget || (doomed && budget.options.use === 'early')) {
+        budget?.giveUp(atMs, work);
+        return target;
+      }
       // The capacity the excess is measured against: the cluster's, or (kept) only that of the pools
       // other than the target, since the work given up on still takes the target's capacity.
       const ranks = candidates.reduce((n, c) => n + ranksOf(c), 0) - (budget.options.excess === 'kept' ? ranksOf(target) : 0);
-      if (!budget.allows(atMs, work, ranks)) return byEstimate(-1);
+      const early = !doomed && work >= budget.meanOffered(atMs);
+      if (!(doomed || early) || !budget.allows(atMs, work, ranks)) return byEstimate(-1);
       budget.giveUp(atMs, work);
       return target;
     },

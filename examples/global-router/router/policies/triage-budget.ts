@@ -23,6 +23,13 @@ export interface TriageBudgetOptions {
    * whose capacity that work still takes, as it is served there, late).
    */
   excess: 'cluster' | 'kept';
+  /**
+   * What the budget does: 'bound' caps the requests judged lost that are given up on; 'early' also
+   * gives up, at arrival, on requests not yet judged lost while the excess is not used up (the larger
+   * half of them by work: fewer requests for the same work), before the queues grow (Mooncake's
+   * early rejection); requests judged lost are then given up on without a cap, as before the budget.
+   */
+  use: 'bound' | 'early';
 }
 
 /** The window is summed in this many buckets: memory is bounded whatever the request rate. */
@@ -31,6 +38,7 @@ const BUCKETS = 32;
 interface Bucket {
   startMs: number;
   offered: number;
+  requests: number;
   givenUp: number;
 }
 
@@ -46,29 +54,44 @@ export class TriageBudget {
   constructor(readonly options: Readonly<TriageBudgetOptions>) {
     for (const name of ['sustainedTokensPerMs', 'windowMs'] as const) if (!(Number.isFinite(options[name]) && options[name] > 0)) throw new RangeError(`triage budget ${name} must be a finite number > 0`);
     if (options.excess !== 'cluster' && options.excess !== 'kept') throw new RangeError("triage budget excess must be 'cluster' or 'kept'");
+    if (options.use !== 'bound' && options.use !== 'early') throw new RangeError("triage budget use must be 'bound' or 'early'");
     this.bucketMs = options.windowMs / BUCKETS;
   }
 
   /** Counts a request's work as offered at `atMs`. */
   offer(atMs: number, tokens: number): void {
-    this.at(atMs).offered += tokens;
+    const b = this.at(atMs);
+    b.offered += tokens;
+    b.requests++;
+  }
+
+  /** Mean work of the requests offered in the window, tokens (0 with none). */
+  meanOffered(atMs: number): number {
+    this.at(atMs);
+    const { offered, requests } = this.sums();
+    return requests === 0 ? 0 : offered / requests;
   }
 
   /** Whether a request of `tokens` may be given up on at `atMs` against the capacity of `ranks` ranks (it fits in the excess). */
   allows(atMs: number, tokens: number, ranks: number): boolean {
     this.at(atMs);
-    let offered = 0;
-    let givenUp = 0;
-    for (const b of this.buckets) {
-      offered += b.offered;
-      givenUp += b.givenUp;
-    }
+    const { offered, givenUp } = this.sums();
     return excessBudgetTokens(offered, givenUp, ranks * this.options.sustainedTokensPerMs, this.options.windowMs) >= tokens;
   }
 
   /** Counts a request's work as given up on at `atMs`. */
   giveUp(atMs: number, tokens: number): void {
     this.at(atMs).givenUp += tokens;
+  }
+
+  private sums(): { offered: number; requests: number; givenUp: number } {
+    const sum = { offered: 0, requests: 0, givenUp: 0 };
+    for (const b of this.buckets) {
+      sum.offered += b.offered;
+      sum.requests += b.requests;
+      sum.givenUp += b.givenUp;
+    }
+    return sum;
   }
 
   /** The current bucket after dropping those that left the window. */
@@ -78,7 +101,7 @@ export class TriageBudget {
     while (this.buckets.length > 0 && this.buckets[0].startMs <= start - this.options.windowMs) this.buckets.shift();
     let last = this.buckets[this.buckets.length - 1];
     if (last === undefined || last.startMs !== start) {
-      last = { startMs: start, offered: 0, givenUp: 0 };
+      last = { startMs: start, offered: 0, requests: 0, givenUp: 0 };
       this.buckets.push(last);
     }
     return last;
