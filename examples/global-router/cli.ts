@@ -1,18 +1,17 @@
 // `node dist/examples/global-router/cli.js --dc NAME=HOST:PORT [--dc …] --model NAME [options]`
 // Connects to every DC's relay, waits until each has sent its catalog, readiness and the model's
 // replicas (or --wait-ms passes), then routes one request per stdin line and prints one decision per
-// line. A request line is JSON: {"tokens":[…], "model"?: "...", "lora"?: "...", "ttftSloMs"?: N}.
+// line. A request line is JSON: {"tokens":[…], "model"?: "...", "lora"?: "...", "ttftSloMs"?: N}
+// (the request's time-to-first-token target: kv-aware's triage reads it).
 import { createInterface } from 'readline';
 import { parseArgs } from 'util';
 import { CLIENT_TLS_FLAGS, CLIENT_TLS_USAGE, clientTlsFromFlags, type ClientTlsOptions } from 'kv-dc-relay/client';
-import { DEFAULT_READY_WAIT_MS, DEFAULT_TRIAGE_BUDGET, GlobalRouter, POLICY_NAMES, policyByName, type Decision, type DcTarget, type PolicyName, type RouteRequest, type TriageBudgetOptions } from './router';
+import { DEFAULT_READY_WAIT_MS, GlobalRouter, POLICY_NAMES, policyByName, type Decision, type DcTarget, type PolicyName, type RouteRequest } from './router';
 import { waitReady } from './router/ready';
 
 export const USAGE =
   `usage: global-router --dc NAME=HOST:PORT[/RTT_MS] [--dc …] --model NAME [--policy ${POLICY_NAMES.join('|')}]\n` +
-  `                     [--prefill-tokens-per-ms N] [--triage-tokens-per-ms N|off] [--triage-window-ms N]\n` +
-  `                     [--triage-excess cluster|kept] [--triage-use bound|early]\n` +
-  `                     [--wait-ms N] [--subscriber-id ID] ${CLIENT_TLS_USAGE}\n` +
+  `                     [--prefill-tokens-per-ms N] [--wait-ms N] [--subscriber-id ID] ${CLIENT_TLS_USAGE}\n` +
   '                     (requests: JSON lines on stdin; the TLS flags apply to every DC\'s relay)';
 
 class UsageError extends Error {}
@@ -24,8 +23,6 @@ interface CliOptions {
   model: string;
   policy: PolicyName;
   prefillTokensPerMs?: number;
-  /** kv-aware's triage bound; null: unbounded. */
-  triageBudget: TriageBudgetOptions | null;
   waitMs: number;
   subscriberId: string;
   tls?: ClientTlsOptions;
@@ -40,10 +37,6 @@ export function parseCli(argv: string[]): CliOptions {
       model: { type: 'string' },
       policy: { type: 'string' },
       'prefill-tokens-per-ms': { type: 'string' },
-      'triage-tokens-per-ms': { type: 'string' },
-      'triage-window-ms': { type: 'string' },
-      'triage-excess': { type: 'string' },
-      'triage-use': { type: 'string' },
       'wait-ms': { type: 'string' },
       'subscriber-id': { type: 'string' },
       ...CLIENT_TLS_FLAGS,
@@ -54,23 +47,6 @@ export function parseCli(argv: string[]): CliOptions {
   if (!values.model) throw new UsageError('--model is required');
   const policy = values.policy ?? 'kv-aware';
   if (!(POLICY_NAMES as readonly string[]).includes(policy)) throw new UsageError(`unknown policy ${policy} (one of ${POLICY_NAMES.join(', ')})`);
-  const triageRate = values['triage-tokens-per-ms'];
-  const triageWindowMs = optionalNumber('--triage-window-ms', values['triage-window-ms']);
-  const triageExcess = values['triage-excess'] ?? DEFAULT_TRIAGE_BUDGET.excess;
-  if (triageExcess !== 'cluster' && triageExcess !== 'kept') throw new UsageError('--triage-excess must be cluster or kept');
-  const triageUse = values['triage-use'] ?? DEFAULT_TRIAGE_BUDGET.use;
-  if (triageUse !== 'bound' && triageUse !== 'early') throw new UsageError('--triage-use must be bound or early');
-  if (triageRate === 'off' && [triageWindowMs, values['triage-excess'], values['triage-use']].some((x) => x !== undefined)) throw new UsageError('--triage-window-ms, --triage-excess and --triage-use need a triage budget (not --triage-tokens-per-ms off)');
-  const triageBudget: TriageBudgetOptions | null =
-    triageRate === 'off'
-      ? null
-      : {
-          sustainedTokensPerMs: optionalNumber('--triage-tokens-per-ms', triageRate) ?? DEFAULT_TRIAGE_BUDGET.sustainedTokensPerMs,
-          windowMs: triageWindowMs ?? DEFAULT_TRIAGE_BUDGET.windowMs,
-          excess: triageExcess,
-          use: triageUse,
-        };
-  if (triageBudget && !(triageBudget.sustainedTokensPerMs > 0 && triageBudget.windowMs > 0)) throw new UsageError('--triage-tokens-per-ms and --triage-window-ms must be > 0');
   let tls: ClientTlsOptions | undefined;
   try {
     tls = clientTlsFromFlags(values);
@@ -82,7 +58,6 @@ export function parseCli(argv: string[]): CliOptions {
     model: values.model,
     policy: policy as PolicyName,
     prefillTokensPerMs: optionalNumber('--prefill-tokens-per-ms', values['prefill-tokens-per-ms']),
-    triageBudget,
     waitMs: optionalNumber('--wait-ms', values['wait-ms']) ?? DEFAULT_READY_WAIT_MS,
     subscriberId: values['subscriber-id'] ?? 'global-router',
     ...(tls ? { tls } : {}),
@@ -155,7 +130,7 @@ export async function main(argv: string[], io: { stdin: NodeJS.ReadableStream; s
     dcs: options.dcs,
     subscriberId: options.subscriberId,
     ...(options.tls ? { client: { tls: options.tls } } : {}),
-    policy: policyByName(options.policy, { prefillTokensPerMs: options.prefillTokensPerMs, triageBudget: options.triageBudget }),
+    policy: policyByName(options.policy, { prefillTokensPerMs: options.prefillTokensPerMs }),
   });
   router.on('replicaInvalidated', (dc, e) => io.stderr.write(`global-router: ${dc}: replica of ${e.poolKey} invalidated (${e.reason})\n`));
   router.start();

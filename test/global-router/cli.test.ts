@@ -1,8 +1,7 @@
 // The global-router CLI against a loopback relay: one decision per JSON request line, usage errors
 // with exit 2; with --tls-* flags, against a relay that requires client certificates (mTLS).
 import { PassThrough, Readable } from 'stream';
-import { main, parseCli, parseRequestLine } from '../../examples/global-router/cli';
-import { DEFAULT_TRIAGE_BUDGET } from '../../examples/global-router/router';
+import { main, parseRequestLine } from '../../examples/global-router/cli';
 import { saltSeed, sequenceHashes } from '../../src/native/hashing';
 import { ServingReadinessState } from '../../src/wire/enums';
 import { startRelayServer, type RelayServer } from '../../src/transport/server';
@@ -96,9 +95,6 @@ describe('global-router CLI', () => {
     [['--dc', 'nohost', '--model', 'm'], /NAME=HOST:PORT/],
     [['--dc', 'x=127.0.0.1:1', '--model', 'm', '--policy', 'best'], /unknown policy/],
     [['--dc', 'x=127.0.0.1:1', '--model', 'm', '--prefill-tokens-per-ms=-1'], /≥ 0/],
-    [['--dc', 'x=127.0.0.1:1', '--model', 'm', '--triage-tokens-per-ms', '0'], /must be > 0/],
-    [['--dc', 'x=127.0.0.1:1', '--model', 'm', '--triage-excess', 'some'], /cluster or kept/],
-    [['--dc', 'x=127.0.0.1:1', '--model', 'm', '--triage-tokens-per-ms', 'off', '--triage-window-ms', '10'], /need a triage budget/],
   ])('exits 2 on %j', async (argv, message) => {
     const run = io([]);
     expect(await main(argv, run.streams)).toBe(2);
@@ -106,11 +102,9 @@ describe('global-router CLI', () => {
     expect(run.err()).toContain('usage: global-router');
   });
 
-  it('parses the triage knobs and a request line with its TTFT target', () => {
-    expect(parseCli(['--dc', 'x=127.0.0.1:1', '--model', 'm']).triageBudget).toEqual(DEFAULT_TRIAGE_BUDGET);
-    expect(parseCli(['--dc', 'x=127.0.0.1:1', '--model', 'm', '--triage-tokens-per-ms', '5', '--triage-window-ms', '10000', '--triage-excess', 'kept']).triageBudget).toEqual({ sustainedTokensPerMs: 5, windowMs: 10_000, excess: 'kept', use: 'bound' });
-    expect(parseCli(['--dc', 'x=127.0.0.1:1', '--model', 'm', '--triage-tokens-per-ms', 'off']).triageBudget).toBeNull();
+  it('passes a request line\'s TTFT target to the router (the triage reads it)', () => {
     expect(parseRequestLine('{"tokens":[1],"ttftSloMs":2500}', 'llama')).toEqual({ model: 'llama', tokens: [1], ttftSloMs: 2500 });
+    expect(parseRequestLine('{"tokens":[1]}', 'llama')).not.toHaveProperty('ttftSloMs');
   });
 
   it.each([
@@ -118,6 +112,7 @@ describe('global-router CLI', () => {
     ['{"tokens":"1,2"}', /"tokens"/],
     ['{"tokens":[1],"model":3}', /"model"/],
     ['{"tokens":[1],"ttftSloMs":0}', /"ttftSloMs"/],
+    ['{"tokens":[1],"ttftSloMs":"2s"}', /"ttftSloMs"/],
     ['[1,2]', /"tokens"/],
   ])('rejects the request line %s', (line, message) => {
     expect(() => parseRequestLine(line, 'llama')).toThrow(message);

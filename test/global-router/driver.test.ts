@@ -29,7 +29,7 @@ describe('replay driver', () => {
     const records = await drive({
       requests,
       dcs,
-      routers: [{ route: (req, t) => ((now = t), router.route(req, t)) }],
+      routers: [{ route: (req, t) => ((now = t), router.route(req)) }],
       clock: unpacedClock,
     });
     expect(records.every((r) => r.ttftMs !== null && r.e2eMs !== null)).toBe(true);

@@ -98,7 +98,7 @@ describe('kvAware (estimated time to first token)', () => {
   });
 
   it('triages: a request no pool can serve within its TTFT target goes where the wait is longest', () => {
-    const policy = kvAware({ prefillTokensPerMs: rate, triageBudget: null }); // unbounded: the budget is triage-budget.test.ts's
+    const policy = kvAware({ prefillTokensPerMs: rate });
     const pools = [candidate('short', { ...queued(1000) }), candidate('long', { ...queued(3000) })]; // 200 ms and 400 ms
     const choose = (ttftSloMs?: number) => policy.choose(pools, { tokens: [1], ttftSloMs }).dc;
     expect(choose()).toBe('short'); // no target: the shortest wait
@@ -107,7 +107,7 @@ describe('kvAware (estimated time to first token)', () => {
   });
 
   it('judges a request lost on the wait without the memory stretch (the stretch is a guess)', () => {
-    const policy = kvAware({ prefillTokensPerMs: rate, triageBudget: null });
+    const policy = kvAware({ prefillTokensPerMs: rate });
     // 100 ms of prefill, 1 000 ms once stretched by 90 % KV usage: the unstretched wait meets 150 ms.
     const pools = [candidate('full', { kvUsage: 0.9 }), candidate('fuller', { kvUsage: 0.95, ...queued(2000) })];
     expect(unstretchedTtftMs(pools[0], rate)).toBe(100);

@@ -6,16 +6,6 @@
  * tokens of context (sim/engine/calibration.ts). Set it to your model and GPU's measured rate.
  */
 export const DEFAULT_PREFILL_TOKENS_PER_MS = 11;
-/**
- * What bounds the kv-aware triage (policies/triage-budget.ts): the work it gives up on over the last
- * `windowMs` stays within what was offered beyond ranks × `sustainedTokensPerMs`. The sustained rate is
- * not the prefill rate above: a rank also spends GPU time decoding each request's output. 6.4 uncached
- * prompt tokens per ms is what one Llama-3.1-8B rank on an A100-80GB sustains on the Mooncake
- * conversation mix (12 k-token prompts, 343-token outputs) at a 12 % prefix-hit rate, from the
- * simulation's saturated cost per request (sim/engine/step-time.ts, saturatedRequestMs) over the hour.
- * Set it to your cluster's measured throughput on your traffic. 30 s: several hundred requests.
- */
-export const DEFAULT_TRIAGE_BUDGET = Object.freeze({ sustainedTokensPerMs: 6.4, windowMs: 30_000, excess: 'cluster' as 'cluster' | 'kept', use: 'bound' as 'bound' | 'early' });
 /** Concurrency assumed for a pool whose relay publishes no max_concurrency (serving-load deployment). */
 export const DEFAULT_POOL_CAPACITY = 64;
 /**

@@ -41,8 +41,6 @@ export interface RouteRequest {
   lora?: string;
   /** The request's time-to-first-token target, ms (the kv-aware policy's triage uses it). */
   ttftSloMs?: number;
-  /** The request's arrival on the clock of the policy's time windows (default: route()'s nowMs; the simulation passes simulated time). */
-  atMs?: number;
 }
 
 /**
@@ -150,7 +148,7 @@ export class GlobalRouter extends EventEmitter<GlobalRouterEvents> {
     const preferred = candidates.filter((c) => !c.lastResort);
     const pool = preferred.length > 0 ? preferred : candidates;
     if (pool.length === 0) return { chosen: null, candidates, skipped, firstToken: () => undefined, release: () => undefined, fail: () => undefined };
-    const chosen = this.policy.choose(pool, { ...request, atMs: request.atMs ?? nowMs });
+    const chosen = this.policy.choose(pool, request);
     const dc = this.dcs.find((d) => d.target.name === chosen.dc)!;
     return { chosen, candidates, skipped, ...this.book(dc, chosen, nowMs) };
   }

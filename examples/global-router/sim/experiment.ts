@@ -2,7 +2,7 @@
 // evaluation) the DCs are processes behind their own relays and the routers read them over gRPC
 // through the WAN proxies, paced against wall time; with the oracle view the engines run in this
 // process and the router reads them directly, unpaced (calibration and the view's upper bound).
-import { DEFAULT_FAILURE_HOLD_MS, DEFAULT_TRIAGE_BUDGET, GlobalRouter, policyByName, type PolicyName, type TriageBudgetOptions } from '../router';
+import { DEFAULT_FAILURE_HOLD_MS, GlobalRouter, policyByName, type PolicyName } from '../router';
 import { waitReady } from '../router/ready';
 import { Rng } from '../../../src/sim/rng';
 import { traceCapacityPerS, tokensCapacityPerS } from './capacity';
@@ -35,12 +35,10 @@ export interface Setup {
   prefillTokensPerMs?: number;
   /** Whether routers are told each request's TTFT SLO (the kv-aware policy's triage uses it; the others ignore it). */
   sloToRouter: boolean;
-  /** What bounds the kv-aware triage (its windows on simulated time); null: unbounded. */
-  triageBudget: TriageBudgetOptions | null;
 }
 
 export function defaultSetup(): Setup {
-  return { workload: DEFAULT_RUN.workload, dcs: DEFAULT_DCS, engine: DEFAULT_ENGINE, run: { ...DEFAULT_RUN }, view: 'relay', routers: 1, sloToRouter: true, triageBudget: { ...DEFAULT_TRIAGE_BUDGET } };
+  return { workload: DEFAULT_RUN.workload, dcs: DEFAULT_DCS, engine: DEFAULT_ENGINE, run: { ...DEFAULT_RUN }, view: 'relay', routers: 1, sloToRouter: true };
 }
 
 export function rankConfig(engine: EngineSpec): RankConfig {
@@ -134,8 +132,6 @@ export interface RunResult {
   routers: number;
   /** Whether the routers were told each request's TTFT SLO (Setup.sloToRouter; only kv-aware reads it). Absent: not told (runs before the option). */
   sloToRouter?: boolean;
-  /** kv-aware's triage bound (Setup.triageBudget): null = unbounded. Absent: unbounded (runs before the option). */
-  triageBudget?: TriageBudgetOptions | null;
   /** Simulated ms per wall ms the run was paced at (relay view). */
   speed: number | null;
   /** 100 % load for this run's window, and load × that (req/s). */
@@ -165,7 +161,7 @@ export async function runOnce(workload: Workload, spec: RunSpec): Promise<RunOut
     const rng = new Rng((spec.seed * 7919) ^ (0x5ca1ab1e + i));
     return () => rng.next();
   };
-  const policy = (i: number) => policyByName(spec.policy, { random: coin(i), prefillTokensPerMs: setup.prefillTokensPerMs, triageBudget: setup.triageBudget });
+  const policy = (i: number) => policyByName(spec.policy, { random: coin(i), prefillTokensPerMs: setup.prefillTokensPerMs });
   const config = rankConfig(setup.engine);
   const routerSlo = setup.sloToRouter ? (r: SimRequest) => sloMs(setup, r.inputTokens) : undefined;
   let records: RequestRecord[];
@@ -218,7 +214,7 @@ export async function runOnce(workload: Workload, spec: RunSpec): Promise<RunOut
     ranks: Object.fromEntries(setup.dcs.map((d) => [d.name, d.ranks])),
   });
   return {
-    result: { policy: spec.policy, load: spec.load, seed: spec.seed, view: setup.view, routers: setup.routers, sloToRouter: setup.sloToRouter, triageBudget: setup.triageBudget, speed, capacityPerS, offeredPerS: offered, summary, wallSeconds: (Date.now() - started) / 1000 },
+    result: { policy: spec.policy, load: spec.load, seed: spec.seed, view: setup.view, routers: setup.routers, sloToRouter: setup.sloToRouter, speed, capacityPerS, offeredPerS: offered, summary, wallSeconds: (Date.now() - started) / 1000 },
     records,
   };
 }

@@ -48,7 +48,7 @@ export class OracleRouter implements RouterPort {
     for (const dc of dcs) this.books.set(dc.name, new WorkBook());
   }
 
-  route(request: SimRequest, nowMs: number): RouteResult {
+  route(request: SimRequest): RouteResult {
     const tokens = promptTokens(request.prompt);
     const { blockSize, maxNumSeqs } = this.config;
     const hashes: number[] = [];
@@ -77,7 +77,7 @@ export class OracleRouter implements RouterPort {
         };
       });
     if (candidates.length === 0) return { dc: null, matchedTokens: null, booking: { firstToken: () => undefined, release: () => undefined, fail: () => undefined } };
-    const chosen = this.policy.choose(candidates, { tokens, ttftSloMs: this.ttftSloMs?.(request), atMs: nowMs });
+    const chosen = this.policy.choose(candidates, { tokens, ttftSloMs: this.ttftSloMs?.(request) });
     return { dc: chosen.dc, matchedTokens: chosen.matchedTokens, booking: this.books.get(chosen.dc)!.book(chosen) };
   }
 }

@@ -24,10 +24,6 @@ export const USAGE = `usage: npm run sim:multidc -- [options]
   --tick-ms N                  --load-window-ms N    --failure-timeout-ms N
   --slo-scale X                --slo-floor-ms N      --prefill-tokens-per-ms X
   --slo-to-router on|off       (routers are told each request's TTFT SLO; kv-aware triages with it)
-  --triage-tokens-per-ms X|off (kv-aware gives up on no more work than offered beyond ranks × X per ms; off: unbounded)
-  --triage-window-ms N         (the window that excess is measured over, simulated ms)
-  --triage-excess cluster|kept (over the whole cluster's capacity, or only the pools kept serving: all but the triage's target)
-  --triage-use bound|early     (cap the requests judged lost given up on, or also give up early on the excess)
   --faults all|${FAULT_NAMES.join(',')}  (fault scenarios instead of the sweep; with --load, --seed, --policies)
   --out DIR   (sweep.{json,md,svg} or faults.{json,md})
   --records   (also every run's per-request records, measured ones only, as records-POLICY-LOAD-SEED.json)
@@ -79,7 +75,7 @@ export function parseCli(argv: string[]): Cli {
     args: argv,
     allowPositionals: true,
     options: Object.fromEntries(
-      ['workload', 'trace', 'requests', 'warmup', 'loads', 'seeds', 'policies', 'kv-capacity-tokens', 'max-num-seqs', 'max-batched-tokens', 'block-size', 'view', 'routers', 'speed', 'wall-rate', 'tick-ms', 'load-window-ms', 'failure-timeout-ms', 'slo-scale', 'slo-floor-ms', 'prefill-tokens-per-ms', 'slo-to-router', 'triage-tokens-per-ms', 'triage-window-ms', 'triage-excess', 'triage-use', 'faults', 'out', 'load', 'seed']
+      ['workload', 'trace', 'requests', 'warmup', 'loads', 'seeds', 'policies', 'kv-capacity-tokens', 'max-num-seqs', 'max-batched-tokens', 'block-size', 'view', 'routers', 'speed', 'wall-rate', 'tick-ms', 'load-window-ms', 'failure-timeout-ms', 'slo-scale', 'slo-floor-ms', 'prefill-tokens-per-ms', 'slo-to-router', 'faults', 'out', 'load', 'seed']
         .map((k) => [k, { type: 'string' as const }])
         .concat(['dc', 'from'].map((k) => [k, { type: 'string' as const, multiple: true } as never]))
         .concat([['records', { type: 'boolean' as const } as never]]),
@@ -127,24 +123,6 @@ export function parseCli(argv: string[]): Cli {
   const sloToRouter = v('slo-to-router') ?? (setup.sloToRouter ? 'on' : 'off');
   if (sloToRouter !== 'on' && sloToRouter !== 'off') throw new UsageError('--slo-to-router must be on or off');
   setup.sloToRouter = sloToRouter === 'on';
-  const triageRate = v('triage-tokens-per-ms');
-  const triageWindowMs = positive('--triage-window-ms', v('triage-window-ms'));
-  const triageExcess = v('triage-excess');
-  if (triageExcess !== undefined && triageExcess !== 'cluster' && triageExcess !== 'kept') throw new UsageError('--triage-excess must be cluster or kept');
-  const triageUse = v('triage-use');
-  if (triageUse !== undefined && triageUse !== 'bound' && triageUse !== 'early') throw new UsageError('--triage-use must be bound or early');
-  if (triageRate === 'off') {
-    if (triageWindowMs !== undefined || triageExcess !== undefined || triageUse !== undefined) throw new UsageError('--triage-window-ms, --triage-excess and --triage-use need a triage budget (not --triage-tokens-per-ms off)');
-    setup.triageBudget = null;
-  } else {
-    const budget = setup.triageBudget!;
-    setup.triageBudget = {
-      sustainedTokensPerMs: positive('--triage-tokens-per-ms', triageRate) ?? budget.sustainedTokensPerMs,
-      windowMs: triageWindowMs ?? budget.windowMs,
-      excess: triageExcess ?? budget.excess,
-      use: triageUse ?? budget.use,
-    };
-  }
   const faults = v('faults');
   let faultNames: FaultName[] | null = null;
   if (faults !== undefined) {

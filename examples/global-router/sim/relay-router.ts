@@ -13,9 +13,8 @@ export class RelayRouter implements RouterPort {
     private readonly ttftSloMs?: (request: SimRequest) => number,
   ) {}
 
-  /** `nowMs` is simulated time: the policy's windows run on it (the router's health holds stay on the wall clock). */
-  route(request: SimRequest, nowMs: number): RouteResult {
-    const decision = this.router.route({ model: this.model, tokens: promptTokens(request.prompt), ttftSloMs: this.ttftSloMs?.(request), atMs: nowMs });
+  route(request: SimRequest): RouteResult {
+    const decision = this.router.route({ model: this.model, tokens: promptTokens(request.prompt), ttftSloMs: this.ttftSloMs?.(request) });
     return { dc: decision.chosen?.dc ?? null, matchedTokens: decision.chosen?.matchedTokens ?? null, booking: decision };
   }
 }

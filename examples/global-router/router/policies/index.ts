@@ -8,7 +8,6 @@ import type { Policy, RandomSource } from './policy';
 
 export * from './policy';
 export { estimatedTtftMs, kvAware, shortestQueue, unstretchedTtftMs, type KvAwareOptions } from './kv-aware';
-export { excessBudgetTokens, TriageBudget, type TriageBudgetOptions } from './triage-budget';
 export { dynamoCost, dynamoCostPolicy, type DynamoCostOptions } from './dynamo-cost';
 export { llmdScorer, type LlmdScorerOptions } from './llmd-scorer';
 export { consistentHash, type ConsistentHashOptions } from './consistent-hash';

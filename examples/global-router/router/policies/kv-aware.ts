@@ -14,19 +14,14 @@
 // serves requests within theirs; when every policy equalizes the queues, every queue ends up beyond
 // every target (measured in docs/router-evaluation.md, "Why kv-aware loses at 110 %"). A request is
 // judged lost only on the optimistic estimate (memory free): the memory stretch is a guess, and a
-// request sent away on it that would have met its target costs goodput below the knee. The triage
-// gives up on no more work than the cluster's measured excess (triage-budget.ts): beyond it, a
-// request judged lost is routed like any other.
-import { DEFAULT_PREFILL_TOKENS_PER_MS, DEFAULT_TRIAGE_BUDGET } from '../defaults';
+// request sent away on it that would have met its target costs goodput below the knee.
+import { DEFAULT_PREFILL_TOKENS_PER_MS } from '../defaults';
 import type { Candidate } from '../candidates';
 import { best, positive, ranksOf, uncachedTokens, type Policy, type RandomSource } from './policy';
-import { TriageBudget, type TriageBudgetOptions } from './triage-budget';
 
 export interface KvAwareOptions {
   /** Prefill throughput of one rank (tokens per ms). */
   prefillTokensPerMs?: number;
-  /** What bounds the triage (defaults.ts); null: unbounded, every request judged lost is given up on. */
-  triageBudget?: TriageBudgetOptions | null;
   random?: RandomSource;
 }
 
@@ -62,33 +57,15 @@ export function estimatedTtftMs(c: Candidate, prefillTokensPerMs: number): numbe
 export function kvAware(options: KvAwareOptions = {}): Policy {
   const rate = positive('prefillTokensPerMs', options.prefillTokensPerMs ?? DEFAULT_PREFILL_TOKENS_PER_MS);
   const random = options.random ?? Math.random;
-  const budgetOptions = options.triageBudget === undefined ? DEFAULT_TRIAGE_BUDGET : options.triageBudget;
-  const budget = budgetOptions === null ? null : new TriageBudget(budgetOptions);
   return {
     name: 'kv-aware',
     usesPrefix: true,
     choose: (candidates, request) => {
       const estimates = new Map(candidates.map((c) => [c, estimatedTtftMs(c, rate)]));
       const slo = request.ttftSloMs;
-      const atMs = request.atMs ?? Date.now();
-      // The request's work: what it costs the cluster where it costs least.
-      const work = Math.min(...candidates.map(uncachedTokens));
-      budget?.offer(atMs, work);
-      const byEstimate = (sign: 1 | -1) => best(candidates, (c) => [sign * estimates.get(c)!, -c.activeBlocks / ranksOf(c)], random);
       const doomed = slo !== undefined && candidates.every((c) => unstretchedTtftMs(c, rate) > slo);
-      if (slo === undefined || (!doomed && budget?.options.use !== 'early')) return byEstimate(-1);
-      const target = byEstimate(1);
-      if (!budget || (doomed && budget.options.use === 'early')) {
-        budget?.giveUp(atMs, work);
-        return target;
-      }
-      // The capacity the excess is measured against: the cluster's, or (kept) only that of the pools
-      // other than the target, since the work given up on still takes the target's capacity.
-      const ranks = candidates.reduce((n, c) => n + ranksOf(c), 0) - (budget.options.excess === 'kept' ? ranksOf(target) : 0);
-      const early = !doomed && work >= budget.meanOffered(atMs);
-      if (!(doomed || early) || !budget.allows(atMs, work, ranks)) return byEstimate(-1);
-      budget.giveUp(atMs, work);
-      return target;
+      const sign = doomed ? 1 : -1;
+      return best(candidates, (c) => [sign * estimates.get(c)!, -c.activeBlocks / ranksOf(c)], random);
     },
   };
 }

@@ -6,8 +6,6 @@ export interface PolicyRequest {
   tokens: ArrayLike<number>;
   /** The request's time-to-first-token target, ms, when the caller has one (policies may ignore it). */
   ttftSloMs?: number;
-  /** When the request is routed, on the clock of the policy's own time windows (the router's `nowMs` unless the caller gives one). */
-  atMs?: number;
 }
 
 export interface Policy {
