@@ -161,6 +161,14 @@ export interface PoolActorOptions extends HostedPoolOptions {
    */
   syncApplyBlocks?: number;
   /**
+   * A burst that arrives with nothing queued or in flight, within syncApplyBlocks and a synchronous
+   * apply's words, is applied in the events() call itself (and events() returns no promise): the
+   * ingest thread that hosts the pool applies what it received in the same turn, with no later turn,
+   * command or promise per message (issue 30 item 2). Off (default) on the event loop, where the
+   * batches of one turn's hand-offs are collected into one inbox first.
+   */
+  applyOnArrival?: boolean;
+  /**
    * Called once when this generation fenced itself (IndexerInvariantViolation, sequence exhaustion,
    * or a command that failed unexpectedly); the producer replaces it with a new generation.
    */
@@ -201,6 +209,10 @@ export class PoolActor implements PoolGeneration {
   private listener: PoolListener | undefined;
   private lastSequence = 0n;
   private chain: Promise<void> = Promise.resolve();
+  /** Commands queued on the chain and not finished (applyOnArrival waits for none). */
+  private commands = 0;
+  /** retire() was called: what arrives now queues behind it (and is dropped), as before it. */
+  private retiring = false;
   /**
    * Events of the batches that arrived since the last queued command: the apply command queued for
    * the first of them takes them all, so a burst of engine messages costs one native apply per
@@ -241,6 +253,7 @@ export class PoolActor implements PoolGeneration {
   private ended: 'retired' | 'fenced' | undefined;
   private readonly counters: PoolCounters;
   private readonly syncApplyBlocks: number;
+  private readonly applyOnArrival: boolean;
   /** Fingerprint slots of the pool's CKF. */
   private readonly filterSlots: number;
 
@@ -259,6 +272,7 @@ export class PoolActor implements PoolGeneration {
     this.counters = options.counters ?? new PoolCounters();
     this.counters.publicationSliceMs = this.sliceDelayMs();
     this.syncApplyBlocks = options.syncApplyBlocks ?? SYNC_APPLY_BLOCKS;
+    this.applyOnArrival = options.applyOnArrival === true;
   }
 
   get isEnded(): boolean {
@@ -268,7 +282,8 @@ export class PoolActor implements PoolGeneration {
   /**
    * Packed engine events of this pool's sources (synchronous hand-off, copied; applied in order).
    * Returns a promise that settles once they were applied, for a producer that waits for it before
-   * it sends more (ingest threads); undefined when they were not taken.
+   * it sends more (ingest threads); undefined when they were applied already (applyOnArrival) or not
+   * taken.
    */
   events(b: PackedEngineEvents): Promise<void> | undefined {
     if (this.ended) return;
@@ -277,6 +292,11 @@ export class PoolActor implements PoolGeneration {
     let blocks = 0;
     for (let at = 0; at < b.meta.length; at += META_STRIDE) blocks += packedBlockCount(b.meta, at);
     const events = b.meta.length / META_STRIDE;
+    if (this.mayApplyOnArrival(blocks, b.words.length)) {
+      if (this.resetQueued.size > 0) for (const source of burstSources(b)) this.resetQueued.delete(sourceKey(source));
+      this.applyArrived(b, events, blocks);
+      return;
+    }
     // An empty mailbox takes any batch, so one larger than the permits is not refused forever.
     if (
       this.queuedBatches > 0 &&
@@ -459,7 +479,44 @@ export class PoolActor implements PoolGeneration {
 
   private enqueue(command: () => void | Promise<void>): void {
     this.inbox = undefined;
-    this.chain = this.chain.then(command).catch((err: Error) => this.fence(`pool actor command failed: ${err.message}`));
+    this.commands += 1;
+    this.chain = this.chain
+      .then(command)
+      .catch((err: Error) => this.fence(`pool actor command failed: ${err.message}`))
+      .then(() => {
+        this.commands -= 1;
+      });
+  }
+
+  /**
+   * Whether a burst of `blocks` blocks and `words` words is applied in the events() call: nothing
+   * queued (no command, batch or reset waits: order) and nothing in flight (single writer, results
+   * in order), and small enough for a synchronous apply (a large burst goes in slices, off the thread).
+   */
+  private mayApplyOnArrival(blocks: number, words: number): boolean {
+    return (
+      this.applyOnArrival &&
+      this.commands === 0 &&
+      this.queuedBatches === 0 &&
+      this.applying.length === 0 &&
+      !this.retiring &&
+      blocks <= this.syncApplyBlocks &&
+      words <= nativeLimits.maxSyncBatchWords
+    );
+  }
+
+  /** A burst applied as it arrives (mayApplyOnArrival): its window ends here if small, else in a command. */
+  private applyArrived(b: PackedEngineEvents, events: number, blocks: number): void {
+    if (b.receivedAtMs < this.pendingSinceMs) this.stamp(b.receivedAtMs, monotonicMs());
+    if (!this.applyNow(b.meta, b.words, events, blocks)) return;
+    if (!this.windowFull() || !this.mayEndWindow()) this.armTimer();
+    else if (!this.endWindowHere()) this.enqueue(() => this.flush());
+  }
+
+  /** The pending events' oldest batch, received at `receivedAtMs`, reached this actor at `admittedAtMs`. */
+  private stamp(receivedAtMs: number, admittedAtMs: number): void {
+    this.pendingSinceMs = receivedAtMs;
+    this.pendingAdmittedMs = admittedAtMs;
   }
 
   /**
@@ -478,10 +535,7 @@ export class PoolActor implements PoolGeneration {
       if (this.ended) return;
       this.pendingEvents += s.to - s.from;
       this.pendingBlocks += s.blocks;
-      if (inbox.receivedAtMs < this.pendingSinceMs) {
-        this.pendingSinceMs = inbox.receivedAtMs;
-        this.pendingAdmittedMs = inbox.admittedAtMs;
-      }
+      if (inbox.receivedAtMs < this.pendingSinceMs) this.stamp(inbox.receivedAtMs, inbox.admittedAtMs);
       const m = meta.subarray(s.from * META_STRIDE, s.to * META_STRIDE);
       const w = words.subarray(s.wordsFrom, s.wordsTo);
       // Every applied event is pending until the window ends, so whether this slice ends it is known
@@ -512,26 +566,29 @@ export class PoolActor implements PoolGeneration {
    */
   private async applyHere(inbox: Inbox, meta: Uint32Array, words: BigUint64Array): Promise<void> {
     if (this.ended) return;
-    this.pendingEvents += meta.length / META_STRIDE;
-    this.pendingBlocks += inbox.blocks;
-    if (inbox.receivedAtMs < this.pendingSinceMs) {
-      this.pendingSinceMs = inbox.receivedAtMs;
-      this.pendingAdmittedMs = inbox.admittedAtMs;
-    }
+    if (inbox.receivedAtMs < this.pendingSinceMs) this.stamp(inbox.receivedAtMs, inbox.admittedAtMs);
+    if (!this.applyNow(meta, words, meta.length / META_STRIDE, inbox.blocks)) return;
+    if (this.windowFull() && this.mayEndWindow()) await this.flush();
+    else this.armTimer();
+  }
+
+  /** A synchronous apply of `events` events and `blocks` blocks, pending until their window ends; false if it fenced. */
+  private applyNow(meta: Uint32Array, words: BigUint64Array, events: number, blocks: number): boolean {
+    this.pendingEvents += events;
+    this.pendingBlocks += blocks;
     let result: PoolBatchResult;
     try {
       result = this.state.applyPacked(meta, words);
     } catch (err) {
       this.fence(`pool actor command failed: ${(err as Error).message}`);
-      return;
+      return false;
     }
     this.account(meta, words, result);
-    if (result.outcomes.includes('IndexerInvariantViolation')) {
+    if (result.errorCount > 0 && result.outcomes.includes('IndexerInvariantViolation')) {
       this.fence('IndexerInvariantViolation');
-      return;
+      return false;
     }
-    if (this.windowFull() && this.mayEndWindow()) await this.flush();
-    else this.armTimer();
+    return true;
   }
 
   /** One slice's result, in the order the slices were handed over. */
@@ -638,10 +695,17 @@ export class PoolActor implements PoolGeneration {
    */
   private async flush(): Promise<void> {
     await this.settled();
-    if (this.ended) return;
+    if (this.ended || this.endWindowHere()) return;
     const window = this.windowEnd();
-    const small = this.state.dirtyBuckets <= nativeLimits.maxSyncWindowBuckets;
-    this.publish(window, small ? this.state.drainDelta(window.end) : await this.state.drainAsync(window.end));
+    this.publish(window, await this.state.drainAsync(window.end));
+  }
+
+  /** Ends a small window here and now (nothing may be in flight); false if it is too large to. */
+  private endWindowHere(): boolean {
+    if (this.state.dirtyBuckets > nativeLimits.maxSyncWindowBuckets) return false;
+    const window = this.windowEnd();
+    this.publish(window, this.state.drainDelta(window.end));
+    return true;
   }
 
   private publish(window: WindowClose, drained: DrainedWindow | null): void {
@@ -676,6 +740,7 @@ export class PoolActor implements PoolGeneration {
 
   private end(how: 'retired'): Promise<void> {
     this.inbox = undefined;
+    this.retiring = true;
     const done = this.idle().then(() => {
       if (this.ended) return;
       this.stop(how);

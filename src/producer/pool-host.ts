@@ -75,6 +75,8 @@ class HostedPool {
       logger: { warn: log('warn'), error: log('error') },
       counters,
       syncApplyBlocks: HOSTED_SYNC_APPLY_BLOCKS,
+      // What this thread receives for the pool is applied in the same turn when nothing waits.
+      applyOnArrival: true,
       // The main thread takes a delta per turn of its loop, as when the pool was applied there.
       listenerBehind: () => Atomics.load(unhandled, 0) > 0,
       onFenced: (reason) => send({ type: 'ended', pool: id, how: 'fenced', reason }),
