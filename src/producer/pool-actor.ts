@@ -161,14 +161,6 @@ export interface PoolActorOptions extends HostedPoolOptions {
    */
   syncApplyBlocks?: number;
   /**
-   * A burst that arrives with nothing queued or in flight, within syncApplyBlocks and a synchronous
-   * apply's words, is applied in the events() call itself (and events() returns no promise): the
-   * ingest thread that hosts the pool applies what it received in the same turn, with no later turn,
-   * command or promise per message (issue 30 item 2). Off (default) on the event loop, where the
-   * batches of one turn's hand-offs are collected into one inbox first.
-   */
-  applyOnArrival?: boolean;
-  /**
    * Called once when this generation fenced itself (IndexerInvariantViolation, sequence exhaustion,
    * or a command that failed unexpectedly); the producer replaces it with a new generation.
    */
@@ -209,7 +201,7 @@ export class PoolActor implements PoolGeneration {
   private listener: PoolListener | undefined;
   private lastSequence = 0n;
   private chain: Promise<void> = Promise.resolve();
-  /** Commands queued on the chain and not finished (applyOnArrival waits for none). */
+  /** Commands queued on the chain and not finished (received() applies in the call only with none). */
   private commands = 0;
   /** retire() was called: what arrives now queues behind it (and is dropped), as before it. */
   private retiring = false;
@@ -253,7 +245,6 @@ export class PoolActor implements PoolGeneration {
   private ended: 'retired' | 'fenced' | undefined;
   private readonly counters: PoolCounters;
   private readonly syncApplyBlocks: number;
-  private readonly applyOnArrival: boolean;
   /** Fingerprint slots of the pool's CKF. */
   private readonly filterSlots: number;
 
@@ -272,7 +263,6 @@ export class PoolActor implements PoolGeneration {
     this.counters = options.counters ?? new PoolCounters();
     this.counters.publicationSliceMs = this.sliceDelayMs();
     this.syncApplyBlocks = options.syncApplyBlocks ?? SYNC_APPLY_BLOCKS;
-    this.applyOnArrival = options.applyOnArrival === true;
   }
 
   get isEnded(): boolean {
@@ -282,19 +272,34 @@ export class PoolActor implements PoolGeneration {
   /**
    * Packed engine events of this pool's sources (synchronous hand-off, copied; applied in order).
    * Returns a promise that settles once they were applied, for a producer that waits for it before
-   * it sends more (ingest threads); undefined when they were applied already (applyOnArrival) or not
-   * taken.
+   * it sends more (ingest threads); undefined when they were not taken.
    */
   events(b: PackedEngineEvents): Promise<void> | undefined {
+    return this.take(b, false);
+  }
+
+  /**
+   * A burst the calling thread received itself (the ingest thread that hosts the pool, from its own
+   * sockets): with nothing queued or in flight, and within syncApplyBlocks and a synchronous apply's
+   * words, it is applied in this call, and no promise is made (undefined: applied or not taken); the
+   * receive costs no later turn, command or promise per message (issue 30 item 2). Otherwise as
+   * events(). Bursts handed over by another thread go to events(): those of one turn are collected
+   * into one inbox, counted against the mailbox.
+   */
+  received(b: PackedEngineEvents): Promise<void> | undefined {
+    return this.take(b, true);
+  }
+
+  private take(b: PackedEngineEvents, here: boolean): Promise<void> | undefined {
     if (this.ended) return;
     this.counters.eventsDroppedBlockSize += b.droppedBlockSize;
     if (b.meta.length === 0) return;
     let blocks = 0;
     for (let at = 0; at < b.meta.length; at += META_STRIDE) blocks += packedBlockCount(b.meta, at);
     const events = b.meta.length / META_STRIDE;
-    if (this.mayApplyOnArrival(blocks, b.words.length)) {
+    if (here && this.mayApplyNow(blocks, b.words.length)) {
       if (this.resetQueued.size > 0) for (const source of burstSources(b)) this.resetQueued.delete(sourceKey(source));
-      this.applyArrived(b, events, blocks);
+      this.applyReceived(b, events, blocks);
       return;
     }
     // An empty mailbox takes any batch, so one larger than the permits is not refused forever.
@@ -489,13 +494,12 @@ export class PoolActor implements PoolGeneration {
   }
 
   /**
-   * Whether a burst of `blocks` blocks and `words` words is applied in the events() call: nothing
+   * Whether a burst of `blocks` blocks and `words` words is applied in the received() call: nothing
    * queued (no command, batch or reset waits: order) and nothing in flight (single writer, results
    * in order), and small enough for a synchronous apply (a large burst goes in slices, off the thread).
    */
-  private mayApplyOnArrival(blocks: number, words: number): boolean {
+  private mayApplyNow(blocks: number, words: number): boolean {
     return (
-      this.applyOnArrival &&
       this.commands === 0 &&
       this.queuedBatches === 0 &&
       this.applying.length === 0 &&
@@ -505,8 +509,8 @@ export class PoolActor implements PoolGeneration {
     );
   }
 
-  /** A burst applied as it arrives (mayApplyOnArrival): its window ends here if small, else in a command. */
-  private applyArrived(b: PackedEngineEvents, events: number, blocks: number): void {
+  /** A burst applied as it was received (mayApplyNow): its window ends here if small, else in a command. */
+  private applyReceived(b: PackedEngineEvents, events: number, blocks: number): void {
     if (b.receivedAtMs < this.pendingSinceMs) this.stamp(b.receivedAtMs, monotonicMs());
     if (!this.applyNow(b.meta, b.words, events, blocks)) return;
     if (!this.windowFull() || !this.mayEndWindow()) this.armTimer();

@@ -75,8 +75,6 @@ class HostedPool {
       logger: { warn: log('warn'), error: log('error') },
       counters,
       syncApplyBlocks: HOSTED_SYNC_APPLY_BLOCKS,
-      // What this thread receives for the pool is applied in the same turn when nothing waits.
-      applyOnArrival: true,
       // The main thread takes a delta per turn of its loop, as when the pool was applied there.
       listenerBehind: () => Atomics.load(unhandled, 0) > 0,
       onFenced: (reason) => send({ type: 'ended', pool: id, how: 'fenced', reason }),
@@ -89,7 +87,8 @@ class HostedPool {
         this.lastDelta = undefined;
       },
     });
-    this.sink = { events: (b) => this.actor.events(b), reset: (source) => this.actor.reset(source) };
+    // What this thread's own sockets received is applied in the same call when nothing waits.
+    this.sink = { events: (b) => this.actor.received(b), reset: (source) => this.actor.reset(source) };
   }
 
   receive(m: Exclude<ToPoolHost, { type: 'open' | 'retire' }>): void {
