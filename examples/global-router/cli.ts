@@ -1,7 +1,8 @@
 // `node dist/examples/global-router/cli.js --dc NAME=HOST:PORT [--dc …] --model NAME [options]`
 // Connects to every DC's relay, waits until each has sent its catalog, readiness and the model's
 // replicas (or --wait-ms passes), then routes one request per stdin line and prints one decision per
-// line. A request line is JSON: {"tokens":[…], "model"?: "...", "lora"?: "..."}.
+// line. A request line is JSON: {"tokens":[…], "model"?: "...", "lora"?: "...", "ttftSloMs"?: N}
+// (the request's time-to-first-token target: kv-aware's triage reads it).
 import { createInterface } from 'readline';
 import { parseArgs } from 'util';
 import { CLIENT_TLS_FLAGS, CLIENT_TLS_USAGE, clientTlsFromFlags, type ClientTlsOptions } from 'kv-dc-relay/client';
@@ -84,12 +85,13 @@ export function parseRequestLine(line: string, model: string): RouteRequest {
   } catch {
     throw new UsageError('a request line must be JSON');
   }
-  const o = value as { tokens?: unknown; model?: unknown; lora?: unknown };
+  const o = value as { tokens?: unknown; model?: unknown; lora?: unknown; ttftSloMs?: unknown };
   if (typeof o !== 'object' || o === null || !Array.isArray(o.tokens)) throw new UsageError('a request needs "tokens": [u32, …]');
   if (!o.tokens.every((t) => Number.isInteger(t) && (t as number) >= 0 && (t as number) <= MAX_U32)) throw new UsageError('every token must be an integer in 0..2^32-1');
   if (o.model !== undefined && typeof o.model !== 'string') throw new UsageError('"model" must be a string');
   if (o.lora !== undefined && typeof o.lora !== 'string') throw new UsageError('"lora" must be a string');
-  return { model: o.model ?? model, tokens: o.tokens as number[], lora: o.lora };
+  if (o.ttftSloMs !== undefined && !(typeof o.ttftSloMs === 'number' && Number.isFinite(o.ttftSloMs) && o.ttftSloMs > 0)) throw new UsageError('"ttftSloMs" must be a number > 0');
+  return { model: o.model ?? model, tokens: o.tokens as number[], lora: o.lora, ...(o.ttftSloMs !== undefined ? { ttftSloMs: o.ttftSloMs } : {}) };
 }
 
 export function decisionJson(decision: Decision): object {

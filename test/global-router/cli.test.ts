@@ -102,10 +102,17 @@ describe('global-router CLI', () => {
     expect(run.err()).toContain('usage: global-router');
   });
 
+  it('passes a request line\'s TTFT target to the router (the triage reads it)', () => {
+    expect(parseRequestLine('{"tokens":[1],"ttftSloMs":2500}', 'llama')).toEqual({ model: 'llama', tokens: [1], ttftSloMs: 2500 });
+    expect(parseRequestLine('{"tokens":[1]}', 'llama')).not.toHaveProperty('ttftSloMs');
+  });
+
   it.each([
     ['{"tokens":[1,-2]}', /integer/],
     ['{"tokens":"1,2"}', /"tokens"/],
     ['{"tokens":[1],"model":3}', /"model"/],
+    ['{"tokens":[1],"ttftSloMs":0}', /"ttftSloMs"/],
+    ['{"tokens":[1],"ttftSloMs":"2s"}', /"ttftSloMs"/],
     ['[1,2]', /"tokens"/],
   ])('rejects the request line %s', (line, message) => {
     expect(() => parseRequestLine(line, 'llama')).toThrow(message);
