@@ -7,7 +7,10 @@
 // a libuv worker thread: the event loop, which serves every gRPC stream, heartbeat and timer, never
 // runs a large apply (a synchronous apply held it for ~60 % of its time at 3 M blocks/s, and a
 // growing table's rehash for tens of ms); an inbox of at most SYNC_APPLY_BLOCKS blocks and no reset,
-// with nothing in flight, is applied on the loop instead (no worker round trip for a small message). The pool stays single-writer: the native state runs its async calls
+// with nothing in flight, is applied on the loop instead (no worker round trip for a small message).
+// A pool hosted on an ingest thread takes what that thread's own sockets received through
+// received(): with nothing queued or in flight, a small burst is applied in the call, command- and
+// promise-free (the common case at low rates). The pool stays single-writer: the native state runs its async calls
 // one after another in the order they were made, and the next slice is handed over while one runs
 // (APPLIES_IN_FLIGHT), so the pool's thread goes straight on to it instead of idling while the event
 // loop, woken by the finished slice, handles it and makes the next call (a growing pool's applies
