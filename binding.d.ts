@@ -266,6 +266,12 @@ export class PoolFilterState {
    */
   applyBatch(meta: Uint32Array, words: BigUint64Array): PoolBatchSummary;
   /**
+   * applyBatch with its result written into the caller's arrays (reusable: no object made per call):
+   * errors[i] for each event i (errors holds at least one byte per event), and `summary` (at least 5
+   * numbers): capacityFailures, unknownRemovals, trackedBlocks, residentBlocks, stateBytes.
+   */
+  applyBatchInto(meta: Uint32Array, words: BigUint64Array, errors: Uint8Array, summary: Float64Array): void;
+  /**
    * applyBatch on a worker thread, over a copy taken before it returns (up to nativeLimits.maxAsyncBatchWords);
    * with `end` (not undefined) the same job then ends the window as drainAsync(end) does, in `drained`.
    */

@@ -29,6 +29,7 @@ import type { PoolStats } from '../../binding';
 import { DEFAULT_CKF_MAX_KICKS, DEFAULT_CKF_SEED } from '../config/defaults';
 import { MAX_U32, MAX_U64 } from '../config/limits';
 import { relayAddon } from './addon';
+import { nativeLimits } from './limits';
 
 const addon = relayAddon();
 
@@ -286,11 +287,15 @@ export class PoolEventBatch {
 }
 
 function toResult(summary: Binding.PoolBatchSummary): PoolBatchResult {
-  const { errors } = summary;
+  return resultOf(summary.errors, summary.errors.length, summary);
+}
+
+/** An apply's result from its first `n` error numbers and its totals. */
+function resultOf(errors: Uint8Array, n: number, totals: Omit<PoolBatchResult, 'outcomes' | 'errorCount'>): PoolBatchResult {
   const { errorNames } = LAYOUT;
-  const outcomes = new Array<PoolErrorCode | null>(errors.length);
+  const outcomes = new Array<PoolErrorCode | null>(n);
   let errorCount = 0;
-  for (let i = 0; i < errors.length; i++) {
+  for (let i = 0; i < n; i++) {
     const code = errors[i];
     outcomes[i] = code === 0 ? null : (errorNames[code] as PoolErrorCode);
     if (code !== 0) errorCount++;
@@ -298,11 +303,11 @@ function toResult(summary: Binding.PoolBatchSummary): PoolBatchResult {
   return {
     outcomes,
     errorCount,
-    capacityFailures: summary.capacityFailures,
-    unknownRemovals: summary.unknownRemovals,
-    trackedBlocks: summary.trackedBlocks,
-    residentBlocks: summary.residentBlocks,
-    stateBytes: summary.stateBytes,
+    capacityFailures: totals.capacityFailures,
+    unknownRemovals: totals.unknownRemovals,
+    trackedBlocks: totals.trackedBlocks,
+    residentBlocks: totals.residentBlocks,
+    stateBytes: totals.stateBytes,
   };
 }
 
@@ -317,6 +322,9 @@ export class PoolFilterState {
   private readonly native: Binding.PoolFilterState;
   /** Encoding buffer reused by every apply (the native side copies what it applies). */
   private readonly scratch = new PoolEventBatch();
+  /** What a synchronous apply writes its result into (applyBatchInto), reused: errors grow to the largest batch. */
+  private errors = new Uint8Array(64);
+  private readonly summary = new Float64Array(5);
   readonly bucketCount: number;
   readonly seed: bigint;
   readonly maxKicks: number;
@@ -331,7 +339,7 @@ export class PoolFilterState {
   /** Applies events in order on the calling thread (small batches). */
   apply(events: readonly PoolEvent[] | PoolEventBatch): PoolBatchResult {
     const { meta, words } = encode(events, this.scratch).packed();
-    return toResult(this.native.applyBatch(meta, words));
+    return this.applyPacked(meta, words);
   }
 
   /**
@@ -346,7 +354,12 @@ export class PoolFilterState {
 
   /** Applies events already encoded by a PoolEventBatch (or an equivalent encoder); RangeError if malformed. */
   applyPacked(meta: Uint32Array, words: BigUint64Array): PoolBatchResult {
-    return toResult(this.native.applyBatch(meta, words));
+    const n = Math.floor(meta.length / META_STRIDE);
+    // A batch above the bound is refused by the addon before it looks at errors: not grown for it.
+    if (this.errors.length < n && n <= nativeLimits.maxSyncBatchWords) this.errors = new Uint8Array(Math.max(n, 2 * this.errors.length));
+    this.native.applyBatchInto(meta, words, this.errors, this.summary);
+    const s = this.summary;
+    return resultOf(this.errors, n, { capacityFailures: s[0], unknownRemovals: s[1], trackedBlocks: s[2], residentBlocks: s[3], stateBytes: s[4] });
   }
 
   /**

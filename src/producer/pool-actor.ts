@@ -7,7 +7,10 @@
 // a libuv worker thread: the event loop, which serves every gRPC stream, heartbeat and timer, never
 // runs a large apply (a synchronous apply held it for ~60 % of its time at 3 M blocks/s, and a
 // growing table's rehash for tens of ms); an inbox of at most SYNC_APPLY_BLOCKS blocks and no reset,
-// with nothing in flight, is applied on the loop instead (no worker round trip for a small message). The pool stays single-writer: the native state runs its async calls
+// with nothing in flight, is applied on the loop instead (no worker round trip for a small message).
+// A pool hosted on an ingest thread takes what that thread's own sockets received through
+// received(): with nothing queued or in flight, a small burst is applied in the call, command- and
+// promise-free (the common case at low rates). The pool stays single-writer: the native state runs its async calls
 // one after another in the order they were made, and the next slice is handed over while one runs
 // (APPLIES_IN_FLIGHT), so the pool's thread goes straight on to it instead of idling while the event
 // loop, woken by the finished slice, handles it and makes the next call (a growing pool's applies
@@ -201,6 +204,10 @@ export class PoolActor implements PoolGeneration {
   private listener: PoolListener | undefined;
   private lastSequence = 0n;
   private chain: Promise<void> = Promise.resolve();
+  /** Commands queued on the chain and not finished (received() applies in the call only with none). */
+  private commands = 0;
+  /** retire() was called: what arrives now queues behind it (and is dropped), as before it. */
+  private retiring = false;
   /**
    * Events of the batches that arrived since the last queued command: the apply command queued for
    * the first of them takes them all, so a burst of engine messages costs one native apply per
@@ -271,12 +278,33 @@ export class PoolActor implements PoolGeneration {
    * it sends more (ingest threads); undefined when they were not taken.
    */
   events(b: PackedEngineEvents): Promise<void> | undefined {
+    return this.take(b, false);
+  }
+
+  /**
+   * A burst the calling thread received itself (the ingest thread that hosts the pool, from its own
+   * sockets): with nothing queued or in flight, and within syncApplyBlocks and a synchronous apply's
+   * words, it is applied in this call, and no promise is made (undefined: applied or not taken); the
+   * receive costs no later turn, command or promise per message (issue 30 item 2). Otherwise as
+   * events(). Bursts handed over by another thread go to events(): those of one turn are collected
+   * into one inbox, counted against the mailbox.
+   */
+  received(b: PackedEngineEvents): Promise<void> | undefined {
+    return this.take(b, true);
+  }
+
+  private take(b: PackedEngineEvents, here: boolean): Promise<void> | undefined {
     if (this.ended) return;
     this.counters.eventsDroppedBlockSize += b.droppedBlockSize;
     if (b.meta.length === 0) return;
     let blocks = 0;
     for (let at = 0; at < b.meta.length; at += META_STRIDE) blocks += packedBlockCount(b.meta, at);
     const events = b.meta.length / META_STRIDE;
+    if (here && this.mayApplyNow(blocks, b.words.length)) {
+      if (this.resetQueued.size > 0) for (const source of burstSources(b)) this.resetQueued.delete(sourceKey(source));
+      this.applyReceived(b, events, blocks);
+      return;
+    }
     // An empty mailbox takes any batch, so one larger than the permits is not refused forever.
     if (
       this.queuedBatches > 0 &&
@@ -459,7 +487,43 @@ export class PoolActor implements PoolGeneration {
 
   private enqueue(command: () => void | Promise<void>): void {
     this.inbox = undefined;
-    this.chain = this.chain.then(command).catch((err: Error) => this.fence(`pool actor command failed: ${err.message}`));
+    this.commands += 1;
+    this.chain = this.chain
+      .then(command)
+      .catch((err: Error) => this.fence(`pool actor command failed: ${err.message}`))
+      .then(() => {
+        this.commands -= 1;
+      });
+  }
+
+  /**
+   * Whether a burst of `blocks` blocks and `words` words is applied in the received() call: nothing
+   * queued (no command, batch or reset waits: order) and nothing in flight (single writer, results
+   * in order), and small enough for a synchronous apply (a large burst goes in slices, off the thread).
+   */
+  private mayApplyNow(blocks: number, words: number): boolean {
+    return (
+      this.commands === 0 &&
+      this.queuedBatches === 0 &&
+      this.applying.length === 0 &&
+      !this.retiring &&
+      blocks <= this.syncApplyBlocks &&
+      words <= nativeLimits.maxSyncBatchWords
+    );
+  }
+
+  /** A burst applied as it was received (mayApplyNow): its window ends here if small, else in a command. */
+  private applyReceived(b: PackedEngineEvents, events: number, blocks: number): void {
+    if (b.receivedAtMs < this.pendingSinceMs) this.stamp(b.receivedAtMs, monotonicMs());
+    if (!this.applyNow(b.meta, b.words, events, blocks)) return;
+    if (!this.windowFull() || !this.mayEndWindow()) this.armTimer();
+    else if (!this.endWindowHere()) this.enqueue(() => this.flush());
+  }
+
+  /** The pending events' oldest batch, received at `receivedAtMs`, reached this actor at `admittedAtMs`. */
+  private stamp(receivedAtMs: number, admittedAtMs: number): void {
+    this.pendingSinceMs = receivedAtMs;
+    this.pendingAdmittedMs = admittedAtMs;
   }
 
   /**
@@ -478,10 +542,7 @@ export class PoolActor implements PoolGeneration {
       if (this.ended) return;
       this.pendingEvents += s.to - s.from;
       this.pendingBlocks += s.blocks;
-      if (inbox.receivedAtMs < this.pendingSinceMs) {
-        this.pendingSinceMs = inbox.receivedAtMs;
-        this.pendingAdmittedMs = inbox.admittedAtMs;
-      }
+      if (inbox.receivedAtMs < this.pendingSinceMs) this.stamp(inbox.receivedAtMs, inbox.admittedAtMs);
       const m = meta.subarray(s.from * META_STRIDE, s.to * META_STRIDE);
       const w = words.subarray(s.wordsFrom, s.wordsTo);
       // Every applied event is pending until the window ends, so whether this slice ends it is known
@@ -512,26 +573,29 @@ export class PoolActor implements PoolGeneration {
    */
   private async applyHere(inbox: Inbox, meta: Uint32Array, words: BigUint64Array): Promise<void> {
     if (this.ended) return;
-    this.pendingEvents += meta.length / META_STRIDE;
-    this.pendingBlocks += inbox.blocks;
-    if (inbox.receivedAtMs < this.pendingSinceMs) {
-      this.pendingSinceMs = inbox.receivedAtMs;
-      this.pendingAdmittedMs = inbox.admittedAtMs;
-    }
+    if (inbox.receivedAtMs < this.pendingSinceMs) this.stamp(inbox.receivedAtMs, inbox.admittedAtMs);
+    if (!this.applyNow(meta, words, meta.length / META_STRIDE, inbox.blocks)) return;
+    if (this.windowFull() && this.mayEndWindow()) await this.flush();
+    else this.armTimer();
+  }
+
+  /** A synchronous apply of `events` events and `blocks` blocks, pending until their window ends; false if it fenced. */
+  private applyNow(meta: Uint32Array, words: BigUint64Array, events: number, blocks: number): boolean {
+    this.pendingEvents += events;
+    this.pendingBlocks += blocks;
     let result: PoolBatchResult;
     try {
       result = this.state.applyPacked(meta, words);
     } catch (err) {
       this.fence(`pool actor command failed: ${(err as Error).message}`);
-      return;
+      return false;
     }
     this.account(meta, words, result);
-    if (result.outcomes.includes('IndexerInvariantViolation')) {
+    if (result.errorCount > 0 && result.outcomes.includes('IndexerInvariantViolation')) {
       this.fence('IndexerInvariantViolation');
-      return;
+      return false;
     }
-    if (this.windowFull() && this.mayEndWindow()) await this.flush();
-    else this.armTimer();
+    return true;
   }
 
   /** One slice's result, in the order the slices were handed over. */
@@ -638,10 +702,17 @@ export class PoolActor implements PoolGeneration {
    */
   private async flush(): Promise<void> {
     await this.settled();
-    if (this.ended) return;
+    if (this.ended || this.endWindowHere()) return;
     const window = this.windowEnd();
-    const small = this.state.dirtyBuckets <= nativeLimits.maxSyncWindowBuckets;
-    this.publish(window, small ? this.state.drainDelta(window.end) : await this.state.drainAsync(window.end));
+    this.publish(window, await this.state.drainAsync(window.end));
+  }
+
+  /** Ends a small window here and now (nothing may be in flight); false if it is too large to. */
+  private endWindowHere(): boolean {
+    if (this.state.dirtyBuckets > nativeLimits.maxSyncWindowBuckets) return false;
+    const window = this.windowEnd();
+    this.publish(window, this.state.drainDelta(window.end));
+    return true;
   }
 
   private publish(window: WindowClose, drained: DrainedWindow | null): void {
@@ -676,6 +747,7 @@ export class PoolActor implements PoolGeneration {
 
   private end(how: 'retired'): Promise<void> {
     this.inbox = undefined;
+    this.retiring = true;
     const done = this.idle().then(() => {
       if (this.ended) return;
       this.stop(how);

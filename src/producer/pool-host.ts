@@ -87,7 +87,8 @@ class HostedPool {
         this.lastDelta = undefined;
       },
     });
-    this.sink = { events: (b) => this.actor.events(b), reset: (source) => this.actor.reset(source) };
+    // What this thread's own sockets received is applied in the same call when nothing waits.
+    this.sink = { events: (b) => this.actor.received(b), reset: (source) => this.actor.reset(source) };
   }
 
   receive(m: Exclude<ToPoolHost, { type: 'open' | 'retire' }>): void {

@@ -38,6 +38,29 @@ test('the bounds are exported, frozen, and consistent', () => {
 });
 
 describe('pool state', () => {
+  test('applyBatchInto checks its result arrays before applying anything, and reports what applyBatch does', () => {
+    const pool = seeded();
+    const before = snapshotOf(pool);
+    const { meta, words } = new PoolEventBatch().addStored(2n, 0, null, null, [100n, 101n], [9n, 10n]).addRemoved(1n, 0, [3n]).packed();
+    const native = (pool as unknown as { native: { applyBatchInto(...a: unknown[]): void } }).native;
+    const summary = new Float64Array(5);
+    expectThrows(() => native.applyBatchInto(meta, words, new Uint8Array(1), summary), 'RangeError');
+    expect(thrown(() => native.applyBatchInto(meta, words, new Uint8Array(1), summary)).message).toMatch(/one byte per event \(2\)/);
+    expectThrows(() => native.applyBatchInto(meta, words, new Uint8Array(2), new Float64Array(4)), 'RangeError');
+    expectThrows(() => native.applyBatchInto(meta, words, new Uint32Array(2), summary), 'TypeError');
+    expectThrows(() => native.applyBatchInto(meta, words, new Uint8Array(2), new Float32Array(5)), 'TypeError');
+    expectThrows(() => native.applyBatchInto(meta, words), 'TypeError');
+    expect(snapshotOf(pool)).toEqual(before);
+
+    const errors = new Uint8Array(4).fill(7);
+    native.applyBatchInto(meta, words, errors, summary);
+    expect([...errors]).toEqual([0, 0, 7, 7]); // one per event, the rest untouched
+    const twin = seeded();
+    const r = twin.apply(new PoolEventBatch().addStored(2n, 0, null, null, [100n, 101n], [9n, 10n]).addRemoved(1n, 0, [3n]));
+    expect([...summary]).toEqual([r.capacityFailures, r.unknownRemovals, r.trackedBlocks, r.residentBlocks, r.stateBytes]);
+    expect(snapshotOf(pool)).toEqual(snapshotOf(twin));
+  });
+
   test('applyBatch above maxSyncBatchWords: RangeError, nothing applied; at the bound it applies', () => {
     const pool = seeded();
     const before = snapshotOf(pool);

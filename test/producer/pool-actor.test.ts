@@ -633,3 +633,82 @@ test('many block-less events (more words than a synchronous apply takes) are app
   expect(filterContains(replica, h1, SEED)).toBe(true);
   expect(filterContains(replica, h2, SEED)).toBe(false);
 });
+
+describe('received(): bursts of the thread that hosts the pool, from its own sockets', () => {
+  const onArrival = (threshold: number, delayMs: number, more: Partial<PoolActorOptions> = {}): PoolActor => actor(threshold, delayMs, 8192, undefined, more);
+
+  test('a burst with nothing queued or in flight is applied in the received() call, and no promise is made', async () => {
+    const a = onArrival(16, 10_000);
+    const t = tokens(8, 100);
+    expect(a.received(batch([stored([1n, 2n], t)]))).toBeUndefined();
+    expect(a.metrics().eventsApplied).toBe(1); // before the call returned: no later turn
+    expect(a.received(batch([stored([3n], tokens(4, 200))]))).toBeUndefined();
+    expect(a.metrics().eventsApplied).toBe(2);
+    const img = await a.attach(new Recorder());
+    for (const h of [...canonical(t), ...canonical(tokens(4, 200))]) expect(filterContains(img.words, h, SEED)).toBe(true);
+  });
+
+  test('a window it fills publishes its delta in the same call', async () => {
+    const a = onArrival(1, 10_000);
+    const rec = new Recorder();
+    await a.attach(rec);
+    await a.idle();
+    const t = tokens(4, 300);
+    expect(a.received(batch([stored([5n], t)]))).toBeUndefined();
+    expect(rec.deltas.map((d) => d.sequence)).toEqual([1n]);
+    expect(a.received(batch([stored([6n], tokens(4, 304), 5n)]))).toBeUndefined();
+    expect(rec.deltas.map((d) => d.sequence)).toEqual([1n, 2n]);
+    const img = await a.attach(new Recorder());
+    expect(applyDeltas(new BigUint64Array(8192), rec.decoded(8192))).toEqual(img.words);
+  });
+
+  test('behind a queued reset a burst waits its turn (order): a promise, applied after the reset', async () => {
+    const a = onArrival(16, 10_000);
+    const t = tokens(4, 400);
+    expect(a.received(batch([stored([7n], t)]))).toBeUndefined();
+    a.reset({ workerId: 7n, dpRank: 0 });
+    const t2 = tokens(4, 500);
+    const later = a.received(batch([stored([8n], t2)]));
+    expect(later).toBeInstanceOf(Promise);
+    expect(a.metrics().eventsApplied).toBe(1);
+    await later;
+    const img = await a.attach(new Recorder());
+    expect(filterContains(img.words, canonical(t)[0], SEED)).toBe(false); // cleared by the reset
+    expect(filterContains(img.words, canonical(t2)[0], SEED)).toBe(true); // stored after it
+    await a.idle();
+    // Nothing queued again: back to the call.
+    expect(a.received(batch([stored([9n], tokens(4, 600))]))).toBeUndefined();
+  });
+
+  test('a burst above the synchronous bound still goes in slices, off the thread, with a promise', async () => {
+    const a = onArrival(16, 10_000, { syncApplyBlocks: 64 });
+    const n = 65;
+    const big = a.received(batch([stored(Array.from({ length: n }, (_, i) => BigInt(1000 + i)), tokens(n * BS, 10_000))]));
+    expect(big).toBeInstanceOf(Promise);
+    expect(a.metrics().eventsApplied).toBe(0);
+    // While it is in flight, a small one queues behind it rather than write beside it.
+    const small = a.received(batch([stored([1n], tokens(4, 700))], 8n));
+    expect(small).toBeInstanceOf(Promise);
+    await small;
+    expect(a.metrics().eventsApplied).toBe(2);
+  });
+
+  test('after retire() nothing is applied in the call', async () => {
+    const a = onArrival(16, 10_000);
+    const retired = a.retire();
+    expect(a.received(batch([stored([1n], tokens(4, 800))]))).toBeInstanceOf(Promise);
+    await retired;
+    expect(a.metrics().eventsApplied).toBe(0);
+  });
+});
+
+test('bursts handed over by another thread (events()) still collect into one inbox: a flood of one turn fills the mailbox and overflows, while received() applies each', async () => {
+  const a = actor(16, 10_000, 8192);
+  for (let i = 0; i <= ACTOR_MAILBOX_CAPACITY + 1; i++) expect(a.events(batch([stored([BigInt(i + 1)], tokens(4, 4 * i))])) === undefined).toBe(i > ACTOR_MAILBOX_CAPACITY - 1);
+  await a.idle();
+  expect(a.metrics().mailboxOverflows).toBe(2);
+  const b = actor(16, 10_000, 8192);
+  for (let i = 0; i <= ACTOR_MAILBOX_CAPACITY + 1; i++) expect(b.received(batch([stored([BigInt(i + 1)], tokens(4, 4 * i))]))).toBeUndefined();
+  expect(b.metrics().eventsApplied).toBe(ACTOR_MAILBOX_CAPACITY + 2);
+  expect(b.metrics().mailboxOverflows).toBe(0);
+});

@@ -50,9 +50,12 @@ class PoolFilterStateWrap : public Napi::ObjectWrap<PoolFilterStateWrap> {
   // The result of an apply: { errors, capacityFailures, unknownRemovals, trackedBlocks, residentBlocks,
   // stateBytes }.
   static Napi::Object Summary(Napi::Env env, Napi::Uint8Array errors, const ApplySummary& summary);
+  // Numbers applyBatchInto writes: capacityFailures, unknownRemovals, trackedBlocks, residentBlocks, stateBytes.
+  static constexpr size_t kApplySummarySlots = 5;
 
  private:
   Napi::Value ApplyBatch(const Napi::CallbackInfo& info);
+  Napi::Value ApplyBatchInto(const Napi::CallbackInfo& info);
   Napi::Value ApplyBatchAsync(const Napi::CallbackInfo& info);  // pool_workers.cc
   Napi::Value Store(const Napi::CallbackInfo& info);
   Napi::Value Remove(const Napi::CallbackInfo& info);

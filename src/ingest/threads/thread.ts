@@ -224,19 +224,22 @@ function pass(id: number, flow: Flow, b: PackedEngineEvents, size: HandoffSize):
   }
 }
 
-/** A hosted subscription's burst to its sink, in flight (in its flow's count) until the sink applied it. */
+/**
+ * A hosted subscription's burst to its sink, in flight (in its flow's count) until the sink applied
+ * it. A sink that applied it in the call (a pool with nothing queued: PoolActor applyOnArrival)
+ * returns no promise, and the burst never counts: room is not taken, so there is none to free.
+ */
 function passHosted(id: number, flow: Flow, sink: IngestSink, b: PackedEngineEvents, size: HandoffSize): void {
-  const { counter } = flow;
-  counter.add(size);
   let applied: void | Promise<void> = undefined;
   try {
     applied = sink.events(b);
   } catch (err) {
     subscribers.get(id)?.warn({ err: String(err) }, 'KV-event sink rejected a batch');
-  } finally {
-    if (applied) void applied.finally(() => counter.taken(size));
-    else counter.taken(size);
   }
+  if (!applied) return;
+  const { counter } = flow;
+  counter.add(size);
+  void applied.finally(() => counter.taken(size));
 }
 
 /**
