@@ -25,6 +25,8 @@ interface Counts {
 }
 
 interface SourceMemory extends Counts {
+  /** The sample this memory was observed from: the same object again means nothing changed since. */
+  sampled: SourceSnapshot;
   firstSeenMs: number;
   /** Since when it has no connection (its first sample counts as one without). */
   disconnectedSinceMs: number | undefined;
@@ -87,6 +89,7 @@ function observeSource(prev: SourceMemory | undefined, s: SourceSnapshot, now: n
   const connected = st.connections > 0;
   if (!prev) {
     const first: SourceMemory = {
+      sampled: s,
       events: 0,
       ignored: 0,
       droppedBlockSize: 0,
@@ -104,6 +107,7 @@ function observeSource(prev: SourceMemory | undefined, s: SourceSnapshot, now: n
   const dropped = grew(st.droppedBlockSize, prev.droppedBlockSize);
   const mismatching = prev.lastBlockSizeDropMs !== undefined && now - prev.lastBlockSizeDropMs < t.blockSizeHoldMs;
   return {
+    sampled: s,
     events: st.events,
     ignored: st.ignored,
     droppedBlockSize: st.droppedBlockSize,
@@ -117,9 +121,18 @@ function observeSource(prev: SourceMemory | undefined, s: SourceSnapshot, now: n
   };
 }
 
+/**
+ * `prev` as is when `s` is the very sample it was observed from (the sampler keeps an unchanged
+ * source's object) and no hold ran out since: observing it again would give the same values.
+ */
+function unchanged(prev: SourceMemory | undefined, s: SourceSnapshot, now: number, t: Thresholds): prev is SourceMemory {
+  return prev?.sampled === s && (prev.mismatchSinceMs === undefined || now - prev.lastBlockSizeDropMs! < t.blockSizeHoldMs);
+}
+
 function observePool(prev: PoolMemory | undefined, sources: { before: SourceMemory | undefined; now: SourceMemory }[], p: PoolSnapshot, now: number, t: Thresholds): PoolMemory {
-  const stillPublishing = sources.some((s) => s.now.lastEventMs !== undefined && now - s.now.lastEventMs < t.poolEmptyMs);
-  if (p.trackedBlocks > 0 || !stillPublishing) return { publishingEmptySinceMs: undefined, before: ZERO };
+  if (p.trackedBlocks > 0 || !sources.some((s) => s.now.lastEventMs !== undefined && now - s.now.lastEventMs < t.poolEmptyMs)) {
+    return { publishingEmptySinceMs: undefined, before: ZERO };
+  }
   if (prev?.publishingEmptySinceMs !== undefined) return prev;
   if (!sources.some((s) => s.now.lastEventMs === now)) return { publishingEmptySinceMs: undefined, before: ZERO };
   return { publishingEmptySinceMs: now, before: sumCounts(sources.map((s) => s.before ?? ZERO)) };
@@ -134,7 +147,7 @@ export function evaluate(prev: Memory, snapshot: RelaySnapshot, now: number, t: 
   for (const s of snapshot.sources) {
     const name = sourceName(s);
     const before = prev.sources.get(name);
-    const after = observeSource(before, s, now, t);
+    const after = unchanged(before, s, now, t) ? before : observeSource(before, s, now, t);
     sources.set(name, after);
     const entry = { snapshot: s, before, now: after };
     const list = byPool.get(s.pool);

@@ -77,7 +77,8 @@ export class Diagnostics {
     const { memory, findings } = evaluate(this.memory, this.snapshot, now, this.thresholds);
     this.memory = memory;
     this.findings = findings;
-    const present = new Set([...this.snapshot.sources.map(sourceName), ...this.snapshot.pools.map((p) => p.pool)]);
+    // The memory has every source and pool of this snapshot: no set of every name per round.
+    const present = { has: (subject: string) => memory.sources.has(subject) || memory.pools.has(subject) };
     for (const line of this.speaker.round(findings, now, present)) this.options.logger[line.level](line.fields, line.msg);
   }
 

@@ -1,15 +1,20 @@
 // One diagnostics sample of a running relay: every served pool with its sources (as configured, with
 // the counters ingest reports for them) and its subscribers. Reads state; changes nothing.
+//
+// A round costs per change, not per source: the sampler keeps each source's snapshot object and
+// builds a new one only when its counters, its endpoint or its pool's config changed since the last
+// sample (512 idle sources rebuilt every second cost the main thread ~4 ms/s, BENCHMARKS.md). An
+// unchanged source keeps the very object of the last sample, which the rules (checks.ts) take as
+// "nothing new here".
 import { rankEndpoint } from '../ingest/endpoints';
-import { sourcesOf } from '../ingest/sources';
 import { COUNTERS } from '../ingest/stats-board';
-import type { SourceKey, SourceStats } from '../ingest/types';
-import { endpointName } from '../producer/deployment';
+import type { KvEventEndpointConfig, SourceStats } from '../ingest/types';
+import { endpointName, type PoolSpec } from '../producer/deployment';
 import type { Producer } from '../producer/producer';
 import { kvSourceConfigs } from '../producer/views';
 import { producerKey } from '../wire/producer-key';
 import type { RecentLatency } from './recent-latency';
-import { sourceName, type PoolSnapshot, type RelaySnapshot, type SourceSnapshot } from './snapshot';
+import type { PoolSnapshot, RelaySnapshot, SourceSnapshot } from './snapshot';
 
 export interface SampleInputs {
   producer: Pick<Producer, 'servedPools' | 'ingestStats' | 'ingestEndpoints'>;
@@ -18,44 +23,133 @@ export interface SampleInputs {
 }
 
 /** A source ingest has not reported on yet: nothing connected, nothing received. */
-function noStats(source: SourceKey): SourceStats {
-  const s = { source, connections: 0, lastSequence: null, mismatchedBlockSize: 0 } as SourceStats;
+function noStats(workerId: bigint, dpRank: number): SourceStats {
+  const s = { source: { workerId, dpRank }, connections: 0, lastSequence: null, mismatchedBlockSize: 0 } as SourceStats;
   for (const c of COUNTERS) s[c] = 0;
   return s;
 }
 
-export function sampleRelay(inputs: SampleInputs, latency: RecentLatency, now: number): RelaySnapshot {
-  const stats = new Map(inputs.producer.ingestStats().map((s) => [sourceName({ worker: String(s.source.workerId), dpRank: s.source.dpRank }), s]));
-  const subscribers = inputs.poolSubscribers();
-  const pools: PoolSnapshot[] = [];
-  const sources: SourceSnapshot[] = [];
-  for (const { spec, metrics, producer } of inputs.producer.servedPools()) {
-    pools.push({
-      pool: spec.key,
-      endpoint: endpointName(spec.servingEndpoint),
-      model: spec.endpoint.model.name,
-      kvBlockSize: spec.querySemantics.kvBlockSize,
-      trackedBlocks: metrics.trackedBlocks,
-      filterLoad: metrics.filterLoad,
-      subscribers: subscribers.get(producerKey(producer)) ?? 0,
-      deltaLatencyP99Ms: latency.p99(spec.key, now),
-    });
-    for (const config of kvSourceConfigs([spec])) {
-      // Bound endpoints (bind mode, port 0) as the subscriber chose them; else as configured.
-      const bound = inputs.producer.ingestEndpoints(config.workerId);
-      sourcesOf(config).forEach((key, i) => {
-        const worker = String(key.workerId);
-        sources.push({
-          worker,
-          dpRank: key.dpRank,
-          pool: spec.key,
-          endpoint: bound[i] ?? rankEndpoint(config.endpoint, key.dpRank, config.dpStartRank),
-          mode: config.mode,
-          kvBlockSize: config.kvBlockSize,
-          stats: stats.get(sourceName({ worker, dpRank: key.dpRank })) ?? noStats(key),
-        });
+/** The counters of a source not reported on, to compare with (their `source` is not compared). */
+const NO_STATS = noStats(0n, 0);
+
+/**
+ * Whether two samples of a source's counters say the same. Each field by name: a loop over COUNTERS
+ * reads them through a megamorphic keyed load, 10x the cost at 512 sources a second.
+ */
+function sameStats(a: SourceStats, b: SourceStats): boolean {
+  return (
+    a.connections === b.connections &&
+    a.lastSequence === b.lastSequence &&
+    a.mismatchedBlockSize === b.mismatchedBlockSize &&
+    a.events === b.events &&
+    a.blocks === b.blocks &&
+    a.malformed === b.malformed &&
+    a.rejectedRanks === b.rejectedRanks &&
+    a.overflows === b.overflows &&
+    a.outOfOrder === b.outOfOrder &&
+    a.refusedPeers === b.refusedPeers &&
+    a.gaps === b.gaps &&
+    a.replays === b.replays &&
+    a.resets === b.resets &&
+    a.ignored === b.ignored &&
+    a.droppedBlockSize === b.droppedBlockSize
+  );
+}
+type Compared = 'connections' | 'lastSequence' | 'mismatchedBlockSize' | 'events' | 'blocks' | 'malformed' | 'rejectedRanks' | 'overflows' | 'outOfOrder' | 'refusedPeers' | 'gaps' | 'replays' | 'resets' | 'ignored' | 'droppedBlockSize';
+/** A field added to SourceStats does not compile here until sameStats compares it. */
+type NoneLeft<T extends never> = T;
+type EveryFieldCompared = NoneLeft<Exclude<keyof SourceStats, 'source' | Compared>>;
+
+function sameEndpoints(a: readonly string[], b: readonly string[]): boolean {
+  return a.length === b.length && a.every((e, i) => e === b[i]);
+}
+
+/** A worker's sources as last sampled: what they were built from, and their snapshots by rank offset. */
+interface WorkerSources {
+  config: KvEventEndpointConfig;
+  endpoints: string[];
+  snapshots: SourceSnapshot[];
+}
+
+export class RelaySampler {
+  /** Source snapshots built so far (a new source, or one whose counters, endpoint or pool changed). */
+  built = 0;
+  private workers = new Map<bigint, WorkerSources>();
+  /** Each served pool's source configs, while its spec stays the same object. */
+  private readonly configs = new WeakMap<PoolSpec, KvEventEndpointConfig[]>();
+
+  constructor(private readonly inputs: SampleInputs) {}
+
+  sample(latency: RecentLatency, now: number): RelaySnapshot {
+    const { producer } = this.inputs;
+    // This sample's counters by worker.
+    const stats = new Map<bigint, SourceStats[]>();
+    for (const s of producer.ingestStats()) {
+      const list = stats.get(s.source.workerId);
+      if (list) list.push(s);
+      else stats.set(s.source.workerId, [s]);
+    }
+    const subscribers = this.inputs.poolSubscribers();
+    const pools: PoolSnapshot[] = [];
+    const sources: SourceSnapshot[] = [];
+    const workers = new Map<bigint, WorkerSources>();
+    for (const { spec, metrics, producer: generation } of producer.servedPools()) {
+      pools.push({
+        pool: spec.key,
+        endpoint: endpointName(spec.servingEndpoint),
+        model: spec.endpoint.model.name,
+        kvBlockSize: spec.querySemantics.kvBlockSize,
+        trackedBlocks: metrics.trackedBlocks,
+        filterLoad: metrics.filterLoad,
+        subscribers: subscribers.get(producerKey(generation)) ?? 0,
+        deltaLatencyP99Ms: latency.p99(spec.key, now),
+      });
+      let configs = this.configs.get(spec);
+      if (!configs) this.configs.set(spec, (configs = kvSourceConfigs([spec])));
+      for (const config of configs) {
+        const worker = this.worker(spec.key, config, stats.get(config.workerId) ?? []);
+        workers.set(config.workerId, worker);
+        for (const s of worker.snapshots) sources.push(s);
+      }
+    }
+    // Workers no longer served are forgotten with their snapshots.
+    this.workers = workers;
+    return { sources, pools };
+  }
+
+  /** A worker's snapshots: the last ones where nothing changed, a new one per changed rank. */
+  private worker(pool: string, config: KvEventEndpointConfig, stats: SourceStats[]): WorkerSources {
+    // Bound endpoints (bind mode, port 0) as the subscriber chose them; else as configured.
+    const bound = this.inputs.producer.ingestEndpoints(config.workerId);
+    const kept = this.workers.get(config.workerId);
+    const last = kept?.config === config && sameEndpoints(kept.endpoints, bound) ? kept : undefined;
+    if (last && last.snapshots.every((s) => sameStats(s.stats, rankStats(stats, s.dpRank) ?? NO_STATS))) return last;
+    const snapshots: SourceSnapshot[] = [];
+    for (let i = 0; i < config.dpSize; i++) {
+      const dpRank = config.dpStartRank + i;
+      const now = rankStats(stats, dpRank);
+      const before = last?.snapshots[i];
+      if (before && sameStats(before.stats, now ?? NO_STATS)) {
+        snapshots.push(before);
+        continue;
+      }
+      this.built += 1;
+      snapshots.push({
+        worker: String(config.workerId),
+        dpRank,
+        pool,
+        endpoint: bound[i] ?? rankEndpoint(config.endpoint, dpRank, config.dpStartRank),
+        mode: config.mode,
+        kvBlockSize: config.kvBlockSize,
+        stats: now ?? noStats(config.workerId, dpRank),
       });
     }
+    return { config, endpoints: bound, snapshots };
   }
-  return { sources, pools };
+}
+
+/** The counters of `dpRank` among a worker's (a handful of ranks). */
+function rankStats(stats: readonly SourceStats[], dpRank: number): SourceStats | undefined {
+  for (const s of stats) if (s.source.dpRank === dpRank) return s;
+  return undefined;
 }

@@ -38,7 +38,7 @@ export class Speaker {
    * This round's lines. A finding whose subject is no longer `present` (a source or pool the config
    * took away) ends without a line: it was not resolved, it went.
    */
-  round(findings: readonly Finding[], now: number, present: ReadonlySet<string>): Line[] {
+  round(findings: readonly Finding[], now: number, present: Pick<ReadonlySet<string>, 'has'>): Line[] {
     const holding = new Set<string>();
     const begins: Finding[] = [];
     const repeats: Finding[] = [];

@@ -2,6 +2,10 @@
 // `windowMs` even when nothing changed. Each window is encoded once and the same bytes go to every
 // subscriber. A subscriber first gets the current window, then every newer one; one that has not
 // taken `fanoutCapacity` windows yet has lagged.
+//
+// Every window is sampled when due (its state as of then; a sample that fails stops the plane
+// then), but encoded only once a subscriber takes it: a plane nobody reads encoded two windows a
+// second for no one (BENCHMARKS.md, 2026-12-07 04:05).
 import { RelayErrorReason } from '../wire/enums';
 import { RelayError } from '../wire/errors';
 import type { OpenStream } from './sink';
@@ -28,13 +32,16 @@ export interface WindowPublisherOptions<T> {
 }
 
 export class WindowPublisher<T> {
-  private current: { window: Window<T>; bytes: Buffer };
+  /** The latest window; its bytes once encoded (a subscriber took it). */
+  private current: { window: Window<T>; bytes: Buffer | undefined };
   private readonly subscribers = new Set<OpenStream>();
   private timer: NodeJS.Timeout | undefined;
   private failure: unknown;
 
   constructor(private readonly options: WindowPublisherOptions<T>) {
-    this.current = this.build(0n);
+    // Window 0 is encoded at once: a plane that cannot encode fails its start.
+    const window = this.sample(0n);
+    this.current = { window, bytes: options.encode(window) };
     this.timer = setInterval(() => this.publish(), options.windowMs);
   }
 
@@ -43,13 +50,17 @@ export class WindowPublisher<T> {
   }
 
   subscribe(stream: OpenStream): void {
-    if (this.failure !== undefined) {
+    if (this.failure === undefined) {
+      this.subscribers.add(stream);
+      stream.defer(() => this.subscribers.delete(stream));
+    }
+    // A window that cannot be encoded ends this stream with the others, as at a tick.
+    const bytes = this.failure === undefined ? this.encoded() : undefined;
+    if (bytes === undefined) {
       stream.end(new RelayError(RelayErrorReason.PUBLICATION_UNAVAILABLE, `${this.options.plane} publication stopped`));
       return;
     }
-    this.subscribers.add(stream);
-    stream.defer(() => this.subscribers.delete(stream));
-    stream.send(this.current.bytes, this.current.bytes.length);
+    stream.send(bytes, bytes.length);
   }
 
   /** Stops publishing; open streams end cleanly (shutdown). */
@@ -61,12 +72,15 @@ export class WindowPublisher<T> {
 
   private publish(): void {
     try {
-      this.current = this.build(this.current.window.sequence + 1n);
+      this.current = { window: this.sample(this.current.window.sequence + 1n), bytes: undefined };
     } catch (err) {
       this.fail(err);
       return;
     }
+    const bytes = this.subscribers.size > 0 ? this.encoded() : undefined;
+    if (this.failure !== undefined) return;
     if (this.options.kind === 'load') this.options.counters.loadUpdatesTotal += 1;
+    if (bytes === undefined) return;
     for (const stream of [...this.subscribers]) {
       if (stream.frames >= this.options.fanoutCapacity) {
         this.options.counters.laggedTotal[this.options.kind] += 1;
@@ -74,7 +88,7 @@ export class WindowPublisher<T> {
         stream.end(new RelayError(RelayErrorReason.SUBSCRIBER_LAGGED, message));
         continue;
       }
-      stream.send(this.current.bytes, this.current.bytes.length);
+      stream.send(bytes, bytes.length);
     }
   }
 
@@ -88,13 +102,22 @@ export class WindowPublisher<T> {
     this.options.onFailure(err);
   }
 
-  private build(sequence: bigint): { window: Window<T>; bytes: Buffer } {
-    const window: Window<T> = {
+  /** The current window's bytes, encoded at its first reader; undefined when encoding failed (the plane stopped). */
+  private encoded(): Buffer | undefined {
+    try {
+      this.current.bytes ??= this.options.encode(this.current.window);
+    } catch (err) {
+      this.fail(err);
+    }
+    return this.current.bytes;
+  }
+
+  private sample(sequence: bigint): Window<T> {
+    return {
       sequence,
       observedMs: BigInt(Date.now()),
       windowMs: BigInt(this.options.windowMs),
       state: this.options.sample(),
     };
-    return { window, bytes: this.options.encode(window) };
   }
 }

@@ -8,7 +8,7 @@ import { parseConfigText, type ConfigOverrides } from '../config/load';
 import type { RelayConfig } from '../config/schema';
 import { watchConfigFile, type ConfigWatcher } from '../config/watch';
 import { Diagnostics } from '../diagnostics/diagnostics';
-import { sampleRelay } from '../diagnostics/sample';
+import { RelaySampler } from '../diagnostics/sample';
 import { EtcdDeployment } from '../discovery/etcd-deployment';
 import { DynamoDiscovery } from '../dynamo/discovery/watch';
 import { DynamoEventPlane, type EventPlane } from '../dynamo/event-plane/plane';
@@ -65,8 +65,9 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
   // Rounds start once ingest has; until then nothing samples the producer or the server.
   let producer: Producer;
   let server: RelayServer;
+  let sampler: RelaySampler | undefined;
   const diagnostics = new Diagnostics({
-    sample: (latency, now) => sampleRelay({ producer, poolSubscribers: () => server.poolSubscribers() }, latency, now),
+    sample: (latency, now) => (sampler ??= new RelaySampler({ producer, poolSubscribers: () => server.poolSubscribers() })).sample(latency, now),
     relayInfo: () => ({
       dcId: config.dcId,
       relayIncarnation: relay.relayIncarnation.toString(),
