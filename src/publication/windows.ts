@@ -45,10 +45,6 @@ export class WindowPublisher<T> {
     this.timer = setInterval(() => this.publish(), options.windowMs);
   }
 
-  get latest(): Window<T> {
-    return this.current.window;
-  }
-
   subscribe(stream: OpenStream): void {
     if (this.failure === undefined) {
       this.subscribers.add(stream);
