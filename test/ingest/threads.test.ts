@@ -172,6 +172,33 @@ test('a subscription\'s counters, counted on one side of a board, read the same 
   expect({ events: r2.events, lastSequence: r2.lastSequence, source: r2.source }).toEqual({ events: 3, lastSequence: 0xffff_ffff_ffff_ffffn, source: { workerId: ranks.workerId, dpRank: 2 } });
 });
 
+test("a stats board's reader gets the same object for a record that did not change, a new one for one that did", () => {
+  const ranks = { workerId: 9n, dpStartRank: 0, dpSize: 3 };
+  const thread = new StatsBoard(ranks);
+  const main = new StatsBoard(ranks, thread.shared);
+  const [r0, r1] = [thread.record(0)!, thread.record(1)!];
+  r0.events += 1;
+  // All ones: a NaN as a double, so compared as doubles the record would never read as unchanged.
+  r1.lastSequence = 0xffff_ffff_ffff_ffffn;
+  const first = main.read();
+  const second = main.read();
+  expect(second).toHaveLength(2);
+  expect(second[0]).toBe(first[0]);
+  expect(second[1]).toBe(first[1]);
+  r1.connections = 1;
+  const third = main.read();
+  expect(third[0]).toBe(first[0]);
+  expect(third[1]).not.toBe(first[1]);
+  expect(third[1]).toMatchObject({ connections: 1, lastSequence: 0xffff_ffff_ffff_ffffn });
+  // A rank taken later shows up; the others stay the objects they were.
+  thread.record(2)!.blocks += 4;
+  const fourth = main.read();
+  expect(fourth.map((s) => s.source.dpRank)).toEqual([0, 1, 2]);
+  expect(fourth[0]).toBe(first[0]);
+  expect(fourth[1]).toBe(third[1]);
+  expect(fourth[2]).toMatchObject({ blocks: 4 });
+});
+
 test('the hand-off ring places a hand-off only where nothing unread lies, wraps, and frees what the main thread read', () => {
   const thread = new HandoffRing(64);
   const main = new HandoffRing({ data: thread.data, control: thread.control });
