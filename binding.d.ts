@@ -262,17 +262,13 @@ export class PoolFilterState {
    * startPosition, blockCount (0 for cleared)]; words holds per event workerId, then for stored
    * [parent ext id if flag 1], blockCount ext ids, blockCount tokens hashes, for removed blockCount
    * ext ids. A malformed batch, or one above nativeLimits.maxSyncBatchWords words, is a RangeError
-   * and applies nothing.
-   */
-  applyBatch(meta: Uint32Array, words: BigUint64Array): PoolBatchSummary;
-  /**
-   * applyBatch with its result written into the caller's arrays (reusable: no object made per call):
-   * errors[i] for each event i (errors holds at least one byte per event), and `summary` (at least 5
-   * numbers): capacityFailures, unknownRemovals, trackedBlocks, residentBlocks, stateBytes.
+   * and applies nothing. The result goes into the caller's arrays (reusable: no object made per
+   * call): errors[i] for each event i (errors holds at least one byte per event), and `summary` (at
+   * least 5 numbers): capacityFailures, unknownRemovals, trackedBlocks, residentBlocks, stateBytes.
    */
   applyBatchInto(meta: Uint32Array, words: BigUint64Array, errors: Uint8Array, summary: Float64Array): void;
   /**
-   * applyBatch on a worker thread, over a copy taken before it returns (up to nativeLimits.maxAsyncBatchWords);
+   * applyBatchInto on a worker thread, over a copy taken before it returns (up to nativeLimits.maxAsyncBatchWords);
    * with `end` (not undefined) the same job then ends the window as drainAsync(end) does, in `drained`.
    */
   applyBatchAsync(meta: Uint32Array, words: BigUint64Array, end?: WindowEnd | null): Promise<PoolBatchSummary & { drained?: DrainedWindow | null }>;

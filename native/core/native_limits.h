@@ -8,7 +8,7 @@
 namespace kvrelay {
 namespace limits {
 
-// Words of a packed batch (applyBatch) and ids of one store/remove call applied synchronously:
+// Words of a packed batch (applyBatchInto) and ids of one store/remove call applied synchronously:
 // 2^16 words is at most ~32 k blocks, a few milliseconds of apply.
 constexpr size_t kMaxSyncBatchWords = size_t{1} << 16;
 // Words of a packed batch applyBatchAsync copies before queueing (32 MiB, a few ms of memcpy).

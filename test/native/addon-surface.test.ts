@@ -31,7 +31,7 @@ describe('production addon surface', () => {
     for (const raw of ['insertCanonical', 'removeCanonical', 'reofferCanonical', 'applyCanonicalBatch']) {
       expect(methods).not.toContain(raw);
     }
-    expect(methods).toEqual(expect.arrayContaining(['applyBatch', 'applyBatchAsync', 'drain', 'stats', 'close']));
+    expect(methods).toEqual(expect.arrayContaining(['applyBatchInto', 'applyBatchAsync', 'drain', 'stats', 'close']));
   });
 
   test('packedBatchLayout is frozen and is what PoolEventBatch writes', () => {

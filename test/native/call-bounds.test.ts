@@ -38,7 +38,7 @@ test('the bounds are exported, frozen, and consistent', () => {
 });
 
 describe('pool state', () => {
-  test('applyBatchInto checks its result arrays before applying anything, and reports what applyBatch does', () => {
+  test('applyBatchInto checks its result arrays before applying anything, and reports what the worker-thread apply does', async () => {
     const pool = seeded();
     const before = snapshotOf(pool);
     const { meta, words } = new PoolEventBatch().addStored(2n, 0, null, null, [100n, 101n], [9n, 10n]).addRemoved(1n, 0, [3n]).packed();
@@ -56,12 +56,12 @@ describe('pool state', () => {
     native.applyBatchInto(meta, words, errors, summary);
     expect([...errors]).toEqual([0, 0, 7, 7]); // one per event, the rest untouched
     const twin = seeded();
-    const r = twin.apply(new PoolEventBatch().addStored(2n, 0, null, null, [100n, 101n], [9n, 10n]).addRemoved(1n, 0, [3n]));
+    const r = await twin.applyAsync(new PoolEventBatch().addStored(2n, 0, null, null, [100n, 101n], [9n, 10n]).addRemoved(1n, 0, [3n]));
     expect([...summary]).toEqual([r.capacityFailures, r.unknownRemovals, r.trackedBlocks, r.residentBlocks, r.stateBytes]);
     expect(snapshotOf(pool)).toEqual(snapshotOf(twin));
   });
 
-  test('applyBatch above maxSyncBatchWords: RangeError, nothing applied; at the bound it applies', () => {
+  test('applyBatchInto above maxSyncBatchWords: RangeError, nothing applied; at the bound it applies', () => {
     const pool = seeded();
     const before = snapshotOf(pool);
     const ids = (n: number, base: bigint) => BigUint64Array.from({ length: n }, (_, i) => base + BigInt(i));

@@ -15,7 +15,6 @@ Napi::Function PoolFilterStateWrap::Define(Napi::Env env) {
   using W = PoolFilterStateWrap;
   return DefineClass(env, "PoolFilterState",
                      {
-                         InstanceMethod<&W::ApplyBatch>("applyBatch"),
                          InstanceMethod<&W::ApplyBatchInto>("applyBatchInto"),
                          InstanceMethod<&W::ApplyBatchAsync>("applyBatchAsync"),
                          InstanceMethod<&W::Store>("store"),
@@ -70,18 +69,8 @@ Napi::Object PoolFilterStateWrap::Summary(Napi::Env env, Napi::Uint8Array errors
   return out;
 }
 
-Napi::Value PoolFilterStateWrap::ApplyBatch(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  PoolFilterState& s = Ready(env);
-  CopyPackedBatchArg(info, 0, limits::kMaxSyncBatchWords, &batch_);
-  auto errors = Napi::Uint8Array::New(env, batch_.events());
-  const pool::Counters before = s.counters();
-  s.ApplyBatch(batch_.meta.data(), batch_.meta.size(), batch_.words.data(), errors.Data());
-  return Summary(env, errors, ApplySummary::Of(s, before));
-}
-
-// applyBatchInto(meta, words, errors: Uint8Array, summary: Float64Array): applyBatch with its result
-// written into the caller's arrays, which it reuses call after call: no result object, no property
+// applyBatchInto(meta, words, errors: Uint8Array, summary: Float64Array): applies a packed batch, its
+// result written into the caller's arrays, which it reuses call after call: no result object, no property
 // names and no errors array are made per apply (most of a small apply's cost on the calling thread,
 // issue 30 item 2). errors[i]: event i's PoolError number; summary: kApplySummarySlots numbers.
 Napi::Value PoolFilterStateWrap::ApplyBatchInto(const Napi::CallbackInfo& info) {

@@ -54,7 +54,6 @@ class PoolFilterStateWrap : public Napi::ObjectWrap<PoolFilterStateWrap> {
   static constexpr size_t kApplySummarySlots = 5;
 
  private:
-  Napi::Value ApplyBatch(const Napi::CallbackInfo& info);
   Napi::Value ApplyBatchInto(const Napi::CallbackInfo& info);
   Napi::Value ApplyBatchAsync(const Napi::CallbackInfo& info);  // pool_workers.cc
   Napi::Value Store(const Napi::CallbackInfo& info);
