@@ -32,35 +32,15 @@ function noStats(workerId: bigint, dpRank: number): SourceStats {
 /** The counters of a source not reported on, to compare with (their `source` is not compared). */
 const NO_STATS = noStats(0n, 0);
 
-/**
- * Whether two samples of a source's counters say the same. Each field by name: a loop over COUNTERS
- * reads them through a megamorphic keyed load, 10x the cost at 512 sources a second.
- */
+/** Whether two samples of a source's counters say the same. */
 function sameStats(a: SourceStats, b: SourceStats): boolean {
-  return (
-    // Ingest's board hands out the same object for a record that did not change (stats-board.ts).
-    a === b ||
-    (a.connections === b.connections &&
-    a.lastSequence === b.lastSequence &&
-    a.mismatchedBlockSize === b.mismatchedBlockSize &&
-    a.events === b.events &&
-    a.blocks === b.blocks &&
-    a.malformed === b.malformed &&
-    a.rejectedRanks === b.rejectedRanks &&
-    a.overflows === b.overflows &&
-    a.outOfOrder === b.outOfOrder &&
-    a.refusedPeers === b.refusedPeers &&
-    a.gaps === b.gaps &&
-    a.replays === b.replays &&
-    a.resets === b.resets &&
-    a.ignored === b.ignored &&
-    a.droppedBlockSize === b.droppedBlockSize)
-  );
+  // Ingest's board hands out the same object for a record that did not change (stats-board.ts), so
+  // the fields are compared only for a source that changed or was never reported on.
+  if (a === b) return true;
+  if (a.connections !== b.connections || a.lastSequence !== b.lastSequence || a.mismatchedBlockSize !== b.mismatchedBlockSize) return false;
+  for (const c of COUNTERS) if (a[c] !== b[c]) return false;
+  return true;
 }
-type Compared = 'connections' | 'lastSequence' | 'mismatchedBlockSize' | 'events' | 'blocks' | 'malformed' | 'rejectedRanks' | 'overflows' | 'outOfOrder' | 'refusedPeers' | 'gaps' | 'replays' | 'resets' | 'ignored' | 'droppedBlockSize';
-/** A field added to SourceStats does not compile here until sameStats compares it. */
-type NoneLeft<T extends never> = T;
-type EveryFieldCompared = NoneLeft<Exclude<keyof SourceStats, 'source' | Compared>>;
 
 function sameEndpoints(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && a.every((e, i) => e === b[i]);

@@ -301,7 +301,7 @@ export class PoolActor implements PoolGeneration {
     for (let at = 0; at < b.meta.length; at += META_STRIDE) blocks += packedBlockCount(b.meta, at);
     const events = b.meta.length / META_STRIDE;
     if (here && this.mayApplyNow(blocks, b.words.length)) {
-      if (this.resetQueued.size > 0) for (const source of burstSources(b)) this.resetQueued.delete(sourceKey(source));
+      this.resetsAnswered(b);
       this.applyReceived(b, events, blocks);
       return;
     }
@@ -322,8 +322,7 @@ export class PoolActor implements PoolGeneration {
       }
       return;
     }
-    // Nearly always empty: the burst's sources (and their keys) are not worked out per burst then.
-    if (this.resetQueued.size > 0) for (const source of burstSources(b)) this.resetQueued.delete(sourceKey(source));
+    this.resetsAnswered(b);
     const inbox = this.admit(b.messages, events, blocks, 8 * b.words.length > INGEST_RETAINED_BUFFER_BYTES);
     inbox.events.append(b.meta, b.words);
     if (b.receivedAtMs < inbox.receivedAtMs) {
@@ -331,6 +330,12 @@ export class PoolActor implements PoolGeneration {
       inbox.admittedAtMs = monotonicMs();
     }
     return inbox.applied;
+  }
+
+  /** A burst was taken behind its sources' queued resets: a reset asked for after it is queued anew (it must drop this burst's blocks too). */
+  private resetsAnswered(b: PackedEngineEvents): void {
+    // Nearly always empty: the burst's sources (and their keys) are not worked out per burst then.
+    if (this.resetQueued.size > 0) for (const source of burstSources(b)) this.resetQueued.delete(sourceKey(source));
   }
 
   private dropped(source: SourceKey): void {

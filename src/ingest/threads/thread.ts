@@ -226,7 +226,7 @@ function pass(id: number, flow: Flow, b: PackedEngineEvents, size: HandoffSize):
 
 /**
  * A hosted subscription's burst to its sink, in flight (in its flow's count) until the sink applied
- * it. A sink that applied it in the call (a pool with nothing queued: PoolActor applyOnArrival)
+ * it. A sink that applied it in the call (a pool with nothing queued: PoolActor.received)
  * returns no promise, and the burst never counts: room is not taken, so there is none to free.
  */
 function passHosted(id: number, flow: Flow, sink: IngestSink, b: PackedEngineEvents, size: HandoffSize): void {

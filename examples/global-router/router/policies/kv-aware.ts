@@ -61,11 +61,10 @@ export function kvAware(options: KvAwareOptions = {}): Policy {
     name: 'kv-aware',
     usesPrefix: true,
     choose: (candidates, request) => {
-      const estimates = new Map(candidates.map((c) => [c, estimatedTtftMs(c, rate)]));
       const slo = request.ttftSloMs;
       const doomed = slo !== undefined && candidates.every((c) => unstretchedTtftMs(c, rate) > slo);
       const sign = doomed ? 1 : -1;
-      return best(candidates, (c) => [sign * estimates.get(c)!, -c.activeBlocks / ranksOf(c)], random);
+      return best(candidates, (c) => [sign * estimatedTtftMs(c, rate), -c.activeBlocks / ranksOf(c)], random);
     },
   };
 }
