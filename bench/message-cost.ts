@@ -10,7 +10,7 @@ import type { BenchResult } from './support/result';
 import { bareSubscriberRate, publishers, relayIngestRate } from './support/firehose';
 import { PacedSender } from './support/paced';
 import { SMALL_BLOCKS_PER_MESSAGE, smallBatches } from './support/small-batches';
-import type { ThreadCpuMs } from './support/process';
+import { totalCpuMs, type ThreadCpuMs } from './support/process';
 import { median, round } from './support/timing';
 
 const GRID = (process.env.MESSAGE_COST_GRID ?? '100x1,1000x64,10000x512').split(',').map((c) => c.split('x').map(Number) as [number, number]);
@@ -50,11 +50,13 @@ export async function run(): Promise<BenchResult[]> {
         if (bare.cpuUsPerMessage !== undefined) bareUs.push(bare.cpuUsPerMessage);
         if (bare.wakeupsPerMessage !== undefined) bareWakes.push(bare.wakeupsPerMessage);
         const relay = await relayIngestRate(pubs, payloads, WINDOW, { blocksPerEvent: SMALL_BLOCKS_PER_MESSAGE, sender: new PacedSender(pubs, payloads, rate) });
-        if (relay.cpuMs !== undefined && relay.eventsPerSecond > 0) {
+        if (relay.threadCpuMs !== undefined && relay.eventsPerSecond > 0) {
+          // The threads' scheduler times (ns), as the bare SUB's: /proc's 10 ms ticks are too coarse here.
+          const cpuMs = totalCpuMs(relay.threadCpuMs);
           const messages = relay.eventsPerSecond * relay.cpuSeconds;
-          relayUs.push((relay.cpuMs * 1000) / messages);
-          relayMsPerS.push(relay.cpuMs / relay.cpuSeconds);
-          if (relay.threadCpuMs) byThread.push({ cpu: relay.threadCpuMs, seconds: relay.cpuSeconds });
+          relayUs.push((cpuMs * 1000) / messages);
+          relayMsPerS.push(cpuMs / relay.cpuSeconds);
+          byThread.push({ cpu: relay.threadCpuMs, seconds: relay.cpuSeconds });
           if (relay.threadWakeups) wakes.push({ wakes: relay.threadWakeups, messages });
         }
       }

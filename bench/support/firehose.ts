@@ -8,7 +8,7 @@ import { Publisher } from 'zeromq';
 import { encodeSequence } from '../../src/ingest/frames';
 import { freshBatches } from './fresh-batches';
 import { BLOCK_SIZE, type Mix } from './vllm-batches';
-import { processCpuMs, threadCpuDelta, threadWakeups, type ThreadCpuMs } from './process';
+import { threadCpuDelta, threadCpuMs, threadWakeups, totalCpuMs, type ThreadCpuMs } from './process';
 import { waitFor } from '../../test/support/waitFor';
 import { metricSum, scrape, startRelayProcess, waitForLine } from './relay-process';
 
@@ -378,18 +378,17 @@ export async function bareSubscriberRate(pubs: Publisher[], payloads: Buffer[][]
     child.stderr!.removeAllListeners('data');
     const n0 = await count();
     child.stderr!.removeAllListeners('data');
-    const cpu0 = processCpuMs(child.pid);
+    const cpu0 = threadCpuMs(child.pid);
     const wakes0 = threadWakeups(child.pid);
     const t0 = performance.now();
     await new Promise((r) => setTimeout(r, window.measureMs));
     const n1 = await count();
-    const cpu1 = processCpuMs(child.pid);
+    const cpu1 = threadCpuMs(child.pid);
     const wakes1 = threadWakeups(child.pid);
-    const total = (w: ThreadCpuMs): number => w.main + w.ingest + w.zmq + w.other;
     return {
       messagesPerSecond: (n1 - n0) / ((performance.now() - t0) / 1000),
-      cpuUsPerMessage: cpu0 === undefined || cpu1 === undefined || n1 === n0 ? undefined : ((cpu1 - cpu0) * 1000) / (n1 - n0),
-      wakeupsPerMessage: wakes0 === undefined || wakes1 === undefined || n1 === n0 ? undefined : (total(wakes1) - total(wakes0)) / (n1 - n0),
+      cpuUsPerMessage: cpu0 === undefined || cpu1 === undefined || n1 === n0 ? undefined : ((totalCpuMs(cpu1) - totalCpuMs(cpu0)) * 1000) / (n1 - n0),
+      wakeupsPerMessage: wakes0 === undefined || wakes1 === undefined || n1 === n0 ? undefined : (totalCpuMs(wakes1) - totalCpuMs(wakes0)) / (n1 - n0),
     };
   } finally {
     await firehose.stop();
