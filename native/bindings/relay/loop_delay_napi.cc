@@ -29,8 +29,17 @@ constexpr int kBuckets = kPerOctave * kOctaves + 1;
 constexpr double kNsPerUs = 1e3;
 constexpr double kUsPerMs = 1e3;
 
-double UpperUs(int bucket) { return std::exp2(static_cast<double>(bucket) / kPerOctave); }
-double LowerUs(int bucket) { return bucket == 0 ? 0.0 : UpperUs(bucket - 1); }
+// Bucket b covers [kBounds[b], kBounds[b + 1]) µs, computed once (an iteration walks them).
+const std::array<double, kBuckets + 1>& Bounds() {
+  static const std::array<double, kBuckets + 1> bounds = [] {
+    std::array<double, kBuckets + 1> b{};
+    for (int i = 1; i <= kBuckets; i++) b[i] = std::exp2(static_cast<double>(i - 1) / kPerOctave);
+    return b;
+  }();
+  return bounds;
+}
+double LowerUs(int bucket) { return Bounds()[bucket]; }
+double UpperUs(int bucket) { return Bounds()[bucket + 1]; }
 
 class LoopDelayWrap : public Napi::ObjectWrap<LoopDelayWrap> {
  public:
