@@ -81,3 +81,16 @@ test('an idle process with the monitor running is not woken by it (its main thre
     child.kill('SIGKILL');
   }
 });
+
+test('a process whose closed monitors were collected exits cleanly (their teardown hooks go with them)', async () => {
+  // Before, close() removed the environment's cleanup hook through another function than the one
+  // that added it: the hook stayed, and at exit it ran on a freed monitor (a segfault). The child
+  // ends by running out of work: process.exit() skips the cleanup hooks.
+  const script = `
+    const { LoopDelay } = require(${JSON.stringify(path.join(ROOT, 'src', 'native', 'index.ts'))});
+    for (let i = 0; i < 100; i++) new LoopDelay().close();
+    setTimeout(() => { global.gc(); global.gc(); setTimeout(() => {}, 50); }, 10);`;
+  const child = spawn(process.execPath, ['--expose-gc', '-r', path.join(ROOT, 'scripts', 'ts-hook.js'), '-e', script], { cwd: ROOT, stdio: 'ignore' });
+  const [code, signal] = await new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.once('exit', (c, s) => resolve([c, s])));
+  expect({ code, signal }).toEqual({ code: 0, signal: null });
+});

@@ -61,16 +61,21 @@ class LoopDelayWrap : public Napi::ObjectWrap<LoopDelayWrap> {
     uv_unref(reinterpret_cast<uv_handle_t*>(check_));
     lastNs_ = uv_hrtime();
     lastIdleNs_ = uv_metrics_idle_time(loop_);
-    napi_add_env_cleanup_hook(env, [](void* self) { static_cast<LoopDelayWrap*>(self)->Stop(); }, this);
+    napi_add_env_cleanup_hook(env, &LoopDelayWrap::AtTeardown, this);
     cleanupHook_ = true;
   }
 
   ~LoopDelayWrap() override { Stop(); }
 
  private:
+  // One function for adding and removing the hook: a hook is found by (function, argument), and two
+  // lambda expressions are two functions, so removal by another one missed and left a hook on a freed
+  // object for the environment's teardown to call (a crash at exit once a LoopDelay was collected).
+  static void AtTeardown(void* self) { static_cast<LoopDelayWrap*>(self)->Stop(); }
+
   // Closes the handle (freed by libuv once released); also the environment's teardown.
   void Stop() {
-    if (cleanupHook_) napi_remove_env_cleanup_hook(Env(), [](void* self) { static_cast<LoopDelayWrap*>(self)->Stop(); }, this);
+    if (cleanupHook_) napi_remove_env_cleanup_hook(Env(), &LoopDelayWrap::AtTeardown, this);
     cleanupHook_ = false;
     if (check_ == nullptr) return;
     check_->data = nullptr;
