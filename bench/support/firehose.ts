@@ -11,6 +11,10 @@ import { BLOCK_SIZE, type Mix } from './vllm-batches';
 import { threadCpuDelta, threadCpuMs, threadWakeups, totalCpuMs, type ThreadCpuMs } from './process';
 import { waitFor } from '../../test/support/waitFor';
 import { metricSum, scrape, startRelayProcess, waitForLine } from './relay-process';
+import { subscribePool, type PoolSubscribers } from './pool-subscribers';
+
+/** The model name of relayIngestRate's one pool. */
+const BENCH_POOL = 'bench';
 
 /**
  * As vLLM's publisher (engine-inputs.md): a fresh run's supply is sent at once, faster than the relay
@@ -146,6 +150,8 @@ export interface IngestRate {
   /** Its wake-ups in the window by thread kind (process.ts threadWakeups). */
   threadWakeups: ThreadCpuMs | undefined;
   cpuMsPerMBlocks: number | undefined;
+  /** Deltas the `subscribers` received in the window, all together (0 without any). */
+  subscriberDeltas: number;
 }
 
 export interface RelayIngestOptions {
@@ -159,6 +165,8 @@ export interface RelayIngestOptions {
   prefill?: Prefill;
   /** What sends instead of a firehose (e.g. a PacedSender). */
   sender?: Sender;
+  /** SubscribeKvPool subscribers on the pool, each with its snapshot before the sends start (default 0). */
+  subscribers?: number;
 }
 
 /** Sends the publishers' messages from start() until stop(). */
@@ -169,7 +177,7 @@ export interface Sender {
 
 /** What a relay process takes from the publishers sending `payloads` as fast as they can. */
 export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], window: FirehoseWindow, options: RelayIngestOptions): Promise<IngestRate> {
-  const relay = await startRelayProcess(relayConfig([{ model: 'bench', endpoints: pubs.map((p) => p.lastEndpoint!) }], options.extra));
+  const relay = await startRelayProcess(relayConfig([{ model: BENCH_POOL, endpoints: pubs.map((p) => p.lastEndpoint!) }], options.extra));
   const firehose = options.sender ?? new Firehose(pubs, payloads, options.repeat ?? true, BigInt(options.prefill?.payloads[0].length ?? 0));
   const totals = async (): Promise<{ blocks: number; events: number; gaps: number; applied: number; overflows: number; tracked: number }> => {
     const text = await scrape(relay.metricsAddress).catch((err: Error) => {
@@ -184,7 +192,9 @@ export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], w
       tracked: metricSum(text, 'kv_dc_relay_pool_tracked_blocks'),
     };
   };
+  let subscribers: PoolSubscribers | undefined;
   try {
+    if (options.subscribers) subscribers = await subscribePool(relay.address, BENCH_POOL, options.subscribers);
     if (options.prefill) await sendPrefill(pubs, options.prefill, relay.metricsAddress);
     firehose.start();
     await new Promise((r) => setTimeout(r, window.warmupMs));
@@ -192,6 +202,7 @@ export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], w
     const cpu0 = relay.cpuMs();
     const threads0 = relay.threadCpuMs();
     const wakes0 = relay.threadWakeups();
+    const deltas0 = subscribers?.deltas() ?? 0;
     const t0 = performance.now();
     await new Promise((r) => setTimeout(r, window.measureMs));
     // The relay's CPU is read before the closing scrape: rendering /metrics is the bench's request,
@@ -199,12 +210,15 @@ export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], w
     const cpu1 = relay.cpuMs();
     const threads1 = relay.threadCpuMs();
     const wakes1 = relay.threadWakeups();
+    const deltas1 = subscribers?.deltas() ?? 0;
     const cpuSeconds = (performance.now() - t0) / 1000;
     const after = await totals();
     const seconds = (performance.now() - t0) / 1000;
     const blocks = after.blocks - before.blocks;
     const cpuMs = cpu0 === undefined || cpu1 === undefined ? undefined : cpu1 - cpu0;
     const applied = after.applied - before.applied;
+    const lost = subscribers?.failed();
+    if (lost !== undefined) throw new Error(`a subscriber's stream failed in the window (${lost})\n${relay.lastLog()}`);
     return {
       cpuSeconds,
       blocksPerSecond: blocks / seconds,
@@ -220,8 +234,10 @@ export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], w
       threadCpuMs: threads0 && threads1 && threadCpuDelta(threads0, threads1),
       threadWakeups: wakes0 && wakes1 && threadCpuDelta(wakes0, wakes1),
       cpuMsPerMBlocks: cpuMs === undefined || blocks === 0 ? undefined : (cpuMs / ((blocks / seconds) * cpuSeconds)) * 1e6,
+      subscriberDeltas: deltas1 - deltas0,
     };
   } finally {
+    subscribers?.close();
     await firehose.stop();
     await relay.stop();
   }
