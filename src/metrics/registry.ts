@@ -1,7 +1,7 @@
 // Prometheus metrics of a relay process (wire-contract.md §10.1 names, plus ingest and producer
 // counters). Every value is sampled from its owner at scrape time, so nothing here holds state; the
 // one exception is the delta-latency histograms, observed as deltas are published.
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { DiagnosticsMetrics } from '../diagnostics/diagnostics';
 import type { SourceStats } from '../ingest/types';
 import type { PublicationStats, StreamKind } from '../publication/stats';
@@ -145,34 +145,18 @@ export class DeltaLatencyMetrics {
 
 type Sampler = (set: (labels: Record<string, string>, value: number) => void) => void;
 
-/**
- * `read` once per scrape: prom-client starts every metric's collect() in the same turn of the event
- * loop, and a producer sample (pool load, per-source stats, native pool counters) is worth taking
- * once, not once per metric (a scrape held the relay's loop for ~3 ms doing it 27 times).
- */
-function oncePerScrape<T>(read: () => T): () => T {
-  let sample: { value: T } | undefined;
-  return () => {
-    if (!sample) {
-      sample = { value: read() };
-      setImmediate(() => (sample = undefined));
-    }
-    return sample.value;
-  };
-}
-
 export function createRelayMetrics(sources: MetricsProviders): Registry {
+  const registry = new ScrapeRegistry();
   const providers: MetricsProviders = {
     ...sources,
-    producer: oncePerScrape(sources.producer),
-    ...(sources.transport ? { transport: oncePerScrape(sources.transport) } : {}),
-    ...(sources.discovery ? { discovery: oncePerScrape(sources.discovery) } : {}),
-    ...(sources.tls ? { tls: oncePerScrape(sources.tls) } : {}),
-    ...(sources.diagnostics ? { diagnostics: oncePerScrape(sources.diagnostics) } : {}),
-    ...(sources.connections ? { connections: oncePerScrape(sources.connections) } : {}),
-    ...(sources.dynamo ? { dynamo: oncePerScrape(sources.dynamo) } : {}),
+    producer: registry.samples(sources.producer),
+    ...(sources.transport ? { transport: registry.samples(sources.transport) } : {}),
+    ...(sources.discovery ? { discovery: registry.samples(sources.discovery) } : {}),
+    ...(sources.tls ? { tls: registry.samples(sources.tls) } : {}),
+    ...(sources.diagnostics ? { diagnostics: registry.samples(sources.diagnostics) } : {}),
+    ...(sources.connections ? { connections: registry.samples(sources.connections) } : {}),
+    ...(sources.dynamo ? { dynamo: registry.samples(sources.dynamo) } : {}),
   };
-  const registry = new ScrapeRegistry();
   if (sources.deltaLatency) {
     registry.registerMetric(sources.deltaLatency.total);
     registry.registerMetric(sources.deltaLatency.stages);
@@ -261,7 +245,7 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
    */
   const perSource = <R extends object>(families: SourceFamily<R>[], records: () => readonly R[], worker: (r: R) => string, dpRank: (r: R) => number): void => {
     const series = new SourceSeriesText(families, (r) => `worker="${worker(r)}",dp_rank="${dpRank(r)}"`);
-    const texts = oncePerScrape(() => series.render(records()));
+    const texts = registry.samples(() => series.render(records()));
     families.forEach((f, i) => {
       (f.type === 'counter' ? counter : gauge)(f.name, f.help, source, (set) => {
         for (const r of records()) set({ worker: worker(r), dp_rank: String(dpRank(r)) }, f.value(r));
