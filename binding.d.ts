@@ -483,6 +483,17 @@ export function setThreadName(name: string): boolean;
  * 1 GiB): resident memory that no pool's tables account for. TypeError with any argument.
  */
 export function keptPageBytes(): number;
+/**
+ * The calling thread's event-loop delay without a timer (no wake-up of its own): a check handle reads,
+ * once per loop iteration, the time since the previous one and the part the loop waited in poll.
+ */
+export class LoopDelay {
+  constructor();
+  /** Since the previous take() (or construction): delay quantiles in ms and the loop iterations seen; undefined if none. */
+  take(): { p50Ms: number; p99Ms: number; maxMs: number; samples: number } | undefined;
+  /** Stops watching (idempotent); take() then throws (code ECLOSED). */
+  close(): void;
+}
 
 // --- Which addon exports what ------------------------------------------------------------------
 type Surface = typeof import('./binding');
@@ -533,4 +544,5 @@ export type RelayAddon = Pick<
   | 'threadSlice'
   | 'setThreadName'
   | 'keptPageBytes'
+  | 'LoopDelay'
 >;

@@ -15,4 +15,5 @@ void InitNativeLimits(Napi::Env env, Napi::Object exports);
 void InitZmqIngest(Napi::Env env, Napi::Object exports);
 void InitThreadSlice(Napi::Env env, Napi::Object exports);
 void InitPages(Napi::Env env, Napi::Object exports);
+void InitLoopDelay(Napi::Env env, Napi::Object exports);
 }  // namespace kvrelay

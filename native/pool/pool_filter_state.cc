@@ -16,6 +16,7 @@ PoolFilterState::PoolFilterState(uint32_t bucketCount, uint64_t seed, uint32_t m
       dirty_(bucketCount) {
   chunk_.reserve(kPlanChunkBlocks);
   origins_.reserve(kPlanChunkBlocks);
+  chainEnds_.reserve(kPlanChunkBlocks);  // a chunk's stores at most: planning never allocates for it
   plan_.reserve(kPlanChunkBlocks);
 }
 
@@ -99,6 +100,7 @@ PoolError PoolFilterState::ExecuteStore(const StoreEvent& ev, const StoreOrigin&
   // The canonical hashes follow from the parent's alone, so a plan made from the same parent holds.
   const BlockPlan* blocks = plan;
   if (plan == nullptr || !plan[0].valid || origin.hasPrevious != hasPrevious || origin.previous != previous) {
+    ++unplannedStores_;
     try {
       unplanned_.resize(n);
     } catch (const std::bad_alloc&) {

@@ -116,6 +116,9 @@ class PoolFilterState {
   // and drops prepared successors now (time proportional to the tables, so never on the relay's
   // path). Throws std::bad_alloc.
   void SettleTables();
+  // For tests: stores that ran without a plan (planning could not work out their chain's origin, or
+  // the origin it assumed went stale), whose owner and filter lines nothing asked for ahead.
+  uint64_t UnplannedStores() const { return unplannedStores_; }
   // For tests: the bucket count of each source's lineage table, in source order.
   std::vector<size_t> LineageBucketCounts() const;
 
@@ -197,6 +200,10 @@ class PoolFilterState {
   // Also writes each block's lineage place into `out`. `lineage`: the event's source, or null.
   void PrefetchIds(const PackedEvent& ev, const Lineage* lineage, BlockPlan* out);
   void PlanStore(const StoreEvent& ev, const Lineage* lineage, StoreOrigin* origin, BlockPlan* out);
+  // The planned canonical hash of a block an earlier store of this chunk ends with, for a store whose
+  // parent is not in its lineage table yet (a burst holding consecutive steps of one request): null
+  // if none of the last kChainLookback planned stores ends with it.
+  const uint64_t* PlannedChainEnd(uint64_t workerId, uint32_t dpRank, uint64_t extId) const;
   void PlanRemoval(const Lineage* lineage, const uint64_t* extIds, size_t count, BlockPlan* out);
   // Inline: every op runs it, and as a call it cost a frame and a vector-packed store of the plan.
   __attribute__((always_inline)) void PlanCanonical(uint64_t hash, BlockPlan* out) {
@@ -236,17 +243,29 @@ class PoolFilterState {
   uint64_t residentCount_ = 0;
   uint64_t lineageEntries_ = 0;
   uint64_t pendingEvents_ = 0;
+  uint64_t unplannedStores_ = 0;
   Counters counters_;
 
   // Blocks planned (and prefetched) at once: about three table lines each, so a chunk's lines stay in
   // L2 until it executes, and enough of them to keep the memory system busy.
   static constexpr size_t kPlanChunkBlocks = 512;
+  // Planned stores PlannedChainEnd looks back over: a chain's next step is mostly a few events on,
+  // and the bound keeps a chunk's planning linear whatever its events name.
+  static constexpr size_t kChainLookback = 16;
   // ApplyCanonicalBatch plans a block of this many ops while the block before waits to run.
   static constexpr size_t kCanonicalBlock = 32;
 
   // Scratch, kept to avoid allocations on the hot path. Block-indexed unless noted.
   std::vector<PackedEvent> chunk_;  // event-indexed
   std::vector<StoreOrigin> origins_;  // event-indexed
+  // The chunk's planned stores so far, by the block each ends with (PlannedChainEnd).
+  struct ChainEnd {
+    uint64_t workerId;
+    uint32_t dpRank;
+    uint64_t extId;
+    uint64_t canonical;
+  };
+  std::vector<ChainEnd> chainEnds_;
   std::vector<const Lineage*> chunkSources_;  // event-indexed, valid while a chunk is planned
   std::vector<BlockPlan> plan_;
   std::vector<BlockPlan> clearPlan_;

@@ -27,11 +27,24 @@ void PoolFilterState::PrefetchIds(const PackedEvent& ev, const Lineage* lineage,
   for (size_t i = 0; i < ev.store.count; ++i) out[i].lineage = lineage->Prefetch(ev.store.extIds[i]);
 }
 
+const uint64_t* PoolFilterState::PlannedChainEnd(uint64_t workerId, uint32_t dpRank, uint64_t extId) const {
+  const size_t from = chainEnds_.size() > kChainLookback ? chainEnds_.size() - kChainLookback : 0;
+  for (size_t k = chainEnds_.size(); k-- > from;) {
+    const ChainEnd& end = chainEnds_[k];
+    if (end.extId == extId && end.workerId == workerId && end.dpRank == dpRank) return &end.canonical;
+  }
+  return nullptr;
+}
+
 void PoolFilterState::PlanStore(const StoreEvent& ev, const Lineage* lineage, StoreOrigin* origin, BlockPlan* out) {
   const uint64_t* parent = ev.hasParent && lineage != nullptr ? lineage->Find(ev.parent) : nullptr;
+  // Not stored yet: perhaps the last block of an earlier store of this chunk, whose planned hash is
+  // then the origin (execution compares it with the parent's actual hash, as for any plan). Without
+  // it such a store ran unplanned: its owner and filter lines were never asked for ahead.
+  if (ev.hasParent && parent == nullptr) parent = PlannedChainEnd(ev.workerId, ev.dpRank, ev.parent);
   *origin = StoreOrigin{parent != nullptr, parent != nullptr ? *parent : 0};
   if (ev.hasParent && parent == nullptr) {
-    // Not stored yet (perhaps by an earlier event of this chunk): execution works it out.
+    // Not stored yet, nor planned in this chunk: execution works it out.
     for (size_t i = 0; i < ev.count; ++i) out[i].valid = false;
     return;
   }
@@ -42,6 +55,7 @@ void PoolFilterState::PlanStore(const StoreEvent& ev, const Lineage* lineage, St
     hasPrevious = true;
     PlanCanonical(previous, &out[i]);
   }
+  if (ev.count > 0) chainEnds_.push_back(ChainEnd{ev.workerId, ev.dpRank, ev.extIds[ev.count - 1], previous});
 }
 
 void PoolFilterState::PlanRemoval(const Lineage* lineage, const uint64_t* extIds, size_t count, BlockPlan* out) {
@@ -61,6 +75,7 @@ PoolError PoolFilterState::Store(const StoreEvent& ev) {
   if (plan != nullptr) {
     const Lineage* lineage = FindSource(ev.workerId, ev.dpRank);
     PrefetchIds(PackedEvent{kStored, ev}, lineage, plan);
+    chainEnds_.clear();
     PlanStore(ev, lineage, &origin, plan);
   }
   return ExecuteStore(ev, origin, plan);
@@ -114,6 +129,7 @@ void PoolFilterState::ApplyChunk(uint8_t* errorsOut) {
       b += ev.store.count;
     }
     b = 0;
+    chainEnds_.clear();
     for (size_t k = 0; k < chunk_.size(); ++k) {
       const StoreEvent& ev = chunk_[k].store;
       if (chunk_[k].kind == kStored) {

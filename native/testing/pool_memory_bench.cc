@@ -161,11 +161,48 @@ Napi::Value CheckLineageStagger(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// (chains, eventsPerChain, blocksPerEvent) -> { unplannedStores, errors, lineageEntries }: one batch
+// of `chains` chains on as many sources, interleaved, each event continuing its chain's previous one
+// (its parent is that event's last block): how many stores ran without a plan.
+Napi::Value CheckChainPlanning(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const uint32_t chains = args::U32(args::Arg(info, 0), "chains");
+  const uint32_t eventsPerChain = args::U32(args::Arg(info, 1), "eventsPerChain");
+  const uint32_t blocksPerEvent = args::U32(args::Arg(info, 2), "blocksPerEvent");
+  if (chains == 0 || chains > 64 || eventsPerChain > 1024 || blocksPerEvent == 0 || blocksPerEvent > 64) {
+    throw Napi::RangeError::New(env, "need chains in [1, 64], eventsPerChain <= 1024, blocksPerEvent in [1, 64]");
+  }
+  pool::PoolFilterState state(1u << 12, ckf::kDefaultSeed, ckf::kDefaultMaxKicks);
+  std::vector<uint32_t> meta;
+  std::vector<uint64_t> words;
+  std::vector<uint64_t> last(chains, 0);
+  uint64_t rng = 9;
+  for (uint32_t e = 0; e < eventsPerChain; ++e) {
+    for (uint32_t c = 0; c < chains; ++c) {
+      const bool parent = e > 0;
+      meta.insert(meta.end(), {pool::kStored, 0, parent ? pool::kFlagParent : 0u, 0, blocksPerEvent});
+      words.push_back(1 + c);
+      if (parent) words.push_back(last[c]);
+      for (uint32_t i = 0; i < blocksPerEvent; ++i) words.push_back(last[c] = ckf::SplitmixNext(&rng) | 1);
+      for (uint32_t i = 0; i < blocksPerEvent; ++i) words.push_back(ckf::SplitmixNext(&rng));
+    }
+  }
+  std::vector<uint8_t> errors(meta.size() / pool::kMetaStride);
+  state.ApplyBatch(meta.data(), meta.size(), words.data(), errors.data());
+  Napi::Object out = Napi::Object::New(env);
+  auto num = [&](uint64_t v) { return Napi::Number::New(env, static_cast<double>(v)); };
+  out.Set("unplannedStores", num(state.UnplannedStores()));
+  out.Set("errors", num(static_cast<uint64_t>(std::count_if(errors.begin(), errors.end(), [](uint8_t x) { return x != 0; }))));
+  out.Set("lineageEntries", num(state.trackedBlocks()));
+  return out;
+}
+
 }  // namespace
 
 void InitPoolMemoryBench(Napi::Env env, Napi::Object exports) {
   exports.Set("benchPoolMemoryNative", Napi::Function::New(env, BenchPoolMemoryNative, "benchPoolMemoryNative"));
   exports.Set("checkLineageStagger", Napi::Function::New(env, CheckLineageStagger, "checkLineageStagger"));
+  exports.Set("checkChainPlanning", Napi::Function::New(env, CheckChainPlanning, "checkChainPlanning"));
 }
 
 }  // namespace testing

@@ -92,14 +92,6 @@ export const EVENT_LOOP_SLICE_US = 100;
 export const GC_HEAP_GROWING_PERCENT = 300;
 /** Upper bound of a complete shutdown (process contract). */
 export const SHUTDOWN_DEADLINE_MS = 5_000;
-/**
- * How often /metrics' event-loop delay is sampled (a native timer): a delay is caught whenever a
- * sample falls due inside it. Each sample wakes the main thread: at 10 ms (100 a second) that was
- * 7.5-10 ms of CPU a second on an idle relay (a wake-up costs ~80 µs on a 2-vCPU VM), as much as the
- * rest of the relay spent on 100 engine messages a second (issue 30 item 2); 20 a second still give
- * a scrape interval's quantiles hundreds of samples.
- */
-export const EVENT_LOOP_DELAY_RESOLUTION_MS = 50;
 
 /**
  * A /metrics scrape renders its metrics in turns of the event loop of about this long, yielding

@@ -8,3 +8,4 @@ export { addonOrigins, explainLoadFailure, AddonLoadError, type AddonOrigin, typ
 export { nativeLimits } from './limits';
 export { keptPageBytes } from './pages';
 export { setThreadName, setThreadSlice, threadSlice } from './thread-slice';
+export { LoopDelay } from './loop-delay';

@@ -3,7 +3,7 @@
 // These batches are built to make the plans stale, and must leave exactly the state that the same
 // events applied one call at a time leave. Raw canonical batches must match the one-op calls.
 import { PoolEvent, PoolFilterState, sequenceHashesFromBlocks } from '../../src/native';
-import { applyCanonical, canonicalPool } from '../support/native-testing';
+import { applyCanonical, canonicalPool, checkChainPlanning } from '../support/native-testing';
 import { expectThrows } from './hashing.helpers';
 
 const chain = (tokensHashes: bigint[]) => Array.from(sequenceHashesFromBlocks(tokensHashes));
@@ -120,6 +120,53 @@ describe('plans made stale by earlier events of the same batch', () => {
     }
     expect(events.reduce((n, ev) => n + (ev.kind === 'cleared' ? 0 : ev.blockHashes.length), 0)).toBeGreaterThan(4 * 512);
     expectSameAsOneByOne(events, 256);
+  });
+});
+
+describe('stores continuing a chain stored earlier in the same chunk', () => {
+  test('are planned from the planned end of that chain (their owner and filter lines asked for ahead)', () => {
+    // 4 chains × 16 events × 4 blocks: one plan chunk, every event after a chain's first continues it.
+    // Planned before from the lineage table only, where the parent was not yet: 4 × 15 stores unplanned.
+    expect(checkChainPlanning(4, 16, 4)).toEqual({ unplannedStores: 0, errors: 0, lineageEntries: 256 });
+  });
+
+  test('look back a bounded number of planned stores, so a chunk plans in linear time whatever it holds', () => {
+    // 32 chains interleaved: each chain's previous event is 32 stores back, past the look-back, so
+    // stores go unplanned (those whose parent's end is still among the last planned ones do not);
+    // they run as before, unplanned.
+    const run = checkChainPlanning(32, 4, 2);
+    expect(run.unplannedStores).toBeGreaterThanOrEqual(32);
+    expect(run).toMatchObject({ errors: 0, lineageEntries: 256 });
+  });
+
+  test('a planned chain end that another source, a failed store or a re-store makes wrong is corrected at execution', () => {
+    const events: PoolEvent[] = [
+      { kind: 'stored', workerId: 1n, dpRank: 0, parentHash: null, blockHashes: [1n, 2n], tokensHashes: [11n, 12n] },
+      // The same engine id ending another source's chain.
+      { kind: 'stored', workerId: 2n, dpRank: 0, parentHash: null, blockHashes: [5n, 2n], tokensHashes: [15n, 16n] },
+      { kind: 'stored', workerId: 2n, dpRank: 0, parentHash: 2n, blockHashes: [6n], tokensHashes: [17n] },
+      { kind: 'stored', workerId: 1n, dpRank: 0, parentHash: 2n, blockHashes: [3n], tokensHashes: [13n] },
+      // A store that fails (its id already maps to another hash) after a good one: planning takes its
+      // end as the latest, execution finds the first.
+      { kind: 'stored', workerId: 3n, dpRank: 0, parentHash: null, blockHashes: [30n], tokensHashes: [31n] },
+      { kind: 'stored', workerId: 3n, dpRank: 0, parentHash: null, blockHashes: [30n], tokensHashes: [32n] },
+      { kind: 'stored', workerId: 3n, dpRank: 0, parentHash: 30n, blockHashes: [33n], tokensHashes: [34n] },
+      // Removed and stored again with other tokens: the later end holds.
+      { kind: 'stored', workerId: 4n, dpRank: 0, parentHash: null, blockHashes: [40n], tokensHashes: [41n] },
+      { kind: 'removed', workerId: 4n, dpRank: 0, blockHashes: [40n] },
+      { kind: 'stored', workerId: 4n, dpRank: 0, parentHash: null, blockHashes: [40n], tokensHashes: [42n] },
+      { kind: 'stored', workerId: 4n, dpRank: 0, parentHash: 40n, blockHashes: [43n], tokensHashes: [44n] },
+      // A parent nowhere: not stored, not planned.
+      { kind: 'stored', workerId: 5n, dpRank: 0, parentHash: 99n, blockHashes: [50n], tokensHashes: [51n] },
+      { kind: 'stored', workerId: 5n, dpRank: 0, parentHash: 50n, blockHashes: [52n], tokensHashes: [53n] },
+    ];
+    const pool = expectSameAsOneByOne(events, 64);
+    expect(pool.owners(chain([11n, 12n, 13n])[2])).toBe(1);
+    expect(pool.owners(chain([15n, 16n, 17n])[2])).toBe(1);
+    expect(pool.owners(chain([31n, 34n])[1])).toBe(1);
+    expect(pool.owners(chain([32n, 34n])[1])).toBe(0);
+    expect(pool.owners(chain([42n, 44n])[1])).toBe(1);
+    expect(pool.stats().parentNotFound).toBe(2);
   });
 });
 

@@ -145,6 +145,7 @@ interface TestingBinding {
   checkBucketMapStagger(maps: number, entries: number, staggered: boolean): BucketMapStagger;
   attackBucketMap(fill: number, batches: number, perBatch: number): BucketMapAttack;
   checkLineageStagger(sources: number, blocksPerSource: number): number[];
+  checkChainPlanning(chains: number, eventsPerChain: number, blocksPerEvent: number): ChainPlanning;
   checkPopulatorPause(): { whilePaused: boolean; afterResume: boolean };
   checkPopulatorResult(): PopulatorResult;
   checkWarmPagesReuse(): WarmPagesReuse;
@@ -277,6 +278,17 @@ export interface BucketMapStagger {
 /** native/core/bucket_map.h: `maps` lineage-like maps filled in step, with growth phases 1..maps or all 0. */
 export function checkBucketMapStagger(maps: number, entries: number, staggered: boolean): BucketMapStagger {
   return testingAddon.checkBucketMapStagger(maps, entries, staggered);
+}
+
+export interface ChainPlanning {
+  unplannedStores: number;
+  errors: number;
+  lineageEntries: number;
+}
+
+/** native/pool/pool_plan.cc: one batch of interleaved chains, each event continuing its chain's previous one. */
+export function checkChainPlanning(chains: number, eventsPerChain: number, blocksPerEvent: number): ChainPlanning {
+  return testingAddon.checkChainPlanning(chains, eventsPerChain, blocksPerEvent);
 }
 
 /** native/pool/pool_filter_state.cc: each source's lineage bucket count after equal round-robin stores. */

@@ -1,5 +1,5 @@
 // kv_dc_relay.node: what only the relay runs (pool filter state and its workers, packed batches, the
-// engine decoder, ingest's SUB sockets, page and thread plumbing). The shared data plane is in
+// engine decoder, ingest's SUB sockets, page and thread plumbing, the event loop's delay). The shared data plane is in
 // kv_dc_relay_core.node (bindings/core/addon.cc).
 #include <napi.h>
 
@@ -15,6 +15,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvrelay::InitZmqIngest(env, exports);
   kvrelay::InitThreadSlice(env, exports);
   kvrelay::InitPages(env, exports);
+  kvrelay::InitLoopDelay(env, exports);
   return exports;
 }
 }  // namespace
