@@ -1,6 +1,7 @@
 // Prometheus metrics of a relay process (wire-contract.md §10.1 names, plus ingest and producer
-// counters). Every value is sampled from its owner at scrape time, so nothing here holds state; the
-// one exception is the delta-latency histograms, observed as deltas are published.
+// counters). Every value is sampled from its owner at scrape time, so nothing here holds state but
+// the delta-latency histograms, observed as deltas are published, and the per-source families' text
+// of the last scrape (source-series.ts), kept to skip unchanged sources.
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { DiagnosticsMetrics } from '../diagnostics/diagnostics';
 import type { SourceStats } from '../ingest/types';
