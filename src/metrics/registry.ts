@@ -1,13 +1,16 @@
 // Prometheus metrics of a relay process (wire-contract.md §10.1 names, plus ingest and producer
-// counters). Every value is sampled from its owner at scrape time, so nothing here holds state; the
-// one exception is the delta-latency histograms, observed as deltas are published.
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+// counters). Every value is sampled from its owner at scrape time, so nothing here holds state but
+// the delta-latency histograms, observed as deltas are published, and the per-source families' text
+// of the last scrape (source-series.ts), kept to skip unchanged sources.
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { DiagnosticsMetrics } from '../diagnostics/diagnostics';
 import type { SourceStats } from '../ingest/types';
 import type { PublicationStats, StreamKind } from '../publication/stats';
 import type { TlsStats } from '../security/listener-security';
 import type { ConnectionStats } from '../transport/admission';
 import type { EventLoopDelay } from './event-loop';
+import { ScrapeRegistry } from './scrape-registry';
+import { SourceSeriesText, type SourceFamily } from './source-series';
 
 /** Per pool generation counters of the producer. */
 export interface PoolMetrics {
@@ -143,34 +146,18 @@ export class DeltaLatencyMetrics {
 
 type Sampler = (set: (labels: Record<string, string>, value: number) => void) => void;
 
-/**
- * `read` once per scrape: prom-client starts every metric's collect() in the same turn of the event
- * loop, and a producer sample (pool load, per-source stats, native pool counters) is worth taking
- * once, not once per metric (a scrape held the relay's loop for ~3 ms doing it 27 times).
- */
-function oncePerScrape<T>(read: () => T): () => T {
-  let sample: { value: T } | undefined;
-  return () => {
-    if (!sample) {
-      sample = { value: read() };
-      setImmediate(() => (sample = undefined));
-    }
-    return sample.value;
-  };
-}
-
 export function createRelayMetrics(sources: MetricsProviders): Registry {
+  const registry = new ScrapeRegistry();
   const providers: MetricsProviders = {
     ...sources,
-    producer: oncePerScrape(sources.producer),
-    ...(sources.transport ? { transport: oncePerScrape(sources.transport) } : {}),
-    ...(sources.discovery ? { discovery: oncePerScrape(sources.discovery) } : {}),
-    ...(sources.tls ? { tls: oncePerScrape(sources.tls) } : {}),
-    ...(sources.diagnostics ? { diagnostics: oncePerScrape(sources.diagnostics) } : {}),
-    ...(sources.connections ? { connections: oncePerScrape(sources.connections) } : {}),
-    ...(sources.dynamo ? { dynamo: oncePerScrape(sources.dynamo) } : {}),
+    producer: registry.samples(sources.producer),
+    ...(sources.transport ? { transport: registry.samples(sources.transport) } : {}),
+    ...(sources.discovery ? { discovery: registry.samples(sources.discovery) } : {}),
+    ...(sources.tls ? { tls: registry.samples(sources.tls) } : {}),
+    ...(sources.diagnostics ? { diagnostics: registry.samples(sources.diagnostics) } : {}),
+    ...(sources.connections ? { connections: registry.samples(sources.connections) } : {}),
+    ...(sources.dynamo ? { dynamo: registry.samples(sources.dynamo) } : {}),
   };
-  const registry = new Registry();
   if (sources.deltaLatency) {
     registry.registerMetric(sources.deltaLatency.total);
     registry.registerMetric(sources.deltaLatency.stages);
@@ -252,23 +239,44 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
     set({}, providers.producer().degradedLoadCoveragePoolCount),
   );
 
-  const ingest = (field: keyof Omit<SourceStats, 'source' | 'lastSequence' | 'mismatchedBlockSize'>): Sampler => (set) => {
-    for (const s of providers.producer().ingest) set({ worker: s.source.workerId.toString(), dp_rank: String(s.source.dpRank) }, s[field]);
-  };
   const source = ['worker', 'dp_rank'];
-  counter('kv_dc_relay_ingest_events_total', 'Engine KV events delivered to the producer', source, ingest('events'));
-  counter('kv_dc_relay_ingest_blocks_total', 'Blocks in delivered stored/removed events', source, ingest('blocks'));
-  counter('kv_dc_relay_ingest_malformed_total', 'Engine messages that could not be decoded', source, ingest('malformed'));
-  counter('kv_dc_relay_ingest_rejected_ranks_total', 'Engine messages dropped for a dp rank outside the worker', source, ingest('rejectedRanks'));
-  counter('kv_dc_relay_ingest_overflows_total', 'Times messages held back behind a replay, or batches on a full pool mailbox, outgrew their bounds (the source was reset)', source, ingest('overflows'));
-  counter('kv_dc_relay_ingest_out_of_order_total', 'Live engine messages below the stream sequence that no restart confirmed (dropped)', source, ingest('outOfOrder'));
-  counter('kv_dc_relay_ingest_refused_peers_total', 'Connections to a bound KV-event socket refused by its allowedPeers', source, ingest('refusedPeers'));
-  counter('kv_dc_relay_ingest_gaps_total', 'Engine sequence gaps detected', source, ingest('gaps'));
-  counter('kv_dc_relay_ingest_replays_total', 'Replay requests sent to engines', source, ingest('replays'));
-  counter('kv_dc_relay_ingest_resets_total', 'Source resets (history lost)', source, ingest('resets'));
-  counter('kv_dc_relay_ingest_ignored_total', 'Events ignored (tier, attention group, unknown type)', source, ingest('ignored'));
-  counter('kv_dc_relay_ingest_dropped_block_size_total', "Stored events dropped because their block size is not the pool's kvBlockSize", source, ingest('droppedBlockSize'));
-  gauge('kv_dc_relay_ingest_connections', 'Live ZMQ connections to the engine publisher of a source', source, ingest('connections'));
+  /**
+   * Families with a series per source: prom-client metrics by definition, rendered at a scrape from
+   * one SourceSeriesText render of all of them (source-series.ts: prom-client's took tens of ms).
+   */
+  const perSource = <R extends object>(families: SourceFamily<R>[], records: () => readonly R[], worker: (r: R) => string, dpRank: (r: R) => number): void => {
+    const series = new SourceSeriesText(families, (r) => `worker="${worker(r)}",dp_rank="${dpRank(r)}"`);
+    const texts = registry.samples(() => series.render(records()));
+    families.forEach((f, i) => {
+      (f.type === 'counter' ? counter : gauge)(f.name, f.help, source, (set) => {
+        for (const r of records()) set({ worker: worker(r), dp_rank: String(dpRank(r)) }, f.value(r));
+      });
+      registry.renderWith(f.name, () => texts()[i]);
+    });
+  };
+  type IngestField = keyof Omit<SourceStats, 'source' | 'lastSequence' | 'mismatchedBlockSize'>;
+  const ingest = (name: string, help: string, field: IngestField, type: SourceFamily<SourceStats>['type'] = 'counter'): SourceFamily<SourceStats> =>
+    ({ name, help, type, value: (s) => s[field] });
+  perSource(
+    [
+      ingest('kv_dc_relay_ingest_events_total', 'Engine KV events delivered to the producer', 'events'),
+      ingest('kv_dc_relay_ingest_blocks_total', 'Blocks in delivered stored/removed events', 'blocks'),
+      ingest('kv_dc_relay_ingest_malformed_total', 'Engine messages that could not be decoded', 'malformed'),
+      ingest('kv_dc_relay_ingest_rejected_ranks_total', 'Engine messages dropped for a dp rank outside the worker', 'rejectedRanks'),
+      ingest('kv_dc_relay_ingest_overflows_total', 'Times messages held back behind a replay, or batches on a full pool mailbox, outgrew their bounds (the source was reset)', 'overflows'),
+      ingest('kv_dc_relay_ingest_out_of_order_total', 'Live engine messages below the stream sequence that no restart confirmed (dropped)', 'outOfOrder'),
+      ingest('kv_dc_relay_ingest_refused_peers_total', 'Connections to a bound KV-event socket refused by its allowedPeers', 'refusedPeers'),
+      ingest('kv_dc_relay_ingest_gaps_total', 'Engine sequence gaps detected', 'gaps'),
+      ingest('kv_dc_relay_ingest_replays_total', 'Replay requests sent to engines', 'replays'),
+      ingest('kv_dc_relay_ingest_resets_total', 'Source resets (history lost)', 'resets'),
+      ingest('kv_dc_relay_ingest_ignored_total', 'Events ignored (tier, attention group, unknown type)', 'ignored'),
+      ingest('kv_dc_relay_ingest_dropped_block_size_total', "Stored events dropped because their block size is not the pool's kvBlockSize", 'droppedBlockSize'),
+      ingest('kv_dc_relay_ingest_connections', 'Live ZMQ connections to the engine publisher of a source', 'connections', 'gauge'),
+    ],
+    () => providers.producer().ingest,
+    (s) => s.source.workerId.toString(),
+    (s) => s.source.dpRank,
+  );
   counter('kv_dc_relay_ingest_thread_restarts_total', 'Ingest threads that died and were started again (every source they owned was reset)', [], (set) =>
     set({}, providers.producer().ingestThreadRestarts),
   );
@@ -328,13 +336,16 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
         for (const [check, n] of Object.entries(diagnostics().active)) set({ check }, n);
       },
     );
-    gauge(
-      'kv_dc_relay_ingest_last_event_age_seconds',
-      'Seconds since the last engine message of a source (before its first one: since its subscription started); sampled every second',
-      source,
-      (set) => {
-        for (const s of diagnostics().lastEventAge) set({ worker: s.worker, dp_rank: String(s.dpRank) }, s.seconds);
-      },
+    perSource(
+      [{
+        name: 'kv_dc_relay_ingest_last_event_age_seconds',
+        help: 'Seconds since the last engine message of a source (before its first one: since its subscription started); sampled every second',
+        type: 'gauge',
+        value: (s) => s.seconds,
+      }],
+      () => diagnostics().lastEventAge,
+      (s) => s.worker,
+      (s) => s.dpRank,
     );
   }
   const discovery = providers.discovery;

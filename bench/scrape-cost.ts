@@ -1,0 +1,104 @@
+// The cost of one /metrics scrape of a `kv-dc-relay serve` relay with many idle sources (one pool, one
+// worker per source, publishers that send nothing): the relay's main-thread CPU per scrape (baseline:
+// the main thread's CPU over an idle window as long as the scrapes' spacing), and how long the scrape
+// holds the relay's event loop at a time: the slowest of back-to-back /healthz requests (served by the
+// same loop) while a scrape runs, in scrapes of their own. The relay's event-loop delay metric samples
+// every 50 ms and missed most 20 ms scrape blocks. SCRAPE_COST_SOURCES=64,512 chooses the cases.
+import * as http from 'http';
+import * as fs from 'fs';
+import type { BenchResult } from './support/result';
+import { publishers, relayConfig } from './support/firehose';
+import { scrape, startRelayProcess } from './support/relay-process';
+import { median, round } from './support/timing';
+
+const SOURCES = (process.env.SCRAPE_COST_SOURCES ?? '64,512').split(',').map(Number);
+const SCRAPES = Number(process.env.SCRAPE_COST_SCRAPES ?? 20);
+const SPACING_MS = 300;
+const SETTLE_MS = 3_000;
+
+/** CPU time of a process's main thread in ms, from schedstat (ns: /proc's stat counts 10 ms ticks). */
+function mainThreadCpuMs(pid: number): number {
+  return Number(fs.readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
+}
+
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** Milliseconds of one /healthz request on a connection of its own. */
+function healthzMs(metricsAddress: string): Promise<number> {
+  const start = performance.now();
+  return new Promise((resolve, reject) => {
+    const req = http.get(`http://${metricsAddress}/healthz`, { agent: false }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(performance.now() - start));
+    });
+    req.on('error', reject);
+  });
+}
+
+/** The slowest /healthz request of those sent one after another while one scrape ran. */
+async function longestWaitMs(metricsAddress: string): Promise<number> {
+  let done = false;
+  const scraped = scrape(metricsAddress).then(() => (done = true));
+  let longest = 0;
+  while (!done) longest = Math.max(longest, await healthzMs(metricsAddress));
+  await scraped;
+  return longest;
+}
+
+export async function run(): Promise<BenchResult[]> {
+  const results: BenchResult[] = [];
+  for (const sources of SOURCES) {
+    const pubs = await publishers(sources);
+    const relay = await startRelayProcess(relayConfig([{ model: 'bench', endpoints: pubs.map((p) => p.lastEndpoint!) }]));
+    try {
+      await sleep(SETTLE_MS);
+      const mainMs = (): number => mainThreadCpuMs(relay.pid!);
+      const idle: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        const before = mainMs();
+        await sleep(SPACING_MS);
+        idle.push(mainMs() - before);
+      }
+      const cpu: number[] = [];
+      let first = 0;
+      let bytes = 0;
+      for (let i = 0; i <= SCRAPES; i++) {
+        const before = mainMs();
+        const text = await scrape(relay.metricsAddress);
+        const used = mainMs() - before;
+        bytes = text.length;
+        if (i === 0) first = used;
+        else cpu.push(used);
+        await sleep(SPACING_MS);
+      }
+      const waits: number[] = [];
+      for (let i = 0; i < SCRAPES; i++) {
+        waits.push(await longestWaitMs(relay.metricsAddress));
+        await sleep(SPACING_MS);
+      }
+      const idleWaits: number[] = [];
+      for (let i = 0; i < SCRAPES; i++) idleWaits.push(await healthzMs(relay.metricsAddress));
+      const idleMs = median(idle);
+      results.push({
+        name: `main-thread CPU per scrape, ${sources} idle sources (median of ${SCRAPES})`,
+        value: round(median(cpu), 2),
+        unit: 'ms',
+        baseline: { name: `idle ${SPACING_MS} ms`, value: round(idleMs, 2) },
+        ratio: idleMs > 0 ? round(median(cpu) / idleMs, 2) : undefined,
+        note: `first scrape ${round(first, 1)} ms; ${bytes} bytes`,
+      });
+      results.push({
+        name: `slowest /healthz during a scrape, ${sources} idle sources (median of ${SCRAPES} scrapes)`,
+        value: round(median(waits), 2),
+        unit: 'ms',
+        baseline: { name: '/healthz without a scrape', value: round(median(idleWaits), 2) },
+        ratio: round(median(waits) / median(idleWaits), 2),
+        note: `max ${round(Math.max(...waits), 1)} ms`,
+      });
+    } finally {
+      await relay.stop();
+      for (const p of pubs) p.close();
+    }
+  }
+  return results;
+}
