@@ -2,8 +2,9 @@
 // worker per source, publishers that send nothing): the relay's main-thread CPU per scrape (baseline:
 // the main thread's CPU over an idle window as long as the scrapes' spacing), and how long the scrape
 // holds the relay's event loop at a time: the slowest of back-to-back /healthz requests (served by the
-// same loop) while a scrape runs, in scrapes of their own. The relay's event-loop delay metric samples
-// every 50 ms and missed most 20 ms scrape blocks. SCRAPE_COST_SOURCES=64,512 chooses the cases.
+// same loop) while a scrape runs, in scrapes of their own: measured from outside, so the relay's own
+// event-loop delay metric is not its judge (before 2026-12-07 it sampled every 50 ms and missed most
+// 20 ms scrape blocks). SCRAPE_COST_SOURCES=64,512 chooses the cases.
 import * as http from 'http';
 import * as fs from 'fs';
 import type { BenchResult } from './support/result';
