@@ -6,7 +6,6 @@
 // event-loop delay metric is not its judge (before 2026-12-07 it sampled every 50 ms and missed most
 // 20 ms scrape blocks). SCRAPE_COST_SOURCES=64,512 chooses the cases.
 import * as http from 'http';
-import * as fs from 'fs';
 import type { BenchResult } from './support/result';
 import { publishers, relayConfig } from './support/firehose';
 import { scrape, startRelayProcess } from './support/relay-process';
@@ -16,11 +15,6 @@ const SOURCES = (process.env.SCRAPE_COST_SOURCES ?? '64,512').split(',').map(Num
 const SCRAPES = Number(process.env.SCRAPE_COST_SCRAPES ?? 20);
 const SPACING_MS = 300;
 const SETTLE_MS = 3_000;
-
-/** CPU time of a process's main thread in ms, from schedstat (ns: /proc's stat counts 10 ms ticks). */
-function mainThreadCpuMs(pid: number): number {
-  return Number(fs.readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[0]) / 1e6;
-}
 
 const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -53,7 +47,8 @@ export async function run(): Promise<BenchResult[]> {
     const relay = await startRelayProcess(relayConfig([{ model: 'bench', endpoints: pubs.map((p) => p.lastEndpoint!) }]));
     try {
       await sleep(SETTLE_MS);
-      const mainMs = (): number => mainThreadCpuMs(relay.pid!);
+      // The main thread's scheduler time (ns, not /proc's 10 ms ticks): support/process.ts.
+      const mainMs = (): number => relay.threadCpuMs()!.main;
       const idle: number[] = [];
       for (let i = 0; i < 5; i++) {
         const before = mainMs();
