@@ -22,12 +22,8 @@ export type ToPoolHost =
    * deltas posted that the main thread has not handled yet (PoolActorOptions.listenerBehind).
    */
   | { type: 'open'; pool: number; options: HostedPoolOptions; counters: SharedArrayBuffer; unhandled: SharedArrayBuffer }
-  /**
-   * PoolFeed.attach with the thread's listener; answered by an 'image' of the same request.
-   * `prefix`: the listener's relay named one (PoolListener.relay): the first bytes of every
-   * FilterUpdate of this generation (publication/frames.ts filterPrefix); its deltas cross encoded.
-   */
-  | { type: 'attach'; pool: number; request: number; prefix?: Uint8Array }
+  /** PoolFeed.attach with the thread's listener; answered by an 'image' of the same request. */
+  | { type: 'attach'; pool: number; request: number }
   | { type: 'detach'; pool: number }
   | { type: 'pace'; pool: number; stretch: number }
   /** A burst handed to the pool on the main thread (Producer.events; its subscriptions' bursts never leave the thread). */
@@ -36,15 +32,9 @@ export type ToPoolHost =
   /** Answered by 'ended' (retired) once the pool's queued work ended. */
   | { type: 'retire'; pool: number };
 
-/**
- * A delta's bytes: its CBI1 payload, or (the listener's attach carried a prefix) its whole FilterUpdate
- * message, whose payload field is its last `payloadBytes` bytes before the contract marker.
- */
-export type DeltaBytes = { payload: Uint8Array } | { message: Uint8Array; payloadBytes: number };
-
 export type FromPoolHost =
   /** A delta for the listener; `handoffMs` and `admittedAtMs` (monotonicMs) time its oldest batch, when stamped. */
-  | ({ type: 'delta'; pool: number; baseSequence: bigint; sequence: bigint; imageCount: number; handoffMs?: number; admittedAtMs?: number } & DeltaBytes)
+  | { type: 'delta'; pool: number; baseSequence: bigint; sequence: bigint; imageCount: number; payload: Uint8Array; handoffMs?: number; admittedAtMs?: number }
   /** The image of an attach (its words transferred), or why it failed. */
   | { type: 'image'; pool: number; request: number; sequence: bigint; words: BigUint64Array }
   | { type: 'image'; pool: number; request: number; error: string }

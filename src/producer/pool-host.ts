@@ -8,12 +8,10 @@
 import { monotonicMs } from '../clock';
 import type { HostThread, ThreadHost } from '../ingest/threads/protocol';
 import type { IngestSink } from '../ingest/types';
-import { filterUpdateBytes } from '../publication/filter-update';
 import type { PoolListener } from '../publication/source';
-import { FilterUpdateKind } from '../wire/enums';
 import { PoolActor } from './pool-actor';
 import { PoolCounters } from './pool-counters';
-import type { DeltaBytes, FromPoolHost, HostedPoolOptions, ToPoolHost } from './pool-host-protocol';
+import type { FromPoolHost, HostedPoolOptions, ToPoolHost } from './pool-host-protocol';
 
 /**
  * An inbox of up to this many blocks is applied on the ingest thread itself, with nothing in flight
@@ -49,8 +47,6 @@ class HostedPool {
   readonly sink: IngestSink;
   /** The main thread's side is attached (deltas go to it). */
   private readonly listener: PoolListener;
-  /** The first bytes of this generation's FilterUpdates for the main thread's listener, which takes deltas encoded (its attach's prefix). */
-  private prefix: Uint8Array | undefined;
   /** The delta just sent, still in the thread's outbox, for the actor to stamp (onDeltaPublished follows listener.delta). */
   private lastDelta: Extract<FromPoolHost, { type: 'delta' }> | undefined;
 
@@ -63,17 +59,11 @@ class HostedPool {
     thread: HostThread,
   ) {
     this.listener = {
-      // Encoded here when the listener asked (its attach's prefix): the main thread, which serves the
-      // gRPC streams, then only hands the same bytes out (BENCHMARKS.md, delta-cost).
       delta: (frame) => {
-        const { baseSequence, sequence, imageCount, payload } = frame;
-        const prefix = this.prefix;
-        const message = prefix && filterUpdateBytes(prefix, baseSequence, sequence, FilterUpdateKind.DELTA, payload, true);
-        const bytes: DeltaBytes = message ? { message, payloadBytes: payload.length } : { payload };
-        const m: Extract<FromPoolHost, { type: 'delta' }> = { type: 'delta', pool: id, baseSequence, sequence, imageCount, ...bytes };
+        const m: Extract<FromPoolHost, { type: 'delta' }> = { type: 'delta', pool: id, baseSequence: frame.baseSequence, sequence: frame.sequence, imageCount: frame.imageCount, payload: frame.payload };
         this.lastDelta = m;
         Atomics.add(unhandled, 0, 1);
-        send(m, message ? [message.buffer as ArrayBuffer] : undefined);
+        send(m);
       },
       // The main thread hears the generation's end from 'ended'.
       retired: () => undefined,
@@ -104,7 +94,6 @@ class HostedPool {
   receive(m: Exclude<ToPoolHost, { type: 'open' | 'retire' }>): void {
     switch (m.type) {
       case 'attach':
-        this.prefix = m.prefix;
         this.actor.attach(this.listener).then(
           (image) => this.send({ type: 'image', pool: this.id, request: m.request, sequence: image.sequence, words: image.words }, [image.words.buffer as ArrayBuffer]),
           (err: Error) => this.send({ type: 'image', pool: this.id, request: m.request, error: err.message }),

@@ -17,9 +17,7 @@ import { monotonicMs } from '../clock';
 import type { HostedSink, IngestThreads, ThreadsHost } from '../ingest/threads/threads';
 import type { PackedEngineEvents, SourceKey } from '../ingest/types';
 import type { DeltaTiming, PoolMetrics } from '../metrics/registry';
-import { MARKER_FIELD_BYTES } from '../publication/filter-update';
-import { filterPrefix } from '../publication/frames';
-import type { DeltaFrame, PoolFeed, PoolImage, PoolListener } from '../publication/source';
+import type { PoolFeed, PoolImage, PoolListener } from '../publication/source';
 import type { ProducerIdentity } from '../wire/types';
 import type { PoolLogger } from './pool-actor';
 import { PoolCounters } from './pool-counters';
@@ -84,15 +82,6 @@ export class ThreadPools implements ThreadsHost {
   }
 }
 
-/** A delta as its thread sent it: the payload, or the encoded message with its payload as a view of it. */
-function deltaFrame(m: Extract<FromPoolHost, { type: 'delta' }>): DeltaFrame {
-  const { baseSequence, sequence, imageCount } = m;
-  if ('payload' in m) return { baseSequence, sequence, imageCount, payload: Buffer.from(m.payload.buffer, m.payload.byteOffset, m.payload.byteLength) };
-  const message = Buffer.from(m.message.buffer, m.message.byteOffset, m.message.byteLength);
-  const end = message.length - MARKER_FIELD_BYTES;
-  return { baseSequence, sequence, imageCount, payload: message.subarray(end - m.payloadBytes, end), message };
-}
-
 export class ThreadPool implements PoolFeed, PoolGeneration {
   readonly producer: ProducerIdentity;
   readonly dcId: bigint;
@@ -134,8 +123,7 @@ export class ThreadPool implements PoolFeed, PoolGeneration {
     return new Promise((resolve, reject) => {
       const request = this.nextRequest++;
       this.attaching.set(request, { listener, resolve, reject });
-      const prefix = listener.relay && filterPrefix(listener.relay, this.producer);
-      this.send({ type: 'attach', pool: this.id, request, ...(prefix ? { prefix } : {}) });
+      this.send({ type: 'attach', pool: this.id, request });
     });
   }
 
@@ -183,7 +171,7 @@ export class ThreadPool implements PoolFeed, PoolGeneration {
         Atomics.sub(this.unhandled, 0, 1);
         const listener = this.listener;
         if (!listener || this.endedAs) return;
-        listener.delta(deltaFrame(m));
+        listener.delta({ baseSequence: m.baseSequence, sequence: m.sequence, imageCount: m.imageCount, payload: Buffer.from(m.payload.buffer, m.payload.byteOffset, m.payload.byteLength) });
         if (m.admittedAtMs !== undefined && m.handoffMs !== undefined) this.options.onDeltaPublished?.({ handoffMs: m.handoffMs, poolMs: monotonicMs() - m.admittedAtMs });
         return;
       }

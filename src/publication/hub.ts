@@ -78,7 +78,6 @@ export class PoolHub {
     private readonly ctx: HubContext,
   ) {
     this.listener = {
-      relay: ctx.relay,
       delta: (frame) => this.onDelta(frame),
       retired: () => this.end(retiredError()),
       fenced: (reason) => this.end(new RelayError(RelayErrorReason.INVALID_PUBLICATION, `pool generation fenced: ${reason}`)),
@@ -249,7 +248,7 @@ export class PoolHub {
       this.fail(`non-contiguous delta ${delta.baseSequence}->${delta.sequence} after ${this.sequence}`);
       return;
     }
-    const frame = new SharedFrame(this.ctx.relay, this.feed.producer, FilterUpdateKind.DELTA, delta.baseSequence, delta.sequence, delta.payload, delta.message);
+    const frame = new SharedFrame(this.ctx.relay, this.feed.producer, FilterUpdateKind.DELTA, delta.baseSequence, delta.sequence, delta.payload);
     if (this.ready) this.sequence = delta.sequence;
     this.remember(frame);
     if (this.snapshot && !this.canReplayFrom(this.snapshot.sequence)) this.snapshot = undefined;

@@ -6,7 +6,6 @@
 import type {
   KvPoolCatalogSnapshot,
   ProducerIdentity,
-  RelayIdentity,
   KvPoolId,
   TopologyEntry,
   KvPoolLoadEntry,
@@ -45,11 +44,6 @@ export interface DeltaFrame {
   sequence: bigint; // always baseSequence + 1
   imageCount: number;
   payload: Buffer; // CBI1 delta frame (header epoch = sequence, body base_epoch = baseSequence)
-  /**
-   * The delta's whole FilterUpdate message, when its feed encoded it for the listener's `relay`
-   * (PoolListener.relay) off the event loop; `payload` is then a view of its payload field.
-   */
-  message?: Buffer;
 }
 
 /** A consistent copy of a pool's bucket words at `sequence` (immutable once handed out). */
@@ -60,12 +54,6 @@ export interface PoolImage {
 
 /** What the publication layer hears from a pool generation after attaching. */
 export interface PoolListener {
-  /**
-   * The relay its frames are sent as: a feed that publishes off the event loop (an ingest thread's
-   * pool) encodes each delta's FilterUpdate message there for it (DeltaFrame.message), so the event
-   * loop only hands the same bytes out.
-   */
-  readonly relay?: RelayIdentity;
   delta(frame: DeltaFrame): void;
   /** The generation ended (withdrawn, replaced, shutdown): streams end with PUBLICATION_UNAVAILABLE. */
   retired(): void;

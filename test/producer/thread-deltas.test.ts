@@ -1,7 +1,7 @@
-// Deltas of pools hosted on ingest threads reach real gRPC subscribers as their thread encoded them
-// (pool-host.ts: the FilterUpdate is written there, the event loop hands the same bytes out): every
-// frame is what the codec writes for its decoded message (the wire is unchanged), names this relay
-// and its pool's producer, and each stream's deltas are contiguous over many pools and turns. A
+// Deltas of pools hosted on ingest threads (pool-host.ts: applied, drained and cut on the thread, then
+// handed to the event loop, which serves the gRPC streams) reach real gRPC subscribers: every frame
+// is what the codec writes for its decoded message (the wire is unchanged), names this relay and
+// its pool's producer, and each stream's deltas are contiguous over many pools and turns. A
 // subscriber that stops reading still lags alone with SUBSCRIBER_LAGGED.
 import { FilterUpdateKind } from '../../src/wire/enums';
 import { encodeMessage } from '../../src/wire/codec';
@@ -66,8 +66,8 @@ test('three pools on two ingest threads: every delta frame is the codec\'s bytes
   for (const call of calls) call.resume();
   await waitFor(() => calls.every((c) => c.messages().some((m) => m.kind === FilterUpdateKind.SNAPSHOT_CHUNK)), 'every raw stream\'s snapshot', 10_000, 20);
 
-  // 24 chain steps per engine, the engines interleaved and not awaited in between: deltas of several
-  // pools arrive in the same turns of the event loop, and each pool's in many.
+  // 24 chain steps per engine, the engines interleaved and not awaited in between: the pools' deltas
+  // cross from both threads in many turns, some of them together.
   const chains = COMPONENTS.map((_, i) => tokenRange(1000 * (i + 1), 24 * BS));
   const sends: Promise<bigint>[] = [];
   for (let step = 0; step < 24; step += 1) {
