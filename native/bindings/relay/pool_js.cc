@@ -1,5 +1,6 @@
 #include "bindings/relay/pool_js.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -77,7 +78,15 @@ FilterArgs FilterArgsOf(const Napi::CallbackInfo& info) {
   const uint64_t maxTrackedBlocks =
       limit.IsUndefined() ? pool::kMaxTrackedBlocks : args::UInt(limit, "maxTrackedBlocks", pool::kMaxTrackedBlocks);
   if (maxTrackedBlocks == 0) throw Napi::RangeError::New(env, "maxTrackedBlocks must be at least 1");
-  return FilterArgs{static_cast<uint32_t>(bucketCount), seed, maxKicks, maxTrackedBlocks};
+  // Optional: no reservation (the tables grow as they fill). More than the pool may track would be
+  // memory no block can use.
+  pool::Reservation reservation;
+  const Napi::Value reserve = args::Arg(info, 4);
+  if (!reserve.IsUndefined()) {
+    reservation.blocks = args::UInt(reserve, "reserveBlocks", std::min(pool::kMaxReservedBlocks, maxTrackedBlocks));
+    reservation.perSource = args::UInt(args::Arg(info, 5), "reservePerSource", reservation.blocks);
+  }
+  return FilterArgs{static_cast<uint32_t>(bucketCount), seed, maxKicks, maxTrackedBlocks, reservation};
 }
 
 }  // namespace pooljs
