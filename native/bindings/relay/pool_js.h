@@ -13,6 +13,7 @@ namespace pooljs {
 // null for PoolError::kNone, else the error's name.
 Napi::Value ErrorValue(Napi::Env env, pool::PoolError e);
 Napi::Object StatsToJs(Napi::Env env, const pool::Stats& st);
+Napi::Object TableStatsToJs(Napi::Env env, const pool::TableStats& t);
 // Drains the window: { buckets, values } or null when nothing changed. The vectors are scratch.
 Napi::Value DrainToJs(Napi::Env env, pool::PoolFilterState* state, std::vector<uint32_t>* buckets,
                       std::vector<uint64_t>* values);

@@ -211,16 +211,7 @@ Napi::Value PoolFilterStateWrap::Stats(const Napi::CallbackInfo& info) {
 
 // tableStats(): the tables' growths and moves (pool::TableStats); walks every source.
 Napi::Value PoolFilterStateWrap::TableStats(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  const pool::TableStats t = Ready(env).GetTableStats();
-  auto num = [&](uint64_t v) { return Napi::Number::New(env, static_cast<double>(v)); };
-  Napi::Object out = Napi::Object::New(env);
-  out.Set("ownerGrowths", num(t.ownerGrowths));
-  out.Set("ownerMigrated", num(t.ownerMigrated));
-  out.Set("lineageGrowths", num(t.lineageGrowths));
-  out.Set("lineageMigrated", num(t.lineageMigrated));
-  out.Set("reservedLineageLeft", num(t.reservedLineageLeft));
-  return out;
+  return pooljs::TableStatsToJs(info.Env(), Ready(info.Env()).GetTableStats());
 }
 
 Napi::Value PoolFilterStateWrap::StateBytes(const Napi::CallbackInfo& info) {
