@@ -1,5 +1,6 @@
-// HTTP /metrics (Prometheus text, gzip to clients that accept it: scrape-response.ts), /healthz (200 while serving, 503 during shutdown) and, when the
-// relay gives one, /status (the status view as JSON: src/diagnostics/status.ts).
+// HTTP /metrics (Prometheus text; gzip to clients that accept it: scrape-response.ts), /healthz (200
+// while serving, 503 during shutdown) and, when the relay gives one, /status (the status view as
+// JSON: src/diagnostics/status.ts).
 import * as http from 'http';
 import { BlockList, isIPv6, type AddressInfo } from 'net';
 import type { Registry } from 'prom-client';
