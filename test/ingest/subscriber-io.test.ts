@@ -201,7 +201,11 @@ describe('data-parallel ranks', () => {
     expect(rejected[0].obj).toMatchObject({ dpRank: 2, batchRank: 0 });
   });
 
-  it('bind mode: engines dial in; each rank is replayed from 0 when it connects', async () => {
+  /**
+   * A two-rank subscriber in bind mode and an engine that will dial it (not started), its replay
+   * ROUTERs on the ports of a probe engine stopped just before (whose sockets may still be closing).
+   */
+  async function bindModePair(): Promise<{ engine: SimulatedEngine; sub: KvEventSubscriber; sink: RecordingSink; replayPort: number }> {
     const probe = await new SimulatedEngine({ http: false, dpSize: 2 }).start();
     const replayPort = portOf(probe.replayEndpoint!);
     await probe.stop();
@@ -212,8 +216,13 @@ describe('data-parallel ranks', () => {
       { logger: { warn: () => undefined } },
     );
     await sub.start();
-    const engine = await new SimulatedEngine({ http: false, dpSize: 2, mode: 'connect', connectTo: sub.endpoints(), replayPort }).start();
+    const engine = new SimulatedEngine({ http: false, dpSize: 2, mode: 'connect', connectTo: sub.endpoints(), replayPort });
     h = { engine, sub, sink, warnings: [], close: async () => { await sub.close(); await engine.stop(); } };
+    return { engine, sub, sink, replayPort };
+  }
+
+  /** Rank 0's seq 0 only in its replay buffer, then a live batch on each rank: all three arrive, each rank replayed once. */
+  async function expectReplayedAndLive(engine: SimulatedEngine, sub: KvEventSubscriber, sink: RecordingSink): Promise<void> {
     await engine.publish(store(10n), { rank: 0, dropLive: true }); // only the replay has it
     await engine.waitForSubscribers();
     await engine.publish(store(11n), { rank: 0 });
@@ -222,28 +231,23 @@ describe('data-parallel ranks', () => {
     expect(sink.batches.map((b) => [b.source.dpRank, b.sequence, (b.events[0] as { blockHashes: bigint[] }).blockHashes[0]]).sort()).toEqual(
       [[0, 0n, 10n], [0, 1n, 11n], [1, 0n, 12n]],
     );
-    expect(sub.stats().map((s) => s.replays)).toEqual([1, 1]);
+    expect(sub.stats().map((s) => [s.replays, s.connections])).toEqual([[1, 1], [1, 1]]);
+  }
+
+  it('bind mode: engines dial in; each rank is replayed from 0 when it connects', async () => {
+    const { engine, sub, sink } = await bindModePair();
+    await engine.start();
+    await expectReplayedAndLive(engine, sub, sink);
   });
 
-  it("bind mode: an engine whose replay port is still held retries its bind unseen; the relay dials the final replay ROUTERs", async () => {
+  it('bind mode: an engine whose replay port is still held retries its bind unseen; the relay dials the final replay ROUTERs', async () => {
     // CI flake (134d1c8): the probe's replay sockets close asynchronously, so the engine's first bind of
     // port+1 could fail after port was bound; the relay, already handshaken with the engine's publisher,
     // had dialed port, and the ROUTER that bindContiguous() closed again took rank 0's replay request
     // with it: a silent replay (5 s idle timeout) and seq 0 lost. Here rank 1's replay port is held on
     // purpose while the engine starts.
-    const probe = await new SimulatedEngine({ http: false, dpSize: 2 }).start();
-    const replayPort = portOf(probe.replayEndpoint!);
-    await probe.stop();
-    const sink = new RecordingSink();
-    const sub = new KvEventSubscriber(
-      { workerId: WORKER, dpSize: 2, dpStartRank: 0, endpoint: 'tcp://127.0.0.1:0', replayEndpoint: `tcp://127.0.0.1:${replayPort}`, topic: '', mode: 'bind', allowAnyPeer: true, kvBlockSize: BLOCK_SIZE, eagle: false },
-      sink,
-      { logger: { warn: () => undefined } },
-    );
-    await sub.start();
+    const { engine, sub, sink, replayPort } = await bindModePair();
     const blocker = await holdPort(replayPort + 1);
-    const engine = new SimulatedEngine({ http: false, dpSize: 2, mode: 'connect', connectTo: sub.endpoints(), replayPort });
-    h = { engine, sub, sink, warnings: [], close: async () => { await sub.close(); await engine.stop(); } };
     const starting = engine.start();
     // Absence needs a window: a loopback ZMTP handshake takes ms; the engine retries its bind every 50 ms
     // for about a second.
@@ -251,13 +255,7 @@ describe('data-parallel ranks', () => {
     expect(sub.stats().map((s) => s.connections)).toEqual([0, 0]);
     await new Promise<void>((resolve) => blocker.close(() => resolve()));
     await starting;
-    await engine.publish(store(10n), { rank: 0, dropLive: true }); // only the replay has it
-    await engine.waitForSubscribers();
-    await engine.publish(store(11n), { rank: 0 });
-    await engine.publish(store(12n), { rank: 1 });
-    await waitFor(() => sink.batches.length === 3, 'replayed and live batches of both ranks');
-    expect(sink.batches.map((b) => [b.source.dpRank, b.sequence]).sort()).toEqual([[0, 0n], [0, 1n], [1, 0n]]);
-    expect(sub.stats().map((s) => [s.replays, s.connections])).toEqual([[1, 1], [1, 1]]);
+    await expectReplayedAndLive(engine, sub, sink);
   });
 });
 
