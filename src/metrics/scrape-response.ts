@@ -1,11 +1,10 @@
 // A /metrics response: the scrape's text gzip-compressed for a client whose Accept-Encoding allows it
-// (Prometheus sends `Accept-Encoding: gzip`), as is otherwise. Either way it leaves in pieces, one per
-// turn of the event loop, so that neither its encoding nor its write holds the loop in one go; gzip
-// runs on libuv's thread pool (zlib streams), and its ~10x smaller body is cheap to write.
+// (Prometheus sends `Accept-Encoding: gzip`), as is otherwise. gzip runs on libuv's thread pool, and
+// its ~10x smaller body is cheap to write; the plain text leaves in pieces, one per turn of the event
+// loop, so that neither its encoding nor its write holds the loop in one go.
 import type { IncomingMessage, ServerResponse } from 'http';
 import Negotiator from 'negotiator';
-import { pipeline, type Writable } from 'stream';
-import { createGzip } from 'zlib';
+import { gzip } from 'zlib';
 import { SCRAPE_GZIP_LEVEL, SCRAPE_WRITE_PIECE_CHARS } from '../config/defaults';
 
 /** Whether the request's Accept-Encoding prefers gzip to identity (q-values, `*`, `gzip;q=0` as RFC 9110 has them). */
@@ -33,24 +32,35 @@ export function sendScrape(req: IncomingMessage, res: ServerResponse, text: stri
     res.end();
     return;
   }
-  let body: Writable = res;
-  if (gzip) {
-    const zip = createGzip({ level: SCRAPE_GZIP_LEVEL });
-    // A client that goes away mid-response ends the zlib stream too (and its native handle).
-    pipeline(zip, res, () => undefined);
-    body = zip;
-  }
+  // The scrape's last rendering slice ran in this turn: the response starts in the next one.
+  setImmediate(() => (gzip ? sendGzip(res, text) : sendPieces(res, text)));
+}
+
+/**
+ * One compression job on libuv's pool: the text's utf8 encoding (~0.3-0.6 ms at 512 sources) is the
+ * loop's only share. A zlib stream fed a piece per turn cost the loop a wake-up and stream callbacks
+ * per piece: ~0.5 ms more per scrape.
+ */
+function sendGzip(res: ServerResponse, text: string): void {
+  if (res.destroyed) return;
+  gzip(text, { level: SCRAPE_GZIP_LEVEL }, (err, body) => {
+    if (err) res.destroy(err);
+    else res.end(body);
+  });
+}
+
+/** The text a piece per turn: writing ~475 KB at once held the loop ~1.3 ms. */
+function sendPieces(res: ServerResponse, text: string): void {
   const rest = pieces(text, SCRAPE_WRITE_PIECE_CHARS);
   let next = 0;
   const write = (): void => {
-    if (body.destroyed) return;
+    if (res.destroyed) return;
     if (next === rest.length) {
-      body.end();
+      res.end();
       return;
     }
-    body.write(rest[next++]);
+    res.write(rest[next++]);
     setImmediate(write);
   };
-  // The scrape's last rendering slice ran in this turn: the response starts in the next one.
-  setImmediate(write);
+  write();
 }
