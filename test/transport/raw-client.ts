@@ -17,6 +17,8 @@ export class RawCall<Res extends WireMessageName> {
   private chunks: Buffer[] = [];
   /** Decoded once: tests poll messages() while megabytes stream in. */
   private readonly decoded: Array<WireMessages[Res]> = [];
+  /** Each decoded message's bytes as the server sent them. */
+  private readonly raw: Buffer[] = [];
   private endPromise: Promise<RawEnd>;
   /** Resolves when response headers arrive (the server wrote its first message, read or not). */
   readonly headers: Promise<void>;
@@ -76,11 +78,19 @@ export class RawCall<Res extends WireMessageName> {
     while (at + 5 <= all.length) {
       const len = all.readUInt32BE(at + 1);
       if (at + 5 + len > all.length) break;
-      this.decoded.push(decodeMessage(this.responseType, all.subarray(at + 5, at + 5 + len)));
+      const bytes = Buffer.from(all.subarray(at + 5, at + 5 + len));
+      this.decoded.push(decodeMessage(this.responseType, bytes));
+      this.raw.push(bytes);
       at += 5 + len;
     }
     this.chunks = at < all.length ? [all.subarray(at)] : [];
     return [...this.decoded];
+  }
+
+  /** The bytes of the messages read so far, as sent (one per messages() entry). */
+  rawMessages(): Buffer[] {
+    this.messages();
+    return [...this.raw];
   }
 }
 
