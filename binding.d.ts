@@ -471,7 +471,8 @@ export class ZmqSubscriber {
   /**
    * Reads the queued messages, at most maxMessages (and what records / sequences hold): n >= 0 read,
    * payloads copied into arena; or -bytes when the next payload needs an arena that large (it is kept).
-   * Payloads are valid until the next call.
+   * Payloads are valid until the next call. An element of records past its maxMessages records is set
+   * to `pending` (1 or 0), so a reader needs no accessor call per wake-up.
    */
   receive(arena: Uint8Array, records: Uint32Array, sequences: BigUint64Array, maxMessages: number): number;
   close(): void;

@@ -7,7 +7,7 @@ import { EngineBatchDecoder, needsRoom, type EngineDecodeResult } from '../nativ
 import { MESSAGE_INFO_STRIDE, type PackedEngineEvents } from './types';
 
 const INITIAL_META = 1024;
-const INITIAL_WORDS = 16_384;
+const INITIAL_WORDS = 2_048;
 const INITIAL_MESSAGES = 64;
 
 export class PackedBurst {

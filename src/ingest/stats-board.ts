@@ -53,6 +53,8 @@ export class StatsBoard {
   /** Reader side: each record's words as last read, and the object made from them. */
   private readonly seen: Int32Array;
   private readonly made: (SourceStats | undefined)[] = [];
+  /** The last read's list: handed out again while no record changed or appeared. */
+  private last: SourceStats[] = [];
 
   constructor(
     private readonly ranks: BoardRanks,
@@ -75,9 +77,11 @@ export class StatsBoard {
 
   /**
    * Plain copies of the records the writer took, by rank: the same object as the last read for a
-   * record that did not change since (callers treat them as read-only).
+   * record that did not change since, and the same list when none did (callers treat both as
+   * read-only: the main thread reads every source each second, most of them idle).
    */
   read(): SourceStats[] {
+    if (this.unchangedSinceRead()) return this.last;
     const out: SourceStats[] = [];
     for (let index = 0; index < this.ranks.dpSize; index++) {
       const at = index * RECORD_SLOTS;
@@ -99,7 +103,20 @@ export class StatsBoard {
       this.made[index] = s;
       out.push(s);
     }
+    this.last = out;
     return out;
+  }
+
+  /** Whether every record the last read listed is unchanged and no other record was taken since. */
+  private unchangedSinceRead(): boolean {
+    let listed = 0;
+    for (let index = 0; index < this.ranks.dpSize; index++) {
+      const at = index * RECORD_SLOTS;
+      if (this.f[at + PRESENT] !== 1) continue;
+      if (this.made[index] === undefined || !this.unchanged(at)) return false;
+      listed += 1;
+    }
+    return listed === this.last.length;
   }
 
   private unchanged(at: number): boolean {

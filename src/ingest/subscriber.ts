@@ -45,8 +45,24 @@ export interface SubscriberOptions {
   stats?: SharedArrayBuffer;
 }
 
-/** A rank's first receive arena (grown to the largest message it reads, at most maxMessageBytes). */
+/** The first receive arena (grown to the largest message read, at most maxMessageBytes). */
 const INITIAL_ARENA_BYTES = 64 * 1024;
+
+/** Where receive() says whether it holds a message for the next call (after the turn's records). */
+const PENDING_AT = INGEST_MESSAGES_PER_TURN * zmqRecord.stride;
+
+/**
+ * What receive() fills (payloads, then per message its record and sequence), one for every rank of
+ * the thread: a rank handles what it read before its readBurst() returns (messages held back are
+ * copied: stream.ts), so no two ranks use it at once. One arena stays in cache and costs 64 KiB
+ * per thread; one per rank cost 32 MiB at 512 sources, each touched once every few seconds.
+ */
+const received = {
+  arena: new Uint8Array(INITIAL_ARENA_BYTES),
+  /** The records, then one element receive() sets to its `pending` (PENDING_AT). */
+  records: new Uint32Array(PENDING_AT + 1),
+  sequences: new BigUint64Array(INGEST_MESSAGES_PER_TURN),
+};
 
 const stderrLogger: IngestLogger = {
   warn: (obj, msg) => process.stderr.write(JSON.stringify({ level: 'warn', ...obj, msg }) + '\n'),
@@ -256,10 +272,8 @@ class RankSubscription {
   /** TCP connections up whose handshake has not (yet) succeeded. */
   private unconfirmed = 0;
   private redial: NodeJS.Timeout | undefined;
-  /** What receive() fills: payloads, then per message its record and sequence. */
-  private arena = new Uint8Array(INITIAL_ARENA_BYTES);
-  private readonly records = new Uint32Array(INGEST_MESSAGES_PER_TURN * zmqRecord.stride);
-  private readonly sequences = new BigUint64Array(INGEST_MESSAGES_PER_TURN);
+  /** close() ran (the socket's own `closed` is an addon call: not asked per wake-up). */
+  private closed = false;
 
   constructor(
     private readonly owner: KvEventSubscriber,
@@ -317,6 +331,7 @@ class RankSubscription {
   }
 
   close(): void {
+    this.closed = true;
     this.stream.close();
     clearTimeout(this.redial);
     this.socket.close();
@@ -364,7 +379,7 @@ class RankSubscription {
     if (this.owner.config.mode !== 'connect' || this.redial) return;
     this.redial = setTimeout(() => {
       this.redial = undefined;
-      if (this.socket.closed) return;
+      if (this.closed) return;
       try {
         this.socket.disconnect(this.endpoint);
       } catch {
@@ -385,7 +400,7 @@ class RankSubscription {
 
   /** The subscriber resumed: libzmq signals only new messages, so what queued meanwhile is read now. */
   resumed(): void {
-    if (this.continuing || this.socket.closed) return;
+    if (this.continuing || this.closed) return;
     this.continuing = true;
     setImmediate(() => this.readBurst());
   }
@@ -397,21 +412,23 @@ class RankSubscription {
    */
   private readBurst(): void {
     this.continuing = false;
-    if (this.socket.closed || this.owner.isPaused) return;
-    let n = this.socket.receive(this.arena, this.records, this.sequences, INGEST_MESSAGES_PER_TURN);
+    if (this.closed || this.owner.isPaused) return;
+    const r = received;
+    let n = this.socket.receive(r.arena, r.records, r.sequences, INGEST_MESSAGES_PER_TURN);
     while (n < 0) {
       // Doubled, but never past the largest message a peer may send (which -n is at most).
-      this.arena = new Uint8Array(Math.max(-n, Math.min(2 * this.arena.length, this.owner.maxMessageBytes)));
-      n = this.socket.receive(this.arena, this.records, this.sequences, INGEST_MESSAGES_PER_TURN);
+      r.arena = new Uint8Array(Math.max(-n, Math.min(2 * r.arena.length, this.owner.maxMessageBytes)));
+      n = this.socket.receive(r.arena, r.records, r.sequences, INGEST_MESSAGES_PER_TURN);
     }
+    const pending = r.records[PENDING_AT] === 1;
     this.receiving = true;
     for (let i = 0; i < n; i++) this.handle(i);
     this.receiving = false;
-    // An arena a large message grew is given back (512 sources x 4 MiB would otherwise stay held).
-    if (this.arena.length > INGEST_RETAINED_BUFFER_BYTES) this.arena = new Uint8Array(INITIAL_ARENA_BYTES);
+    // An arena a large message grew is given back (it would otherwise stay held at up to 4 MiB).
+    if (r.arena.length > INGEST_RETAINED_BUFFER_BYTES) r.arena = new Uint8Array(INITIAL_ARENA_BYTES);
     const cut = n === INGEST_MESSAGES_PER_TURN;
     this.flush(cut);
-    if (cut || this.socket.pending) {
+    if (cut || pending) {
       this.continuing = true;
       setImmediate(() => this.readBurst());
     }
@@ -420,17 +437,18 @@ class RankSubscription {
   /** Message `i` of the last receive(). */
   private handle(i: number): void {
     const at = i * zmqRecord.stride;
-    const status = this.records[at];
+    const { records } = received;
+    const status = records[at];
     if (status !== zmqRecord.ok) {
-      const detail = this.records[at + 2];
+      const detail = records[at + 2];
       this.malformed(status === zmqRecord.frameCount ? frameCountError(detail) : sequenceLengthError(detail), 'live');
       return;
     }
     // A connection's first message can be read before its handshake event: it starts the connection
     // all the same, or a busy engine's history would not be replayed.
     if (this.stats.connections === 0) this.stream.connected();
-    const offset = this.records[at + 1];
-    this.stream.live(this.sequences[i], this.arena.subarray(offset, offset + this.records[at + 2]));
+    const offset = records[at + 1];
+    this.stream.live(received.sequences[i], received.arena.subarray(offset, offset + records[at + 2]));
   }
 
   /** Decodes one batch into the burst; the sink gets the burst once the messages at hand are handled. */

@@ -65,6 +65,48 @@ describe('decoding over ZMQ', () => {
   });
 });
 
+describe('one receive arena per thread', () => {
+  let other: Harness | undefined;
+  afterEach(async () => {
+    await other?.close();
+    other = undefined;
+  });
+
+  /** A store of `blocks` blocks of 4 tokens: `blocks` of 1 000 make a payload of ~20 KB. */
+  const store = (first: number, blocks: number): SimEvent => ({
+    type: 'BlockStored',
+    blockHashes: Array.from({ length: blocks }, (_, i) => BigInt(first + i) << 32n),
+    parentBlockHash: null,
+    tokenIds: Array.from({ length: 4 * blocks }, (_, i) => 70_000 + first + i),
+    blockSize: 4,
+  });
+  const expected = (e: SimEvent & { type: 'BlockStored' }): UnpackedEvent => ({
+    kind: 'stored',
+    blockHashes: e.blockHashes,
+    parentHash: null,
+    tokensHashes: tokensHashes(e.tokenIds, 4),
+  });
+
+  it('two subscribers whose messages outgrow it, then shrink it again, each deliver exactly what their engine sent', async () => {
+    h = await connectHarness();
+    other = await connectHarness();
+    // Small, past the first arena (64 KiB), past what is kept (256 KiB: given back after the read), small.
+    const sizes = [[4, 1], [4_000, 2], [1, 16_000], [3, 3]];
+    const sent: [SimEvent & { type: 'BlockStored' }, SimEvent & { type: 'BlockStored' }][] = [];
+    for (const [a, b] of sizes) {
+      const pair = [store(sent.length * 100_000, a), store(sent.length * 100_000 + 50_000, b)] as [SimEvent & { type: 'BlockStored' }, SimEvent & { type: 'BlockStored' }];
+      sent.push(pair);
+      await h.engine.publish([pair[0]]);
+      await other.engine.publish([pair[1]]);
+    }
+    await waitFor(() => h!.sink.batches.length === sizes.length && other!.sink.batches.length === sizes.length, 'every batch of both');
+    expect(h.sink.batches.map((b) => b.events)).toEqual(sent.map(([a]) => [expected(a)]));
+    expect(other.sink.batches.map((b) => b.events)).toEqual(sent.map(([, b]) => [expected(b)]));
+    expect([h.sink.sequences(), other.sink.sequences()]).toEqual([[0n, 1n, 2n, 3n], [0n, 1n, 2n, 3n]]);
+    expect([h.sub.stats()[0].malformed, other.sub.stats()[0].malformed]).toEqual([0, 0]);
+  });
+});
+
 describe('replay', () => {
   it('asks for replay from 0 on first connect', async () => {
     const engine = await new SimulatedEngine({ http: false }).start();

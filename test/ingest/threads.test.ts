@@ -197,6 +197,21 @@ test("a stats board's reader gets the same object for a record that did not chan
   expect(fourth[0]).toBe(first[0]);
   expect(fourth[1]).toBe(third[1]);
   expect(fourth[2]).toMatchObject({ blocks: 4 });
+  // The list itself is handed out again while nothing changed, and a new one once anything did.
+  expect(main.read()).toBe(fourth);
+  const unchanged = main.read();
+  expect(unchanged).toBe(fourth);
+  thread.record(2)!.blocks += 1;
+  const fifth = main.read();
+  expect(fifth).not.toBe(fourth);
+  expect(fifth[2]).toMatchObject({ blocks: 5 });
+  expect(main.read()).toBe(fifth);
+  // A board with no record taken yet hands out an empty list, then one with the first record.
+  const fresh = new StatsBoard(ranks);
+  const reader = new StatsBoard(ranks, fresh.shared);
+  expect(reader.read()).toEqual([]);
+  fresh.record(1)!.events += 1;
+  expect(reader.read()).toEqual([expect.objectContaining({ events: 1, source: { workerId: 9n, dpRank: 1 } })]);
 });
 
 test('the hand-off ring places a hand-off only where nothing unread lies, wraps, and frees what the main thread read', () => {

@@ -133,6 +133,31 @@ describe('ZmqSubscriber', () => {
     expect(o.sub.pending).toBe(false);
   });
 
+  it('sets the element after its records to pending (1 or 0) when records has one', async () => {
+    const o = await connected();
+    const flagged = (bytes: number, max: number) => ({ ...arrays(bytes, max), records: new Uint32Array(max * zmqRecord.stride + 1).fill(7) });
+    const small = flagged(100, 2);
+    // The arena is too small: the message is kept, and the flag says so.
+    await o.pub.send(['kv', encodeSequence(0n), Buffer.alloc(600, 1)]);
+    await waitFor(() => o.sub.receive(small.arena, small.records, small.sequences, 2) === -600, 'the size the arena needs');
+    expect([small.records[2 * zmqRecord.stride], o.sub.pending]).toEqual([1, true]);
+    // Room for the first message but not the second: one read, the second kept.
+    await o.pub.send(['kv', encodeSequence(1n), Buffer.alloc(600, 2)]);
+    const b = flagged(1000, 2);
+    let n = 0;
+    await waitFor(() => (n = o.sub.receive(b.arena, b.records, b.sequences, 2)) > 0, 'the first message');
+    expect([n, b.sequences[0], b.records[2 * zmqRecord.stride], o.sub.pending]).toEqual([1, 0n, 1, true]);
+    // Then the last one, and nothing held.
+    expect(o.sub.receive(b.arena, b.records, b.sequences, 2)).toBe(1);
+    expect([b.sequences[0], b.records[2 * zmqRecord.stride], o.sub.pending]).toEqual([1n, 0, false]);
+    expect(o.sub.receive(b.arena, b.records, b.sequences, 2)).toBe(0);
+    expect(b.records[2 * zmqRecord.stride]).toBe(0);
+    // Without the extra element nothing past the records is written (a view of a larger array).
+    const backing = new Uint32Array(2 * zmqRecord.stride + 1).fill(7);
+    expect(o.sub.receive(b.arena, backing.subarray(0, 2 * zmqRecord.stride), b.sequences, 2)).toBe(0);
+    expect(backing[2 * zmqRecord.stride]).toBe(7);
+  });
+
   it('checks its arguments and refuses calls once closed', () => {
     const noop = () => undefined;
     expectThrows(() => new ZmqSubscriber(undefined as never, noop, noop), 'TypeError');

@@ -452,7 +452,9 @@ class ZmqSubscriberWrap : public Napi::ObjectWrap<ZmqSubscriberWrap> {
   // (arena: Uint8Array, records: Uint32Array, sequences: BigUint64Array, maxMessages) -> n >= 0
   // messages read (record i: status, payload offset, payload length or the bad frame's size/count;
   // sequences[i]), or -bytes: the next message's payload needs an arena of that many bytes (it is
-  // kept and comes first next time). Payloads are valid until the next call.
+  // kept and comes first next time). Payloads are valid until the next call. When `records` has an
+  // element past its maxMessages records, it says whether a message read stays held for the next
+  // call (1, as `pending`) or not (0): the caller then asks no accessor per wake-up.
   Napi::Value Receive(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
     Open(info);
@@ -461,6 +463,8 @@ class ZmqSubscriberWrap : public Napi::ObjectWrap<ZmqSubscriberWrap> {
     auto sequences = args::U64Array(args::Arg(info, 2), "sequences");
     const uint32_t max = args::U32(args::Arg(info, 3), "maxMessages");
     const size_t capacity = std::min<size_t>({max, records.ElementLength() / kRecordStride, sequences.ElementLength()});
+    const size_t heldSlot = size_t{max} * kRecordStride;
+    uint32_t* heldFlag = heldSlot < records.ElementLength() ? records.Data() + heldSlot : nullptr;
     uint8_t* out = arena.Data();
     const size_t room = arena.ElementLength();
     uint32_t* record = records.Data();
@@ -481,6 +485,7 @@ class ZmqSubscriberWrap : public Napi::ObjectWrap<ZmqSubscriberWrap> {
       const size_t size = zmq_msg_size(&heldPayload_);
       if (size > room - used) {
         if (n > 0) break;
+        if (heldFlag != nullptr) *heldFlag = 1;
         return Napi::Number::New(env, -static_cast<double>(size));
       }
       std::memcpy(out + used, zmq_msg_data(&heldPayload_), size);
@@ -494,6 +499,7 @@ class ZmqSubscriberWrap : public Napi::ObjectWrap<ZmqSubscriberWrap> {
       used += size;
       ReleaseHeld();
     }
+    if (heldFlag != nullptr) *heldFlag = held_ ? 1 : 0;
     return Napi::Number::New(env, static_cast<double>(n));
   }
 

@@ -171,9 +171,11 @@ function sinkOf(id: number): IngestSink {
     events(b) {
       const flow = flows.get(id);
       if (!flow) return;
-      let blocks = 0;
-      for (let at = 0; at < b.meta.length; at += META_STRIDE) blocks += packedBlockCount(b.meta, at);
-      const size = { messages: b.messages, blocks, bytes: burstBytes(b) };
+      // A hosted subscription with nothing held or in flight fits whatever it passes (FlowCounter.fits):
+      // its burst goes to its sink, and its size is worked out only if the sink keeps it in flight,
+      // which at low rates it nearly never does (one fewer walk of the burst per message).
+      if (flow.hosted && flow.held.length === 0 && flow.counter.messages <= 0) return passHosted(id, flow, flow.hosted, b);
+      const size = burstSize(b);
       if (flow.held.length > 0 || !flow.counter.fits(size, data.bounds, activeFlows)) hold(id, flow, { kind: 'burst', b: copyBurst(b), size });
       else pass(id, flow, b, size);
     },
@@ -183,6 +185,13 @@ function sinkOf(id: number): IngestSink {
       else if (flow) resetSource(id, flow, source, reason);
     },
   };
+}
+
+/** What a burst counts against its subscription's share of the bounds. */
+function burstSize(b: PackedEngineEvents): HandoffSize {
+  let blocks = 0;
+  for (let at = 0; at < b.meta.length; at += META_STRIDE) blocks += packedBlockCount(b.meta, at);
+  return { messages: b.messages, blocks, bytes: burstBytes(b) };
 }
 
 /** Subscriptions of this thread with bursts in flight or held: the shares the bounds split into. */
@@ -228,8 +237,10 @@ function pass(id: number, flow: Flow, b: PackedEngineEvents, size: HandoffSize):
  * A hosted subscription's burst to its sink, in flight (in its flow's count) until the sink applied
  * it. A sink that applied it in the call (a pool with nothing queued: PoolActor.received)
  * returns no promise, and the burst never counts: room is not taken, so there is none to free.
+ * `known`: its size, when the caller measured it; else it is measured only if the sink returns a
+ * promise (the burst's arrays are unchanged until the subscriber's delivery returns).
  */
-function passHosted(id: number, flow: Flow, sink: IngestSink, b: PackedEngineEvents, size: HandoffSize): void {
+function passHosted(id: number, flow: Flow, sink: IngestSink, b: PackedEngineEvents, known?: HandoffSize): void {
   let applied: void | Promise<void> = undefined;
   try {
     applied = sink.events(b);
@@ -238,6 +249,7 @@ function passHosted(id: number, flow: Flow, sink: IngestSink, b: PackedEngineEve
   }
   if (!applied) return;
   const { counter } = flow;
+  const size = known ?? burstSize(b);
   counter.add(size);
   void applied.finally(() => counter.taken(size));
 }
