@@ -252,10 +252,28 @@ export interface PoolStats {
   loadFactor: number;
   rngState: bigint;
 }
+/** How a pool's tables grew (tableStats()): summed over the owner table and the present sources' lineage tables. */
+export interface PoolTableStats {
+  ownerGrowths: number;
+  ownerMigrated: number;
+  lineageGrowths: number;
+  lineageMigrated: number;
+  /** Lineage entries new sources may still reserve (of reserveBlocks). */
+  reservedLineageLeft: number;
+}
 /** Native pool filter state; see src/native/pool.ts for the contract. */
 export class PoolFilterState {
-  /** maxTrackedBlocks: 1 .. 2^31 - 1 (default: the largest), the bound on lineageEntries. */
-  constructor(bucketCount: number, seed: bigint, maxKicks: number, maxTrackedBlocks?: number);
+  /**
+   * maxTrackedBlocks: 1 .. 2^31 - 1 (default: the largest), the bound on lineageEntries.
+   * reserveBlocks: 0 .. min(2^26, maxTrackedBlocks), the owner table's reserved entries and the lineage
+   * tables' budget; reservePerSource: 0 .. reserveBlocks, each new source's lineage reservation (required
+   * with reserveBlocks).
+   */
+  constructor(bucketCount: number, seed: bigint, maxKicks: number, maxTrackedBlocks?: number, reserveBlocks?: number, reservePerSource?: number);
+  /** The tables' growths and moves so far (walks every source: not for the apply path). */
+  tableStats(): PoolTableStats;
+  /** Bytes the state's tables hold now (what applies report as stateBytes), reserved tables included. */
+  stateBytes(): number;
   /**
    * Packed events (packedBatchLayout; PoolEventBatch writes them): meta has 5 u32 per event
    * [kind (1 stored, 2 removed, 3 cleared), dpRank, flags (1 parent, 2 start; stored only),

@@ -23,6 +23,11 @@ const MEASURE_MS = Number(process.env.INGEST_SCALE_MS ?? 3_000);
 const FRESH_WINDOW = { warmupMs: 500, measureMs: Number(process.env.INGEST_SCALE_FRESH_MS ?? 2_000) };
 /** The relay's limits.ingestThreads (0 = ingest on its main thread); unset = the relay's default (one per core). */
 const INGEST_THREADS = process.env.INGEST_SCALE_THREADS === undefined ? undefined : Number(process.env.INGEST_SCALE_THREADS);
+/**
+ * The relay's limits.reservePoolBlocks (INGEST_SCALE_RESERVE=4194304: the pool's tables sized up front
+ * for what a fresh run stores, so they do not grow); unset = 0, the tables grow as they fill.
+ */
+const RESERVE_POOL_BLOCKS = Number(process.env.INGEST_SCALE_RESERVE ?? 0);
 /** Blocks the pool holds in the equilibrium runs (well past the caches: ~200 MB of pool state). */
 const EQUILIBRIUM_POOL_BLOCKS = Number(process.env.INGEST_SCALE_POOL_BLOCKS ?? 4_194_304);
 
@@ -38,7 +43,8 @@ export async function run(): Promise<BenchResult[]> {
     try {
       const window = { warmupMs: WARMUP_MS, measureMs: MEASURE_MS };
       const bare = (await bareSubscriberRate(pubs, payloads, window)).messagesPerSecond * BLOCKS_PER_MESSAGE;
-      const extra = INGEST_THREADS === undefined ? {} : { limits: { ingestThreads: INGEST_THREADS } };
+      const limits = { ...(INGEST_THREADS === undefined ? {} : { ingestThreads: INGEST_THREADS }), ...(RESERVE_POOL_BLOCKS > 0 ? { reservePoolBlocks: RESERVE_POOL_BLOCKS } : {}) };
+      const extra = Object.keys(limits).length === 0 ? {} : { limits };
       const relay = await relayIngestRate(pubs, payloads, window, { extra, blocksPerEvent: BLOCKS_PER_EVENT });
       const row = (workload: string, r: IngestRate & { exhausted?: boolean }, windowNote: string, removals = REMOVALS.growing): BenchResult => ({
         name: `blocks/s ingested by one relay process, ${n} source(s), vLLM map batches ${EVENTS_PER_MESSAGE} events × ${BLOCKS_PER_EVENT} blocks, ${workload}`,
@@ -46,7 +52,7 @@ export async function run(): Promise<BenchResult[]> {
         unit: 'blocks/s',
         baseline: { name: 'bare zeromq.js SUB process, same frames', value: bare },
         ratio: r.blocksPerSecond / bare,
-        note: `bs ${BLOCK_SIZE}, ${removals}, ${(r.bytesPerMessage / 1024).toFixed(1)} KiB/message; ingest threads ${INGEST_THREADS ?? 'default (one per core)'}; goal >= 2 M blocks/s; relay CPU ${r.cpuMsPerMBlocks?.toFixed(0) ?? '?'} ms per M blocks; pool applied ${(r.appliedBlocksPerSecond / 1e6).toFixed(2)} M blocks/s (${r.mailboxOverflows} batches dropped on a full pool mailbox); ${r.gaps} gaps (PUB drops) in the window; ${windowNote}${r.exhausted ? '; the supply ran out before the window ended: a lower bound' : ''}`,
+        note: `bs ${BLOCK_SIZE}, ${removals}, ${(r.bytesPerMessage / 1024).toFixed(1)} KiB/message; ingest threads ${INGEST_THREADS ?? 'default (one per core)'}; pool tables reserved for ${RESERVE_POOL_BLOCKS} blocks; goal >= 2 M blocks/s; relay CPU ${r.cpuMsPerMBlocks?.toFixed(0) ?? '?'} ms per M blocks; pool applied ${(r.appliedBlocksPerSecond / 1e6).toFixed(2)} M blocks/s (${r.mailboxOverflows} batches dropped on a full pool mailbox); ${r.gaps} gaps (PUB drops) in the window; ${windowNote}${r.exhausted ? '; the supply ran out before the window ended: a lower bound' : ''}`,
       });
       results.push(row(`${FIREHOSE_MESSAGES} messages per source round robin`, relay, `${MEASURE_MS / 1000} s window after ${WARMUP_MS / 1000} s warm-up`));
       bound = Math.max(bound, relay.appliedBlocksPerSecond);

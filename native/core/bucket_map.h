@@ -114,6 +114,21 @@ class BucketMap {
   // drains at once made a pool's apply slower than its engines published (BENCHMARKS.md, 2026-12-05).
   explicit BucketMap(uint64_t growthPhase)
       : table_(kMinBuckets, kInitialSeed ^ ProcessSecret()), stagger_(StaggerOf(growthPhase)) {}
+  // A map whose first table already holds `reserved` keys in the load band (an operator-stated
+  // capacity, limits.reservePoolBlocks): filling it to there takes no growth, no drain and no move to
+  // a successor, which were two thirds of a growing pool's apply time (BENCHMARKS.md "Growth against
+  // no growth"). The table is mapped lazily and its pages are faulted in on the populating thread, as
+  // a growth's successor's are, so constructing it costs the caller an mmap, not the zeroing. Past
+  // `reserved` the map grows as any other. Throws std::bad_alloc.
+  BucketMap(uint64_t growthPhase, size_t reserved) : BucketMap(growthPhase) {
+    if (reserved == 0) return;
+    Table reservedTable(CapacityFor(reserved), table_.seed);
+    reservedTable.buckets.PopulateInBackground();
+    reservedTable.buckets.Use();  // written from the first key on, while its pages come in
+    table_ = std::move(reservedTable);
+    NextGeneration();
+    SetLimits();
+  }
 
   size_t size() const { return Entries() + (hasZero_ ? 1 : 0); }
   bool empty() const { return size() == 0; }

@@ -9,11 +9,15 @@
 namespace kvrelay {
 namespace pool {
 
-PoolFilterState::PoolFilterState(uint32_t bucketCount, uint64_t seed, uint32_t maxKicks, uint64_t maxTrackedBlocks)
+PoolFilterState::PoolFilterState(uint32_t bucketCount, uint64_t seed, uint32_t maxKicks, uint64_t maxTrackedBlocks,
+                                 Reservation reservation)
     : filter_(bucketCount, seed),
       maxKicks_(maxKicks),
       maxTrackedBlocks_(maxTrackedBlocks < kMaxTrackedBlocks ? maxTrackedBlocks : kMaxTrackedBlocks),
-      dirty_(bucketCount) {
+      dirty_(bucketCount),
+      reservedPerSource_(std::min(reservation.perSource, reservation.blocks)),
+      lineageBudget_(reservation.blocks),
+      owners_(0, reservation.blocks) {
   chunk_.reserve(kPlanChunkBlocks);
   origins_.reserve(kPlanChunkBlocks);
   chainEnds_.reserve(kPlanChunkBlocks);  // a chunk's stores at most: planning never allocates for it
@@ -42,7 +46,11 @@ PoolFilterState::Lineage* PoolFilterState::GetOrCreateSource(uint64_t workerId, 
   Lineage* existing = FindSource(workerId, dpRank);
   if (existing != nullptr) return existing;
   // Each its own growth phase: sources that publish alike grow their tables at different sizes.
-  auto made = std::make_unique<Lineage>(++lineagesMade_);
+  const uint64_t share = std::min(reservedPerSource_, lineageBudget_);
+  auto made = std::make_unique<Lineage>(lineagesMade_ + 1, share);
+  ++lineagesMade_;
+  made->reserved = share;
+  lineageBudget_ -= share;
   // Room for every source: a lookup then never allocates (Touch), so it cannot throw mid-operation.
   touched_.reserve(sources_.size() + 1);
   Lineage* lineage = made.get();
@@ -59,6 +67,7 @@ void PoolFilterState::DropSourceIfEmpty(uint64_t workerId, uint32_t dpRank, cons
   Lineage* dropped = it->second.get();
   if (cachedSource_ == dropped) cachedSource_ = nullptr;
   lineageBytes_ -= dropped->countedBytes;
+  lineageBudget_ += dropped->reserved;
   if (dropped->touched) touched_.erase(std::find(touched_.begin(), touched_.end(), dropped));
   sources_.erase(it);
 }
@@ -314,6 +323,17 @@ bool PoolFilterState::Drain(std::vector<uint32_t>* buckets, std::vector<uint64_t
 Stats PoolFilterState::GetStats() const {
   return Stats{filter_.bucketCount(), residentCount_, owners_.size(),     lineageEntries_,    sources_.size(),
                pendingEvents_,        dirty_.size(),  filter_.rngState(), maxTrackedBlocks_, counters_};
+}
+
+TableStats PoolFilterState::GetTableStats() const {
+  const auto owner = owners_.GetShape();
+  TableStats out{owner.growths, owner.migrated, 0, 0, lineageBudget_};
+  for (const auto& entry : sources_) {
+    const auto shape = entry.second->GetShape();
+    out.lineageGrowths += shape.growths;
+    out.lineageMigrated += shape.migrated;
+  }
+  return out;
 }
 
 size_t PoolFilterState::MemoryBytes() const {

@@ -23,6 +23,19 @@ namespace pool {
 
 // The largest tracked-block limit: an owner count (31 bits, see Ownership) then never overflows.
 constexpr uint64_t kMaxTrackedBlocks = (uint64_t{1} << 31) - 1;
+// The most blocks a pool reserves its tables for (Reservation): ~3 GiB of tables mapped up front, past
+// any pool's filter (2^24 buckets hold ~53 M). The relay's config bounds it lower.
+constexpr uint64_t kMaxReservedBlocks = uint64_t{1} << 26;
+
+// Tables sized at construction for an operator-stated capacity (limits.reservePoolBlocks): the owner
+// table for `blocks` canonical hashes, and each source's lineage table, when the source first
+// appears, for `perSource` ids, from a budget of `blocks` lineage entries over all sources (a source
+// dropped gives its share back), so that sources beyond the ones the deployment named cannot reserve
+// without bound. Past a reservation, or without one, the tables grow as they fill.
+struct Reservation {
+  uint64_t blocks = 0;
+  uint64_t perSource = 0;  // at most blocks
+};
 
 struct Counters {
   uint64_t capacityFailures = 0;
@@ -52,6 +65,16 @@ struct StoreOrigin {
   uint64_t previous;
 };
 
+// How the pool's tables got where they are (BucketMap::Shape summed over the owner table and the
+// lineage tables of the sources present): for tests and benches.
+struct TableStats {
+  uint64_t ownerGrowths;
+  uint64_t ownerMigrated;
+  uint64_t lineageGrowths;
+  uint64_t lineageMigrated;
+  uint64_t reservedLineageLeft;  // of the reservation's lineage budget
+};
+
 struct Stats {
   uint32_t bucketCount;
   uint64_t residentCount;
@@ -70,7 +93,9 @@ class PoolFilterState {
   // maxTrackedBlocks bounds the lineage entries (tracked blocks) of all sources together, at most
   // kMaxTrackedBlocks: a store that would pass it is rejected whole (kTrackedBlockLimit) and counted,
   // so hostile or runaway sources cannot grow the tables without limit; removals make room again.
-  PoolFilterState(uint32_t bucketCount, uint64_t seed, uint32_t maxKicks, uint64_t maxTrackedBlocks = kMaxTrackedBlocks);
+  // Throws std::bad_alloc (a reservation's tables could not be mapped).
+  PoolFilterState(uint32_t bucketCount, uint64_t seed, uint32_t maxKicks, uint64_t maxTrackedBlocks = kMaxTrackedBlocks,
+                  Reservation reservation = {});
 
   // Engine events (§4.3-§4.5). Each counts one pending event, even when it fails or does nothing.
   // A store error leaves the state untouched; removals keep going after an error (first error wins).
@@ -106,6 +131,8 @@ class PoolFilterState {
   // Fingerprints in the filter (what its load is made of).
   uint64_t residentCount() const { return residentCount_; }
   Stats GetStats() const;
+  // Walks every source: not for the apply path.
+  TableStats GetTableStats() const;
   // Bytes the state holds for its tables: filter words, owner and lineage tables, the window's bitmap.
   // Recounts only the lineage tables looked up since the last call: every apply reports it, and a pool
   // of thousands of sources walked them all each time (~90 us per small apply at 4000 sources).
@@ -136,6 +163,7 @@ class PoolFilterState {
     using BucketMap<uint64_t>::BucketMap;
     size_t countedBytes = 0;
     bool touched = false;  // in touched_: recounted by the next MemoryBytes
+    uint64_t reserved = 0;  // its share of the reservation's lineage budget, given back when dropped
   };
   using SourceKey = std::pair<uint64_t, uint32_t>;
 
@@ -237,6 +265,8 @@ class PoolFilterState {
   mutable size_t lineageBytes_ = 0;
   mutable std::vector<Lineage*> touched_;
   uint64_t lineagesMade_ = 0;  // the next lineage table's growth phase, less one
+  uint64_t reservedPerSource_;
+  uint64_t lineageBudget_;  // lineage entries a new source may still reserve (Reservation)
   SourceKey cachedKey_{0, 0};
   Lineage* cachedSource_ = nullptr;
   BucketMap<Ownership> owners_;

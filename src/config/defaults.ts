@@ -141,6 +141,12 @@ export interface Limits {
    */
   maxTrackedBlocksPerPool: number;
   /**
+   * Blocks each pool's tables are sized for when the pool is created (its owner table, and its lineage
+   * tables split evenly over the sources its workers name): filling to there grows no table. 0 = none,
+   * the tables grow as they fill (docs/incoming/pool-reserve.md: ~45-50 B per reserved block per pool).
+   */
+  reservePoolBlocks: number;
+  /**
    * Threads that receive, decode and hash engine KV events (each engine worker's sockets live on one
    * of them); 0 = on the main thread. The pool state stays on the main thread (single writer).
    */
@@ -200,6 +206,8 @@ export const DEFAULT_LIMITS: Readonly<Limits> = Object.freeze({
   // 64 Mi blocks, the slots of the largest filter (2^24 buckets x 4): about 3 GiB of producer state
   // at ~46 B per block (BENCHMARKS.md, pool-memory).
   maxTrackedBlocksPerPool: 67_108_864,
+  // Opt-in: the memory is taken at pool creation whether or not the blocks ever come.
+  reservePoolBlocks: 0,
   // One per core: on 2 cores the main thread (pool apply, gRPC) and one ingest thread (ZMQ I/O,
   // decode, hashing) split the work of the firehose.
   ingestThreads: Math.min(availableParallelism(), MAX_INGEST_THREADS),

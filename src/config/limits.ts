@@ -15,6 +15,11 @@ export const IDENTITY_KEY_MAX_BYTES = 128;
 export const IDENTITY_VALUE_MAX_BYTES = 1024;
 /** Largest expectedUniqueBlocks whose bucket count, next_pow2(max(2, (5n + 15) / 16)), is still 2^24. */
 export const MAX_EXPECTED_UNIQUE_BLOCKS = 53_687_091;
+/**
+ * limits.reservePoolBlocks bound: the most unique blocks any pool's filter is sized for (a typo cannot
+ * map terabytes; ~3 GiB of tables per pool at this bound). Below the native pool's kMaxReservedBlocks.
+ */
+export const MAX_RESERVE_POOL_BLOCKS = MAX_EXPECTED_UNIQUE_BLOCKS;
 /** Config file changes are debounced so an editor's burst of writes is read once. */
 export const CONFIG_WATCH_DEBOUNCE_MS = 100;
 /** Backstop poll of the config file for filesystems where fs.watch misses events (network mounts). */

@@ -34,6 +34,11 @@ export const DESCRIPTIONS: Readonly<Record<string, string>> = {
   'limits.maxConnections': 'Open gRPC connections; further ones are closed on accept. A quarter of them is kept for sources that made an authorized call before.',
   'limits.maxConnectionsPerIp': 'Open gRPC connections from one source (an IPv4 address, an IPv6 /64); further ones are closed on accept (32 with the default `maxConnections`).',
   'limits.maxTrackedBlocksPerPool': 'Blocks one pool tracks over all its sources (~46 B each); a store that would go past it is rejected whole and counted (`pool_stores_rejected_at_limit_total`); removals make room.',
+  // A count, not a switch that reserves for expectedUniqueBlocks: that field sizes the filter, which is
+  // part of every pool's wire format, while this one is memory traded for CPU alone; an operator may
+  // reserve for the working set a pool reaches within minutes and let rare peaks grow the tables.
+  'limits.reservePoolBlocks':
+    "Blocks each pool's tables are sized for when it is created: its owner table, and its engine-id (lineage) tables split evenly over the (worker, rank) sources its endpoint names. Filling to there grows no table (about half of a filling pool's apply CPU); the memory (~45-50 B per reserved block, per pool) is taken at creation and counted in `kv_dc_relay_pool_state_bytes`. 0 = none: the tables grow as they fill. At most `maxTrackedBlocksPerPool`.",
   'limits.ingestThreads': 'Worker threads that run the engines\' KV-event subscriptions (a worker always on the same thread); 0 = on the main thread.',
   timing: 'Heartbeats, windows and timeouts (start-time).',
   'timing.poolHeartbeatMs': 'Pool stream heartbeat interval while no delta is published.',

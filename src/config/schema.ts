@@ -20,6 +20,7 @@ import {
   MAX_ETCD_LEASE_TTL_S,
   MIN_ETCD_LEASE_TTL_S,
   MAX_EXPECTED_UNIQUE_BLOCKS,
+  MAX_RESERVE_POOL_BLOCKS,
   MAX_INGEST_THREADS,
   MAX_U32,
   MAX_TIMER_DURATION_MS,
@@ -284,6 +285,11 @@ export const relayConfigSchema = z
         maxConnectionsPerIp: count(1).optional(),
         maxTrackedBlocksPerPool: count(1, MAX_TRACKED_BLOCKS_PER_POOL).default(DEFAULT_LIMITS.maxTrackedBlocksPerPool),
         ingestThreads: count(0, MAX_INGEST_THREADS).default(DEFAULT_LIMITS.ingestThreads),
+        reservePoolBlocks: count(0, MAX_RESERVE_POOL_BLOCKS).default(DEFAULT_LIMITS.reservePoolBlocks),
+      })
+      .refine((l) => l.reservePoolBlocks <= l.maxTrackedBlocksPerPool, {
+        path: ['reservePoolBlocks'],
+        message: 'must not exceed limits.maxTrackedBlocksPerPool (a pool never tracks more)',
       })
       .prefault({}),
     timing: z

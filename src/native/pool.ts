@@ -22,10 +22,13 @@
 //   synchronous call on the same PoolFilterState throws Error{code: 'PoolBusy'}. Async calls made
 //   meanwhile are queued and run in the order they were made, up to nativeLimits.maxQueuedPoolCalls
 //   in flight (PoolBusy past it): the next apply so starts the moment the one before ends.
+// - `reserve` sizes the owner table for `blocks` hashes and each new source's lineage table for
+//   `perSource` ids (out of a budget of `blocks` over all sources) at construction: filling to there
+//   then grows no table. The tables are mapped up front and count in stateBytes from the start.
 // - close() frees the native memory at once; any later call throws Error{code: 'PoolClosed'}.
 //   Without close(), the memory is freed when the object is garbage-collected.
 import type * as Binding from '../../binding';
-import type { PoolStats } from '../../binding';
+import type { PoolStats, PoolTableStats } from '../../binding';
 import { DEFAULT_CKF_MAX_KICKS, DEFAULT_CKF_SEED } from '../config/defaults';
 import { MAX_U32, MAX_U64 } from '../config/limits';
 import { relayAddon } from './addon';
@@ -33,7 +36,7 @@ import { nativeLimits } from './limits';
 
 const addon = relayAddon();
 
-export type { PoolStats };
+export type { PoolStats, PoolTableStats };
 
 export type PoolErrorCode =
   | 'ParentBlockNotFound'
@@ -100,6 +103,14 @@ export interface PoolFilterStateOptions {
   maxKicks?: number;
   /** Bound on tracked blocks (lineage entries over all sources), 1 .. 2^31 - 1; default: the largest. */
   maxTrackedBlocks?: number;
+  /** Tables reserved at construction (limits.reservePoolBlocks); default: none, they grow as they fill. */
+  reserve?: PoolReservation;
+}
+
+/** blocks: 0 .. min(2^26, maxTrackedBlocks); perSource: 0 .. blocks. */
+export interface PoolReservation {
+  blocks: number;
+  perSource: number;
 }
 
 // The packed encoding is defined once, natively (native/pool/packed_batch.h).
@@ -333,7 +344,10 @@ export class PoolFilterState {
     this.bucketCount = opts.bucketCount;
     this.seed = opts.seed ?? DEFAULT_CKF_SEED;
     this.maxKicks = opts.maxKicks ?? DEFAULT_CKF_MAX_KICKS;
-    this.native = new addon.PoolFilterState(this.bucketCount, this.seed, this.maxKicks, opts.maxTrackedBlocks);
+    const { reserve } = opts;
+    this.native = reserve
+      ? new addon.PoolFilterState(this.bucketCount, this.seed, this.maxKicks, opts.maxTrackedBlocks, reserve.blocks, reserve.perSource)
+      : new addon.PoolFilterState(this.bucketCount, this.seed, this.maxKicks, opts.maxTrackedBlocks);
   }
 
   /** Applies events in order on the calling thread (small batches). */
@@ -452,6 +466,16 @@ export class PoolFilterState {
 
   stats(): PoolStats {
     return this.native.stats();
+  }
+
+  /** Bytes the tables hold now, reserved ones included (each apply reports the same as stateBytes). */
+  stateBytes(): number {
+    return this.native.stateBytes();
+  }
+
+  /** How the tables grew (tests and benches: walks every source). */
+  tableStats(): PoolTableStats {
+    return this.native.tableStats();
   }
 
   /** A copy of every bucket word (tests and small pools: RangeError above nativeLimits.maxSyncFilterWords; use copyWordsAsync). */

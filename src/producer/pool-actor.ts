@@ -261,9 +261,12 @@ export class PoolActor implements PoolGeneration {
       bucketCount: Number(ckf.bucketCount),
       seed: ckf.seed,
       maxTrackedBlocks: options.maxTrackedBlocks,
+      reserve: options.reserve,
     });
     this.warnings = new ThrottledLogger(options.logger, INGEST_LOG_MAX_PER_WINDOW, INGEST_LOG_WINDOW_MS);
     this.counters = options.counters ?? new PoolCounters();
+    // From creation: a reservation holds its tables before the first block arrives.
+    this.counters.stateBytes = this.state.stateBytes();
     this.counters.publicationSliceMs = this.sliceDelayMs();
     this.syncApplyBlocks = options.syncApplyBlocks ?? SYNC_APPLY_BLOCKS;
   }

@@ -3,6 +3,7 @@
 // Pools are named by an id the main thread chooses; every message about one pool travels on its
 // thread's one port, in order.
 import type { PackedEngineEvents, SourceKey } from '../ingest/types';
+import type { PoolReservation } from '../native';
 import type { ProducerIdentity } from '../wire/types';
 
 /** What a hosted PoolActor is made with (PoolActorOptions that cross threads). */
@@ -14,6 +15,8 @@ export interface HostedPoolOptions {
   publicationDelayMs: number;
   /** Tracked-block bound of the pool state (limits.maxTrackedBlocksPerPool); default: the native maximum. */
   maxTrackedBlocks?: number;
+  /** Tables sized at creation (limits.reservePoolBlocks over the pool's sources); default: none. */
+  reserve?: PoolReservation;
 }
 
 export type ToPoolHost =

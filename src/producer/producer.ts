@@ -35,7 +35,7 @@ import type { PoolGeneration } from './pool-generation';
 import { ThreadPool } from './thread-pools';
 import { poolIdDisplay } from '../identity';
 import { KvSources } from './sources';
-import { descriptor, droppedSources, kvSourceConfigs, loadPool, topologyInputs, type Liveness } from './views';
+import { descriptor, droppedSources, kvSourceConfigs, loadPool, poolReservation, topologyInputs, type Liveness } from './views';
 
 export interface ProducerOptions {
   config: RelayConfig;
@@ -343,6 +343,7 @@ export class Producer implements RelaySource {
       publicationThreshold: this.timing.publicationThreshold,
       publicationDelayMs: this.timing.publicationDelayMs,
       maxTrackedBlocks: this.options.config.limits.maxTrackedBlocksPerPool,
+      reserve: poolReservation(this.options.config.limits.reservePoolBlocks, spec, this.eventPlane !== undefined),
       logger: this.logger,
       onFenced: () => this.replaceFenced(spec.key, actor),
       onDeltaPublished: this.options.onDeltaPublished && ((timing: DeltaTiming) => this.options.onDeltaPublished!(timing, spec.key)),

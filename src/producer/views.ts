@@ -3,6 +3,7 @@
 import { sourcesOf } from '../ingest/sources';
 import type { KvEventEndpointConfig, SourceKey } from '../ingest/types';
 import type { LoadPool } from '../load';
+import type { PoolReservation } from '../native';
 import type { TopologyEndpointInput } from '../topology';
 import type { KvPoolDescriptor, KvPoolId, ProducerIdentity } from '../wire/types';
 import type { Deployment, PoolSpec } from './deployment';
@@ -37,6 +38,16 @@ export function kvSourceConfigs(specs: Iterable<PoolSpec>): KvEventEndpointConfi
 export function poolSources(spec: PoolSpec, eventPlane = false): SourceKey[] {
   if (!eventPlane) return kvSourceConfigs([spec]).flatMap((c) => sourcesOf(c));
   return spec.endpoint.workers.flatMap((w) => Array.from({ length: w.dpSize }, (_, i) => ({ workerId: w.id, dpRank: w.dpStartRank + i })));
+}
+
+/**
+ * The tables a pool reserves at creation for limits.reservePoolBlocks (undefined: none): the owner
+ * table for all of them, each lineage table for an even share over the sources its endpoint names.
+ * A source added later takes the same share while the pool's budget lasts (native Reservation).
+ */
+export function poolReservation(blocks: number, spec: PoolSpec, eventPlane = false): PoolReservation | undefined {
+  if (blocks === 0) return undefined;
+  return { blocks, perSource: Math.ceil(blocks / Math.max(1, poolSources(spec, eventPlane).length)) };
 }
 
 /** (worker, rank) sources a metadata update takes away from a pool (e.g. a worker whose lease ended). */

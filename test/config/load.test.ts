@@ -69,6 +69,17 @@ describe('config defaults', () => {
     expect(cfg.endpoints).toEqual([]);
   });
 
+  test('limits.reservePoolBlocks: 0 by default (tables grow), read from YAML and JSON, kept beside the other limits', () => {
+    expect(DEFAULT_LIMITS.reservePoolBlocks).toBe(0);
+    const yaml = loadConfigFile(write('reserve.yaml', ['dcId: dc-a', 'limits: { reservePoolBlocks: 4194304, maxTrackedBlocksPerPool: 4194304 }'].join('\n')));
+    expect(yaml.limits).toEqual({ ...DEFAULT_LIMITS, reservePoolBlocks: 4_194_304, maxTrackedBlocksPerPool: 4_194_304 });
+    // The parsed config written back as JSON reads the same (what a config dump or a reload sees).
+    const again = loadConfigFile(write('reserve.json', JSON.stringify({ ...yaml, endpoints: [] }, (_k, v) => (typeof v === 'bigint' ? v.toString() : v))));
+    expect(again.limits).toEqual(yaml.limits);
+    // At the bound (the largest filter's blocks) it is accepted.
+    expect(loadConfigFile(write('reserve-max.json', JSON.stringify({ dcId: 'dc-a', limits: { reservePoolBlocks: 53_687_091 } }))).limits.reservePoolBlocks).toBe(53_687_091);
+  });
+
   test('kvEvents defaults and u64 worker ids as strings', () => {
     const cfg = parseConfigText(
       JSON.stringify({ dcId: 'dc-a', endpoints: [{ ...endpoint, workers: [{ id: '18446744073709551615', kvEvents: { endpoint: 'tcp://h:1' } }] }] }),
@@ -133,6 +144,11 @@ describe('config errors are one line: FILE: field.path: problem', () => {
     ['metricsBind port string out of range', { dcId: 'a', metricsBind: '70000' }, 'relay.json: metricsBind: must be a port (0..65535) or a numeric IP:port'],
     ['too many expected blocks', { dcId: 'a', expectedUniqueBlocks: 53_687_092 }, 'relay.json: expectedUniqueBlocks: Too big'],
     ['zero expected blocks', { dcId: 'a', expectedUniqueBlocks: 0 }, 'relay.json: expectedUniqueBlocks: Too small'],
+    ['negative pool reservation', { dcId: 'a', limits: { reservePoolBlocks: -1 } }, 'relay.json: limits.reservePoolBlocks: Too small'],
+    ['fractional pool reservation', { dcId: 'a', limits: { reservePoolBlocks: 1.5 } }, 'relay.json: limits.reservePoolBlocks: Invalid input'],
+    ['pool reservation as text', { dcId: 'a', limits: { reservePoolBlocks: '4M' } }, 'relay.json: limits.reservePoolBlocks: Invalid input'],
+    ['absurd pool reservation (a typo)', { dcId: 'a', limits: { reservePoolBlocks: 53_687_092 } }, 'relay.json: limits.reservePoolBlocks: Too big'],
+    ['pool reservation past the tracked-block bound', { dcId: 'a', limits: { reservePoolBlocks: 2_000, maxTrackedBlocksPerPool: 1_000 } }, 'relay.json: limits.reservePoolBlocks: must not exceed limits.maxTrackedBlocksPerPool'],
     ['padded namespace', ep({ namespace: ' prod' }), 'relay.json: endpoints.0.namespace: must not have surrounding whitespace'],
     ['empty component', ep({ component: '' }), 'relay.json: endpoints.0.component: must not be empty'],
     ['padded model name', ep({ model: { name: 'llama\t', kvBlockSize: 16 } }), 'relay.json: endpoints.0.model.name: must not have surrounding whitespace'],

@@ -270,3 +270,27 @@ test('close retires every generation and empties catalog and readiness', async (
   expect(p.catalog().revision).toBe(revision + 1n);
   expect(p.readiness().entries).toEqual([]);
 });
+
+test.each([0, 1])(
+  'limits.reservePoolBlocks: the pool holds its reserved tables from creation, counted in its state bytes, the lineage split over its named sources (ingestThreads %p)',
+  async (ingestThreads) => {
+    const blocks = 90_000;
+    // Three (worker, rank) sources: each lineage table reserves a third.
+    const eps = [endpoint({ workers: [{ id: 7, kvEvents: kv, dpSize: 2 }, { id: 8, kvEvents: { endpoint: 'tcp://127.0.0.1:10' } }] })];
+    const plain = await start(config(eps, { limits: { ingestThreads } }));
+    const reserved = await start(config(eps, { limits: { ingestThreads, reservePoolBlocks: blocks } }));
+    const bytes = (p: Producer) => p.metrics().pools[0]?.stateBytes ?? 0;
+    // Before any event: the owner table for every reserved block (~19.4 B each).
+    await waitFor(() => bytes(plain) > 0 && bytes(reserved) > bytes(plain), 'both pools materialized');
+    const owner = bytes(reserved) - bytes(plain);
+    expect(owner).toBeGreaterThanOrEqual(19 * blocks);
+    expect(owner).toBeLessThan(21 * blocks);
+    // A source's first store adds its lineage table, reserved for its third (~24-31 B per entry).
+    const before = bytes(reserved);
+    const toks = Uint32Array.from([1, 2, 3, 4]);
+    reserved.events(packEngineBatch(7n, [{ type: 'BlockStored', blockHashes: [11n], parentBlockHash: null, tokenIds: toks, blockSize: 4 }], { kvBlockSize: 4, dpRank: 1 }));
+    const after = await waitForValue(() => (bytes(reserved) > before ? bytes(reserved) : undefined), 'the lineage table of the first source');
+    expect(after - before).toBeGreaterThanOrEqual(24 * (blocks / 3));
+    expect(after - before).toBeLessThan(32 * (blocks / 3));
+  },
+);

@@ -1,7 +1,10 @@
 #include "bindings/relay/pool_js.h"
 
+#include <algorithm>
 #include <cstring>
+#include <initializer_list>
 #include <string>
+#include <utility>
 
 #include "bindings/napi_args.h"
 #include "core/native_limits.h"
@@ -14,25 +17,44 @@ Napi::Value ErrorValue(Napi::Env env, pool::PoolError e) {
   return name == nullptr ? env.Null() : Napi::String::New(env, name);
 }
 
-Napi::Object StatsToJs(Napi::Env env, const pool::Stats& st) {
-  auto num = [&](uint64_t v) { return Napi::Number::New(env, static_cast<double>(v)); };
+namespace {
+// An object of counts, by name.
+Napi::Object CountsToJs(Napi::Env env, std::initializer_list<std::pair<const char*, uint64_t>> counts) {
   Napi::Object out = Napi::Object::New(env);
-  out.Set("bucketCount", num(st.bucketCount));
-  out.Set("residentCount", num(st.residentCount));
-  out.Set("ownedHashes", num(st.ownedHashes));
-  out.Set("lineageEntries", num(st.lineageEntries));
-  out.Set("sourceCount", num(st.sourceCount));
-  out.Set("pendingEvents", num(st.pendingEvents));
-  out.Set("dirtyBuckets", num(st.dirtyBuckets));
-  out.Set("capacityFailures", num(st.counters.capacityFailures));
-  out.Set("unknownRemovals", num(st.counters.unknownRemovals));
-  out.Set("parentNotFound", num(st.counters.parentNotFound));
-  out.Set("invariantViolations", num(st.counters.invariantViolations));
-  out.Set("trackedBlockLimitRejections", num(st.counters.trackedBlockLimitRejections));
-  out.Set("maxTrackedBlocks", num(st.maxTrackedBlocks));
+  for (const auto& [name, value] : counts) out.Set(name, Napi::Number::New(env, static_cast<double>(value)));
+  return out;
+}
+}  // namespace
+
+Napi::Object StatsToJs(Napi::Env env, const pool::Stats& st) {
+  Napi::Object out = CountsToJs(env, {
+                                         {"bucketCount", st.bucketCount},
+                                         {"residentCount", st.residentCount},
+                                         {"ownedHashes", st.ownedHashes},
+                                         {"lineageEntries", st.lineageEntries},
+                                         {"sourceCount", st.sourceCount},
+                                         {"pendingEvents", st.pendingEvents},
+                                         {"dirtyBuckets", st.dirtyBuckets},
+                                         {"capacityFailures", st.counters.capacityFailures},
+                                         {"unknownRemovals", st.counters.unknownRemovals},
+                                         {"parentNotFound", st.counters.parentNotFound},
+                                         {"invariantViolations", st.counters.invariantViolations},
+                                         {"trackedBlockLimitRejections", st.counters.trackedBlockLimitRejections},
+                                         {"maxTrackedBlocks", st.maxTrackedBlocks},
+                                     });
   out.Set("loadFactor", Napi::Number::New(env, static_cast<double>(st.residentCount) / (4.0 * st.bucketCount)));
   out.Set("rngState", Napi::BigInt::New(env, st.rngState));
   return out;
+}
+
+Napi::Object TableStatsToJs(Napi::Env env, const pool::TableStats& t) {
+  return CountsToJs(env, {
+                             {"ownerGrowths", t.ownerGrowths},
+                             {"ownerMigrated", t.ownerMigrated},
+                             {"lineageGrowths", t.lineageGrowths},
+                             {"lineageMigrated", t.lineageMigrated},
+                             {"reservedLineageLeft", t.reservedLineageLeft},
+                         });
 }
 
 Napi::Value DrainToJs(Napi::Env env, pool::PoolFilterState* state, std::vector<uint32_t>* buckets,
@@ -77,7 +99,15 @@ FilterArgs FilterArgsOf(const Napi::CallbackInfo& info) {
   const uint64_t maxTrackedBlocks =
       limit.IsUndefined() ? pool::kMaxTrackedBlocks : args::UInt(limit, "maxTrackedBlocks", pool::kMaxTrackedBlocks);
   if (maxTrackedBlocks == 0) throw Napi::RangeError::New(env, "maxTrackedBlocks must be at least 1");
-  return FilterArgs{static_cast<uint32_t>(bucketCount), seed, maxKicks, maxTrackedBlocks};
+  // Optional: no reservation (the tables grow as they fill). More than the pool may track would be
+  // memory no block can use.
+  pool::Reservation reservation;
+  const Napi::Value reserve = args::Arg(info, 4);
+  if (!reserve.IsUndefined()) {
+    reservation.blocks = args::UInt(reserve, "reserveBlocks", std::min(pool::kMaxReservedBlocks, maxTrackedBlocks));
+    reservation.perSource = args::UInt(args::Arg(info, 5), "reservePerSource", reservation.blocks);
+  }
+  return FilterArgs{static_cast<uint32_t>(bucketCount), seed, maxKicks, maxTrackedBlocks, reservation};
 }
 
 }  // namespace pooljs

@@ -30,6 +30,8 @@ Napi::Function PoolFilterStateWrap::Define(Napi::Env env) {
                          InstanceMethod<&W::DrainDelta>("drainDelta"),
                          InstanceMethod<&W::DirtyBuckets>("dirtyBuckets"),
                          InstanceMethod<&W::Stats>("stats"),
+                         InstanceMethod<&W::TableStats>("tableStats"),
+                         InstanceMethod<&W::StateBytes>("stateBytes"),
                          InstanceMethod<&W::Words>("words"),
                          InstanceMethod<&W::CopyWordsAsync>("copyWordsAsync"),
                          InstanceMethod<&W::Close>("close"),
@@ -39,7 +41,7 @@ Napi::Function PoolFilterStateWrap::Define(Napi::Env env) {
 PoolFilterStateWrap::PoolFilterStateWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<PoolFilterStateWrap>(info) {
   const pooljs::FilterArgs a = pooljs::FilterArgsOf(info);
   try {
-    state_ = std::make_unique<PoolFilterState>(a.bucketCount, a.seed, a.maxKicks, a.maxTrackedBlocks);
+    state_ = std::make_unique<PoolFilterState>(a.bucketCount, a.seed, a.maxKicks, a.maxTrackedBlocks, a.reservation);
   } catch (const std::bad_alloc&) {
     args::ThrowCoded(info.Env(), "AllocationFailed", "cannot allocate the pool state");
   }
@@ -205,6 +207,15 @@ Napi::Value PoolFilterStateWrap::DirtyBuckets(const Napi::CallbackInfo& info) {
 
 Napi::Value PoolFilterStateWrap::Stats(const Napi::CallbackInfo& info) {
   return pooljs::StatsToJs(info.Env(), Ready(info.Env()).GetStats());
+}
+
+// tableStats(): the tables' growths and moves (pool::TableStats); walks every source.
+Napi::Value PoolFilterStateWrap::TableStats(const Napi::CallbackInfo& info) {
+  return pooljs::TableStatsToJs(info.Env(), Ready(info.Env()).GetTableStats());
+}
+
+Napi::Value PoolFilterStateWrap::StateBytes(const Napi::CallbackInfo& info) {
+  return Napi::Number::New(info.Env(), static_cast<double>(Ready(info.Env()).MemoryBytes()));
 }
 
 Napi::Value PoolFilterStateWrap::Words(const Napi::CallbackInfo& info) {

@@ -72,6 +72,8 @@ class PoolFilterStateWrap : public Napi::ObjectWrap<PoolFilterStateWrap> {
   Napi::Value DrainDelta(const Napi::CallbackInfo& info);
   Napi::Value DirtyBuckets(const Napi::CallbackInfo& info);
   Napi::Value Stats(const Napi::CallbackInfo& info);
+  Napi::Value TableStats(const Napi::CallbackInfo& info);
+  Napi::Value StateBytes(const Napi::CallbackInfo& info);
   Napi::Value Words(const Napi::CallbackInfo& info);
   Napi::Value CopyWordsAsync(const Napi::CallbackInfo& info);  // pool_workers.cc
   Napi::Value Close(const Napi::CallbackInfo& info);

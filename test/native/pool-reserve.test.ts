@@ -1,0 +1,168 @@
+// A pool whose tables are reserved at construction (limits.reservePoolBlocks, native Reservation):
+// filling it to the reservation grows no table, it answers exactly as a pool whose tables grow, its
+// state bytes count the reservation from the start, new sources reserve from a bounded budget, and
+// the binding refuses bad reservations with a JS error.
+import { PoolEventBatch, PoolFilterState, type PoolReservation } from '../../src/native';
+import { relayAddon } from '../../src/native/addon';
+import { expectThrows } from './hashing.helpers';
+
+const SEED = 0x5deece66d1b54a33n;
+const BUCKETS = 1 << 17;
+
+/**
+ * A deterministic engine-like stream over `sources` sources: 16-block stores, half continuing the
+ * source's previous chain (parent), a third of them sharing token hashes with another source (owner
+ * counts above 1, hashes already resident), and 20 % of events removing an earlier store's blocks.
+ * About `blocks` blocks stored in all, in batches of 128 events.
+ */
+function* engineStream(blocks: number, sources: number): Generator<PoolEventBatch> {
+  let rng = 0x9e3779b97f4a7c15n;
+  const next = (): bigint => {
+    rng = (rng * 6364136223846793005n + 1442695040888963407n) & 0xffff_ffff_ffff_ffffn;
+    return rng >> 11n;
+  };
+  let id = 1n;
+  const last = new Map<number, bigint>();
+  const stored: { source: number; ids: bigint[] }[] = [];
+  const tokens: bigint[][] = [];
+  let done = 0;
+  while (done < blocks) {
+    const batch = new PoolEventBatch();
+    for (let e = 0; e < 128 && done < blocks; e++) {
+      const source = Number(next() % BigInt(sources));
+      const worker = BigInt(1 + source);
+      if (stored.length > 8 && next() % 5n === 0n) {
+        const at = Number(next() % BigInt(stored.length));
+        const victim = stored[at];
+        stored[at] = stored[stored.length - 1];
+        stored.pop();
+        batch.addRemoved(BigInt(1 + victim.source), 0, victim.ids);
+        if (last.get(victim.source) === victim.ids[15]) last.delete(victim.source);
+        continue;
+      }
+      const ids = Array.from({ length: 16 }, () => id++);
+      const shared = tokens.length > 0 && next() % 3n === 0n;
+      const hashes = shared ? tokens[Number(next() % BigInt(tokens.length))] : Array.from({ length: 16 }, () => next());
+      const parent = next() % 2n === 0n ? last.get(source) ?? null : null;
+      batch.addStored(worker, 0, shared ? null : parent, null, ids, hashes);
+      if (!shared) tokens.push(hashes);
+      stored.push({ source, ids });
+      last.set(source, ids[15]);
+      done += 16;
+    }
+    yield batch;
+  }
+}
+
+/** Applies the stream to both pools; every batch's outcomes and drained window must be equal. */
+async function applyBoth(a: PoolFilterState, b: PoolFilterState, blocks: number, sources: number): Promise<void> {
+  for (const batch of engineStream(blocks, sources)) {
+    const ra = await a.applyAsync(batch);
+    const rb = await b.applyAsync(batch);
+    expect(ra.outcomes).toEqual(rb.outcomes);
+    expect(ra.trackedBlocks).toBe(rb.trackedBlocks);
+    expect(a.drain()).toEqual(b.drain());
+  }
+}
+
+function pool(reserve?: PoolReservation, maxTrackedBlocks?: number): PoolFilterState {
+  return new PoolFilterState({ bucketCount: BUCKETS, seed: SEED, reserve, maxTrackedBlocks });
+}
+
+describe('reserved pool tables', () => {
+  test('a pool reserved for what it stores grows no table while it fills, and answers as a growing pool does', async () => {
+    const blocks = 200_000;
+    const sources = 4;
+    const reserved = pool({ blocks, perSource: blocks / sources });
+    const growing = pool();
+    await applyBoth(reserved, growing, blocks, sources);
+    const stats = reserved.stats();
+    expect(stats).toEqual(growing.stats());
+    expect(stats.sourceCount).toBe(sources);
+    expect(stats.lineageEntries).toBeGreaterThan(0.6 * blocks);
+    expect(stats.ownedHashes).toBeGreaterThan(0.4 * blocks);
+    expect(reserved.words()).toEqual(growing.words());
+    // The growing pool's tables grew and moved entries; the reserved pool's did neither.
+    const grew = growing.tableStats();
+    expect(grew.ownerGrowths).toBeGreaterThan(5);
+    expect(grew.lineageGrowths).toBeGreaterThan(5 * sources);
+    expect(grew.ownerMigrated + grew.lineageMigrated).toBeGreaterThan(blocks);
+    expect(reserved.tableStats()).toEqual({ ownerGrowths: 0, ownerMigrated: 0, lineageGrowths: 0, lineageMigrated: 0, reservedLineageLeft: 0 });
+    reserved.close();
+    growing.close();
+  });
+
+  test('past its reservation a pool grows as any other, with the same answers', async () => {
+    const reserved = pool({ blocks: 20_000, perSource: 10_000 });
+    const growing = pool();
+    await applyBoth(reserved, growing, 120_000, 2);
+    expect(reserved.stats()).toEqual(growing.stats());
+    expect(reserved.words()).toEqual(growing.words());
+    const t = reserved.tableStats();
+    expect(t.ownerGrowths).toBeGreaterThan(0);
+    expect(t.lineageGrowths).toBeGreaterThan(0);
+    // Fewer than the growing pool's: the first growths (the small tables) never happened.
+    expect(t.ownerGrowths).toBeLessThan(growing.tableStats().ownerGrowths);
+  });
+
+  test('the state bytes count the reservation from construction on, and each source its share when it appears', () => {
+    const blocks = 100_000;
+    const empty = pool().stateBytes();
+    const reserved = pool({ blocks, perSource: blocks / 2 });
+    // The owner table: 64-byte buckets of 5 slots at load 0.66, ~19.4 B per reserved block.
+    const owner = reserved.stateBytes() - empty;
+    expect(owner).toBeGreaterThanOrEqual(19 * blocks);
+    expect(owner).toBeLessThan(21 * blocks);
+    // Applies report the same bytes (the pool's state-bytes gauge).
+    const first = reserved.apply(new PoolEventBatch().addStored(1n, 0, null, null, [1n], [11n]));
+    const second = reserved.apply(new PoolEventBatch().addStored(2n, 0, null, null, [2n], [12n]));
+    expect(second.stateBytes).toBe(reserved.stateBytes());
+    // Each lineage table: buckets of 4 slots at load 0.66 (~24.2 B per entry), up to 29 % more where
+    // its growth phase staggers it (StaggerOf).
+    for (const lineage of [first.stateBytes - empty - owner, second.stateBytes - first.stateBytes]) {
+      expect(lineage).toBeGreaterThanOrEqual(24 * (blocks / 2));
+      expect(lineage).toBeLessThan(32 * (blocks / 2));
+    }
+    // ~45-51 B per reserved block in all.
+    expect(second.stateBytes - empty).toBeGreaterThan(43 * blocks);
+    expect(second.stateBytes - empty).toBeLessThan(53 * blocks);
+    reserved.close();
+  });
+
+  test('sources reserve from a budget of the reserved blocks; a source dropped gives its share back', () => {
+    const p = pool({ blocks: 10_000, perSource: 4_000 });
+    const store = (worker: bigint, id: bigint) => expect(p.store(worker, 0, null, null, [id], [id * 7n])).toBeNull();
+    expect(p.tableStats().reservedLineageLeft).toBe(10_000);
+    store(1n, 1n);
+    expect(p.tableStats().reservedLineageLeft).toBe(6_000);
+    store(2n, 2n);
+    store(3n, 3n);
+    // The third took what was left; a fourth (a source the deployment did not name) reserves nothing.
+    expect(p.tableStats().reservedLineageLeft).toBe(0);
+    const before = p.stateBytes();
+    store(4n, 4n);
+    expect(p.stateBytes() - before).toBeLessThan(4096);
+    expect(p.clear(1n, 0)).toBeNull();
+    expect(p.stats().sourceCount).toBe(3);
+    expect(p.tableStats().reservedLineageLeft).toBe(4_000);
+  });
+
+  test('the binding refuses bad reservations with a JS error and builds nothing', () => {
+    expectThrows(() => pool({ blocks: -1, perSource: 0 }), 'RangeError');
+    expectThrows(() => pool({ blocks: 1.5, perSource: 0 }), 'RangeError');
+    expectThrows(() => pool({ blocks: Number.NaN, perSource: 0 }), 'RangeError');
+    // Above the native bound (2^26), and above what the pool may track.
+    expectThrows(() => pool({ blocks: 2 ** 26 + 1, perSource: 0 }), 'RangeError');
+    expectThrows(() => pool({ blocks: 1_001, perSource: 1 }, 1_000), 'RangeError');
+    // A source's share cannot pass the reservation.
+    expectThrows(() => pool({ blocks: 100, perSource: 101 }), 'RangeError');
+    expectThrows(() => pool({ blocks: '100' as unknown as number, perSource: 1 }), 'TypeError');
+    expectThrows(() => pool({ blocks: 100n as unknown as number, perSource: 1 }), 'TypeError');
+    // The raw addon: a reservation needs its per-source share.
+    const addon = relayAddon();
+    expectThrows(() => new addon.PoolFilterState(BUCKETS, SEED, 500, undefined, 100), 'TypeError');
+    // At the bounds it is accepted (mapped lazily: no memory is touched on this thread).
+    expect(pool({ blocks: 1_000, perSource: 1_000 }, 1_000).tableStats().reservedLineageLeft).toBe(1_000);
+    expect(pool({ blocks: 0, perSource: 0 }).stateBytes()).toBe(pool().stateBytes());
+  });
+});
