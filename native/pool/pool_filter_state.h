@@ -6,9 +6,9 @@
 // raw canonical-hash operations).
 #pragma once
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -138,6 +138,14 @@ class PoolFilterState {
     bool touched = false;  // in touched_: recounted by the next MemoryBytes
   };
   using SourceKey = std::pair<uint64_t, uint32_t>;
+  // Sources are the pool's configured (worker, rank) pairs, not a peer's choice: a multiplicative mix
+  // spreads them; the table then finds a source in about two lines where a tree walked ~9 nodes at 512.
+  struct SourceKeyHash {
+    size_t operator()(const SourceKey& key) const {
+      const uint64_t mixed = (key.first ^ (uint64_t{key.second} << 40)) * 0x9E3779B97F4A7C15ull;
+      return static_cast<size_t>(mixed ^ (mixed >> 29));
+    }
+  };
 
   // --- lineage/ownership state machine (pool_filter_state.cc)
   // Every lookup of a source marks it for MemoryBytes: any access may change what its table holds.
@@ -232,7 +240,8 @@ class PoolFilterState {
   uint32_t maxKicks_;
   uint64_t maxTrackedBlocks_;
   DirtyWindow dirty_;
-  std::map<SourceKey, std::unique_ptr<Lineage>> sources_;
+  // Each lineage on the heap: its address outlives rehashing (cachedSource_, touched_ keep it).
+  std::unordered_map<SourceKey, std::unique_ptr<Lineage>, SourceKeyHash> sources_;
   // MemoryBytes' running total over the lineage tables, and the tables looked up since it last ran.
   mutable size_t lineageBytes_ = 0;
   mutable std::vector<Lineage*> touched_;
