@@ -5,6 +5,7 @@ import * as fs from 'fs';
 import * as http from 'http';
 import * as os from 'os';
 import * as path from 'path';
+import { createGunzip } from 'zlib';
 import { RELAY_CONTRACT_MARKER } from '../../src/wire/constants';
 import { makeClient } from '../../src/wire/service';
 import type { KvPoolCatalogUpdate, KvPoolDescriptor, ProducerIdentity } from '../../src/wire/types';
@@ -118,14 +119,17 @@ export async function startRelayProcess(config: object): Promise<RelayProcess> {
  * closed by the server's idle timeout just as it is reused (ECONNRESET), all the likelier when a
  * loaded relay runs its timers late.
  */
-export function scrape(metricsAddress: string): Promise<string> {
+export function scrape(metricsAddress: string, acceptEncoding?: string): Promise<string> {
   return new Promise((resolve, reject) => {
-    const req = http.get(`http://${metricsAddress}/metrics`, { agent: false }, (res) => {
+    const headers = acceptEncoding === undefined ? {} : { 'accept-encoding': acceptEncoding };
+    const req = http.get(`http://${metricsAddress}/metrics`, { agent: false, headers }, (res) => {
+      // A gzip answer (to a client that asked, as Prometheus does) is decompressed off the loop.
+      const body = res.headers['content-encoding'] === 'gzip' ? res.pipe(createGunzip()) : res;
       let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-      res.on('end', () => resolve(text));
-      res.on('error', reject);
+      body.setEncoding('utf8');
+      body.on('data', (chunk: string) => (text += chunk));
+      body.on('end', () => resolve(text));
+      body.on('error', reject);
     });
     req.on('error', reject);
   });

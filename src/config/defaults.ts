@@ -100,6 +100,19 @@ export const SHUTDOWN_DEADLINE_MS = 5_000;
  */
 export const SCRAPE_SLICE_MS = 2;
 
+/**
+ * A scrape's response leaves in pieces of about this many characters, one per turn of the event
+ * loop (cut at line ends): the 475 KB text of 512 sources written at once held the loop ~1.3 ms.
+ */
+export const SCRAPE_WRITE_PIECE_CHARS = 64 * 1024;
+
+/**
+ * zlib level of a gzip /metrics response (to clients that send Accept-Encoding: gzip, as Prometheus
+ * does). Compressed on libuv's pool, off the event loop; at 512 sources (~475 KB) level 1 takes ~4 ms
+ * of a pool thread for ~46 KB, level 6 ~8.5 ms for ~41 KB.
+ */
+export const SCRAPE_GZIP_LEVEL = 1;
+
 // --- TLS on the gRPC listener (README "Security"; plaintext when `tls` is omitted) ---
 /** With a CA, client certificates are asked for; this makes one the CA verifies mandatory for the handshake. */
 export const DEFAULT_TLS_REQUIRE_CLIENT_CERT = false;

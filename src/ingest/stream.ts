@@ -86,6 +86,13 @@ export class RankStream {
   private drainScheduled = false;
   /** After close nothing reaches the sink, even a message the socket had already handed over. */
   private closed = false;
+  /**
+   * A replay from here delivered nothing and ended unfinished (timed out, its socket failed, or given
+   * up behind too many live messages): a first message past it shows history the engine had and the
+   * sink will never see, a gap like any other (it was silent before: a dead replay ROUTER lost a
+   * source's history without a trace).
+   */
+  private unrecoveredFrom: bigint | null = null;
 
   constructor(
     private readonly hooks: StreamHooks,
@@ -223,6 +230,7 @@ export class RankStream {
     if (replay?.handle !== handle) return;
     this.replay = null;
     if (!complete) handle.cancel();
+    if (!complete && this.last === null) this.unrecoveredFrom = replay.from;
     // The engine's ROUTER drops what its queue and ours cannot hold, its tail and end marker included
     // (the round then times out): a round that delivered a full queue's worth may have lost its tail,
     // unless the live messages held behind it continue from where it stopped. Otherwise another round
@@ -241,6 +249,7 @@ export class RankStream {
     const replay = this.replay!;
     this.replay = null;
     replay.handle.cancel();
+    if (this.last === null) this.unrecoveredFrom = replay.from;
     this.resume(replay.buffered);
   }
 
@@ -282,6 +291,7 @@ export class RankStream {
 
   private accept(sequence: bigint, payload: Uint8Array, mayReplay: boolean, gapCounted: boolean): void {
     const last = this.last;
+    if (last === null && this.unrecoveredFrom !== null && sequence > this.unrecoveredFrom) this.hooks.gap();
     if (last === null || sequence === last + 1n) return this.deliver(sequence, payload);
     // Already delivered by a replay, which can overtake the live connection.
     if (sequence <= last) return;
@@ -292,6 +302,7 @@ export class RankStream {
   }
 
   private deliver(sequence: bigint, payload: Uint8Array): void {
+    this.unrecoveredFrom = null;
     this.last = sequence;
     this.delivered = true;
     this.hooks.deliver(sequence, payload);
@@ -307,6 +318,7 @@ export class RankStream {
   private beginReplay(from: bigint, buffered: Held[]): boolean {
     const handle = this.hooks.startReplay(from, this);
     if (!handle) return false;
+    this.unrecoveredFrom = null;
     this.replay = { handle, from, buffered, answered: false, deliveredCount: 0 };
     return true;
   }

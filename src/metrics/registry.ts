@@ -10,6 +10,7 @@ import type { TlsStats } from '../security/listener-security';
 import type { ConnectionStats } from '../transport/admission';
 import type { EventLoopDelay } from './event-loop';
 import { ScrapeRegistry } from './scrape-registry';
+import type { ScrapeTurns } from './scrape-turns';
 import { SourceSeriesText, type SourceFamily } from './source-series';
 
 /** Per pool generation counters of the producer. */
@@ -246,12 +247,16 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
    */
   const perSource = <R extends object>(families: SourceFamily<R>[], records: () => readonly R[], worker: (r: R) => string, dpRank: (r: R) => number): void => {
     const series = new SourceSeriesText(families, (r) => `worker="${worker(r)}",dp_rank="${dpRank(r)}"`);
-    const texts = registry.samples(() => series.render(records()));
+    // One render per scrape (a scrape's turns are its own), for the first of the families it reaches.
+    let rendered: { turns: ScrapeTurns; texts: Promise<string[]> } | undefined;
     families.forEach((f, i) => {
       (f.type === 'counter' ? counter : gauge)(f.name, f.help, source, (set) => {
         for (const r of records()) set({ worker: worker(r), dp_rank: String(dpRank(r)) }, f.value(r));
       });
-      registry.renderWith(f.name, () => texts()[i]);
+      registry.renderWith(f.name, async (turns) => {
+        if (rendered?.turns !== turns) rendered = { turns, texts: series.render(records(), turns) };
+        return (await rendered.texts)[i];
+      });
     });
   };
   type IngestField = keyof Omit<SourceStats, 'source' | 'lastSequence' | 'mismatchedBlockSize'>;

@@ -1,9 +1,11 @@
-// HTTP /metrics (Prometheus text), /healthz (200 while serving, 503 during shutdown) and, when the
-// relay gives one, /status (the status view as JSON: src/diagnostics/status.ts).
+// HTTP /metrics (Prometheus text; gzip to clients that accept it: scrape-response.ts), /healthz (200
+// while serving, 503 during shutdown) and, when the relay gives one, /status (the status view as
+// JSON: src/diagnostics/status.ts).
 import * as http from 'http';
 import { BlockList, isIPv6, type AddressInfo } from 'net';
 import type { Registry } from 'prom-client';
 import { parseSocketAddress } from '../config/schema';
+import { sendScrape } from './scrape-response';
 
 const LOOPBACK = new BlockList();
 LOOPBACK.addSubnet('127.0.0.0', 8, 'ipv4');
@@ -30,7 +32,7 @@ export async function startMetricsServer(bind: string, registry: Registry, servi
       res.writeHead(405, { allow: 'GET, HEAD' }).end();
     } else if (path === '/metrics') {
       registry.metrics().then(
-        (text) => res.writeHead(200, { 'content-type': registry.contentType }).end(text),
+        (text) => sendScrape(req, res, text, registry.contentType),
         (err: Error) => res.writeHead(500, { 'content-type': 'text/plain' }).end(`${err.message}\n`),
       );
     } else if (path === '/status' && status) {

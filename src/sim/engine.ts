@@ -116,8 +116,17 @@ export class SimulatedEngine {
     this.started = true;
     const o = this.options;
     const host = o.host ?? '127.0.0.1';
-    const pubs = o.mode === 'connect' ? this.connectPublishers() : await bindContiguous(() => newPublisher(), host, o.port ?? 0, this.dpSize);
+    // The replay ROUTERs first: a relay dials them as soon as it sees a publisher, and one that
+    // bindContiguous() opens and closes again (a rank's port still held, e.g. by a predecessor's
+    // closing socket) would take that relay's request with it (its replay then stays silent).
     const routers = o.replay === false ? null : await bindContiguous(() => new Router({ linger: 0 }), host, o.replayPort ?? 0, this.dpSize);
+    let pubs: XPublisher[];
+    try {
+      pubs = o.mode === 'connect' ? this.connectPublishers() : await bindContiguous(() => newPublisher(), host, o.port ?? 0, this.dpSize);
+    } catch (err) {
+      for (const router of routers ?? []) router.close();
+      throw err;
+    }
     pubs.forEach((pub, i) => {
       const r = new RankPublisher(this.dpStartRank + i, pub, routers?.[i] ?? null);
       this.ranks.set(r.rank, r);

@@ -161,7 +161,8 @@ it('too many held-back messages abandon the replay; the rest of the stream goes 
   d.live(5, 6, 7, 8);
   expect(d.replays[0].cancelled).toBe(true);
   d.replayed(0); // late reply to the abandoned replay: ignored
-  expect(d.log).toEqual(['replay:0', 'd5', 'd6', 'd7', 'd8']);
+  // 0..4 were the engine's and are lost: a gap.
+  expect(d.log).toEqual(['replay:0', 'gap', 'd5', 'd6', 'd7', 'd8']);
 });
 
 it('held-back bytes over the bound abandon the replay too', () => {
@@ -171,7 +172,7 @@ it('held-back bytes over the bound abandon the replay too', () => {
   expect(d.replays[0].cancelled).toBe(false);
   d.liveSized(100, 7); // 300 bytes held
   expect(d.replays[0].cancelled).toBe(true);
-  expect(d.log).toEqual(['replay:0', 'd5', 'd6', 'd7']);
+  expect(d.log).toEqual(['replay:0', 'gap', 'd5', 'd6', 'd7']);
 });
 
 it('a backlog behind a finished replay that outgrows its count bound is dropped, the source reset and replayed from 0', () => {
@@ -299,4 +300,49 @@ it('after close nothing is delivered', () => {
   d.live(1);
   d.stream.connected();
   expect(d.log).toEqual(['d0']);
+});
+
+describe('a replay that recovers nothing and ends unfinished', () => {
+  it('a first replay that times out: the first live message past its start is a gap (the engine had history the sink never sees)', () => {
+    const d = new Driver();
+    d.stream.connected();
+    d.live(5, 6);
+    d.stream.replayEnded(d.replay, false);
+    expect(d.log).toEqual(['replay:0', 'gap', 'd5', 'd6']);
+  });
+
+  it('a first replay that times out before any live message: the gap is counted when one arrives', () => {
+    const d = new Driver();
+    d.stream.connected();
+    d.stream.replayEnded(d.replay, false);
+    d.live(3, 4);
+    expect(d.log).toEqual(['replay:0', 'gap', 'd3', 'd4']);
+  });
+
+  it('a first replay that times out on an engine that had published nothing: no gap (its first message is 0)', () => {
+    const d = new Driver();
+    d.stream.connected();
+    d.stream.replayEnded(d.replay, false);
+    d.live(0, 1);
+    expect(d.log).toEqual(['replay:0', 'd0', 'd1']);
+  });
+
+  it('a refill after an overflow whose replay times out: the history it could not refill is a gap', () => {
+    const d = new Driver();
+    d.stream.connected();
+    d.replayed(0, 1);
+    d.stream.replayEnded(d.replay, true);
+    d.stream.overflowed();
+    d.live(2);
+    d.stream.replayEnded(d.replay, false);
+    expect(d.log).toEqual(['replay:0', 'd0', 'd1', 'reset:overflow', 'replay:0', 'gap', 'd2']);
+  });
+
+  it('a complete first replay that had nothing to send: no gap', () => {
+    const d = new Driver();
+    d.stream.connected();
+    d.stream.replayEnded(d.replay, true);
+    d.live(4, 5);
+    expect(d.log).toEqual(['replay:0', 'd4', 'd5']);
+  });
 });

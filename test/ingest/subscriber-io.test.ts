@@ -1,5 +1,5 @@
 // Malformed input, bind mode, data-parallel ranks and shutdown over real ZMQ sockets.
-import { connect } from 'node:net';
+import { connect, createServer, type Server } from 'node:net';
 import { pack } from 'msgpackr';
 import { INGEST_LOG_MAX_PER_WINDOW, INGEST_MESSAGES_PER_TURN } from '../../src/config/defaults';
 import { encodeSequence } from '../../src/ingest/frames';
@@ -13,6 +13,24 @@ import { waitFor } from '../support/waitFor';
 const CLEAR: SimEvent[] = [{ type: 'AllBlocksCleared' }];
 const store = (hash: bigint): SimEvent[] => [{ type: 'BlockStored', blockHashes: [hash], parentBlockHash: null, tokenIds: [1, 2, 3, 4], blockSize: 4 }];
 const portOf = (endpoint: string): number => Number(endpoint.split(':').pop());
+
+/** Listens on `port` (a closing ZMQ socket may still hold it for a moment). */
+async function holdPort(port: number): Promise<Server> {
+  let server: Server | undefined;
+  await waitFor(
+    () =>
+      new Promise<boolean>((resolve) => {
+        const s = createServer();
+        s.once('error', () => resolve(false));
+        s.listen(port, '127.0.0.1', () => {
+          server = s;
+          resolve(true);
+        });
+      }),
+    `port ${port} free`,
+  );
+  return server!;
+}
 
 let h: Harness | undefined;
 afterEach(async () => {
@@ -183,7 +201,11 @@ describe('data-parallel ranks', () => {
     expect(rejected[0].obj).toMatchObject({ dpRank: 2, batchRank: 0 });
   });
 
-  it('bind mode: engines dial in; each rank is replayed from 0 when it connects', async () => {
+  /**
+   * A two-rank subscriber in bind mode and an engine that will dial it (not started), its replay
+   * ROUTERs on the ports of a probe engine stopped just before (whose sockets may still be closing).
+   */
+  async function bindModePair(): Promise<{ engine: SimulatedEngine; sub: KvEventSubscriber; sink: RecordingSink; replayPort: number }> {
     const probe = await new SimulatedEngine({ http: false, dpSize: 2 }).start();
     const replayPort = portOf(probe.replayEndpoint!);
     await probe.stop();
@@ -194,8 +216,13 @@ describe('data-parallel ranks', () => {
       { logger: { warn: () => undefined } },
     );
     await sub.start();
-    const engine = await new SimulatedEngine({ http: false, dpSize: 2, mode: 'connect', connectTo: sub.endpoints(), replayPort }).start();
+    const engine = new SimulatedEngine({ http: false, dpSize: 2, mode: 'connect', connectTo: sub.endpoints(), replayPort });
     h = { engine, sub, sink, warnings: [], close: async () => { await sub.close(); await engine.stop(); } };
+    return { engine, sub, sink, replayPort };
+  }
+
+  /** Rank 0's seq 0 only in its replay buffer, then a live batch on each rank: all three arrive, each rank replayed once. */
+  async function expectReplayedAndLive(engine: SimulatedEngine, sub: KvEventSubscriber, sink: RecordingSink): Promise<void> {
     await engine.publish(store(10n), { rank: 0, dropLive: true }); // only the replay has it
     await engine.waitForSubscribers();
     await engine.publish(store(11n), { rank: 0 });
@@ -204,7 +231,31 @@ describe('data-parallel ranks', () => {
     expect(sink.batches.map((b) => [b.source.dpRank, b.sequence, (b.events[0] as { blockHashes: bigint[] }).blockHashes[0]]).sort()).toEqual(
       [[0, 0n, 10n], [0, 1n, 11n], [1, 0n, 12n]],
     );
-    expect(sub.stats().map((s) => s.replays)).toEqual([1, 1]);
+    expect(sub.stats().map((s) => [s.replays, s.connections])).toEqual([[1, 1], [1, 1]]);
+  }
+
+  it('bind mode: engines dial in; each rank is replayed from 0 when it connects', async () => {
+    const { engine, sub, sink } = await bindModePair();
+    await engine.start();
+    await expectReplayedAndLive(engine, sub, sink);
+  });
+
+  it('bind mode: an engine whose replay port is still held retries its bind unseen; the relay dials the final replay ROUTERs', async () => {
+    // CI flake (134d1c8): the probe's replay sockets close asynchronously, so the engine's first bind of
+    // port+1 could fail after port was bound; the relay, already handshaken with the engine's publisher,
+    // had dialed port, and the ROUTER that bindContiguous() closed again took rank 0's replay request
+    // with it: a silent replay (5 s idle timeout) and seq 0 lost. Here rank 1's replay port is held on
+    // purpose while the engine starts.
+    const { engine, sub, sink, replayPort } = await bindModePair();
+    const blocker = await holdPort(replayPort + 1);
+    const starting = engine.start();
+    // Absence needs a window: a loopback ZMTP handshake takes ms; the engine retries its bind every 50 ms
+    // for about a second.
+    await new Promise((resolve) => setTimeout(resolve, 250));
+    expect(sub.stats().map((s) => s.connections)).toEqual([0, 0]);
+    await new Promise<void>((resolve) => blocker.close(() => resolve()));
+    await starting;
+    await expectReplayedAndLive(engine, sub, sink);
   });
 });
 

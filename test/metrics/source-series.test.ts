@@ -3,6 +3,7 @@
 // source's lines are made again only when one of its values changed.
 import { Registry } from 'prom-client';
 import { createRelayMetrics, type ProducerMetrics } from '../../src/metrics/registry';
+import { ScrapeTurns } from '../../src/metrics/scrape-turns';
 import { SourceSeriesText } from '../../src/metrics/source-series';
 import type { SourceStats } from '../../src/ingest/types';
 
@@ -53,23 +54,37 @@ test("the relay's scrape text is prom-client's rendering of the same metrics, by
   expect(second).toContain('kv_dc_relay_ingest_events_total{worker="99",dp_rank="0"} 1');
 });
 
-test('a record handed out again with the same values is not rendered again; a changed one is', () => {
+test('a record handed out again with the same values is not rendered again; a changed one is', async () => {
   const rendered: number[] = [];
   const series = new SourceSeriesText<{ id: number; n: number }>(
     [{ name: 'a_total', help: 'A', type: 'counter', value: (r) => r.n }, { name: 'b', help: 'B\\ with a\nnewline', type: 'gauge', value: (r) => r.n * 2 }],
     (r) => (rendered.push(r.id), `id="${r.id}"`),
   );
   const records = [{ id: 1, n: 1 }, { id: 2, n: 2 }, { id: 3, n: 3 }];
-  expect(series.render(records)).toEqual([
+  expect(await series.render(records)).toEqual([
     '# HELP a_total A\n# TYPE a_total counter\na_total{id="1"} 1\na_total{id="2"} 2\na_total{id="3"} 3',
     '# HELP b B\\\\ with a\\nnewline\n# TYPE b gauge\nb{id="1"} 2\nb{id="2"} 4\nb{id="3"} 6',
   ]);
   expect(rendered).toEqual([1, 2, 3]);
   records[1].n = 5;
-  expect(series.render(records)[0]).toBe('# HELP a_total A\n# TYPE a_total counter\na_total{id="1"} 1\na_total{id="2"} 5\na_total{id="3"} 3');
+  expect((await series.render(records))[0]).toBe('# HELP a_total A\n# TYPE a_total counter\na_total{id="1"} 1\na_total{id="2"} 5\na_total{id="3"} 3');
   expect(rendered).toEqual([1, 2, 3, 2]);
   // A record left out is forgotten: handed out again, it is rendered again.
-  series.render([records[0]]);
-  series.render(records);
+  await series.render([records[0]]);
+  await series.render(records);
   expect(rendered).toEqual([1, 2, 3, 2, 2, 3]);
+});
+
+test('with a spent slice the render yields every few records and between families; the text is the same', async () => {
+  const families = [{ name: 'a_total', help: 'A', type: 'counter' as const, value: (r: { id: number }) => r.id }, { name: 'b', help: 'B', type: 'gauge' as const, value: (r: { id: number }) => -r.id }];
+  const records = Array.from({ length: 1000 }, (_, id) => ({ id }));
+  const whole = await new SourceSeriesText(families, (r) => `id="${r.id}"`).render(records);
+  let turns = 0;
+  let on = true;
+  const count = (): void => void (on && (turns += 1, setImmediate(count)));
+  setImmediate(count);
+  const sliced = await new SourceSeriesText(families, (r) => `id="${r.id}"`).render(records, new ScrapeTurns(0));
+  on = false;
+  expect(sliced).toEqual(whole);
+  expect(turns).toBeGreaterThanOrEqual(Math.floor(records.length / 32) + families.length - 1);
 });
