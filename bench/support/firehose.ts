@@ -167,6 +167,11 @@ export interface RelayIngestOptions {
   sender?: Sender;
   /** SubscribeKvPool subscribers on the pool, each with its snapshot before the sends start (default 0). */
   subscribers?: number;
+  /**
+   * Milliseconds between the opening scrape and the start of the CPU window (default 0): the relay
+   * collects the scrape's garbage then, not inside the window. The rates still count from the scrape.
+   */
+  settleMs?: number;
 }
 
 /** Sends the publishers' messages from start() until stop(). */
@@ -199,6 +204,8 @@ export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], w
     firehose.start();
     await new Promise((r) => setTimeout(r, window.warmupMs));
     const before = await totals();
+    const counted = performance.now();
+    if (options.settleMs) await new Promise((r) => setTimeout(r, options.settleMs));
     const cpu0 = relay.cpuMs();
     const threads0 = relay.threadCpuMs();
     const wakes0 = relay.threadWakeups();
@@ -213,7 +220,8 @@ export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], w
     const deltas1 = subscribers?.deltas() ?? 0;
     const cpuSeconds = (performance.now() - t0) / 1000;
     const after = await totals();
-    const seconds = (performance.now() - t0) / 1000;
+    // The counters' interval: from the opening scrape's end (before any settle) to the closing scrape's.
+    const seconds = (performance.now() - counted) / 1000;
     const blocks = after.blocks - before.blocks;
     const cpuMs = cpu0 === undefined || cpu1 === undefined ? undefined : cpu1 - cpu0;
     const applied = after.applied - before.applied;

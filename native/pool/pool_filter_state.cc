@@ -355,8 +355,10 @@ size_t PoolFilterState::RecountMemoryBytes() const {
 
 // MemoryBytes apart from what the lineage tables hold.
 size_t PoolFilterState::FixedBytes() const {
+  // A source's hash node (its value and the next link) and its lineage object, and the buckets' links.
   return size_t{filter_.bucketCount()} * sizeof(uint64_t) + dirty_.MemoryBytes() + owners_.MemoryBytes() +
-         sources_.size() * (sizeof(decltype(sources_)::value_type) + sizeof(Lineage));
+         sources_.size() * (sizeof(decltype(sources_)::value_type) + sizeof(void*) + sizeof(Lineage)) +
+         sources_.bucket_count() * sizeof(void*);
 }
 
 void PoolFilterState::SettleTables() {
@@ -368,8 +370,11 @@ void PoolFilterState::SettleTables() {
 }
 
 std::vector<size_t> PoolFilterState::LineageBucketCounts() const {
+  std::vector<std::pair<SourceKey, size_t>> bySource;
+  for (const auto& entry : sources_) bySource.emplace_back(entry.first, entry.second->GetShape().buckets);
+  std::sort(bySource.begin(), bySource.end());
   std::vector<size_t> counts;
-  for (const auto& entry : sources_) counts.push_back(entry.second->GetShape().buckets);
+  for (const auto& entry : bySource) counts.push_back(entry.second);
   return counts;
 }
 

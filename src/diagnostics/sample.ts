@@ -5,7 +5,9 @@
 // builds a new one only when its counters, its endpoint or its pool's config changed since the last
 // sample (512 idle sources rebuilt every second cost the main thread ~4 ms/s, BENCHMARKS.md). An
 // unchanged source keeps the very object of the last sample, which the rules (checks.ts) take as
-// "nothing new here".
+// "nothing new here". It reads each worker's own lists (ingest hands out the same list while nothing
+// in it changed), not one flattened list of every source, and a round where no worker changed returns
+// the last round's list of sources: an idle round allocates nothing per source.
 import { rankEndpoint } from '../ingest/endpoints';
 import { COUNTERS } from '../ingest/stats-board';
 import type { KvEventEndpointConfig, SourceStats } from '../ingest/types';
@@ -17,7 +19,7 @@ import type { RecentLatency } from './recent-latency';
 import type { PoolSnapshot, RelaySnapshot, SourceSnapshot } from './snapshot';
 
 export interface SampleInputs {
-  producer: Pick<Producer, 'servedPools' | 'ingestStats' | 'ingestEndpoints'>;
+  producer: Pick<Producer, 'servedPools' | 'ingestWorkerStats' | 'ingestEndpoints'>;
   /** Pool streams per generation (producer key): RelayServer.poolSubscribers. */
   poolSubscribers(): Map<string, number>;
 }
@@ -43,39 +45,39 @@ function sameStats(a: SourceStats, b: SourceStats): boolean {
 }
 
 function sameEndpoints(a: readonly string[], b: readonly string[]): boolean {
-  return a.length === b.length && a.every((e, i) => e === b[i]);
+  return a === b || (a.length === b.length && a.every((e, i) => e === b[i]));
 }
 
 /** A worker's sources as last sampled: what they were built from, and their snapshots by rank offset. */
 interface WorkerSources {
   config: KvEventEndpointConfig;
-  endpoints: string[];
-  snapshots: SourceSnapshot[];
+  /** The lists read (kept to know them again: ingest hands out the same ones while nothing changed). */
+  stats: readonly SourceStats[];
+  endpoints: readonly string[];
+  readonly snapshots: readonly SourceSnapshot[];
 }
 
 export class RelaySampler {
   /** Source snapshots built so far (a new source, or one whose counters, endpoint or pool changed). */
   built = 0;
+  /** The last round's workers, in its order, and by id; and its sources, handed out again while no worker changed. */
+  private order: WorkerSources[] = [];
   private workers = new Map<bigint, WorkerSources>();
+  private sources: SourceSnapshot[] = [];
+  /** This round's workers (reused from round to round). */
+  private round: WorkerSources[] = [];
   /** Each served pool's source configs, while its spec stays the same object. */
   private readonly configs = new WeakMap<PoolSpec, KvEventEndpointConfig[]>();
 
   constructor(private readonly inputs: SampleInputs) {}
 
   sample(latency: RecentLatency, now: number): RelaySnapshot {
-    const { producer } = this.inputs;
-    // This sample's counters by worker.
-    const stats = new Map<bigint, SourceStats[]>();
-    for (const s of producer.ingestStats()) {
-      const list = stats.get(s.source.workerId);
-      if (list) list.push(s);
-      else stats.set(s.source.workerId, [s]);
-    }
     const subscribers = this.inputs.poolSubscribers();
     const pools: PoolSnapshot[] = [];
-    const sources: SourceSnapshot[] = [];
-    const workers = new Map<bigint, WorkerSources>();
-    for (const { spec, metrics, producer: generation } of producer.servedPools()) {
+    const round = this.round;
+    round.length = 0;
+    let changed = false;
+    for (const { spec, metrics, producer: generation } of this.inputs.producer.servedPools()) {
       pools.push({
         pool: spec.key,
         endpoint: endpointName(spec.servingEndpoint),
@@ -89,23 +91,35 @@ export class RelaySampler {
       let configs = this.configs.get(spec);
       if (!configs) this.configs.set(spec, (configs = kvSourceConfigs([spec])));
       for (const config of configs) {
-        const worker = this.worker(spec.key, config, stats.get(config.workerId) ?? []);
-        workers.set(config.workerId, worker);
-        for (const s of worker.snapshots) sources.push(s);
+        const worker = this.worker(spec.key, config);
+        if (worker !== this.order[round.length]) changed = true;
+        round.push(worker);
       }
     }
-    // Workers no longer served are forgotten with their snapshots.
-    this.workers = workers;
-    return { sources, pools };
+    if (changed || round.length !== this.order.length) {
+      // Workers no longer served are forgotten with their snapshots.
+      this.round = this.order;
+      this.order = round;
+      this.workers = new Map(round.map((w) => [w.config.workerId, w]));
+      this.sources = round.flatMap((w) => w.snapshots);
+    }
+    return { sources: this.sources, pools };
   }
 
   /** A worker's snapshots: the last ones where nothing changed, a new one per changed rank. */
-  private worker(pool: string, config: KvEventEndpointConfig, stats: SourceStats[]): WorkerSources {
+  private worker(pool: string, config: KvEventEndpointConfig): WorkerSources {
+    const { producer } = this.inputs;
+    const stats = producer.ingestWorkerStats(config.workerId);
     // Bound endpoints (bind mode, port 0) as the subscriber chose them; else as configured.
-    const bound = this.inputs.producer.ingestEndpoints(config.workerId);
+    const bound = producer.ingestEndpoints(config.workerId);
     const kept = this.workers.get(config.workerId);
     const last = kept?.config === config && sameEndpoints(kept.endpoints, bound) ? kept : undefined;
-    if (last && last.snapshots.every((s) => sameStats(s.stats, rankStats(stats, s.dpRank) ?? NO_STATS))) return last;
+    if (last && (last.stats === stats || last.snapshots.every((s) => sameStats(s.stats, rankStats(stats, s.dpRank) ?? NO_STATS)))) {
+      // Known again by identity next time (a list read anew, e.g. a restarted thread's merged counters).
+      last.stats = stats;
+      last.endpoints = bound;
+      return last;
+    }
     const snapshots: SourceSnapshot[] = [];
     for (let i = 0; i < config.dpSize; i++) {
       const dpRank = config.dpStartRank + i;
@@ -126,7 +140,7 @@ export class RelaySampler {
         stats: now ?? noStats(config.workerId, dpRank),
       });
     }
-    return { config, endpoints: bound, snapshots };
+    return { config, stats, endpoints: bound, snapshots };
   }
 }
 

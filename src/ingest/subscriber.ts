@@ -70,6 +70,7 @@ const stderrLogger: IngestLogger = {
 
 export class KvEventSubscriber {
   private readonly ranks: RankSubscription[] = [];
+  private listedEndpoints: string[] = [];
   /** Each rank's counters, written where they are counted (and read from there by an ingest thread's main thread). */
   private readonly board: StatsBoard;
   private readonly counters = new Map<number, SourceStats>();
@@ -117,7 +118,10 @@ export class KvEventSubscriber {
 
   /** The SUB endpoint of each rank (bound addresses in bind mode, so port 0 shows the chosen port). */
   endpoints(): string[] {
-    return this.ranks.map((r) => r.endpoint);
+    // The last list while no rank's endpoint moved (a bind sets it): the diagnostics round asks each second.
+    const listed = this.listedEndpoints;
+    if (listed.length !== this.ranks.length || this.ranks.some((r, i) => r.endpoint !== listed[i])) this.listedEndpoints = this.ranks.map((r) => r.endpoint);
+    return this.listedEndpoints;
   }
 
   stats(): SourceStats[] {

@@ -110,8 +110,12 @@ export interface KvEventSubscription {
   /** Opens every rank's socket (binds complete before this resolves). */
   start(): Promise<void>;
   close(): Promise<void>;
-  /** The SUB endpoint of each rank (bound addresses in bind mode). */
+  /**
+   * The SUB endpoint of each rank (bound addresses in bind mode). Callers treat it as read-only: the
+   * same list while no endpoint moved (the diagnostics round compares it by identity each second).
+   */
   endpoints(): string[];
+  /** Counters by rank: read-only, the same list and objects while unchanged (stats-board.ts). */
   stats(): SourceStats[];
   /**
    * `batches` batches of `source` were dropped after ingest delivered them (a full pool mailbox):

@@ -233,13 +233,17 @@ export class Producer implements RelaySource {
     return [...this.pools.values()].map((p) => ({ spec: p.spec, metrics: p.actor.metrics(), producer: p.actor.producer }));
   }
 
-  /** The per-worker KV-event subscriptions' counters (an event plane's sources are in metrics().ingest only). */
-  ingestStats(): SourceStats[] {
-    return this.sources.stats();
+  /**
+   * One worker's KV-event counters by rank (an event plane's sources are in metrics().ingest only):
+   * the same list while none of them changed, the same object for a rank that did not (the
+   * diagnostics round reads every worker each second).
+   */
+  ingestWorkerStats(workerId: bigint): readonly SourceStats[] {
+    return this.sources.workerStats(workerId);
   }
 
-  /** KV-event subscribers' endpoints of a worker (bind mode shows chosen ports). */
-  ingestEndpoints(workerId: bigint): string[] {
+  /** KV-event subscribers' endpoints of a worker (bind mode shows chosen ports): the same list while they stay. */
+  ingestEndpoints(workerId: bigint): readonly string[] {
     return this.sources.endpoints(workerId);
   }
 

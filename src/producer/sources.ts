@@ -10,6 +10,9 @@ import type { IngestSink, KvEventEndpointConfig, KvEventSubscription, SourceKey,
 import type { Logger } from '../log';
 import { ThreadPools, type ThreadPool, type ThreadPoolOptions } from './thread-pools';
 
+/** What a worker without a subscription lists (one shared empty list). */
+const NONE: readonly never[] = Object.freeze([]);
+
 interface Live {
   signature: string;
   subscriber: KvEventSubscription;
@@ -83,9 +86,14 @@ export class KvSources {
     await Promise.all(stopping);
   }
 
-  /** A worker's SUB endpoints (bind mode shows the chosen ports). */
-  endpoints(workerId: bigint): string[] {
-    return this.live.get(workerId)?.subscriber.endpoints() ?? [];
+  /** A worker's SUB endpoints (bind mode shows the chosen ports); read-only, shared between calls. */
+  endpoints(workerId: bigint): readonly string[] {
+    return this.live.get(workerId)?.subscriber.endpoints() ?? NONE;
+  }
+
+  /** A worker's counters by rank (its subscription's list: read-only, the same while unchanged). */
+  workerStats(workerId: bigint): readonly SourceStats[] {
+    return this.live.get(workerId)?.subscriber.stats() ?? NONE;
   }
 
   /**

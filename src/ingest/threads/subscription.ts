@@ -70,7 +70,8 @@ export class ThreadSubscription implements KvEventSubscription {
   }
 
   endpoints(): string[] {
-    return [...this.bound];
+    // Replaced, never changed in place, by each open's answer: callers may keep and compare it.
+    return this.bound;
   }
 
   stats(): SourceStats[] {
