@@ -289,6 +289,17 @@ export const DIAGNOSTICS_POOL_EMPTY_MS = 10_000;
 export const DIAGNOSTICS_BLOCK_SIZE_HOLD_MS = 60_000;
 /** A warning that still holds is said again at most this often. */
 export const DIAGNOSTICS_REPEAT_MS = 600_000;
+/**
+ * The share of the host's memory the configured pools' reserved tables (limits.reservePoolBlocks) may
+ * take before the relay warns at start: the reservation is taken whether or not the blocks come, and
+ * under Linux's default overcommit a reservation past memory shows as memory pressure, not an error.
+ */
+export const RESERVATION_WARN_MEMORY_SHARE = 0.5;
+/**
+ * Bytes a pool's reserved tables take per reserved block: the owner table ~19.4 B and the lineage
+ * tables 24-31 B (BENCHMARKS.md "pool-reserve": 47.4-48 measured), rounded up.
+ */
+export const RESERVED_BYTES_PER_BLOCK = 50;
 /** Warnings of one kind said in one round; the rest are one summary line (the status view lists them all). */
 export const DIAGNOSTICS_MAX_LINES_PER_ROUND = 10;
 /** A pool's delta latency p99 in the status view is over at most this many recent deltas... */

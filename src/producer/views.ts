@@ -1,5 +1,6 @@
 // Pure mappings from the deployment model onto what the other layers take: catalog descriptors,
 // KV-source configs, topology inputs and load inputs.
+import { RESERVATION_WARN_MEMORY_SHARE, RESERVED_BYTES_PER_BLOCK } from '../config/defaults';
 import { sourcesOf } from '../ingest/sources';
 import type { KvEventEndpointConfig, SourceKey } from '../ingest/types';
 import type { LoadPool } from '../load';
@@ -48,6 +49,24 @@ export function poolSources(spec: PoolSpec, eventPlane = false): SourceKey[] {
 export function poolReservation(blocks: number, spec: PoolSpec, eventPlane = false): PoolReservation | undefined {
   if (blocks === 0) return undefined;
   return { blocks, perSource: Math.ceil(blocks / Math.max(1, poolSources(spec, eventPlane).length)) };
+}
+
+/** What limits.reservePoolBlocks takes over `pools` pools, against the host's memory (start-time warning). */
+export interface ReservationMemory {
+  perPoolBytes: number;
+  totalBytes: number;
+  pools: number;
+  hostBytes: number;
+  /** totalBytes is above RESERVATION_WARN_MEMORY_SHARE of hostBytes. */
+  exceeds: boolean;
+}
+
+/** `pools`: the configured endpoints (each serves a pool); under discovery, unknown at start: counted as 1. */
+export function reservationMemory(blocks: number, pools: number, hostBytes: number): ReservationMemory {
+  const perPoolBytes = blocks * RESERVED_BYTES_PER_BLOCK;
+  const counted = Math.max(1, pools);
+  const totalBytes = perPoolBytes * counted;
+  return { perPoolBytes, totalBytes, pools: counted, hostBytes, exceeds: totalBytes > RESERVATION_WARN_MEMORY_SHARE * hostBytes };
 }
 
 /** (worker, rank) sources a metadata update takes away from a pool (e.g. a worker whose lease ended). */

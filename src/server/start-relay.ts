@@ -1,8 +1,9 @@
 // startRelay: a whole relay in this process — config, producer, gRPC listener, metrics, etcd
 // discovery and the config watch — as `kv-dc-relay serve` runs it and as tests and embedders start it.
 import * as fs from 'fs';
+import * as os from 'os';
 import { monotonicMs } from '../clock';
-import { DIAGNOSTICS_INTERVAL_MS } from '../config/defaults';
+import { DIAGNOSTICS_INTERVAL_MS, RESERVATION_WARN_MEMORY_SHARE } from '../config/defaults';
 import { ConfigError } from '../config/errors';
 import { parseConfigText, type ConfigOverrides } from '../config/load';
 import type { RelayConfig } from '../config/schema';
@@ -22,6 +23,7 @@ import { createRelayMetrics, DeltaLatencyMetrics } from '../metrics/registry';
 import { startMetricsServer, type MetricsServer } from '../metrics/server';
 import { addonOrigins } from '../native';
 import { Producer } from '../producer/producer';
+import { reservationMemory } from '../producer/views';
 import { listenError } from './listen-error';
 import { CertificateFileError, readCertificateFiles } from '../security/certificate-files';
 import { startRelayServer, type RelayServer } from '../transport/server';
@@ -168,6 +170,7 @@ export async function startRelay(options: RelayProcessOptions): Promise<RunningR
       logger.warn({ address: metrics.address }, 'metrics listener is reachable from other hosts: /metrics and /healthz are plaintext HTTP without authentication');
     }
   }
+  logReservation(logger, config);
   discovery?.start();
   void dynamoDiscovery?.start();
   await producer.startIngest();
@@ -233,4 +236,18 @@ function startOnlyChanges(running: RelayConfig, next: RelayConfig): string[] {
   keys.delete('endpoints');
   const text = (v: unknown): string => JSON.stringify(v) ?? '';
   return [...keys].filter((k) => text(running[k as keyof RelayConfig]) !== text(next[k as keyof RelayConfig])).sort();
+}
+
+/** limits.reservePoolBlocks: what the pools' tables take from the start, and a warning when that is most of the host's memory. */
+function logReservation(logger: Logger, config: RelayConfig): void {
+  const blocks = config.limits.reservePoolBlocks;
+  if (blocks === 0) return;
+  const m = reservationMemory(blocks, config.endpoints.length, os.totalmem());
+  const fields = { reservePoolBlocks: blocks, bytesPerPool: m.perPoolBytes, pools: m.pools, totalBytes: m.totalBytes, hostBytes: m.hostBytes };
+  if (m.exceeds) {
+    logger.warn(
+      { ...fields, action: 'lower limits.reservePoolBlocks to the pools\' working set, or set it to 0 to let the tables grow' },
+      `pool table reservations take more than ${RESERVATION_WARN_MEMORY_SHARE * 100} % of this host's memory`,
+    );
+  } else logger.info(fields, 'pool tables reserved at creation');
 }
