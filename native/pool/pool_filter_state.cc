@@ -47,8 +47,7 @@ PoolFilterState::Lineage* PoolFilterState::GetOrCreateSource(uint64_t workerId, 
   if (existing != nullptr) return existing;
   // Each its own growth phase: sources that publish alike grow their tables at different sizes.
   const uint64_t share = std::min(reservedPerSource_, lineageBudget_);
-  auto made = std::make_unique<Lineage>(lineagesMade_ + 1, share);
-  ++lineagesMade_;
+  auto made = std::make_unique<Lineage>(++lineagesMade_, share);
   made->reserved = share;
   lineageBudget_ -= share;
   // Room for every source: a lookup then never allocates (Touch), so it cannot throw mid-operation.
