@@ -276,7 +276,7 @@ test("load windows: the same states while nothing changed, new ones when a scrap
   const p = await start(config([endpoint({ workers: [worker] })]));
   const used = (blocks: bigint) => () => (p.poolLoad().pools[0].kvUsedBlocks === blocks ? p.poolLoad() : undefined);
   const load = await waitForValue(used(250n), 'usage 0.25 scraped', 3000, 10);
-  const serving = await waitForValue(() => (p.servingLoad().pools[0].deployment.liveWorkers === 1n ? p.servingLoad() : undefined), 'the worker live', 3000, 10);
+  const serving = await waitForValue(() => (p.servingLoad().pools[0].deployment?.liveWorkers === 1n ? p.servingLoad() : undefined), 'the worker live', 3000, 10);
   // Scrapes (every 50 ms) and health probes that answer the same change nothing: the very states again.
   const [scraped, probed] = [scrapes, probes];
   await waitFor(() => scrapes >= scraped + 3 && probes >= probed + 3, 'three more scrapes and probes', 3000, 10);
@@ -286,7 +286,7 @@ test("load windows: the same states while nothing changed, new ones when a scrap
   await waitForValue(used(500n), 'usage 0.5 scraped', 3000, 10);
   expect(p.servingLoad()).toBe(serving);
   healthy = 503;
-  await waitFor(() => p.servingLoad().pools[0].deployment.liveWorkers === 0n, 'the worker not live', 3000, 10);
+  await waitFor(() => p.servingLoad().pools[0].deployment?.liveWorkers === 0n, 'the worker not live', 3000, 10);
   expect(p.poolLoad().pools[0].kvUsedBlocks).toBe(500n);
 });
 
