@@ -295,19 +295,45 @@ test.each([0, 1])(
   },
 );
 
+/**
+ * A producer of one pool reserving 1 Mi blocks, its first generation attached, and the process's
+ * pool-state peak restarted from what it holds now (this pool's tables and whatever states earlier
+ * tests left to the garbage collector: `held`).
+ */
+async function reservedPool(ingestThreads: number) {
+  const limits = { ingestThreads, reservePoolBlocks: 1 << 20 };
+  const p = await start(config([endpoint()], { limits }));
+  const first = only(p.catalog());
+  const reservation = await waitForValue(() => p.metrics().pools[0]?.stateBytes || undefined, 'the reserved tables');
+  const rec = new Recorder();
+  await p.pool(first.producer!.poolId!)!.attach(rec);
+  const held = poolStateMemory().liveBytes;
+  resetPoolStatePeak();
+  return { p, limits, first, reservation, rec, held };
+}
+
+/** The pool's next generation, once the catalog lists it. */
+function replacementOf(p: Producer, first: KvPoolDescriptor, timeoutMs?: number): Promise<KvPoolDescriptor> {
+  return waitForValue(() => {
+    const d = p.catalog().snapshot.pools[0];
+    return d && d.producer!.layoutGeneration !== first.producer!.layoutGeneration ? d : undefined;
+  }, 'the replacement generation', timeoutMs);
+}
+
+/** `count` stores of 4096 new blocks each (one slice apiece) from worker 7. */
+function backlog(count: number): ReturnType<typeof packEngineBatch>[] {
+  const n = 4096;
+  return Array.from({ length: count }, (_, b) => {
+    const ids = Array.from({ length: n }, (_, i) => BigInt(1 + b * n + i));
+    const tokens = Uint32Array.from({ length: 4 * n }, (_, i) => b * 4 * n + i);
+    return packEngineBatch(7n, [{ type: 'BlockStored', blockHashes: ids, parentBlockHash: null, tokenIds: tokens, blockSize: 4 }], { kvBlockSize: 4 });
+  });
+}
+
 test.each([0, 1])(
   'limits.reservePoolBlocks: a re-fenced pool\'s new generation reserves once the old one\'s tables are freed, never beside them (ingestThreads %p)',
   async (ingestThreads) => {
-    const blocks = 1 << 20;
-    const p = await start(config([endpoint()], { limits: { ingestThreads, reservePoolBlocks: blocks } }));
-    const first = only(p.catalog());
-    const bytes = () => p.metrics().pools[0]?.stateBytes ?? 0;
-    const reservation = await waitForValue(() => bytes() || undefined, 'the reserved tables');
-    const rec = new Recorder();
-    await p.pool(first.producer!.poolId!)!.attach(rec);
-    // This pool's reservation and whatever states earlier tests left to the garbage collector.
-    const held = poolStateMemory().liveBytes;
-    resetPoolStatePeak();
+    const { p, first, reservation, rec, held } = await reservedPool(ingestThreads);
     // A large store, applied off the thread in a slice of its own, and behind it in the same inbox a
     // batch the native state refuses: the generation fences while the store's apply is in flight.
     const n = 50_000;
@@ -316,44 +342,23 @@ test.each([0, 1])(
     const bad = packEngineBatch(7n, [{ type: 'AllBlocksCleared' }], { kvBlockSize: 4 });
     p.events(big);
     p.events({ ...bad, meta: Uint32Array.from(bad.meta, (v, i) => (i === 0 ? 99 : v)) });
-    const replaced = await waitForValue(() => {
-      const d = p.catalog().snapshot.pools[0];
-      return d && d.producer!.layoutGeneration !== first.producer!.layoutGeneration ? d : undefined;
-    }, 'the replacement generation');
+    const replaced = await replacementOf(p, first);
     // The old generation's listener heard its end; the new one starts empty, with its own reservation.
     expect(rec.fencedReasons).toHaveLength(1);
     const image = await p.pool(replaced.producer!.poolId!)!.attach(new Recorder());
     expect(image.sequence).toBe(0n);
     expect(image.words.every((w) => w === 0n)).toBe(true);
-    expect(bytes()).toBe(reservation);
+    expect(p.metrics().pools[0].stateBytes).toBe(reservation);
     // At no moment did the process's pool states hold both generations' tables.
     expect(poolStateMemory().peakBytes).toBeLessThan(held + reservation / 8);
     expect(poolStateMemory().liveBytes).toBeLessThan(held + reservation / 8);
   },
 );
 
-/** `count` stores of 4096 blocks each (one slice apiece) from worker 7, ids from `from`. */
-function backlog(count: number, from = 1): ReturnType<typeof packEngineBatch>[] {
-  const n = 4096;
-  return Array.from({ length: count }, (_, b) => {
-    const ids = Array.from({ length: n }, (_, i) => BigInt(from + b * n + i));
-    const tokens = Uint32Array.from({ length: 4 * n }, (_, i) => b * 4 * n + i);
-    return packEngineBatch(7n, [{ type: 'BlockStored', blockHashes: ids, parentBlockHash: null, tokenIds: tokens, blockSize: 4 }], { kvBlockSize: 4 });
-  });
-}
-
 test.each([0, 1])(
   'limits.reservePoolBlocks: a pool withdrawn with a backlog and replaced by another: the new one reserves once the old one\'s tables are freed (ingestThreads %p)',
   async (ingestThreads) => {
-    const blocks = 1 << 20;
-    const limits = { ingestThreads, reservePoolBlocks: blocks };
-    const p = await start(config([endpoint()], { limits }));
-    const first = only(p.catalog());
-    const reservation = await waitForValue(() => p.metrics().pools[0]?.stateBytes || undefined, 'the reserved tables');
-    const rec = new Recorder();
-    await p.pool(first.producer!.poolId!)!.attach(rec);
-    const held = poolStateMemory().liveBytes;
-    resetPoolStatePeak();
+    const { p, limits, first, reservation, rec, held } = await reservedPool(ingestThreads);
     // A backlog the old generation applies before it retires (retire() ends after its queued work).
     for (const batch of backlog(15)) p.events(batch);
     // Block size is identity material: the pool is withdrawn and another takes its place.
@@ -369,20 +374,10 @@ test.each([0, 1])(
 );
 
 test('limits.reservePoolBlocks: an ingest thread that dies frees its pools\' tables before their new generations reserve', async () => {
-  const blocks = 1 << 20;
-  const p = await start(config([endpoint()], { limits: { ingestThreads: 1, reservePoolBlocks: blocks } }));
-  const first = only(p.catalog());
-  const reservation = await waitForValue(() => p.metrics().pools[0]?.stateBytes || undefined, 'the reserved tables');
-  const rec = new Recorder();
-  await p.pool(first.producer!.poolId!)!.attach(rec);
-  const held = poolStateMemory().liveBytes;
-  resetPoolStatePeak();
+  const { p, first, reservation, rec, held } = await reservedPool(1);
   for (const batch of backlog(8)) p.events(batch);
   p.kvSources.ingestThreads!.crash(7n);
-  const replaced = await waitForValue(() => {
-    const d = p.catalog().snapshot.pools[0];
-    return d && d.producer!.layoutGeneration !== first.producer!.layoutGeneration ? d : undefined;
-  }, 'the replacement generation', 15_000);
+  const replaced = await replacementOf(p, first, 15_000);
   expect(rec.fencedReasons).toEqual(['ingest thread died']);
   const image = await p.pool(replaced.producer!.poolId!)!.attach(new Recorder());
   expect(image.words.every((w) => w === 0n)).toBe(true);
