@@ -285,6 +285,11 @@ export class PoolFilterState {
   /** Bytes the state's tables hold now (what applies report as stateBytes), reserved tables included. */
   stateBytes(): number;
   /**
+   * Whether a reservation's tables (filter words, owner table, named sources' lineage tables) have
+   * every page faulted in by the populating thread; true without a reservation.
+   */
+  tablesPopulated(): boolean;
+  /**
    * Packed events (packedBatchLayout; PoolEventBatch writes them): meta has 5 u32 per event
    * [kind (1 stored, 2 removed, 3 cleared), dpRank, flags (1 parent, 2 start; stored only),
    * startPosition, blockCount (0 for cleared)]; words holds per event workerId, then for stored

@@ -6,8 +6,16 @@
 // each source stores one block, then each stores a second one (no table is made then: the control
 // for what the first-touch page faults of tables not populated yet cost either way). The constructor
 // and every store are timed on the calling thread. The two ways alternate, ROUNDS rounds each, every
-// pool closed before the next.
+// pool closed before the next. Then the same through the pool actor on a thread that hosts the pool
+// (limits.ingestThreads: bursts of up to 4096 blocks are applied in the received() call): each
+// source's first burst (a 16-block engine message) handed to a pool actor made at once before,
+// against the same bursts applied in the call on a fresh pool state (what received() did with a
+// fresh reservation before its applies went to a worker until the tables were in).
 import { ckfBucketCount, PoolFilterState, type PoolReservation } from '../src/native';
+import { silentLogger } from '../src/log';
+import { PoolActor } from '../src/producer/pool-actor';
+import type { PackedEngineEvents } from '../src/ingest/types';
+import { packEngineBatch } from '../test/support/packed';
 import type { BenchResult } from './support/result';
 
 const BLOCKS = Number(process.env.RESERVE_FIRST_BLOCKS ?? 4_194_304);
@@ -57,8 +65,65 @@ const median = (values: number[]): number => {
   return sorted[Math.floor(sorted.length / 2)];
 };
 
+/** One 16-block engine message per source, as ingest hands it over. */
+function firstBursts(sources: number): PackedEngineEvents[] {
+  return Array.from({ length: sources }, (_, i) => {
+    const ids = Array.from({ length: 16 }, (_, b) => BigInt(i * 16 + b + 1));
+    const tokenIds = Uint32Array.from({ length: 64 }, (_, t) => i * 64 + t);
+    return packEngineBatch(BigInt(i + 1), [{ type: 'BlockStored', blockHashes: ids, parentBlockHash: null, tokenIds, blockSize: 4 }], { kvBlockSize: 4 });
+  });
+}
+
+/** The slowest call handing each source's first burst over: received() on a new actor, or the apply it made in the call before. */
+async function actorRound(sources: number, viaActor: boolean): Promise<number> {
+  const list = Array.from({ length: sources }, (_, i) => ({ workerId: BigInt(i + 1), dpRank: 0 }));
+  const reserve: PoolReservation = { blocks: BLOCKS, perSource: Math.ceil(BLOCKS / sources), sources: list };
+  const bursts = firstBursts(sources);
+  const bucketCount = ckfBucketCount(BLOCKS);
+  let worst = 0;
+  if (viaActor) {
+    const ckfFormat = { formatVersion: 1, seed: 0x5deece66d1b54a33n, bucketCount: BigInt(bucketCount), fingerprintBits: 16, slotsPerBucket: 4 };
+    const producer = { producerIncarnation: 1n, layoutGeneration: 1n, ckfFormat };
+    const actor = new PoolActor({ key: 'bench', producer, dcId: 1n, publicationThreshold: 1, publicationDelayMs: 1, reserve, logger: silentLogger, syncApplyBlocks: 4096 });
+    for (const b of bursts) {
+      const start = process.hrtime.bigint();
+      actor.received(b);
+      worst = Math.max(worst, msSince(start));
+    }
+    await actor.idle();
+    await actor.retire();
+    await actor.released;
+  } else {
+    const state = new PoolFilterState({ bucketCount, reserve });
+    for (const b of bursts) {
+      const start = process.hrtime.bigint();
+      state.applyPacked(b.meta, b.words);
+      worst = Math.max(worst, msSince(start));
+    }
+    state.close();
+  }
+  return worst;
+}
+
 export async function run(): Promise<BenchResult[]> {
   const out: BenchResult[] = [];
+  for (const sources of SOURCE_COUNTS) {
+    const actorCalls: number[] = [];
+    const inCall: number[] = [];
+    for (let r = 0; r < ROUNDS; r++) {
+      const order = r % 2 === 0 ? [true, false] : [false, true];
+      for (const viaActor of order) (viaActor ? actorCalls : inCall).push(await actorRound(sources, viaActor));
+    }
+    const shape = `${BLOCKS.toLocaleString('en-US')} blocks reserved, ${sources} named source(s), ${ROUNDS} rounds`;
+    out.push({
+      name: `slowest received() of a source's first burst on the thread hosting a new pool (${shape})`,
+      value: Math.max(...actorCalls),
+      unit: 'ms',
+      baseline: { name: 'the same bursts applied in the call', value: Math.max(...inCall) },
+      ratio: Math.max(...actorCalls) / Math.max(...inCall),
+      note: `per round: ${actorCalls.map((x) => x.toFixed(2)).join(', ')} against ${inCall.map((x) => x.toFixed(2)).join(', ')}`,
+    });
+  }
   for (const sources of SOURCE_COUNTS) {
     const atFirst: Round[] = [];
     const atConstruction: Round[] = [];

@@ -30,6 +30,9 @@ PoolFilterState::PoolFilterState(uint32_t bucketCount, uint64_t seed, uint32_t m
     const pages::AddressSpaceChange change;
     owners_ = BucketMap<Ownership>(0, reservation.blocks);
     for (const auto& source : reservation.sources) GetOrCreateSource(source.first, source.second);
+    // Its pages after the tables' (their first writes are the likelier), faulted in as theirs are.
+    filter_.PopulateInBackground();
+    populated_ = false;
   }
   Report(MemoryBytes());
 }
@@ -407,6 +410,16 @@ void PoolFilterState::SettleTables() {
     entry.second->Settle();
     Touch(entry.second.get());
   }
+}
+
+bool PoolFilterState::TablesPopulated() const {
+  if (populated_) return true;
+  if (!filter_.Populated() || !owners_.Populated()) return false;
+  for (const auto& entry : sources_) {
+    if (!entry.second->Populated()) return false;
+  }
+  populated_ = true;
+  return true;
 }
 
 std::vector<size_t> PoolFilterState::LineageBucketCounts() const {

@@ -167,6 +167,11 @@ class PoolFilterState {
   // For tests: stores that ran without a plan (planning could not work out their chain's origin, or
   // the origin it assumed went stale), whose owner and filter lines nothing asked for ahead.
   uint64_t UnplannedStores() const { return unplannedStores_; }
+  // A reservation's tables (the filter's words, the owner table, the named sources' lineage tables)
+  // have every page in (faulted in on the populating thread after construction): until then a write
+  // may fault a fresh page on the calling thread (2-30 ms for a huge page here), so the relay applies
+  // off its event loops. True without a reservation. Walks the sources until it first holds.
+  bool TablesPopulated() const;
   // For tests: the bucket count of each source's lineage table, in source order.
   std::vector<size_t> LineageBucketCounts() const;
 
@@ -300,6 +305,7 @@ class PoolFilterState {
   uint64_t lineagesMade_ = 0;  // the next lineage table's growth phase, less one
   uint64_t reservedPerSource_;
   uint64_t lineageBudget_;  // lineage entries a new source may still reserve (Reservation)
+  mutable bool populated_ = true;  // TablesPopulated held once (false from a reservation's construction)
   SourceKey cachedKey_{0, 0};
   Lineage* cachedSource_ = nullptr;
   BucketMap<Ownership> owners_;

@@ -498,6 +498,16 @@ export class PoolFilterState {
     return this.native.stateBytes();
   }
 
+  /**
+   * Whether a reservation's tables (filter words, owner table, the named sources' lineage tables)
+   * have every page in: until then, the populating thread still faults them in after construction,
+   * and a write may fault a fresh page on the calling thread (2-30 ms for a huge page on the
+   * project's VM). True without a reservation.
+   */
+  tablesPopulated(): boolean {
+    return this.native.tablesPopulated();
+  }
+
   /** How the tables grew (tests and benches: walks every source). */
   tableStats(): PoolTableStats {
     return this.native.tableStats();

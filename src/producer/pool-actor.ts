@@ -208,6 +208,8 @@ export class PoolActor implements PoolGeneration {
   /** Made at construction, or once `after` settled (a command: nothing reads it before). */
   private state!: PoolFilterState;
   private created = false;
+  /** The state's reserved tables have every page in (PoolFilterState.tablesPopulated; checked until it holds). */
+  private populated = false;
   /** Settles once the native state was freed (after the generation ended), or at once if it never was made. */
   readonly released: Promise<void>;
   private markReleased!: () => void;
@@ -540,8 +542,20 @@ export class PoolActor implements PoolGeneration {
       this.applying.length === 0 &&
       !this.retiring &&
       blocks <= this.syncApplyBlocks &&
-      words <= nativeLimits.maxSyncBatchWords
+      words <= nativeLimits.maxSyncBatchWords &&
+      this.tablesIn()
     );
+  }
+
+  /**
+   * Whether an apply may run on this thread as far as the tables go: a fresh reservation's pages are
+   * faulted in by the populating thread over its first few hundred ms, and an apply before then
+   * faults the pages it writes itself (2-30 ms each for a huge page on the project's VM, several per
+   * small apply), so until they are in every apply goes to a worker. Only with nothing in flight.
+   */
+  private tablesIn(): boolean {
+    this.populated ||= this.state.tablesPopulated();
+    return this.populated;
   }
 
   /** A burst applied as it was received (mayApplyNow): its window ends here if small, else in a command. */
@@ -566,7 +580,7 @@ export class PoolActor implements PoolGeneration {
   private async apply(inbox: Inbox): Promise<void> {
     const { meta, words } = inbox.events.packed();
     const count = meta.length / META_STRIDE;
-    if (this.applying.length === 0 && !inbox.clears && inbox.blocks <= this.syncApplyBlocks && words.length <= nativeLimits.maxSyncBatchWords) {
+    if (this.applying.length === 0 && !inbox.clears && inbox.blocks <= this.syncApplyBlocks && words.length <= nativeLimits.maxSyncBatchWords && this.tablesIn()) {
       return this.applyHere(inbox, meta, words);
     }
     for (let s = slice(meta, 0, count, 0); s.from < count; s = slice(meta, s.to, count, s.wordsTo)) {

@@ -7,6 +7,7 @@
 import { PoolEventBatch, PoolFilterState, poolStateMemory, resetPoolStatePeak, type PoolReservation } from '../../src/native';
 import { relayAddon } from '../../src/native/addon';
 import { expectThrows } from './hashing.helpers';
+import { waitFor } from '../support/waitFor';
 
 const SEED = 0x5deece66d1b54a33n;
 const BUCKETS = 1 << 17;
@@ -175,6 +176,15 @@ describe('reserved pool tables', () => {
     expect(named.clear(1n, 0)).toBeNull();
     expect(named.tableStats().reservedLineageLeft).toBe(blocks / 2);
     for (const p of [named, unnamed, growing]) p.close();
+  });
+
+  test('a reservation\'s tables are populated in the background after construction; a pool without one is at once', async () => {
+    const reserved = pool({ blocks: 1 << 21, perSource: 1 << 21, sources: [{ workerId: 1n, dpRank: 0 }] });
+    // ~100 MiB to fault in: not within the microseconds since construction.
+    expect(reserved.tablesPopulated()).toBe(false);
+    await waitFor(() => reserved.tablesPopulated(), 'the reservation populated', 30_000, 20);
+    expect(pool().tablesPopulated()).toBe(true);
+    reserved.close();
   });
 
   test('poolStateMemory counts every state from construction to close, with the most held at once', () => {

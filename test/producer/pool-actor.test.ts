@@ -759,3 +759,15 @@ test('a generation retired before its predecessor freed its tables makes its sta
   expect((await attached).sequence).toBe(0n);
   expect(rec.retiredCalls).toBe(1);
 });
+
+test('a fresh reservation: bursts go to a worker until its tables are in, then are applied in the received() call again', async () => {
+  // 2 Mi blocks: ~100 MiB the populating thread faults in over some 100 ms after construction.
+  const reserve = { blocks: 1 << 21, perSource: 1 << 21, sources: [{ workerId: 7n, dpRank: 0 }] };
+  const a = actor(1, 1, BUCKETS, undefined, { reserve });
+  const first = a.received(batch([stored([1n], tokens(4))]));
+  expect(first).toBeInstanceOf(Promise);
+  await first;
+  // Once every page is in, a burst with nothing in flight is applied in the call (no promise).
+  await waitFor(() => a.received(batch([stored([2n], tokens(4, 100))])) === undefined, 'a burst applied in the call', 30_000, 20);
+  expect(a.metrics().eventErrors).toBe(0);
+});

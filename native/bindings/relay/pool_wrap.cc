@@ -32,6 +32,7 @@ Napi::Function PoolFilterStateWrap::Define(Napi::Env env) {
                          InstanceMethod<&W::Stats>("stats"),
                          InstanceMethod<&W::TableStats>("tableStats"),
                          InstanceMethod<&W::StateBytes>("stateBytes"),
+                         InstanceMethod<&W::TablesPopulated>("tablesPopulated"),
                          InstanceMethod<&W::Words>("words"),
                          InstanceMethod<&W::CopyWordsAsync>("copyWordsAsync"),
                          InstanceMethod<&W::Close>("close"),
@@ -216,6 +217,10 @@ Napi::Value PoolFilterStateWrap::TableStats(const Napi::CallbackInfo& info) {
 
 Napi::Value PoolFilterStateWrap::StateBytes(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(Ready(info.Env()).MemoryBytes()));
+}
+
+Napi::Value PoolFilterStateWrap::TablesPopulated(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), Ready(info.Env()).TablesPopulated());
 }
 
 Napi::Value PoolFilterStateWrap::Words(const Napi::CallbackInfo& info) {
