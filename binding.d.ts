@@ -535,6 +535,17 @@ export class LoopDelay {
   /** Stops watching (idempotent); take() then throws (code ECLOSED). */
   close(): void;
 }
+/**
+ * The calling thread's event-loop iterations, read without a call: a check handle adds one to
+ * `counts[0]` once per loop iteration (no JS runs, no wake-up of its own). TypeError with any argument.
+ */
+export class LoopTurns {
+  constructor();
+  /** [iterations since construction]; stops moving once closed. */
+  readonly counts: Float64Array;
+  /** Stops counting (idempotent). */
+  close(): void;
+}
 
 // --- Which addon exports what ------------------------------------------------------------------
 type Surface = typeof import('./binding');
@@ -588,4 +599,5 @@ export type RelayAddon = Pick<
   | 'poolStateMemory'
   | 'resetPoolStatePeak'
   | 'LoopDelay'
+  | 'LoopTurns'
 >;
