@@ -267,13 +267,28 @@ export class PoolFilterState {
    * maxTrackedBlocks: 1 .. 2^31 - 1 (default: the largest), the bound on lineageEntries.
    * reserveBlocks: 0 .. min(2^26, maxTrackedBlocks), the owner table's reserved entries and the lineage
    * tables' budget; reservePerSource: 0 .. reserveBlocks, each new source's lineage reservation (required
-   * with reserveBlocks).
+   * with reserveBlocks); reserveWorkerIds / reserveDpRanks (same length, at most 65536): the sources
+   * whose lineage tables are made now rather than at their first event.
    */
-  constructor(bucketCount: number, seed: bigint, maxKicks: number, maxTrackedBlocks?: number, reserveBlocks?: number, reservePerSource?: number);
+  constructor(
+    bucketCount: number,
+    seed: bigint,
+    maxKicks: number,
+    maxTrackedBlocks?: number,
+    reserveBlocks?: number,
+    reservePerSource?: number,
+    reserveWorkerIds?: BigUint64Array,
+    reserveDpRanks?: Uint32Array,
+  );
   /** The tables' growths and moves so far (walks every source: not for the apply path). */
   tableStats(): PoolTableStats;
   /** Bytes the state's tables hold now (what applies report as stateBytes), reserved tables included. */
   stateBytes(): number;
+  /**
+   * Whether a reservation's tables (filter words, owner table, named sources' lineage tables) have
+   * every page faulted in by the populating thread; true without a reservation.
+   */
+  tablesPopulated(): boolean;
   /**
    * Packed events (packedBatchLayout; PoolEventBatch writes them): meta has 5 u32 per event
    * [kind (1 stored, 2 removed, 3 cleared), dpRank, flags (1 parent, 2 start; stored only),
@@ -503,6 +518,13 @@ export function setThreadName(name: string): boolean;
  */
 export function keptPageBytes(): number;
 /**
+ * Bytes every pool state of the process (all threads) holds for its tables, as last counted (at
+ * construction, after each apply, until freed), and the most held at once since resetPoolStatePeak.
+ */
+export function poolStateMemory(): { liveBytes: number; peakBytes: number };
+/** Starts poolStateMemory's peak again from the bytes held now. */
+export function resetPoolStatePeak(): void;
+/**
  * The calling thread's event-loop delay without a timer (no wake-up of its own): a check handle reads,
  * once per loop iteration, the time since the previous one and the part the loop waited in poll.
  */
@@ -511,6 +533,17 @@ export class LoopDelay {
   /** Since the previous take() (or construction): delay quantiles in ms and the loop iterations seen; undefined if none. */
   take(): { p50Ms: number; p99Ms: number; maxMs: number; samples: number } | undefined;
   /** Stops watching (idempotent); take() then throws (code ECLOSED). */
+  close(): void;
+}
+/**
+ * The calling thread's event-loop iterations, read without a call: a check handle adds one to
+ * `counts[0]` once per loop iteration (no JS runs, no wake-up of its own). TypeError with any argument.
+ */
+export class LoopTurns {
+  constructor();
+  /** [iterations since construction]; stops moving once closed. */
+  readonly counts: Float64Array;
+  /** Stops counting (idempotent). */
   close(): void;
 }
 
@@ -563,5 +596,8 @@ export type RelayAddon = Pick<
   | 'threadSlice'
   | 'setThreadName'
   | 'keptPageBytes'
+  | 'poolStateMemory'
+  | 'resetPoolStatePeak'
   | 'LoopDelay'
+  | 'LoopTurns'
 >;

@@ -110,7 +110,7 @@ async function throughRelay(n: number): Promise<Measurement> {
     source,
     bind: '127.0.0.1:0',
     relay: RELAY,
-    options: { limits: { maxSubscribersPerPool: 64 }, timing: { poolHeartbeatMs: 60_000 } },
+    options: { limits: { maxSubscribersPerPool: 64, maxConnectionsPerIp: 64 }, timing: { poolHeartbeatMs: 60_000 } },
   });
   const raw = rawClients(server.address, n);
   const streams = subscribeAll(raw, 'bench', producer);

@@ -16,4 +16,5 @@ void InitZmqIngest(Napi::Env env, Napi::Object exports);
 void InitThreadSlice(Napi::Env env, Napi::Object exports);
 void InitPages(Napi::Env env, Napi::Object exports);
 void InitLoopDelay(Napi::Env env, Napi::Object exports);
+void InitLoopTurns(Napi::Env env, Napi::Object exports);
 }  // namespace kvrelay

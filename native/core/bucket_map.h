@@ -132,6 +132,8 @@ class BucketMap {
 
   size_t size() const { return Entries() + (hasZero_ ? 1 : 0); }
   bool empty() const { return size() == 0; }
+  // The table keys go to has no page left for the populating thread to fault in (or none asked).
+  bool Populated() const { return table_.buckets.Populated(); }
   // Bytes of the buckets and stashes the map holds (its heap footprint apart from the object itself):
   // both tables while a drain runs, less the old table's pages already given back.
   size_t MemoryBytes() const { return table_.HeldBytes() + old_.HeldBytes() + next_.HeldBytes(); }

@@ -169,6 +169,14 @@ class Filter {
     return BucketContains(words_[p.a], p.fp) || BucketContains(words_[p.b], p.fp);
   }
 
+  // The words' pages faulted in on the populating thread (ZeroedBuffer::PopulateInBackground), the
+  // filter written from now on; Populated: none left to fault in.
+  void PopulateInBackground() {
+    words_.PopulateInBackground();
+    words_.Use();
+  }
+  bool Populated() const { return words_.Populated(); }
+
   const Addressing& addressing() const { return addressing_; }
   uint32_t bucketCount() const { return static_cast<uint32_t>(addressing_.bucketCount()); }
   const uint64_t* words() const { return words_.data(); }

@@ -4,7 +4,10 @@
 #include "pool/pool_filter_state.h"
 
 #include <algorithm>
+#include <atomic>
 #include <new>
+
+#include "core/page_populator.h"
 
 namespace kvrelay {
 namespace pool {
@@ -16,12 +19,51 @@ PoolFilterState::PoolFilterState(uint32_t bucketCount, uint64_t seed, uint32_t m
       maxTrackedBlocks_(maxTrackedBlocks < kMaxTrackedBlocks ? maxTrackedBlocks : kMaxTrackedBlocks),
       dirty_(bucketCount),
       reservedPerSource_(std::min(reservation.perSource, reservation.blocks)),
-      lineageBudget_(reservation.blocks),
-      owners_(0, reservation.blocks) {
+      lineageBudget_(reservation.blocks) {
   chunk_.reserve(kPlanChunkBlocks);
   origins_.reserve(kPlanChunkBlocks);
   chainEnds_.reserve(kPlanChunkBlocks);  // a chunk's stores at most: planning never allocates for it
   plan_.reserve(kPlanChunkBlocks);
+  if (reservation.blocks > 0) {
+    // Every reserved table mapped under one pause of the populating thread (pages::Populator::Pause):
+    // only the first mapping may wait for a fault it has in progress, where each waited for one.
+    const pages::AddressSpaceChange change;
+    owners_ = BucketMap<Ownership>(0, reservation.blocks);
+    for (const auto& source : reservation.sources) GetOrCreateSource(source.first, source.second);
+    // Its pages after the tables' (their first writes are the likelier), faulted in as theirs are.
+    filter_.PopulateInBackground();
+    populated_ = false;
+  }
+  Report(MemoryBytes());
+}
+
+PoolFilterState::~PoolFilterState() { Report(0); }
+
+namespace {
+std::atomic<uint64_t> liveStateBytes{0};
+std::atomic<uint64_t> peakStateBytes{0};
+
+void RaisePeak(uint64_t live) {
+  uint64_t peak = peakStateBytes.load(std::memory_order_relaxed);
+  while (live > peak && !peakStateBytes.compare_exchange_weak(peak, live, std::memory_order_relaxed)) {
+  }
+}
+}  // namespace
+
+ProcessMemory ProcessStateMemory() {
+  return ProcessMemory{liveStateBytes.load(std::memory_order_relaxed), peakStateBytes.load(std::memory_order_relaxed)};
+}
+
+void ResetProcessStatePeak() { peakStateBytes.store(liveStateBytes.load(std::memory_order_relaxed), std::memory_order_relaxed); }
+
+void PoolFilterState::Report(size_t bytes) const {
+  if (bytes == reportedBytes_) return;
+  if (bytes > reportedBytes_) {
+    RaisePeak(liveStateBytes.fetch_add(bytes - reportedBytes_, std::memory_order_relaxed) + (bytes - reportedBytes_));
+  } else {
+    liveStateBytes.fetch_sub(reportedBytes_ - bytes, std::memory_order_relaxed);
+  }
+  reportedBytes_ = bytes;
 }
 
 PoolFilterState::Lineage* PoolFilterState::FindSource(uint64_t workerId, uint32_t dpRank) {
@@ -343,7 +385,9 @@ size_t PoolFilterState::MemoryBytes() const {
     lineage->touched = false;
   }
   touched_.clear();
-  return FixedBytes() + lineageBytes_;
+  const size_t bytes = FixedBytes() + lineageBytes_;
+  Report(bytes);
+  return bytes;
 }
 
 size_t PoolFilterState::RecountMemoryBytes() const {
@@ -366,6 +410,16 @@ void PoolFilterState::SettleTables() {
     entry.second->Settle();
     Touch(entry.second.get());
   }
+}
+
+bool PoolFilterState::TablesPopulated() const {
+  if (populated_) return true;
+  if (!filter_.Populated() || !owners_.Populated()) return false;
+  for (const auto& entry : sources_) {
+    if (!entry.second->Populated()) return false;
+  }
+  populated_ = true;
+  return true;
 }
 
 std::vector<size_t> PoolFilterState::LineageBucketCounts() const {

@@ -28,15 +28,34 @@ constexpr uint64_t kMaxTrackedBlocks = (uint64_t{1} << 31) - 1;
 // any pool's filter (2^24 buckets hold ~53 M). The relay's config bounds it lower.
 constexpr uint64_t kMaxReservedBlocks = uint64_t{1} << 26;
 
+// The most sources a reservation names (Reservation::sources): past any endpoint's workers x ranks.
+constexpr size_t kMaxReservedSources = size_t{1} << 16;
+
 // Tables sized at construction for an operator-stated capacity (limits.reservePoolBlocks): the owner
-// table for `blocks` canonical hashes, and each source's lineage table, when the source first
-// appears, for `perSource` ids, from a budget of `blocks` lineage entries over all sources (a source
-// dropped gives its share back), so that sources beyond the ones the deployment named cannot reserve
-// without bound. Past a reservation, or without one, the tables grow as they fill.
+// table for `blocks` canonical hashes, and each source's lineage table for `perSource` ids, from a
+// budget of `blocks` lineage entries over all sources (a source dropped gives its share back), so
+// that sources beyond the ones the deployment named cannot reserve without bound. The named
+// `sources`' tables are made with the owner table, under one pause of the populating thread: made
+// at a source's first event instead, each mapping waited for that thread's fault in progress (8
+// sources' first events stalled their thread 34 ms). A source not named makes its table when it
+// first appears. Past a reservation, or without one, the tables grow as they fill.
 struct Reservation {
   uint64_t blocks = 0;
   uint64_t perSource = 0;  // at most blocks
+  std::vector<std::pair<uint64_t, uint32_t>> sources;  // (workerId, dpRank), at most kMaxReservedSources
 };
+
+// Bytes the process's pool states hold for their tables together (each state's MemoryBytes as last
+// counted: at construction, after every apply, and until it is destroyed), and the most they held at
+// once since the last ResetPeak. A new generation of a pool must not reserve while its predecessor
+// still holds its tables: the peak shows it if one did.
+struct ProcessMemory {
+  uint64_t liveBytes;
+  uint64_t peakBytes;
+};
+ProcessMemory ProcessStateMemory();
+// Starts a new peak from the bytes held now.
+void ResetProcessStatePeak();
 
 struct Counters {
   uint64_t capacityFailures = 0;
@@ -97,6 +116,7 @@ class PoolFilterState {
   // Throws std::bad_alloc (a reservation's tables could not be mapped).
   PoolFilterState(uint32_t bucketCount, uint64_t seed, uint32_t maxKicks, uint64_t maxTrackedBlocks = kMaxTrackedBlocks,
                   Reservation reservation = {});
+  ~PoolFilterState();
 
   // Engine events (§4.3-§4.5). Each counts one pending event, even when it fails or does nothing.
   // A store error leaves the state untouched; removals keep going after an error (first error wins).
@@ -147,6 +167,11 @@ class PoolFilterState {
   // For tests: stores that ran without a plan (planning could not work out their chain's origin, or
   // the origin it assumed went stale), whose owner and filter lines nothing asked for ahead.
   uint64_t UnplannedStores() const { return unplannedStores_; }
+  // A reservation's tables (the filter's words, the owner table, the named sources' lineage tables)
+  // have every page in (faulted in on the populating thread after construction): until then a write
+  // may fault a fresh page on the calling thread (2-30 ms for a huge page here), so the relay applies
+  // off its event loops. True without a reservation. Walks the sources until it first holds.
+  bool TablesPopulated() const;
   // For tests: the bucket count of each source's lineage table, in source order.
   std::vector<size_t> LineageBucketCounts() const;
 
@@ -182,6 +207,8 @@ class PoolFilterState {
   Lineage* GetOrCreateSource(uint64_t workerId, uint32_t dpRank);
   void Touch(Lineage* lineage) const;
   size_t FixedBytes() const;
+  // Moves the process's total (ProcessStateMemory) from reportedBytes_ to `bytes`.
+  void Report(size_t bytes) const;
   // `lineage`: the source's, if known.
   void DropSourceIfEmpty(uint64_t workerId, uint32_t dpRank, const Lineage* lineage = nullptr);
   PoolError ExecuteStore(const StoreEvent& ev, const StoreOrigin& origin, const BlockPlan* plan);
@@ -274,9 +301,11 @@ class PoolFilterState {
   // MemoryBytes' running total over the lineage tables, and the tables looked up since it last ran.
   mutable size_t lineageBytes_ = 0;
   mutable std::vector<Lineage*> touched_;
+  mutable size_t reportedBytes_ = 0;  // this state's share of ProcessStateMemory
   uint64_t lineagesMade_ = 0;  // the next lineage table's growth phase, less one
   uint64_t reservedPerSource_;
   uint64_t lineageBudget_;  // lineage entries a new source may still reserve (Reservation)
+  mutable bool populated_ = true;  // TablesPopulated held once (false from a reservation's construction)
   SourceKey cachedKey_{0, 0};
   Lineage* cachedSource_ = nullptr;
   BucketMap<Ownership> owners_;

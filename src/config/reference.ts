@@ -38,7 +38,7 @@ export const DESCRIPTIONS: Readonly<Record<string, string>> = {
   // part of every pool's wire format, while this one is memory traded for CPU alone; an operator may
   // reserve for the working set a pool reaches within minutes and let rare peaks grow the tables.
   'limits.reservePoolBlocks':
-    "Blocks each pool's tables are sized for when it is created: its owner table, and its engine-id (lineage) tables split evenly over the (worker, rank) sources its endpoint names. Filling to there grows no table (about half of a filling pool's apply CPU); the memory (~45-50 B per reserved block, per pool) is taken at creation and counted in `kv_dc_relay_pool_state_bytes`. 0 = none: the tables grow as they fill. At most `maxTrackedBlocksPerPool`.",
+    "Blocks each pool's tables are sized for when it is created: its owner table, and its engine-id (lineage) tables split evenly over the (worker, rank) sources its endpoint names. Filling to there grows no table (about half of a filling pool's apply CPU); the memory (~45-50 B per reserved block, per pool) is taken at creation and counted in `kv_dc_relay_pool_state_bytes`. 0 = none: the tables grow as they fill. At most `maxTrackedBlocksPerPool`. The sources the endpoint names get their lineage tables at creation; a pool's replacement generation reserves only once its predecessor's tables are freed (the peak is one reservation per pool).",
   'limits.ingestThreads': 'Worker threads that run the engines\' KV-event subscriptions (a worker always on the same thread); 0 = on the main thread.',
   timing: 'Heartbeats, windows and timeouts (start-time).',
   'timing.poolHeartbeatMs': 'Pool stream heartbeat interval while no delta is published.',

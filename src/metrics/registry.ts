@@ -2,13 +2,14 @@
 // counters). Every value is sampled from its owner at scrape time, so nothing here holds state but
 // the delta-latency histograms, observed as deltas are published, and the per-source families' text
 // of the last scrape (source-series.ts), kept to skip unchanged sources.
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Counter, Gauge, type Registry } from 'prom-client';
 import type { DiagnosticsMetrics } from '../diagnostics/diagnostics';
 import type { SourceStats } from '../ingest/types';
 import type { PublicationStats, StreamKind } from '../publication/stats';
 import type { TlsStats } from '../security/listener-security';
 import type { ConnectionStats } from '../transport/admission';
 import type { EventLoopDelay } from './event-loop';
+import { FixedHistogram } from './fixed-histogram';
 import { ScrapeRegistry } from './scrape-registry';
 import type { ScrapeTurns } from './scrape-turns';
 import { SourceSeriesText, type SourceFamily } from './source-series';
@@ -124,24 +125,26 @@ export interface DeltaTiming {
  * sampled at scrape time), so made before the producer and registered by createRelayMetrics.
  */
 export class DeltaLatencyMetrics {
-  readonly total = new Histogram({
+  readonly total = new FixedHistogram({
     name: 'kv_dc_relay_pool_delta_latency_seconds',
     help: "Time from the ingest receive of the oldest engine message in a pool delta to the delta's publication to its subscribers",
     buckets: DELTA_LATENCY_BUCKETS,
-    registers: [],
   });
-  readonly stages = new Histogram({
+  readonly stages = new FixedHistogram({
     name: 'kv_dc_relay_pool_delta_stage_seconds',
     help: "kv_dc_relay_pool_delta_latency_seconds by stage: handoff (ingest receive to the pool's mailbox), pool (mailbox, apply, drain and encode to publication)",
-    labelNames: ['stage'],
+    label: { name: 'stage', values: ['handoff', 'pool'] },
     buckets: DELTA_LATENCY_BUCKETS,
-    registers: [],
   });
+  // Observed once per delta on the event loop: the series are picked here, not per observation.
+  private readonly all = this.total.series();
+  private readonly handoff = this.stages.series('handoff');
+  private readonly pool = this.stages.series('pool');
 
   observe(t: DeltaTiming): void {
-    this.total.observe((t.handoffMs + t.poolMs) / 1000);
-    this.stages.observe({ stage: 'handoff' }, t.handoffMs / 1000);
-    this.stages.observe({ stage: 'pool' }, t.poolMs / 1000);
+    this.all.observe((t.handoffMs + t.poolMs) / 1000);
+    this.handoff.observe(t.handoffMs / 1000);
+    this.pool.observe(t.poolMs / 1000);
   }
 }
 
@@ -160,8 +163,8 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
     ...(sources.dynamo ? { dynamo: registry.samples(sources.dynamo) } : {}),
   };
   if (sources.deltaLatency) {
-    registry.registerMetric(sources.deltaLatency.total);
-    registry.registerMetric(sources.deltaLatency.stages);
+    registry.registerMetric(sources.deltaLatency.total.asMetric());
+    registry.registerMetric(sources.deltaLatency.stages.asMetric());
   }
   const gauge = (name: string, help: string, labelNames: string[], sample: Sampler): void => {
     new Gauge({

@@ -9,3 +9,4 @@ export { nativeLimits } from './limits';
 export { keptPageBytes } from './pages';
 export { setThreadName, setThreadSlice, threadSlice } from './thread-slice';
 export { LoopDelay } from './loop-delay';
+export { LoopTurns } from './loop-turns';

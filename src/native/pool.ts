@@ -24,7 +24,12 @@
 //   in flight (PoolBusy past it): the next apply so starts the moment the one before ends.
 // - `reserve` sizes the owner table for `blocks` hashes and each new source's lineage table for
 //   `perSource` ids (out of a budget of `blocks` over all sources) at construction: filling to there
-//   then grows no table. The tables are mapped up front and count in stateBytes from the start.
+//   then grows no table. The tables are mapped up front and count in stateBytes from the start; the
+//   lineage tables of the `sources` it names are made with the owner table (a source's first event
+//   then maps nothing), any other source's at its first event while the budget lasts.
+// - poolStateMemory() sums stateBytes over every state of the process (all threads) until each is
+//   freed, with its peak: a pool's new generation reserves only once its predecessor's tables are
+//   freed (producer/pool-actor.ts), so the peak stays at one reservation per pool.
 // - close() frees the native memory at once; any later call throws Error{code: 'PoolClosed'}.
 //   Without close(), the memory is freed when the object is garbage-collected.
 import type * as Binding from '../../binding';
@@ -111,6 +116,14 @@ export interface PoolFilterStateOptions {
 export interface PoolReservation {
   blocks: number;
   perSource: number;
+  /** Sources whose lineage tables are made at construction (at most 65536); default: none. */
+  sources?: readonly SourceRef[];
+}
+
+/** A (worker, dp rank) source of a pool. */
+export interface SourceRef {
+  workerId: bigint;
+  dpRank: number;
 }
 
 // The packed encoding is defined once, natively (native/pool/packed_batch.h).
@@ -345,9 +358,21 @@ export class PoolFilterState {
     this.seed = opts.seed ?? DEFAULT_CKF_SEED;
     this.maxKicks = opts.maxKicks ?? DEFAULT_CKF_MAX_KICKS;
     const { reserve } = opts;
-    this.native = reserve
-      ? new addon.PoolFilterState(this.bucketCount, this.seed, this.maxKicks, opts.maxTrackedBlocks, reserve.blocks, reserve.perSource)
-      : new addon.PoolFilterState(this.bucketCount, this.seed, this.maxKicks, opts.maxTrackedBlocks);
+    if (!reserve) {
+      this.native = new addon.PoolFilterState(this.bucketCount, this.seed, this.maxKicks, opts.maxTrackedBlocks);
+      return;
+    }
+    const sources = reserve.sources ?? [];
+    this.native = new addon.PoolFilterState(
+      this.bucketCount,
+      this.seed,
+      this.maxKicks,
+      opts.maxTrackedBlocks,
+      reserve.blocks,
+      reserve.perSource,
+      BigUint64Array.from(sources, (s) => s.workerId),
+      Uint32Array.from(sources, (s) => s.dpRank),
+    );
   }
 
   /** Applies events in order on the calling thread (small batches). */
@@ -473,6 +498,16 @@ export class PoolFilterState {
     return this.native.stateBytes();
   }
 
+  /**
+   * Whether a reservation's tables (filter words, owner table, the named sources' lineage tables)
+   * have every page in: until then, the populating thread still faults them in after construction,
+   * and a write may fault a fresh page on the calling thread (2-30 ms for a huge page on the
+   * project's VM). True without a reservation.
+   */
+  tablesPopulated(): boolean {
+    return this.native.tablesPopulated();
+  }
+
   /** How the tables grew (tests and benches: walks every source). */
   tableStats(): PoolTableStats {
     return this.native.tableStats();
@@ -492,3 +527,8 @@ export class PoolFilterState {
     this.native.close();
   }
 }
+
+/** Bytes every pool state of the process holds for its tables, and the most held at once since resetPoolStatePeak(). */
+export const poolStateMemory: () => { liveBytes: number; peakBytes: number } = addon.poolStateMemory;
+/** Starts poolStateMemory()'s peak again from the bytes held now. */
+export const resetPoolStatePeak: () => void = addon.resetPoolStatePeak;

@@ -177,6 +177,13 @@ export interface PoolActorOptions extends HostedPoolOptions {
   /** A delta went to the listener: the relay's own share of its event→delta time, by stage. */
   onDeltaPublished?(timing: DeltaTiming): void;
   /**
+   * Settles (never rejects) once the tables of the generation this one replaces are freed: the
+   * native state, and the reservation it makes (limits.reservePoolBlocks), is made only then, so a
+   * pool never holds two reservations at once (a re-fence of every pool would double them). Batches,
+   * resets and attaches that arrive meanwhile wait in the mailbox, as behind any command.
+   */
+  after?: Promise<void>;
+  /**
    * Whether the listener has yet to take the deltas published so far (a thread-hosted pool's main
    * thread has not handled them): windows then stay open, their changes joining the next delta,
    * until it has, or until a window reaches PACING_MAX_SLICE_BLOCKS. Deltas so never pile up faster
@@ -198,7 +205,14 @@ interface WindowClose {
 export class PoolActor implements PoolGeneration {
   readonly producer: ProducerIdentity;
   readonly dcId: bigint;
-  private readonly state: PoolFilterState;
+  /** Made at construction, or once `after` settled (a command: nothing reads it before). */
+  private state!: PoolFilterState;
+  private created = false;
+  /** The state's reserved tables have every page in (PoolFilterState.tablesPopulated; checked until it holds). */
+  private populated = false;
+  /** Settles once the native state was freed (after the generation ended), or at once if it never was made. */
+  readonly released: Promise<void>;
+  private markReleased!: () => void;
   /** A misbehaving source can be rejected thousands of times a second; each must not be a log line. */
   private readonly warnings: ThrottledLogger;
   private listener: PoolListener | undefined;
@@ -250,25 +264,37 @@ export class PoolActor implements PoolGeneration {
   private readonly syncApplyBlocks: number;
   /** Fingerprint slots of the pool's CKF. */
   private readonly filterSlots: number;
+  private readonly ckf: NonNullable<ProducerIdentity['ckfFormat']>;
 
   constructor(private readonly options: PoolActorOptions) {
     this.producer = options.producer;
     this.dcId = options.dcId;
     const ckf = options.producer.ckfFormat;
     if (!ckf) throw new TypeError('producer identity without a CKF format');
+    this.ckf = ckf;
     this.filterSlots = Number(ckf.bucketCount) * CKF_SLOTS_PER_BUCKET;
-    this.state = new PoolFilterState({
-      bucketCount: Number(ckf.bucketCount),
-      seed: ckf.seed,
-      maxTrackedBlocks: options.maxTrackedBlocks,
-      reserve: options.reserve,
-    });
+    this.released = new Promise((resolve) => (this.markReleased = resolve));
     this.warnings = new ThrottledLogger(options.logger, INGEST_LOG_MAX_PER_WINDOW, INGEST_LOG_WINDOW_MS);
     this.counters = options.counters ?? new PoolCounters();
-    // From creation: a reservation holds its tables before the first block arrives.
-    this.counters.stateBytes = this.state.stateBytes();
     this.counters.publicationSliceMs = this.sliceDelayMs();
     this.syncApplyBlocks = options.syncApplyBlocks ?? SYNC_APPLY_BLOCKS;
+    const after = options.after;
+    if (after) this.enqueue(() => after.then(() => this.create()));
+    else this.create();
+  }
+
+  private create(): void {
+    // Fenced while it waited (a command failed): nothing will use or free a state made now.
+    if (this.ended) return;
+    this.state = new PoolFilterState({
+      bucketCount: Number(this.ckf.bucketCount),
+      seed: this.ckf.seed,
+      maxTrackedBlocks: this.options.maxTrackedBlocks,
+      reserve: this.options.reserve,
+    });
+    this.created = true;
+    // From creation: a reservation holds its tables before the first block arrives.
+    this.counters.stateBytes = this.state.stateBytes();
   }
 
   get isEnded(): boolean {
@@ -516,8 +542,20 @@ export class PoolActor implements PoolGeneration {
       this.applying.length === 0 &&
       !this.retiring &&
       blocks <= this.syncApplyBlocks &&
-      words <= nativeLimits.maxSyncBatchWords
+      words <= nativeLimits.maxSyncBatchWords &&
+      this.tablesIn()
     );
+  }
+
+  /**
+   * Whether an apply may run on this thread as far as the tables go: a fresh reservation's pages are
+   * faulted in by the populating thread over its first few hundred ms, and an apply before then
+   * faults the pages it writes itself (2-30 ms each for a huge page on the project's VM, several per
+   * small apply), so until they are in every apply goes to a worker. Only with nothing in flight.
+   */
+  private tablesIn(): boolean {
+    this.populated ||= this.state.tablesPopulated();
+    return this.populated;
   }
 
   /** A burst applied as it was received (mayApplyNow): its window ends here if small, else in a command. */
@@ -542,7 +580,7 @@ export class PoolActor implements PoolGeneration {
   private async apply(inbox: Inbox): Promise<void> {
     const { meta, words } = inbox.events.packed();
     const count = meta.length / META_STRIDE;
-    if (this.applying.length === 0 && !inbox.clears && inbox.blocks <= this.syncApplyBlocks && words.length <= nativeLimits.maxSyncBatchWords) {
+    if (this.applying.length === 0 && !inbox.clears && inbox.blocks <= this.syncApplyBlocks && words.length <= nativeLimits.maxSyncBatchWords && this.tablesIn()) {
       return this.applyHere(inbox, meta, words);
     }
     for (let s = slice(meta, 0, count, 0); s.from < count; s = slice(meta, s.to, count, s.wordsTo)) {
@@ -773,7 +811,10 @@ export class PoolActor implements PoolGeneration {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     // Applies still in flight finish first (the native state refuses to close under them); their
-    // results are ignored.
-    void this.settled().then(() => this.state.close());
+    // results are ignored. A state not made yet never will be (create() checks).
+    void this.settled().then(() => {
+      if (this.created) this.state.close();
+      this.markReleased();
+    });
   }
 }

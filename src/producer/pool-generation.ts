@@ -13,4 +13,6 @@ export interface PoolGeneration extends PoolFeed {
   /** Withdrawal, replacement or shutdown: the listener hears `retired` after queued work ends. */
   retire(): Promise<void>;
   metrics(): PoolMetrics;
+  /** Settles (never rejects) once its native state was freed, after it ended: a successor may reserve then. */
+  readonly released: Promise<void>;
 }

@@ -24,7 +24,17 @@ export type ToPoolHost =
    * `counters`: the memory of its PoolCounters, read by the main thread; `unhandled`: one Int32, the
    * deltas posted that the main thread has not handled yet (PoolActorOptions.listenerBehind).
    */
-  | { type: 'open'; pool: number; options: HostedPoolOptions; counters: SharedArrayBuffer; unhandled: SharedArrayBuffer }
+  | {
+      type: 'open';
+      pool: number;
+      options: HostedPoolOptions;
+      counters: SharedArrayBuffer;
+      unhandled: SharedArrayBuffer;
+      /** Its state waits for a 'predecessorReleased' (PoolActorOptions.after). */
+      awaitPredecessor: boolean;
+    }
+  /** The generation it replaces freed its tables: its state may be made now. */
+  | { type: 'predecessorReleased'; pool: number }
   /** PoolFeed.attach with the thread's listener; answered by an 'image' of the same request. */
   | { type: 'attach'; pool: number; request: number }
   | { type: 'detach'; pool: number }
@@ -43,4 +53,6 @@ export type FromPoolHost =
   | { type: 'image'; pool: number; request: number; error: string }
   /** The generation ended: retired (after a 'retire'), or fenced by itself. */
   | { type: 'ended'; pool: number; how: 'retired' | 'fenced'; reason: string }
+  /** Its native state was freed (after 'ended'; PoolGeneration.released). */
+  | { type: 'released'; pool: number }
   | { type: 'log'; pool: number; level: 'warn' | 'error'; obj: object; msg: string };

@@ -29,14 +29,17 @@ export function createHost(thread: HostThread): ThreadHost {
     receive(message) {
       const m = message as ToPoolHost;
       if (m.type === 'open') {
-        pools.set(m.pool, new HostedPool(m.pool, m.options, new PoolCounters(m.counters), new Int32Array(m.unhandled), send, thread));
+        pools.set(m.pool, new HostedPool(m.pool, m.options, new PoolCounters(m.counters), new Int32Array(m.unhandled), send, thread, m.awaitPredecessor));
         return;
       }
       const pool = pools.get(m.pool);
       if (!pool) return; // retired meanwhile
       if (m.type === 'retire') {
-        pools.delete(m.pool);
-        void pool.actor.retire().then(() => send({ type: 'ended', pool: m.pool, how: 'retired', reason: 'retired' }));
+        // Kept until retired: a retire waits for the state, which may still wait for 'predecessorReleased'.
+        void pool.actor.retire().then(() => {
+          pools.delete(m.pool);
+          send({ type: 'ended', pool: m.pool, how: 'retired', reason: 'retired' });
+        });
       } else pool.receive(m);
     },
   };
@@ -49,6 +52,8 @@ class HostedPool {
   private readonly listener: PoolListener;
   /** The delta just sent, still in the thread's outbox, for the actor to stamp (onDeltaPublished follows listener.delta). */
   private lastDelta: Extract<FromPoolHost, { type: 'delta' }> | undefined;
+  /** Settles the actor's `after` (awaitPredecessor): on 'predecessorReleased'. */
+  private predecessorReleased: () => void = () => undefined;
 
   constructor(
     private readonly id: number,
@@ -57,6 +62,7 @@ class HostedPool {
     unhandled: Int32Array,
     private readonly send: (m: FromPoolHost, transfer?: ArrayBuffer[]) => void,
     thread: HostThread,
+    awaitPredecessor: boolean,
   ) {
     this.listener = {
       delta: (frame) => {
@@ -79,6 +85,7 @@ class HostedPool {
       listenerBehind: () => Atomics.load(unhandled, 0) > 0,
       onFenced: (reason) => send({ type: 'ended', pool: id, how: 'fenced', reason }),
       onOverflow: (source, batches) => thread.overflowed(source, batches),
+      after: awaitPredecessor ? new Promise<void>((resolve) => (this.predecessorReleased = resolve)) : undefined,
       // Still in the outbox: the main thread times the delta to its own delivery.
       onDeltaPublished: (t) => {
         if (!this.lastDelta) return;
@@ -89,6 +96,7 @@ class HostedPool {
     });
     // What this thread's own sockets received is applied in the same call when nothing waits.
     this.sink = { events: (b) => this.actor.received(b), reset: (source) => this.actor.reset(source) };
+    void this.actor.released.then(() => send({ type: 'released', pool: id }));
   }
 
   receive(m: Exclude<ToPoolHost, { type: 'open' | 'retire' }>): void {
@@ -108,6 +116,8 @@ class HostedPool {
         return;
       case 'reset':
         return this.actor.reset(m.source);
+      case 'predecessorReleased':
+        return this.predecessorReleased();
     }
   }
 }

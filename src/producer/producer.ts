@@ -116,6 +116,13 @@ export class Producer implements RelaySource {
   /** The pools this process serves: `deployment` less the pools of sibling shards. */
   private served: Deployment = EMPTY;
   private fencedGenerations = 0;
+  /**
+   * With limits.reservePoolBlocks: the `released` of generations that ended (fenced, withdrawn) and
+   * may still hold their reserved tables, oldest first. Each is claimed by one new generation, whose
+   * state waits for it (PoolActorOptions.after): the pools' tables never hold more than one
+   * reservation per served pool, also when every pool is re-fenced at once.
+   */
+  private readonly unreleased: Promise<void>[] = [];
   /** False while the deployment's own availability source is lost (a Dynamo etcd watch): readiness is UNKNOWN. */
   private availabilityKnown = true;
   /** Serializes deployment changes (each awaits subscriber start/stop). */
@@ -334,6 +341,7 @@ export class Producer implements RelaySource {
       this.pools.delete(spec.key);
       this.catalogState.remove(spec.key);
       retiring.push(live.actor.retire());
+      this.releasing(live.actor);
       this.logger.info({ pool: spec.key, endpoint: endpointName(spec.servingEndpoint) }, 'pool withdrawn');
     }
     for (const spec of diff.updated) {
@@ -362,9 +370,21 @@ export class Producer implements RelaySource {
     };
   }
 
+  /** An ended generation whose reserved tables a later one must wait for (unreleased). */
+  private releasing(ended: PoolGeneration): void {
+    if (this.options.config.limits.reservePoolBlocks === 0) return;
+    const released = ended.released;
+    this.unreleased.push(released);
+    void released.then(() => {
+      const at = this.unreleased.indexOf(released);
+      if (at >= 0) this.unreleased.splice(at, 1);
+    });
+  }
+
   /** A new generation of the pool: on the ingest thread its sources will run on, or on the main thread. */
   private materialize(spec: PoolSpec): void {
     const producer = this.producerIdentity(spec.poolId);
+    const reserve = poolReservation(this.options.config.limits.reservePoolBlocks, spec, this.eventPlane !== undefined);
     const options = {
       key: spec.key,
       producer,
@@ -372,7 +392,9 @@ export class Producer implements RelaySource {
       publicationThreshold: this.timing.publicationThreshold,
       publicationDelayMs: this.timing.publicationDelayMs,
       maxTrackedBlocks: this.options.config.limits.maxTrackedBlocksPerPool,
-      reserve: poolReservation(this.options.config.limits.reservePoolBlocks, spec, this.eventPlane !== undefined),
+      reserve,
+      // A reserving generation waits for the oldest ended one still holding its tables, if any.
+      after: reserve && this.unreleased.shift(),
       logger: this.logger,
       onFenced: () => this.replaceFenced(spec.key, actor),
       onDeltaPublished: this.options.onDeltaPublished && ((timing: DeltaTiming) => this.options.onDeltaPublished!(timing, spec.key)),
@@ -398,6 +420,7 @@ export class Producer implements RelaySource {
       if (this.closed || !live || live.actor !== fenced) return;
       this.pools.delete(key);
       this.catalogState.remove(key);
+      this.releasing(fenced);
       this.materialize(live.spec);
       this.catalogState.publish();
       await this.sources.stop(kvSourceConfigs([live.spec]).map((c) => c.workerId));

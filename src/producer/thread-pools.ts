@@ -28,6 +28,8 @@ export interface ThreadPoolOptions extends HostedPoolOptions {
   logger: PoolLogger;
   onFenced?(reason: string): void;
   onDeltaPublished?(timing: DeltaTiming): void;
+  /** PoolActorOptions.after: the thread hears 'predecessorReleased' once it settles. */
+  after?: Promise<void>;
 }
 
 /** The reason a hosted generation ends with when its thread dies. */
@@ -37,6 +39,8 @@ export class ThreadPools implements ThreadsHost {
   readonly module = path.join(__dirname, 'pool-host');
   private threads: IngestThreads | undefined;
   private readonly pools = new Map<number, ThreadPool>();
+  /** Pools whose native state may still hold its tables (open, or ended and not 'released' yet). */
+  private readonly unreleased = new Map<number, ThreadPool>();
   private nextId = 1;
 
   /** The threads that host the pools (made with this as their host). */
@@ -62,22 +66,41 @@ export class ThreadPools implements ThreadsHost {
     for (let t = 1; t < threads.count; t++) if (sources[t] < sources[thread] || (sources[t] === sources[thread] && pools[t] < pools[thread])) thread = t;
     const pool = new ThreadPool(this.nextId++, thread, workers.length, options, (m, transfer) => threads.sendHost(thread, m, transfer), () => this.pools.delete(pool.id));
     this.pools.set(pool.id, pool);
-    const { logger: _logger, onFenced: _fenced, onDeltaPublished: _published, ...hosted } = options;
-    pool.send({ type: 'open', pool: pool.id, options: hosted, counters: pool.counters.shared, unhandled: pool.unhandled.buffer as SharedArrayBuffer });
+    this.unreleased.set(pool.id, pool);
+    const { logger: _logger, onFenced: _fenced, onDeltaPublished: _published, after, ...hosted } = options;
+    pool.send({
+      type: 'open',
+      pool: pool.id,
+      options: hosted,
+      counters: pool.counters.shared,
+      unhandled: pool.unhandled.buffer as SharedArrayBuffer,
+      awaitPredecessor: after !== undefined,
+    });
+    // After its other messages: the thread's pool takes them in order either way.
+    void after?.then(() => pool.send({ type: 'predecessorReleased', pool: pool.id }));
     return pool;
   }
 
   receive(_thread: number, message: unknown): void {
     const m = message as FromPoolHost;
-    this.pools.get(m.pool)?.received(m);
+    if (m.type === 'released') this.freed(m.pool);
+    else this.pools.get(m.pool)?.received(m);
   }
 
+  private freed(id: number): void {
+    this.unreleased.get(id)?.freed();
+    this.unreleased.delete(id);
+  }
+
+  /** The thread has exited (its pools' native states were freed with its environment). */
   died(thread: number): void {
+    for (const pool of [...this.unreleased.values()]) if (pool.thread === thread) this.freed(pool.id);
     for (const pool of [...this.pools.values()]) if (pool.thread === thread) pool.ended('fenced', THREAD_DIED);
   }
 
   /** The threads were closed: every pool still open ended with them, retired. */
   closeAll(): void {
+    for (const id of [...this.unreleased.keys()]) this.freed(id);
     for (const pool of [...this.pools.values()]) pool.ended('retired', 'closed');
   }
 }
@@ -95,6 +118,9 @@ export class ThreadPool implements PoolFeed, PoolGeneration {
   private ending: Promise<void> | undefined;
   private endedAs: 'retired' | 'fenced' | undefined;
   private retiredWaiters: (() => void)[] = [];
+  readonly released: Promise<void>;
+  /** Its native state was freed (its thread said so, or exited). */
+  readonly freed: () => void;
 
   constructor(
     readonly id: number,
@@ -107,6 +133,9 @@ export class ThreadPool implements PoolFeed, PoolGeneration {
   ) {
     this.producer = options.producer;
     this.dcId = options.dcId;
+    let freed!: () => void;
+    this.released = new Promise((resolve) => (freed = resolve));
+    this.freed = freed;
   }
 
   get isEnded(): boolean {

@@ -43,12 +43,14 @@ export function poolSources(spec: PoolSpec, eventPlane = false): SourceKey[] {
 
 /**
  * The tables a pool reserves at creation for limits.reservePoolBlocks (undefined: none): the owner
- * table for all of them, each lineage table for an even share over the sources its endpoint names.
- * A source added later takes the same share while the pool's budget lasts (native Reservation).
+ * table for all of them, and a lineage table for each source its endpoint names, an even share each,
+ * made with it (a source's first event then maps nothing on the thread that applies it). A source
+ * added later takes the same share while the pool's budget lasts (native Reservation).
  */
 export function poolReservation(blocks: number, spec: PoolSpec, eventPlane = false): PoolReservation | undefined {
   if (blocks === 0) return undefined;
-  return { blocks, perSource: Math.ceil(blocks / Math.max(1, poolSources(spec, eventPlane).length)) };
+  const sources = poolSources(spec, eventPlane);
+  return { blocks, perSource: Math.ceil(blocks / Math.max(1, sources.length)), sources };
 }
 
 /** What limits.reservePoolBlocks takes over `pools` pools, against the host's memory (start-time warning). */

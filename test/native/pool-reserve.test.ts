@@ -1,10 +1,13 @@
 // A pool whose tables are reserved at construction (limits.reservePoolBlocks, native Reservation):
 // filling it to the reservation grows no table, it answers exactly as a pool whose tables grow, its
 // state bytes count the reservation from the start, new sources reserve from a bounded budget, and
-// the binding refuses bad reservations with a JS error.
-import { PoolEventBatch, PoolFilterState, type PoolReservation } from '../../src/native';
+// the binding refuses bad reservations with a JS error. The sources a reservation names get their
+// tables at construction; the process's pool-state bytes (poolStateMemory) follow every state from
+// construction to close.
+import { PoolEventBatch, PoolFilterState, poolStateMemory, resetPoolStatePeak, type PoolReservation } from '../../src/native';
 import { relayAddon } from '../../src/native/addon';
 import { expectThrows } from './hashing.helpers';
+import { waitFor } from '../support/waitFor';
 
 const SEED = 0x5deece66d1b54a33n;
 const BUCKETS = 1 << 17;
@@ -147,6 +150,70 @@ describe('reserved pool tables', () => {
     expect(p.tableStats().reservedLineageLeft).toBe(4_000);
   });
 
+  test('the sources a reservation names have their lineage tables from construction; their first stores map nothing', async () => {
+    const blocks = 100_000;
+    const sources = [1n, 2n].map((workerId) => ({ workerId, dpRank: 0 }));
+    const named = pool({ blocks, perSource: blocks / 2, sources });
+    const unnamed = pool({ blocks, perSource: blocks / 2 });
+    // Both tables now: a share of the budget each, counted in the state bytes, listed as sources.
+    expect(named.tableStats().reservedLineageLeft).toBe(0);
+    expect(named.stats().sourceCount).toBe(2);
+    expect(named.stateBytes() - unnamed.stateBytes()).toBeGreaterThanOrEqual(2 * 24 * (blocks / 2));
+    const growing = pool();
+    const before = named.stateBytes();
+    for (const p of [named, growing]) {
+      expect(p.store(1n, 0, null, null, [1n << 40n], [11n])).toBeNull();
+      expect(p.store(2n, 0, null, null, [2n << 40n], [12n])).toBeNull();
+    }
+    // A few bytes at most (stash vectors), where an unnamed source's first store added its table.
+    expect(named.stateBytes() - before).toBeLessThan(4096);
+    // The same answers as a pool whose tables grow, and no table grew.
+    await applyBoth(named, growing, 60_000, 2);
+    expect(named.stats()).toEqual(growing.stats());
+    expect(named.words()).toEqual(growing.words());
+    expect(named.tableStats()).toMatchObject({ ownerGrowths: 0, lineageGrowths: 0 });
+    // A named source emptied is dropped as any other, its share back in the budget.
+    expect(named.clear(1n, 0)).toBeNull();
+    expect(named.tableStats().reservedLineageLeft).toBe(blocks / 2);
+    for (const p of [named, unnamed, growing]) p.close();
+  });
+
+  test('a reservation\'s tables are populated in the background after construction; a pool without one is at once', async () => {
+    const reserved = pool({ blocks: 1 << 21, perSource: 1 << 21, sources: [{ workerId: 1n, dpRank: 0 }] });
+    // ~100 MiB to fault in: not within the microseconds since construction.
+    expect(reserved.tablesPopulated()).toBe(false);
+    await waitFor(() => reserved.tablesPopulated(), 'the reservation populated', 30_000, 20);
+    expect(pool().tablesPopulated()).toBe(true);
+    reserved.close();
+  });
+
+  test('poolStateMemory counts every state from construction to close, with the most held at once', () => {
+    const blocks = 200_000;
+    const start = poolStateMemory().liveBytes;
+    resetPoolStatePeak();
+    expect(poolStateMemory().peakBytes).toBe(start);
+    const a = pool({ blocks, perSource: blocks });
+    const one = a.stateBytes();
+    expect(poolStateMemory().liveBytes).toBe(start + one);
+    // An apply that adds a lineage table reports its bytes too.
+    const grown = a.apply(new PoolEventBatch().addStored(1n, 0, null, null, [1n], [11n])).stateBytes;
+    expect(poolStateMemory().liveBytes).toBe(start + grown);
+    a.close();
+    expect(poolStateMemory().liveBytes).toBe(start);
+    // Two at once show in the peak; one after the other does not.
+    resetPoolStatePeak();
+    pool({ blocks, perSource: blocks }).close();
+    pool({ blocks, perSource: blocks }).close();
+    expect(poolStateMemory().peakBytes).toBe(start + one);
+    const b = pool({ blocks, perSource: blocks });
+    const c = pool({ blocks, perSource: blocks });
+    expect(poolStateMemory().peakBytes).toBe(start + 2 * one);
+    b.close();
+    c.close();
+    expect(poolStateMemory().liveBytes).toBe(start);
+    expectThrows(() => (poolStateMemory as (x: number) => unknown)(1), 'TypeError');
+  });
+
   test('the binding refuses bad reservations with a JS error and builds nothing', () => {
     expectThrows(() => pool({ blocks: -1, perSource: 0 }), 'RangeError');
     expectThrows(() => pool({ blocks: 1.5, perSource: 0 }), 'RangeError');
@@ -158,9 +225,13 @@ describe('reserved pool tables', () => {
     expectThrows(() => pool({ blocks: 100, perSource: 101 }), 'RangeError');
     expectThrows(() => pool({ blocks: '100' as unknown as number, perSource: 1 }), 'TypeError');
     expectThrows(() => pool({ blocks: 100n as unknown as number, perSource: 1 }), 'TypeError');
-    // The raw addon: a reservation needs its per-source share.
+    // The raw addon: a reservation needs its per-source share; named sources come as two arrays of one length.
     const addon = relayAddon();
     expectThrows(() => new addon.PoolFilterState(BUCKETS, SEED, 500, undefined, 100), 'TypeError');
+    expectThrows(() => new addon.PoolFilterState(BUCKETS, SEED, 500, undefined, 100, 50, BigUint64Array.of(1n, 2n), Uint32Array.of(0)), 'RangeError');
+    expectThrows(() => new addon.PoolFilterState(BUCKETS, SEED, 500, undefined, 100, 50, BigUint64Array.of(1n)), 'TypeError');
+    expectThrows(() => new addon.PoolFilterState(BUCKETS, SEED, 500, undefined, 100, 50, [1n] as unknown as BigUint64Array, Uint32Array.of(0)), 'TypeError');
+    expectThrows(() => new addon.PoolFilterState(BUCKETS, SEED, 500, undefined, 100, 50, new BigUint64Array(65_537), new Uint32Array(65_537)), 'RangeError');
     // At the bounds it is accepted (mapped lazily: no memory is touched on this thread).
     expect(pool({ blocks: 1_000, perSource: 1_000 }, 1_000).tableStats().reservedLineageLeft).toBe(1_000);
     expect(pool({ blocks: 0, perSource: 0 }).stateBytes()).toBe(pool().stateBytes());

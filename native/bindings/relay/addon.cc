@@ -1,5 +1,5 @@
 // kv_dc_relay.node: what only the relay runs (pool filter state and its workers, packed batches, the
-// engine decoder, ingest's SUB sockets, page and thread plumbing, the event loop's delay). The shared data plane is in
+// engine decoder, ingest's SUB sockets, page and thread plumbing, the event loop's delay and turns). The shared data plane is in
 // kv_dc_relay_core.node (bindings/core/addon.cc).
 #include <napi.h>
 
@@ -16,6 +16,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvrelay::InitThreadSlice(env, exports);
   kvrelay::InitPages(env, exports);
   kvrelay::InitLoopDelay(env, exports);
+  kvrelay::InitLoopTurns(env, exports);
   return exports;
 }
 }  // namespace

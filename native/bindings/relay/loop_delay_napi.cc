@@ -15,9 +15,11 @@
 #include <array>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 
 #include "bindings/modules.h"
 #include "bindings/napi_args.h"
+#include "bindings/relay/loop_check.h"
 
 namespace kvrelay {
 namespace {
@@ -51,39 +53,13 @@ class LoopDelayWrap : public Napi::ObjectWrap<LoopDelayWrap> {
   explicit LoopDelayWrap(const Napi::CallbackInfo& info) : Napi::ObjectWrap<LoopDelayWrap>(info) {
     Napi::Env env = info.Env();
     if (info.Length() != 0) throw Napi::TypeError::New(env, "LoopDelay() takes no arguments");
-    if (napi_get_uv_event_loop(env, &loop_) != napi_ok || loop_ == nullptr) throw Napi::Error::New(env, "no event loop");
-    check_ = new uv_check_t;
-    check_->data = this;
-    uv_check_init(loop_, check_);
-    uv_check_start(check_, [](uv_check_t* h) {
-      if (h->data != nullptr) static_cast<LoopDelayWrap*>(h->data)->Iteration();
-    });
-    uv_unref(reinterpret_cast<uv_handle_t*>(check_));
+    check_ = std::make_unique<LoopCheck>(env, [](void* self) { static_cast<LoopDelayWrap*>(self)->Iteration(); }, this);
+    loop_ = check_->loop();
     lastNs_ = uv_hrtime();
     lastIdleNs_ = uv_metrics_idle_time(loop_);
-    napi_add_env_cleanup_hook(env, &LoopDelayWrap::AtTeardown, this);
-    cleanupHook_ = true;
   }
-
-  ~LoopDelayWrap() override { Stop(); }
 
  private:
-  // One function for adding and removing the hook: a hook is found by (function, argument), and two
-  // lambda expressions are two functions, so removal by another one missed and left a hook on a freed
-  // object for the environment's teardown to call (a crash at exit once a LoopDelay was collected).
-  static void AtTeardown(void* self) { static_cast<LoopDelayWrap*>(self)->Stop(); }
-
-  // Closes the handle (freed by libuv once released); also the environment's teardown.
-  void Stop() {
-    if (cleanupHook_) napi_remove_env_cleanup_hook(Env(), &LoopDelayWrap::AtTeardown, this);
-    cleanupHook_ = false;
-    if (check_ == nullptr) return;
-    check_->data = nullptr;
-    uv_check_stop(check_);
-    uv_close(reinterpret_cast<uv_handle_t*>(check_), [](uv_handle_t* h) { delete reinterpret_cast<uv_check_t*>(h); });
-    check_ = nullptr;
-  }
-
   void Iteration() {
     const uint64_t now = uv_hrtime();
     const uint64_t idle = uv_metrics_idle_time(loop_);
@@ -119,7 +95,7 @@ class LoopDelayWrap : public Napi::ObjectWrap<LoopDelayWrap> {
   // a new window begins; undefined when the loop has not iterated since.
   Napi::Value Take(const Napi::CallbackInfo& info) {
     Napi::Env env = info.Env();
-    if (check_ == nullptr) args::ThrowCoded(env, "ECLOSED", "the LoopDelay is closed");
+    if (!check_->running()) args::ThrowCoded(env, "ECLOSED", "the LoopDelay is closed");
     if (iterations_ == 0) return env.Undefined();
     Napi::Object window = Napi::Object::New(env);
     window.Set("p50Ms", Quantile(0.5) / kUsPerMs);
@@ -133,13 +109,12 @@ class LoopDelayWrap : public Napi::ObjectWrap<LoopDelayWrap> {
   }
 
   Napi::Value Close(const Napi::CallbackInfo& info) {
-    Stop();
+    check_->Stop();
     return info.Env().Undefined();
   }
 
+  std::unique_ptr<LoopCheck> check_;
   uv_loop_t* loop_ = nullptr;
-  uv_check_t* check_ = nullptr;
-  bool cleanupHook_ = false;
   uint64_t lastNs_ = 0;
   uint64_t lastIdleNs_ = 0;
   std::array<double, kBuckets> mass_{};

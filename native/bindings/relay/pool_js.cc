@@ -106,6 +106,20 @@ FilterArgs FilterArgsOf(const Napi::CallbackInfo& info) {
   if (!reserve.IsUndefined()) {
     reservation.blocks = args::UInt(reserve, "reserveBlocks", std::min(pool::kMaxReservedBlocks, maxTrackedBlocks));
     reservation.perSource = args::UInt(args::Arg(info, 5), "reservePerSource", reservation.blocks);
+    // Optional: the sources whose lineage tables are made now (Reservation::sources).
+    const Napi::Value workers = args::Arg(info, 6);
+    if (!workers.IsUndefined()) {
+      const Napi::BigUint64Array ids = args::U64Array(workers, "reserveWorkerIds");
+      const Napi::Uint32Array ranks = args::U32Array(args::Arg(info, 7), "reserveDpRanks");
+      if (ids.ElementLength() != ranks.ElementLength()) {
+        throw Napi::RangeError::New(env, "reserveWorkerIds and reserveDpRanks must have the same length");
+      }
+      if (ids.ElementLength() > pool::kMaxReservedSources) {
+        throw Napi::RangeError::New(env, "a reservation names at most 65536 sources");
+      }
+      reservation.sources.reserve(ids.ElementLength());
+      for (size_t i = 0; i < ids.ElementLength(); ++i) reservation.sources.emplace_back(ids[i], ranks[i]);
+    }
   }
   return FilterArgs{static_cast<uint32_t>(bucketCount), seed, maxKicks, maxTrackedBlocks, reservation};
 }

@@ -19,8 +19,9 @@ Napi::Value DrainToJs(Napi::Env env, pool::PoolFilterState* state, std::vector<u
                       std::vector<uint64_t>* values);
 // A copy of every bucket word, synchronous: RangeError above limits::kMaxSyncFilterWords buckets.
 Napi::BigUint64Array WordsToJs(Napi::Env env, const pool::PoolFilterState& state);
-// bucketCount / seed / maxKicks / maxTrackedBlocks (optional) / reserveBlocks, reservePerSource
-// (optional: pool::Reservation) constructor arguments, checked; throws a JS error when invalid.
+// bucketCount / seed / maxKicks / maxTrackedBlocks (optional) / reserveBlocks, reservePerSource,
+// reserveWorkerIds, reserveDpRanks (optional: pool::Reservation) constructor arguments, checked;
+// throws a JS error when invalid.
 struct FilterArgs {
   uint32_t bucketCount;
   uint64_t seed;

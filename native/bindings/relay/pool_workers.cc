@@ -90,15 +90,25 @@ class PoolRunner : public Napi::AsyncProgressQueueWorker<PoolTask*> {
       }
     }
   }
+  // A call that ended after its environment began to tear down (the thread that made it ends: an
+  // ingest thread that died with an apply running here) cannot settle: every N-API call then fails,
+  // and the Napi::Error it throws, escaping this libuv callback, aborted the whole process. Nothing
+  // waits for its promise any more; the task is freed all the same.
   void OnProgress(PoolTask* const* tasks, size_t count) override {
     for (size_t i = 0; i < count; ++i) {
       std::unique_ptr<PoolTask> task(tasks[i]);
       wrap_->Leave();
-      task->Settle(Env());
+      try {
+        task->Settle(Env());
+      } catch (const Napi::Error&) {
+      }
     }
   }
   void OnOK() override {
-    if (requeue_) wrap_->Resume(Env());
+    try {
+      if (requeue_) wrap_->Resume(Env());
+    } catch (const Napi::Error&) {
+    }
   }
 
  private:

@@ -32,6 +32,7 @@ Napi::Function PoolFilterStateWrap::Define(Napi::Env env) {
                          InstanceMethod<&W::Stats>("stats"),
                          InstanceMethod<&W::TableStats>("tableStats"),
                          InstanceMethod<&W::StateBytes>("stateBytes"),
+                         InstanceMethod<&W::TablesPopulated>("tablesPopulated"),
                          InstanceMethod<&W::Words>("words"),
                          InstanceMethod<&W::CopyWordsAsync>("copyWordsAsync"),
                          InstanceMethod<&W::Close>("close"),
@@ -218,6 +219,10 @@ Napi::Value PoolFilterStateWrap::StateBytes(const Napi::CallbackInfo& info) {
   return Napi::Number::New(info.Env(), static_cast<double>(Ready(info.Env()).MemoryBytes()));
 }
 
+Napi::Value PoolFilterStateWrap::TablesPopulated(const Napi::CallbackInfo& info) {
+  return Napi::Boolean::New(info.Env(), Ready(info.Env()).TablesPopulated());
+}
+
 Napi::Value PoolFilterStateWrap::Words(const Napi::CallbackInfo& info) {
   return pooljs::WordsToJs(info.Env(), Ready(info.Env()));
 }
@@ -228,8 +233,31 @@ Napi::Value PoolFilterStateWrap::Close(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+namespace {
+
+// () -> { liveBytes, peakBytes }: pool::ProcessStateMemory, every thread's pool states together.
+Napi::Value PoolStateMemory(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (info.Length() != 0) throw Napi::TypeError::New(env, "poolStateMemory() takes no arguments");
+  const pool::ProcessMemory m = pool::ProcessStateMemory();
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("liveBytes", Napi::Number::New(env, static_cast<double>(m.liveBytes)));
+  out.Set("peakBytes", Napi::Number::New(env, static_cast<double>(m.peakBytes)));
+  return out;
+}
+
+Napi::Value ResetPoolStatePeak(const Napi::CallbackInfo& info) {
+  if (info.Length() != 0) throw Napi::TypeError::New(info.Env(), "resetPoolStatePeak() takes no arguments");
+  pool::ResetProcessStatePeak();
+  return info.Env().Undefined();
+}
+
+}  // namespace
+
 void InitPool(Napi::Env env, Napi::Object exports) {
   exports.Set("PoolFilterState", PoolFilterStateWrap::Define(env));
+  exports.Set("poolStateMemory", Napi::Function::New(env, PoolStateMemory, "poolStateMemory"));
+  exports.Set("resetPoolStatePeak", Napi::Function::New(env, ResetPoolStatePeak, "resetPoolStatePeak"));
 }
 
 }  // namespace kvrelay

@@ -74,6 +74,7 @@ class PoolFilterStateWrap : public Napi::ObjectWrap<PoolFilterStateWrap> {
   Napi::Value Stats(const Napi::CallbackInfo& info);
   Napi::Value TableStats(const Napi::CallbackInfo& info);
   Napi::Value StateBytes(const Napi::CallbackInfo& info);
+  Napi::Value TablesPopulated(const Napi::CallbackInfo& info);
   Napi::Value Words(const Napi::CallbackInfo& info);
   Napi::Value CopyWordsAsync(const Napi::CallbackInfo& info);  // pool_workers.cc
   Napi::Value Close(const Napi::CallbackInfo& info);
