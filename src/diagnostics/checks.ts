@@ -3,6 +3,12 @@
 // connection, a pool that stays empty while its engines publish) and when something last happened
 // (an event, a store dropped for its block size); a rule holds once its condition lasted its
 // threshold. Nothing here logs or reads a clock: diagnostics.ts drives it, tests drive it by hand.
+//
+// A round costs per change, not per source: a source's memory is kept in the order of the snapshot
+// it was observed from, so an unchanged source (the sampler hands out its very object again) is known
+// by position without a name, and a round where nothing changed returns the last round's memory
+// itself (no map, list or string per source: at 512 idle sources these were most of the main
+// thread's garbage, BENCHMARKS.md).
 import { sourceName, type PoolSnapshot, type RelaySnapshot, type SourceSnapshot } from './snapshot';
 
 export const CHECKS = ['source_not_connected', 'block_size_mismatch', 'pool_empty_while_publishing'] as const;
@@ -24,7 +30,7 @@ interface Counts {
   droppedBlockSize: number;
 }
 
-interface SourceMemory extends Counts {
+export interface SourceMemory extends Counts {
   /** The sample this memory was observed from: the same object again means nothing changed since. */
   sampled: SourceSnapshot;
   firstSeenMs: number;
@@ -47,11 +53,13 @@ interface PoolMemory {
 }
 
 export interface Memory {
-  readonly sources: ReadonlyMap<string, SourceMemory>;
+  /** The sources observed, as the snapshot listed them, and their memory in the same order. */
+  readonly list: readonly SourceSnapshot[];
+  readonly sources: readonly SourceMemory[];
   readonly pools: ReadonlyMap<string, PoolMemory>;
 }
 
-export const EMPTY_MEMORY: Memory = { sources: new Map(), pools: new Map() };
+export const EMPTY_MEMORY: Memory = { list: [], sources: [], pools: new Map() };
 
 export type FindingFields = Record<string, string | number | string[]>;
 
@@ -71,17 +79,16 @@ export interface Evaluation {
 
 const ZERO: Counts = { events: 0, ignored: 0, droppedBlockSize: 0 };
 
+/** A pool not empty while publishing (the same object every round it stays so). */
+const NOT_EMPTY: PoolMemory = { publishingEmptySinceMs: undefined, before: ZERO };
+
 /** `now` counts more than `before`: it grew, or it restarted from 0 (a new subscription) and grew again. */
 function grew(now: number, before: number): boolean {
   return now > before || (now < before && now > 0);
 }
 
-function countsOf(s: SourceSnapshot): Counts {
-  return { events: s.stats.events, ignored: s.stats.ignored, droppedBlockSize: s.stats.droppedBlockSize };
-}
-
-function sumCounts(list: Counts[]): Counts {
-  return list.reduce((a, c) => ({ events: a.events + c.events, ignored: a.ignored + c.ignored, droppedBlockSize: a.droppedBlockSize + c.droppedBlockSize }), ZERO);
+function addCounts(a: Counts, c: Counts): Counts {
+  return { events: a.events + c.events, ignored: a.ignored + c.ignored, droppedBlockSize: a.droppedBlockSize + c.droppedBlockSize };
 }
 
 function observeSource(prev: SourceMemory | undefined, s: SourceSnapshot, now: number, t: Thresholds): SourceMemory {
@@ -129,49 +136,77 @@ function unchanged(prev: SourceMemory | undefined, s: SourceSnapshot, now: numbe
   return prev?.sampled === s && (prev.mismatchSinceMs === undefined || now - prev.lastBlockSizeDropMs! < t.blockSizeHoldMs);
 }
 
-function observePool(prev: PoolMemory | undefined, sources: { before: SourceMemory | undefined; now: SourceMemory }[], p: PoolSnapshot, now: number, t: Thresholds): PoolMemory {
-  if (p.trackedBlocks > 0 || !sources.some((s) => s.now.lastEventMs !== undefined && now - s.now.lastEventMs < t.poolEmptyMs)) {
-    return { publishingEmptySinceMs: undefined, before: ZERO };
-  }
+/** `latestEventMs`: the latest lastEventMs of the pool's sources (undefined: none ever published). */
+function observePool(prev: PoolMemory | undefined, latestEventMs: number | undefined, p: PoolSnapshot, now: number, t: Thresholds, before: () => Counts): PoolMemory {
+  if (p.trackedBlocks > 0 || latestEventMs === undefined || now - latestEventMs >= t.poolEmptyMs) return NOT_EMPTY;
   if (prev?.publishingEmptySinceMs !== undefined) return prev;
-  if (!sources.some((s) => s.now.lastEventMs === now)) return { publishingEmptySinceMs: undefined, before: ZERO };
-  return { publishingEmptySinceMs: now, before: sumCounts(sources.map((s) => s.before ?? ZERO)) };
+  if (latestEventMs !== now) return NOT_EMPTY;
+  return { publishingEmptySinceMs: now, before: before() };
+}
+
+/** Whether `a` and `b` are samples of the same source. */
+function sameSource(a: SourceSnapshot, b: SourceSnapshot): boolean {
+  return a === b || (a.worker === b.worker && a.dpRank === b.dpRank);
+}
+
+/** `memory`'s sources by name (a round whose list no longer lines up with the last one's). */
+function byName(memory: Memory): Map<string, SourceMemory> {
+  const out = new Map<string, SourceMemory>();
+  for (let i = 0; i < memory.list.length; i++) out.set(sourceName(memory.list[i]), memory.sources[i]);
+  return out;
 }
 
 /** The next memory and every rule that holds at `now`. */
 export function evaluate(prev: Memory, snapshot: RelaySnapshot, now: number, t: Thresholds): Evaluation {
-  const sources = new Map<string, SourceMemory>();
-  // Per pool, its sources with their memory before and after this round.
-  const byPool = new Map<string, { snapshot: SourceSnapshot; before: SourceMemory | undefined; now: SourceMemory }[]>();
+  const list = snapshot.sources;
   const findings: Finding[] = [];
-  for (const s of snapshot.sources) {
-    const name = sourceName(s);
-    const before = prev.sources.get(name);
-    const after = unchanged(before, s, now, t) ? before : observeSource(before, s, now, t);
-    sources.set(name, after);
-    const entry = { snapshot: s, before, now: after };
-    const list = byPool.get(s.pool);
-    if (list) list.push(entry);
-    else byPool.set(s.pool, [entry]);
-    sourceFindings(s, name, after, now, t, findings);
+  // Each source's memory before this round: at its own position when the list lines up, else by name.
+  let named: Map<string, SourceMemory> | undefined;
+  const before = (i: number): SourceMemory | undefined =>
+    i < prev.list.length && sameSource(prev.list[i], list[i]) ? prev.sources[i] : (named ??= byName(prev)).get(sourceName(list[i]));
+  // A new list of memories only from the first source that differs from the last round's.
+  let sources: SourceMemory[] | undefined = list.length === prev.sources.length ? undefined : [];
+  // The latest event per pool, only while a pool tracks nothing (the empty-pool rule).
+  const empty = snapshot.pools.some((p) => p.trackedBlocks === 0);
+  let latest: Map<string, number> | undefined;
+  for (let i = 0; i < list.length; i++) {
+    const s = list[i];
+    const was = before(i);
+    const after = unchanged(was, s, now, t) ? was : observeSource(was, s, now, t);
+    if (sources === undefined && after !== prev.sources[i]) sources = prev.sources.slice(0, i);
+    sources?.push(after);
+    if (after.disconnectedSinceMs !== undefined || after.mismatchSinceMs !== undefined) sourceFindings(s, after, now, t, findings);
+    if (empty && after.lastEventMs !== undefined && after.lastEventMs > ((latest ??= new Map()).get(s.pool) ?? -Infinity)) latest.set(s.pool, after.lastEventMs);
   }
-  const pools = new Map<string, PoolMemory>();
-  for (const p of snapshot.pools) {
-    const own = byPool.get(p.pool) ?? [];
-    const memory = observePool(prev.pools.get(p.pool), own, p, now, t);
-    pools.set(p.pool, memory);
-    const f = poolFinding(p, memory, own.map((o) => o.snapshot), now, t);
+  // A new map of pools only from the first pool whose memory differs from the last round's.
+  let pools: Map<string, PoolMemory> | undefined = snapshot.pools.length === prev.pools.size ? undefined : new Map();
+  for (let k = 0; k < snapshot.pools.length; k++) {
+    const p = snapshot.pools[k];
+    const last = prev.pools.get(p.pool);
+    const memory = observePool(last, latest?.get(p.pool), p, now, t, () => {
+      let sum = ZERO;
+      for (let i = 0; i < list.length; i++) if (list[i].pool === p.pool) sum = addCounts(sum, before(i) ?? ZERO);
+      return sum;
+    });
+    if (pools === undefined && memory !== last) {
+      pools = new Map();
+      for (let j = 0; j < k; j++) pools.set(snapshot.pools[j].pool, prev.pools.get(snapshot.pools[j].pool)!);
+    }
+    pools?.set(p.pool, memory);
+    const f = poolFinding(p, memory, list, now, t);
     if (f) findings.push(f);
   }
-  return { memory: { sources, pools }, findings };
+  const same = sources === undefined && pools === undefined && list === prev.list;
+  return { memory: same ? prev : { list, sources: sources ?? prev.sources, pools: pools ?? prev.pools }, findings };
 }
 
 const seconds = (ms: number): number => Math.round(ms / 100) / 10;
 
-function sourceFindings(s: SourceSnapshot, name: string, m: SourceMemory, now: number, t: Thresholds, out: Finding[]): void {
+function sourceFindings(s: SourceSnapshot, m: SourceMemory, now: number, t: Thresholds, out: Finding[]): void {
   const disconnected = m.disconnectedSinceMs !== undefined && now - m.disconnectedSinceMs >= t.notConnectedMs;
   const mismatching = m.mismatchSinceMs !== undefined && m.lastBlockSizeDropMs !== undefined && now - m.lastBlockSizeDropMs < t.blockSizeHoldMs;
   if (!disconnected && !mismatching) return;
+  const name = sourceName(s);
   const where = { worker: s.worker, dpRank: s.dpRank, endpoint: s.endpoint, pool: s.pool };
   if (disconnected) {
     out.push({
@@ -206,9 +241,11 @@ function sourceFindings(s: SourceSnapshot, name: string, m: SourceMemory, now: n
   }
 }
 
-function poolFinding(p: PoolSnapshot, m: PoolMemory, sources: SourceSnapshot[], now: number, t: Thresholds): Finding | undefined {
+/** `list`: every source sampled (the pool's own are picked only when the rule holds). */
+function poolFinding(p: PoolSnapshot, m: PoolMemory, list: readonly SourceSnapshot[], now: number, t: Thresholds): Finding | undefined {
   if (m.publishingEmptySinceMs === undefined || now - m.publishingEmptySinceMs < t.poolEmptyMs) return undefined;
-  const since = sumCounts(sources.map(countsOf));
+  const sources = list.filter((s) => s.pool === p.pool);
+  const since = sources.reduce((sum, s) => addCounts(sum, s.stats), ZERO);
   const events = since.events - m.before.events;
   const ignored = since.ignored - m.before.ignored;
   const droppedBlockSize = since.droppedBlockSize - m.before.droppedBlockSize;
@@ -236,17 +273,18 @@ function poolFinding(p: PoolSnapshot, m: PoolMemory, sources: SourceSnapshot[], 
   };
 }
 
-/** Per source, when the last engine message was seen (ms on the rules' clock), if ever. */
-export function lastEventMs(memory: Memory, source: string): number | undefined {
-  return memory.sources.get(source)?.lastEventMs;
+/** The memory of the `index`th source of the snapshot `memory` was observed from. */
+export function sourceMemory(memory: Memory, index: number): SourceMemory | undefined {
+  return memory.sources[index];
 }
 
-/** Per source, when it was first sampled. */
-export function firstSeenMs(memory: Memory, source: string): number | undefined {
-  return memory.sources.get(source)?.firstSeenMs;
-}
+/** Subjects (source names) of a memory, made when first asked (a finding that ended): not every round. */
+const subjects = new WeakMap<Memory, Set<string>>();
 
-/** Since when a source has had no connection, if it has none. */
-export function disconnectedSinceMs(memory: Memory, source: string): number | undefined {
-  return memory.sources.get(source)?.disconnectedSinceMs;
+/** Whether `subject` (a source's `worker/rank` or a pool's key) is in `memory`. */
+export function hasSubject(memory: Memory, subject: string): boolean {
+  if (memory.pools.has(subject)) return true;
+  let names = subjects.get(memory);
+  if (!names) subjects.set(memory, (names = new Set(memory.list.map(sourceName))));
+  return names.has(subject);
 }

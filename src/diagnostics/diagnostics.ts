@@ -12,9 +12,9 @@ import {
   DIAGNOSTICS_POOL_EMPTY_MS,
   DIAGNOSTICS_REPEAT_MS,
 } from '../config/defaults';
-import { CHECKS, EMPTY_MEMORY, evaluate, firstSeenMs, lastEventMs, type CheckName, type Finding, type Memory, type Thresholds } from './checks';
+import { CHECKS, EMPTY_MEMORY, evaluate, hasSubject, sourceMemory, type CheckName, type Finding, type Memory, type Thresholds } from './checks';
 import { RecentLatency } from './recent-latency';
-import { sourceName, type RelaySnapshot } from './snapshot';
+import type { RelaySnapshot } from './snapshot';
 import { Speaker } from './speaker';
 import { statusDocument, type RelayStatusInfo, type StatusDocument } from './status';
 
@@ -78,7 +78,7 @@ export class Diagnostics {
     this.memory = memory;
     this.findings = findings;
     // The memory has every source and pool of this snapshot: no set of every name per round.
-    const present = { has: (subject: string) => memory.sources.has(subject) || memory.pools.has(subject) };
+    const present = { has: (subject: string) => hasSubject(memory, subject) };
     for (const line of this.speaker.round(findings, now, present)) this.options.logger[line.level](line.fields, line.msg);
   }
 
@@ -106,9 +106,10 @@ export class Diagnostics {
     const now = this.now();
     const active = Object.fromEntries(CHECKS.map((c) => [c, 0])) as Record<CheckName, number>;
     for (const f of this.findings) active[f.check] += 1;
-    const lastEventAge = this.snapshot.sources.map((s) => {
-      const name = sourceName(s);
-      const then = lastEventMs(this.memory, name) ?? firstSeenMs(this.memory, name) ?? now;
+    // The last round's memory was observed from its snapshot: a source's memory is at its position.
+    const lastEventAge = this.snapshot.sources.map((s, i) => {
+      const m = sourceMemory(this.memory, i);
+      const then = m?.lastEventMs ?? m?.firstSeenMs ?? now;
       return { worker: s.worker, dpRank: s.dpRank, seconds: Math.max(0, now - then) / 1000 };
     });
     return { active, lastEventAge };

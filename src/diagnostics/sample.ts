@@ -45,7 +45,10 @@ function sameStats(a: SourceStats, b: SourceStats): boolean {
 }
 
 function sameEndpoints(a: readonly string[], b: readonly string[]): boolean {
-  return a === b || (a.length === b.length && a.every((e, i) => e === b[i]));
+  if (a === b) return true;
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 /** A worker's sources as last sampled: what they were built from, and their snapshots by rank offset. */
@@ -64,8 +67,6 @@ export class RelaySampler {
   private order: WorkerSources[] = [];
   private workers = new Map<bigint, WorkerSources>();
   private sources: SourceSnapshot[] = [];
-  /** This round's workers (reused from round to round). */
-  private round: WorkerSources[] = [];
   /** Each served pool's source configs, while its spec stays the same object. */
   private readonly configs = new WeakMap<PoolSpec, KvEventEndpointConfig[]>();
 
@@ -74,10 +75,13 @@ export class RelaySampler {
   sample(latency: RecentLatency, now: number): RelaySnapshot {
     const subscribers = this.inputs.poolSubscribers();
     const pools: PoolSnapshot[] = [];
-    const round = this.round;
-    round.length = 0;
-    let changed = false;
-    for (const { spec, metrics, producer: generation } of this.inputs.producer.servedPools()) {
+    // This round's workers: a new list only from the first worker that is not the last round's.
+    let round: WorkerSources[] | undefined;
+    let count = 0;
+    let moved = false;
+    const served = this.inputs.producer.servedPools();
+    for (let p = 0; p < served.length; p++) {
+      const { spec, metrics, producer: generation } = served[p];
       pools.push({
         pool: spec.key,
         endpoint: endpointName(spec.servingEndpoint),
@@ -90,17 +94,24 @@ export class RelaySampler {
       });
       let configs = this.configs.get(spec);
       if (!configs) this.configs.set(spec, (configs = kvSourceConfigs([spec])));
-      for (const config of configs) {
-        const worker = this.worker(spec.key, config);
-        if (worker !== this.order[round.length]) changed = true;
-        round.push(worker);
+      // Indexed loops: this runs once a second, too rarely to be optimized, and an unoptimized
+      // for-of makes an iterator result per step (per source).
+      for (let c = 0; c < configs.length; c++) {
+        const worker = this.worker(spec.key, configs[c]);
+        const was = this.order[count];
+        if (round === undefined && worker !== was) round = this.order.slice(0, count);
+        round?.push(worker);
+        if (worker.config.workerId !== was?.config.workerId) moved = true;
+        count += 1;
       }
     }
-    if (changed || round.length !== this.order.length) {
-      // Workers no longer served are forgotten with their snapshots.
-      this.round = this.order;
+    if (round === undefined && count !== this.order.length) round = this.order.slice(0, count);
+    if (round !== undefined) {
+      // Workers no longer served are forgotten with their snapshots; while the same workers are
+      // served in the same order, only the changed ones are replaced (a busy relay's round).
+      if (moved || count !== this.order.length) this.workers = new Map(round.map((w) => [w.config.workerId, w]));
+      else for (let i = 0; i < count; i++) if (round[i] !== this.order[i]) this.workers.set(round[i].config.workerId, round[i]);
       this.order = round;
-      this.workers = new Map(round.map((w) => [w.config.workerId, w]));
       this.sources = round.flatMap((w) => w.snapshots);
     }
     return { sources: this.sources, pools };
@@ -114,7 +125,7 @@ export class RelaySampler {
     const bound = producer.ingestEndpoints(config.workerId);
     const kept = this.workers.get(config.workerId);
     const last = kept?.config === config && sameEndpoints(kept.endpoints, bound) ? kept : undefined;
-    if (last && (last.stats === stats || last.snapshots.every((s) => sameStats(s.stats, rankStats(stats, s.dpRank) ?? NO_STATS)))) {
+    if (last && (last.stats === stats || unchangedRanks(last.snapshots, stats))) {
       // Known again by identity next time (a list read anew, e.g. a restarted thread's merged counters).
       last.stats = stats;
       last.endpoints = bound;
@@ -144,8 +155,14 @@ export class RelaySampler {
   }
 }
 
+/** Whether every rank's counters in `stats` say what its snapshot says. */
+function unchangedRanks(snapshots: readonly SourceSnapshot[], stats: readonly SourceStats[]): boolean {
+  for (let i = 0; i < snapshots.length; i++) if (!sameStats(snapshots[i].stats, rankStats(stats, snapshots[i].dpRank) ?? NO_STATS)) return false;
+  return true;
+}
+
 /** The counters of `dpRank` among a worker's (a handful of ranks). */
 function rankStats(stats: readonly SourceStats[], dpRank: number): SourceStats | undefined {
-  for (const s of stats) if (s.source.dpRank === dpRank) return s;
+  for (let i = 0; i < stats.length; i++) if (stats[i].source.dpRank === dpRank) return stats[i];
   return undefined;
 }

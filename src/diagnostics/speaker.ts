@@ -21,6 +21,8 @@ export const CHECK_MESSAGES: Record<CheckName, { begins: string; ends: string; m
   pool_empty_while_publishing: { begins: 'pool stays empty while its engines publish', ends: 'pool holds blocks', many: 'more pools empty while their engines publish' },
 };
 
+const NO_LINES: readonly Line[] = [];
+
 interface Said {
   finding: Finding;
   atMs: number;
@@ -38,7 +40,9 @@ export class Speaker {
    * This round's lines. A finding whose subject is no longer `present` (a source or pool the config
    * took away) ends without a line: it was not resolved, it went.
    */
-  round(findings: readonly Finding[], now: number, present: Pick<ReadonlySet<string>, 'has'>): Line[] {
+  round(findings: readonly Finding[], now: number, present: Pick<ReadonlySet<string>, 'has'>): readonly Line[] {
+    // A quiet relay's round: nothing to say, nothing made.
+    if (findings.length === 0 && this.said.size === 0) return NO_LINES;
     const holding = new Set<string>();
     const begins: Finding[] = [];
     const repeats: Finding[] = [];

@@ -1,9 +1,9 @@
 // The status document: what `GET /status` on the metrics listener answers and `kv-dc-relay status`
 // shows. Plain JSON (u64 values as decimal strings); built purely from a snapshot, the rules' memory
 // and findings.
-import { disconnectedSinceMs, lastEventMs, type CheckName, type Finding, type FindingFields, type Memory } from './checks';
+import { sourceMemory, type CheckName, type Finding, type FindingFields, type Memory } from './checks';
 import { CHECK_MESSAGES } from './speaker';
-import { sourceName, type PoolSnapshot, type RelaySnapshot } from './snapshot';
+import type { PoolSnapshot, RelaySnapshot } from './snapshot';
 
 export interface RelayStatusInfo {
   dcId: string;
@@ -57,10 +57,11 @@ export interface StatusDocument {
 
 const age = (now: number, then: number | undefined): number | null => (then === undefined ? null : Math.round(now - then) / 1000);
 
+/** `memory`: the rules' memory observed from `snapshot` (evaluate's). */
 export function statusDocument(relay: RelayStatusInfo, snapshot: RelaySnapshot, memory: Memory, findings: readonly Finding[], now: number): StatusDocument {
-  const sources = snapshot.sources.map((s): SourceStatus => {
+  const sources = snapshot.sources.map((s, i): SourceStatus => {
     const st = s.stats;
-    const name = sourceName(s);
+    const m = sourceMemory(memory, i);
     return {
       worker: s.worker,
       dpRank: s.dpRank,
@@ -68,10 +69,10 @@ export function statusDocument(relay: RelayStatusInfo, snapshot: RelaySnapshot, 
       endpoint: s.endpoint,
       mode: s.mode,
       connected: st.connections > 0,
-      notConnectedSeconds: st.connections > 0 ? null : age(now, disconnectedSinceMs(memory, name)),
+      notConnectedSeconds: st.connections > 0 ? null : age(now, m?.disconnectedSinceMs),
       connections: st.connections,
       lastSequence: st.lastSequence === null ? null : st.lastSequence.toString(),
-      lastEventAgeSeconds: age(now, lastEventMs(memory, name)),
+      lastEventAgeSeconds: age(now, m?.lastEventMs),
       events: st.events,
       gaps: st.gaps,
       replays: st.replays,

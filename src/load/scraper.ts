@@ -24,6 +24,8 @@ export class MetricsScraper {
   private readonly abort = new AbortController();
   private round: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
+  /** Counts changes of usage(): a reader keeps what it built from it while this stays. */
+  private changes = 0;
 
   constructor(private readonly windowMs: number) {}
 
@@ -36,7 +38,7 @@ export class MetricsScraper {
       // Keeping the old object lets a scrape in flight for an unchanged target still land.
       next.set(t.workerId, same ? old : t);
     }
-    for (const [id, old] of this.targets) if (next.get(id) !== old) this.observed.delete(id);
+    for (const [id, old] of this.targets) if (next.get(id) !== old && this.observed.delete(id)) this.changes += 1;
     this.targets = next;
   }
 
@@ -59,8 +61,14 @@ export class MetricsScraper {
     return this.round;
   }
 
+  /** Live: the same map, changed in place (see version). */
   usage(): UsageObservations {
     return this.observed;
+  }
+
+  /** Changes whenever usage() did (a scrape's answer or a lost one; a target dropped). */
+  get version(): number {
+    return this.changes;
   }
 
   close(): void {
@@ -81,7 +89,18 @@ export class MetricsScraper {
     }
     // The target may have been replaced or removed while the request was in flight.
     if (this.targets.get(target.workerId) !== target) return;
-    if (usage) this.observed.set(target.workerId, usage);
-    else this.observed.delete(target.workerId);
+    const before = this.observed.get(target.workerId);
+    if (usage) {
+      // The same answer as last time is no change: what was built from it stays.
+      if (before && sameUsage(before, usage)) return;
+      this.observed.set(target.workerId, usage);
+    } else if (!this.observed.delete(target.workerId)) return;
+    this.changes += 1;
   }
+}
+
+function sameUsage(a: RankUsage, b: RankUsage): boolean {
+  if (a.size !== b.size) return false;
+  for (const [rank, usage] of a) if (b.get(rank) !== usage) return false;
+  return true;
 }

@@ -37,6 +37,18 @@ import { poolIdDisplay } from '../identity';
 import { KvSources } from './sources';
 import { descriptor, droppedSources, kvSourceConfigs, loadPool, poolReservation, topologyInputs, type Liveness } from './views';
 
+
+/** What the load windows were last built from (see Producer.loadInputs) and what they built. */
+interface LoadMemo {
+  catalog: CatalogState;
+  liveness: number;
+  served: { spec: PoolSpec; producer: ProducerIdentity }[];
+  pools: LoadPool[];
+  /** Pool load as of the scraper's usage `usage` (MetricsScraper.version). */
+  poolLoad?: { usage: number; state: PoolLoadState };
+  servingLoad?: ServingLoadState;
+}
+
 export interface ProducerOptions {
   config: RelayConfig;
   relay: RelayIdentity;
@@ -93,6 +105,10 @@ export class Producer implements RelaySource {
   private readonly sources: KvSources;
   private readonly eventPlane: EventPlaneSources | undefined;
   private readonly liveness: Liveness;
+  /** Counts liveness changes (a health answer, new probe targets): the load windows' inputs follow it. */
+  private livenessVersion = 0;
+  /** The load windows' inputs and states as last built: rebuilt on a change, not every window. */
+  private load: LoadMemo | undefined;
   private readonly pools = new Map<string, LivePool>();
   /** Worker id → key of the pool its KV events feed. */
   private readonly routes = new Map<bigint, string>();
@@ -128,7 +144,10 @@ export class Producer implements RelaySource {
     // An event plane's bursts reach the main thread: its pools are applied there.
     this.sources = new KvSources(sink, this.logger, options.config.limits.ingestThreads, !options.eventPlane);
     this.eventPlane = options.eventPlane?.(sink);
-    this.health.onChange(() => this.publishReadiness());
+    this.health.onChange(() => {
+      this.livenessVersion += 1;
+      this.publishReadiness();
+    });
   }
 
   /** Applies the start config and starts probing and scraping. */
@@ -196,14 +215,20 @@ export class Producer implements RelaySource {
     return () => this.readinessListeners.delete(listener);
   }
 
+  /** The same state while the pools, their workers' liveness and the scraped usage stay (an event plane's reports are read anew). */
   poolLoad(): PoolLoadState {
-    const pools = this.loadPools();
+    const load = this.loadInputs();
     const reported = this.eventPlane?.reportedBlocks();
-    return { pools: buildPoolLoad(pools, reported ? withReportedBlocks(this.scraper.usage(), reported, pools) : this.scraper.usage()) };
+    if (reported) return { pools: buildPoolLoad(load.pools, withReportedBlocks(this.scraper.usage(), reported, load.pools)) };
+    if (load.poolLoad?.usage !== this.scraper.version) load.poolLoad = { usage: this.scraper.version, state: { pools: buildPoolLoad(load.pools, this.scraper.usage()) } };
+    return load.poolLoad.state;
   }
 
+  /** The same state while the pools and their workers' liveness stay. */
   servingLoad(): ServingLoadState {
-    return buildServingLoad(this.loadPools());
+    const load = this.loadInputs();
+    load.servingLoad ??= buildServingLoad(load.pools);
+    return load.servingLoad;
   }
 
   // ---- ingest sink ----
@@ -452,6 +477,8 @@ export class Producer implements RelaySource {
   private setProbeTargets(): void {
     const all = this.deployment.topology.flatMap((t) => t.endpoint.workers);
     this.health.setTargets(all.flatMap((w) => (w.health ? [{ workerId: w.id, url: w.health.url }] : [])));
+    // A worker no longer probed follows its config's `live` again, without a change event.
+    this.livenessVersion += 1;
     const pooled = [...this.pools.values()].flatMap((p) => p.spec.endpoint.workers);
     this.scraper.setTargets(
       pooled.flatMap((w) => (w.metrics ? [{ workerId: w.id, url: w.metrics.url, dpStartRank: w.dpStartRank, dpSize: w.dpSize }] : [])),
@@ -468,10 +495,26 @@ export class Producer implements RelaySource {
   }
 
   /** Catalog pools in catalog order, with their current generation. */
-  private loadPools(): LoadPool[] {
-    return this.catalogState.current().snapshot.pools.flatMap((d) => {
+  /**
+   * The load builders' pools in catalog order, built anew only when the catalog, a pool's spec or
+   * generation, or a worker's liveness changed: the windows sample them every second.
+   */
+  private loadInputs(): LoadMemo {
+    const catalog = this.catalogState.current();
+    const served = catalog.snapshot.pools.flatMap((d) => {
       const live = d.producer?.poolId && this.pools.get(poolIdDisplay(d.producer.poolId));
-      return live ? [loadPool(live.spec, live.actor.producer, this.liveness)] : [];
+      return live ? [{ spec: live.spec, producer: live.actor.producer }] : [];
     });
+    const last = this.load;
+    if (
+      last?.catalog === catalog &&
+      last.liveness === this.livenessVersion &&
+      last.served.length === served.length &&
+      last.served.every((s, i) => s.spec === served[i].spec && s.producer === served[i].producer)
+    ) {
+      return last;
+    }
+    this.load = { catalog, liveness: this.livenessVersion, served, pools: served.map((s) => loadPool(s.spec, s.producer, this.liveness)) };
+    return this.load;
   }
 }

@@ -332,6 +332,15 @@ test('a thread that dies of an uncaught error: its sources reset and counted, th
     await waitFor(() => sub.stats()[0].events === 3 + 4, 'the counters across the restart', DEADLINE_MS);
     expect(sub.stats()[0]).toMatchObject({ resets: 1, replays: 2, connections: 1, lastSequence: 3n });
   }
+  // Read again with nothing new: the very list (the dead thread's counts are not merged anew per
+  // read); one more message makes a new list that counts it.
+  const sub = r.subs[ids.indexOf(victim)];
+  const list = sub.stats();
+  expect(sub.stats()).toBe(list);
+  await r.engines[ids.indexOf(victim)].publish(store(4));
+  await waitFor(() => sub.stats()[0].events === 3 + 5, 'one more event counted', DEADLINE_MS);
+  expect(sub.stats()).not.toBe(list);
+  expect(list[0].events).toBe(3 + 4);
 });
 
 /** 64 messages (at least 4 bursts of 16) leave the engine, then the main thread takes nothing for `ms`. */

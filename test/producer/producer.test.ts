@@ -258,6 +258,38 @@ test('pool load from a real vLLM metrics endpoint; serving load lists pools and 
   expect(p.metrics().degradedLoadCoveragePoolCount).toBe(0);
 });
 
+test("load windows: the same states while nothing changed, new ones when a scraped usage or a worker's health changes", async () => {
+  let usage = 0.25;
+  let healthy = 200;
+  let scrapes = 0;
+  let probes = 0;
+  const url = await httpServer((req, res) => {
+    if (req.url === '/health') {
+      probes += 1;
+      res.writeHead(healthy).end();
+      return;
+    }
+    scrapes += 1;
+    res.writeHead(200, { 'content-type': 'text/plain' }).end(`vllm:kv_cache_usage_perc{engine="0",model_name="llama"} ${usage}\n`);
+  });
+  const worker = { id: 7, kvEvents: kv, totalKvBlocks: 1000, maxNumSeqs: 8, metrics: { url: `${url}/metrics` }, health: { url: `${url}/health` } };
+  const p = await start(config([endpoint({ workers: [worker] })]));
+  const used = (blocks: bigint) => () => (p.poolLoad().pools[0].kvUsedBlocks === blocks ? p.poolLoad() : undefined);
+  const load = await waitForValue(used(250n), 'usage 0.25 scraped', 3000, 10);
+  const serving = await waitForValue(() => (p.servingLoad().pools[0].deployment?.liveWorkers === 1n ? p.servingLoad() : undefined), 'the worker live', 3000, 10);
+  // Scrapes (every 50 ms) and health probes that answer the same change nothing: the very states again.
+  const [scraped, probed] = [scrapes, probes];
+  await waitFor(() => scrapes >= scraped + 3 && probes >= probed + 3, 'three more scrapes and probes', 3000, 10);
+  expect(p.poolLoad()).toBe(load);
+  expect(p.servingLoad()).toBe(serving);
+  usage = 0.5;
+  await waitForValue(used(500n), 'usage 0.5 scraped', 3000, 10);
+  expect(p.servingLoad()).toBe(serving);
+  healthy = 503;
+  await waitFor(() => p.servingLoad().pools[0].deployment?.liveWorkers === 0n, 'the worker not live', 3000, 10);
+  expect(p.poolLoad().pools[0].kvUsedBlocks).toBe(500n);
+});
+
 test('close retires every generation and empties catalog and readiness', async () => {
   const p = await start(config([endpoint()]));
   const feed = p.pool(only(p.catalog()).producer!.poolId!)!;

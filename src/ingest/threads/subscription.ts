@@ -26,6 +26,9 @@ export interface SubscriptionHost {
 
 let nextId = 1;
 
+/** No board (the thread is down): no counters but the carried ones. */
+const NONE: SourceStats[] = [];
+
 export class ThreadSubscription implements KvEventSubscription {
   readonly id = nextId++;
   private bound: string[] = [];
@@ -33,6 +36,10 @@ export class ThreadSubscription implements KvEventSubscription {
   private board: StatsBoard | undefined;
   /** Counters of the thread incarnations that died, per source key. */
   private readonly carried = new Map<string, SourceStats>();
+  /** The last merge of `carried` with the board's list: handed out again while neither changed. */
+  private merged: { latest: SourceStats[]; carried: number; out: SourceStats[] } | undefined;
+  /** Counts changes of `carried` (a thread death). */
+  private carriedChanges = 0;
   private opening: { resolve(): void; reject(err: Error): void } | undefined;
   private closed = false;
   /** What the thread handed off and the sink has not applied yet (a fresh count per open). */
@@ -75,8 +82,16 @@ export class ThreadSubscription implements KvEventSubscription {
   }
 
   stats(): SourceStats[] {
-    const latest = this.board?.read() ?? [];
+    const latest = this.board?.read() ?? NONE;
     if (this.carried.size === 0) return latest;
+    // The board hands out the same list while nothing changed: so does the merge (read every second).
+    if (this.merged?.latest === latest && this.merged.carried === this.carriedChanges) return this.merged.out;
+    const out = this.merge(latest);
+    this.merged = { latest, carried: this.carriedChanges, out };
+    return out;
+  }
+
+  private merge(latest: readonly SourceStats[]): SourceStats[] {
     const merged = new Map<string, SourceStats>();
     for (const s of this.carried.values()) merged.set(key(s.source), { ...s, source: { ...s.source }, connections: 0 });
     for (const s of latest) {
@@ -137,6 +152,7 @@ export class ThreadSubscription implements KvEventSubscription {
    * lost what the thread had in flight to it (its owner replaces both).
    */
   threadDied(): void {
+    this.carriedChanges += 1;
     for (const s of this.board?.read() ?? []) {
       const before = this.carried.get(key(s.source));
       if (!before) {
