@@ -70,7 +70,8 @@ describeWithNatsAndEtcd('a Dynamo deployment from its etcd and event plane', () 
       runtime_config: { total_kv_blocks: 100, max_num_seqs: 8, data_parallel_start_rank: 0, data_parallel_size: dp },
     });
     const w1 = await worker({ namespace: 'ns-a', component: 'backend', card: aggregatedCard(2), adapters: [{ servedModel: 'llama-sql', loraName: 'sql-lora' }], transport: 'nats' });
-    const w2 = await worker({ namespace: 'ns-a', component: 'backend', card: aggregatedCard(1), transport: 'zmq' });
+    // The newest form: an endpoint-scoped ZMQ channel (scope.endpoint a nested EndpointId).
+    const w2 = await worker({ namespace: 'ns-a', component: 'backend', card: aggregatedCard(1), transport: 'zmq', channelScope: 'endpoint' });
     const pd = (type: string, needs: string[][]) => ({ display_name: 'qwen', kv_cache_block_size: BS, model_type: type === 'prefill' ? 'Prefill' : 'Chat', worker_type: type, needs, runtime_config: { total_kv_blocks: 50 } });
     const prefill = await worker({ namespace: 'ns-b', component: 'prefill', card: pd('prefill', [['decode']]), transport: 'jetstream' });
     const decode = await worker({ namespace: 'ns-b', component: 'decode', card: pd('decode', []), transport: 'nats' });

@@ -119,6 +119,33 @@ test('event channels: component subjects, JetStream streams of workers without a
   expect(p.channels.load).toEqual(['namespace.ns.component.prefill.endpoint.generate.kv_metrics']);
 });
 
+test('event channels in every scope Dynamo writes: endpoint-scoped (nested EndpointId, the newest KV publishers), namespace-scoped, component-scoped', () => {
+  // serde of EventScope (tag "kind", snake_case): Endpoint { endpoint: EndpointId { namespace, component, name } }.
+  const endpointZmq: [string, string] = [
+    'v1/event_channels/namespace/ns/component/backend/endpoint/generate/topic/kv-events/1f2e3d4c5b6a7a',
+    JSON.stringify({ type: 'EventChannel', scope: { kind: 'endpoint', endpoint: { namespace: 'ns', component: 'backend', name: 'generate' } }, topic: 'kv-events', instance_id: 8776565086972538, transport: { kind: 'Zmq', config: { endpoint: 'tcp://10.0.0.2:5555' } } }),
+  ];
+  const endpointNats: [string, string] = [
+    'v1/event_channels/namespace/ns/component/backend/endpoint/generate/topic/kv-events/1f2e3d4c5b6a7b',
+    JSON.stringify({ type: 'EventChannel', scope: { kind: 'endpoint', endpoint: { namespace: 'ns', component: 'backend', name: 'generate' } }, topic: 'kv-events', instance_id: 8776565086972539, transport: { kind: 'Nats', config: { subject_prefix: 'namespace.ns.component.backend.endpoint.generate' } } }),
+  ];
+  const namespaceZmq: [string, string] = [
+    'v1/event_channels/namespace/ns/topic/kv-events/1f2e3d4c5b6a7c',
+    JSON.stringify({ type: 'EventChannel', scope: { kind: 'namespace', name: 'ns' }, topic: 'kv-events', instance_id: 8776565086972540, transport: { kind: 'Zmq', config: { endpoint: 'tcp://10.0.0.3:5555' } } }),
+  ];
+  const otherNamespace: [string, string] = [
+    'v1/event_channels/namespace/other/component/backend/endpoint/generate/topic/kv-events/1f2e3d4c5b6a7d',
+    JSON.stringify({ type: 'EventChannel', scope: { kind: 'endpoint', endpoint: { namespace: 'other', component: 'backend', name: 'generate' } }, topic: 'kv-events', instance_id: 8776565086972541, transport: { kind: 'Zmq', config: { endpoint: 'tcp://10.0.0.4:5555' } } }),
+  ];
+  const p = projectDynamo(entries(model(ID, card()), endpointZmq, endpointNats, namespaceZmq, otherNamespace), ['ns']);
+  expect(p.rejected).toEqual([]);
+  expect(p.channels.zmq).toEqual(['tcp://10.0.0.2:5555', 'tcp://10.0.0.3:5555']);
+  expect(p.channels.subjects).toContain('namespace.ns.component.backend.endpoint.generate.kv-events');
+  // A scope that is none of Dynamo's shapes is still rejected with its key.
+  const bad = projectDynamo(entries(model(ID, card()), [endpointZmq[0], endpointZmq[1].replace('"name":"generate"', '"name":7')]));
+  expect(bad.rejected.map((r) => r.key)).toEqual([endpointZmq[0]]);
+});
+
 test('the JetStream stream name is create_kv_stream_name (slugify, then _ -> -)', () => {
   expect(kvStreamName({ namespace: 'disagg', component: 'prefill' })).toBe('namespace-disagg-component-prefill-kv-events');
   expect(kvStreamName({ namespace: 'Prod.A', component: 'back end' })).toBe('namespace-prod-a-component-back-end-kv-events');

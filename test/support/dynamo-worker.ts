@@ -27,6 +27,8 @@ export interface DynamoWorkerOptions {
   transport: Transport;
   nats?: NatsConnection;
   ttlSeconds?: number;
+  /** The ZMQ channel's scope: component (0.9-1.3) or endpoint (the newest KV publishers, EventPublisher::for_endpoint_id). */
+  channelScope?: 'component' | 'endpoint';
 }
 
 /** JSON with u64 fields written exactly (JSON.stringify has no bigint). */
@@ -61,11 +63,14 @@ export class DynamoWorker {
     if (this.o.transport === 'zmq') {
       this.zmq = new Publisher();
       await this.zmq.bind('tcp://127.0.0.1:*');
-      const scope = `namespace/${this.o.namespace}/component/${this.o.component}`;
+      const byEndpoint = this.o.channelScope === 'endpoint';
+      const scope = `namespace/${this.o.namespace}/component/${this.o.component}${byEndpoint ? `/endpoint/${base.endpoint}` : ''}`;
       await lease.put(`v1/event_channels/${scope}/topic/kv-events/${this.zmqPublisher.toString(16)}`).value(
         json({
           type: 'EventChannel',
-          scope: { kind: 'component', namespace: this.o.namespace, component: this.o.component },
+          scope: byEndpoint
+            ? { kind: 'endpoint', endpoint: { namespace: this.o.namespace, component: this.o.component, name: base.endpoint } }
+            : { kind: 'component', namespace: this.o.namespace, component: this.o.component },
           topic: 'kv-events',
           instance_id: this.zmqPublisher,
           transport: { kind: 'Zmq', config: { endpoint: this.zmq.lastEndpoint } },

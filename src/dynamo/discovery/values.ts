@@ -45,9 +45,23 @@ const endpointFields = { namespace: z.string(), component: z.string(), endpoint:
 
 export const instanceValue = z.object({ type: z.literal('Endpoint'), ...endpointFields });
 export const modelValue = z.object({ type: z.literal('Model'), ...endpointFields, card_json: cardSchema, model_suffix: optional(z.string()) });
+/**
+ * A channel's scope, one shape: Dynamo's `EventScope` is `#[serde(tag = "kind", rename_all = "snake_case")]`
+ * with `Namespace { name }`, `Component { namespace, component }` and `Endpoint { endpoint: EndpointId }`
+ * (`EndpointId { namespace, component, name }`: nested), lib/runtime/src/discovery/mod.rs @020f5c17. The
+ * newest KV publishers are endpoint-scoped (EventPublisher::for_endpoint_id), so each form is read and
+ * brought to the flat one the relay uses. The flat form with any other kind stays accepted as before.
+ */
+const eventScope = z.union([
+  z
+    .object({ kind: z.literal('endpoint'), endpoint: z.object({ namespace: z.string(), component: z.string(), name: z.string() }) })
+    .transform((s) => ({ kind: s.kind as string, namespace: s.endpoint.namespace, component: s.endpoint.component as string | undefined, endpoint: s.endpoint.name as string | undefined })),
+  z.object({ kind: z.literal('namespace'), name: z.string() }).transform((s) => ({ kind: s.kind as string, namespace: s.name, component: undefined as string | undefined, endpoint: undefined as string | undefined })),
+  z.object({ kind: z.string(), namespace: z.string(), component: optional(z.string()), endpoint: optional(z.string()) }),
+]);
 export const eventChannelValue = z.object({
   type: z.literal('EventChannel'),
-  scope: z.object({ kind: z.string(), namespace: z.string(), component: optional(z.string()), endpoint: optional(z.string()) }),
+  scope: eventScope,
   topic: z.string(),
   instance_id: u64,
   transport: z.discriminatedUnion('kind', [
