@@ -154,8 +154,13 @@ describeWithNatsAndEtcd('a Dynamo deployment from its etcd and event plane', () 
     await w1.reportLoad(20, 1);
     await waitFor(() => aggLoad()!.kvObservedRanks === 2, 'two of three ranks observed', 10_000);
     expect(aggLoad()!.kvUsedBlocks).toBe(0n);
-    await w2.reportLoad(7, 0);
-    await waitFor(() => aggLoad()!.kvObservedRanks === 3, 'every rank observed', 10_000);
+    // w2's ActiveLoad goes out on its own ZMQ kv_metrics publisher (the plane's default since 1.3),
+    // which its event channel advertises; resent until heard (a PUB drops what no one hears yet).
+    await waitFor(async () => {
+      if (aggLoad()!.kvObservedRanks === 3) return true;
+      await w2.reportLoad(7, 0);
+      return false;
+    }, 'every rank observed (the ZMQ worker’s kv_metrics)', 10_000, 200);
     expect(aggLoad()!.kvUsedBlocks).toBe(37n);
 
     const metrics = await run.metricsText();

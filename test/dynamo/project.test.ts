@@ -146,6 +146,22 @@ test('event channels in every scope Dynamo writes: endpoint-scoped (nested Endpo
   expect(bad.rejected.map((r) => r.key)).toEqual([endpointZmq[0]]);
 });
 
+test('kv_metrics event channels: a ZMQ publisher is a load channel of its own; a NATS one adds its subject', () => {
+  const zmqLoad: [string, string] = [
+    'v1/event_channels/namespace/ns/component/backend/endpoint/generate/topic/kv_metrics/2a',
+    JSON.stringify({ type: 'EventChannel', scope: { kind: 'endpoint', endpoint: { namespace: 'ns', component: 'backend', name: 'generate' } }, topic: 'kv_metrics', instance_id: 42, transport: { kind: 'Zmq', config: { endpoint: 'tcp://10.0.0.5:6000' } } }),
+  ];
+  const natsLoad: [string, string] = [
+    'v1/event_channels/namespace/ns/topic/kv_metrics/2b',
+    JSON.stringify({ type: 'EventChannel', scope: { kind: 'namespace', name: 'ns' }, topic: 'kv_metrics', instance_id: 43, transport: { kind: 'Nats', config: { subject_prefix: 'namespace.ns' } } }),
+  ];
+  const p = projectDynamo(entries(model(ID, card()), zmqLoad, natsLoad));
+  expect(p.rejected).toEqual([]);
+  expect(p.channels.loadZmq).toEqual(['tcp://10.0.0.5:6000']);
+  expect(p.channels.zmq).toEqual([]);
+  expect(p.channels.load).toEqual(['namespace.ns.component.backend.endpoint.generate.kv_metrics', 'namespace.ns.kv_metrics']);
+});
+
 test('the JetStream stream name is create_kv_stream_name (slugify, then _ -> -)', () => {
   expect(kvStreamName({ namespace: 'disagg', component: 'prefill' })).toBe('namespace-disagg-component-prefill-kv-events');
   expect(kvStreamName({ namespace: 'Prod.A', component: 'back end' })).toBe('namespace-prod-a-component-back-end-kv-events');

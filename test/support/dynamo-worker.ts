@@ -42,6 +42,9 @@ export class DynamoWorker {
   private readonly sequences = new Map<number, { publisherId: bigint; next: bigint }>();
   private zmq: Publisher | undefined;
   private zmqPublisher = randomPublisherId();
+  /** Its kv_metrics publisher on the ZMQ plane (a channel of its own, as Dynamo's). */
+  private loadZmq: Publisher | undefined;
+  private loadPublisher = randomPublisherId();
   private eventId = 0n;
 
   constructor(
@@ -63,19 +66,27 @@ export class DynamoWorker {
     if (this.o.transport === 'zmq') {
       this.zmq = new Publisher();
       await this.zmq.bind('tcp://127.0.0.1:*');
+      this.loadZmq = new Publisher();
+      await this.loadZmq.bind('tcp://127.0.0.1:*');
       const byEndpoint = this.o.channelScope === 'endpoint';
       const scope = `namespace/${this.o.namespace}/component/${this.o.component}${byEndpoint ? `/endpoint/${base.endpoint}` : ''}`;
-      await lease.put(`v1/event_channels/${scope}/topic/kv-events/${this.zmqPublisher.toString(16)}`).value(
-        json({
-          type: 'EventChannel',
-          scope: byEndpoint
-            ? { kind: 'endpoint', endpoint: { namespace: this.o.namespace, component: this.o.component, name: base.endpoint } }
-            : { kind: 'component', namespace: this.o.namespace, component: this.o.component },
-          topic: 'kv-events',
-          instance_id: this.zmqPublisher,
-          transport: { kind: 'Zmq', config: { endpoint: this.zmq.lastEndpoint } },
-        }),
-      );
+      const channels: [string, bigint, Publisher][] = [
+        ['kv-events', this.zmqPublisher, this.zmq],
+        ['kv_metrics', this.loadPublisher, this.loadZmq],
+      ];
+      for (const [topic, publisherId, socket] of channels) {
+        await lease.put(`v1/event_channels/${scope}/topic/${topic}/${publisherId.toString(16)}`).value(
+          json({
+            type: 'EventChannel',
+            scope: byEndpoint
+              ? { kind: 'endpoint', endpoint: { namespace: this.o.namespace, component: this.o.component, name: base.endpoint } }
+              : { kind: 'component', namespace: this.o.namespace, component: this.o.component },
+            topic,
+            instance_id: publisherId,
+            transport: { kind: 'Zmq', config: { endpoint: socket.lastEndpoint } },
+          }),
+        );
+      }
     }
     if (this.o.transport === 'jetstream') {
       // The publisher creates its stream if missing (NatsQueue: subjects {stream}.*, max_age 10 min).
@@ -147,7 +158,12 @@ export class DynamoWorker {
   /** The worker's ActiveLoad (its kv_used_blocks on a rank) on its endpoint's kv_metrics subject. */
   async reportLoad(kvUsedBlocks: number, dpRank = 0): Promise<void> {
     const payload = activeLoadMsgpack({ workerId: this.id, dpRank, kvUsedBlocks });
-    const envelope = envelopeMsgpack({ publisherId: this.zmqPublisher, sequence: this.loadSequence++, publishedAt: BigInt(Date.now()), topic: 'kv_metrics', payload });
+    const sequence = this.loadSequence++;
+    const envelope = envelopeMsgpack({ publisherId: this.loadPublisher, sequence, publishedAt: BigInt(Date.now()), topic: 'kv_metrics', payload });
+    if (this.loadZmq) {
+      await this.loadZmq.send([Buffer.from('kv_metrics'), u64be(this.loadPublisher), u64be(sequence), zmqFrame(envelope)]);
+      return;
+    }
     this.o.nats!.publish(`namespace.${this.o.namespace}.component.${this.o.component}.endpoint.${this.o.endpoint ?? 'generate'}.kv_metrics`, envelope);
     await this.o.nats!.flush();
   }
@@ -163,11 +179,13 @@ export class DynamoWorker {
     this.lease?.release();
     this.lease = undefined;
     this.zmq?.close();
+    this.loadZmq?.close();
   }
 
   async close(): Promise<void> {
     await this.lease?.revoke().catch(() => undefined);
     this.lease = undefined;
     this.zmq?.close();
+    this.loadZmq?.close();
   }
 }

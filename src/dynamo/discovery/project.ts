@@ -42,6 +42,8 @@ export interface EventPlaneChannels {
   zmq: string[];
   /** The serving endpoints' `kv_metrics` subjects (the workers' ActiveLoad: their kv_used_blocks). */
   load: string[];
+  /** ZMQ publishers of `kv_metrics` (their event channels; 4-frame messages as the KV events'). */
+  loadZmq: string[];
 }
 
 export interface WorkerRanks {
@@ -70,6 +72,8 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
   const adapters: { key: string; value: ModelValue }[] = [];
   const subjects = new Set<string>();
   const zmq = new Set<string>();
+  const load = new Set<string>();
+  const loadZmq = new Set<string>();
 
   for (const key of [...entries.keys()].sort()) {
     if (!key.startsWith(DYNAMO_PREFIX)) continue;
@@ -105,23 +109,25 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
       const name = endpointName(parsed.path);
       const entry = bases.get(name) ?? bases.set(name, { path: parsed.path, cards: [] }).get(name)!;
       entry.cards.push(v);
-    } else if (parsed.topic === KV_EVENT_TOPIC) {
+    } else if (parsed.topic === KV_EVENT_TOPIC || parsed.topic === KV_METRICS_TOPIC) {
       const v = parseValue(text, eventChannelValue);
       if (typeof v === 'string') {
         rejected.push({ key, problem: v });
         continue;
       }
       if (!inScope(v.scope.namespace)) continue;
-      if (v.transport.kind === 'Nats') subjects.add(`${v.transport.config.subject_prefix}.${KV_EVENT_TOPIC}`);
-      else if (v.transport.kind === 'Zmq') zmq.add(v.transport.config.endpoint);
-      else for (const e of v.transport.config.xpub_endpoints) zmq.add(e);
+      // A worker's kv_metrics publisher is a channel of its own (ZMQ: its own PUB), advertised like its
+      // KV events': on the ZMQ plane (the default since 1.3) this entry is the only way to hear its load.
+      const [nats, pubs] = parsed.topic === KV_EVENT_TOPIC ? [subjects, zmq] : [load, loadZmq];
+      if (v.transport.kind === 'Nats') nats.add(`${v.transport.config.subject_prefix}.${parsed.topic}`);
+      else if (v.transport.kind === 'Zmq') pubs.add(v.transport.config.endpoint);
+      else for (const e of v.transport.config.xpub_endpoints) pubs.add(e);
     }
   }
 
   const endpoints: EndpointConfig[] = [];
   const workers = new Map<bigint, WorkerRanks>();
   const streams = new Set<string>();
-  const load = new Set<string>();
   for (const [name, { path, cards }] of bases) {
     const scope = `namespace.${eventSegment(path.namespace)}.component.${eventSegment(path.component)}`;
     load.add(`${scope}.endpoint.${eventSegment(path.endpoint)}.${KV_METRICS_TOPIC}`);
@@ -140,7 +146,7 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
     const base = bases.get(endpointName(a.value));
     if (!base?.cards.some((c) => c.instance_id === a.value.instance_id)) conflicts.push(`${a.key}: adapter card without a base card of its instance on the endpoint (orphan); ignored`);
   }
-  return { endpoints, channels: { subjects: [...subjects].sort(), streams: [...streams].sort(), zmq: [...zmq].sort(), load: [...load].sort() }, workers, rejected, conflicts };
+  return { endpoints, channels: { subjects: [...subjects].sort(), streams: [...streams].sort(), zmq: [...zmq].sort(), load: [...load].sort(), loadZmq: [...loadZmq].sort() }, workers, rejected, conflicts };
 }
 
 function workerKey(path: EndpointPath, id: bigint): string {

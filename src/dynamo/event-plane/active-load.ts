@@ -38,3 +38,17 @@ export function decodeActiveLoad(message: Uint8Array): ActiveLoadReport | string
   if (blocks === undefined) return 'ActiveLoad.kv_used_blocks: not a u64';
   return { workerId, dpRank: Number(dpRank), kvUsedBlocks: Number(blocks) };
 }
+
+/** The ZMQ plane's frame around an envelope: version (1), then the envelope's length as u32 BE (frame.rs). */
+const FRAME_VERSION = 1;
+const FRAME_HEADER_BYTES = 5;
+/** A kv_metrics message is a few dozen bytes; a larger one from a peer is refused by the socket unread. */
+export const MAX_ACTIVE_LOAD_MESSAGE_BYTES = 64 * 1024;
+
+/** The report in a ZMQ plane frame (the 4th frame of `[topic, publisher_id, sequence, frame]`), or why not. */
+export function decodeFramedActiveLoad(frame: Uint8Array): ActiveLoadReport | string {
+  if (frame.length < FRAME_HEADER_BYTES || frame[0] !== FRAME_VERSION) return `not a version ${FRAME_VERSION} event-plane frame`;
+  const length = new DataView(frame.buffer, frame.byteOffset, frame.byteLength).getUint32(1);
+  if (length !== frame.length - FRAME_HEADER_BYTES) return `frame length ${length} for ${frame.length - FRAME_HEADER_BYTES} bytes`;
+  return decodeActiveLoad(frame.subarray(FRAME_HEADER_BYTES));
+}

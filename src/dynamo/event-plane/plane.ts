@@ -27,7 +27,7 @@ import type { Logger } from '../../log';
 import { RouterEventBatchDecoder } from '../../native';
 import type { EventPlaneSources } from '../../producer/producer';
 import { KV_EVENT_TOPIC, LEGACY_KV_EVENT_TOPIC, type EventPlaneChannels, type WorkerRanks } from '../discovery/project';
-import { decodeActiveLoad } from './active-load';
+import { decodeActiveLoad, decodeFramedActiveLoad, MAX_ACTIVE_LOAD_MESSAGE_BYTES, type ActiveLoadReport } from './active-load';
 import { EventChannel, type ChannelContext, type PlaneCounters } from './channel';
 import { sourceKey } from './order';
 
@@ -111,6 +111,7 @@ export class DynamoEventPlane implements EventPlane {
       this.logger.warn({ subjects: channels.subjects.length, streams: channels.streams.length }, 'the deployment publishes KV events on NATS but no NATS server is configured (discovery.dynamo.nats)');
     }
     for (const e of channels.zmq) wanted.set(`zmq:${e}`, () => this.connectZmq(e));
+    for (const e of channels.loadZmq) wanted.set(`load-zmq:${e}`, () => this.connectZmqLoad(e));
     const stopping: Promise<void>[] = [];
     for (const [key, l] of this.live) {
       if (wanted.has(key)) continue;
@@ -149,7 +150,7 @@ export class DynamoEventPlane implements EventPlane {
     let streams = 0;
     let zmq = 0;
     for (const [key, l] of this.live) {
-      if (key.startsWith('load:') || !l.reading) continue;
+      if (key.startsWith('load') || !l.reading) continue;
       if (key.startsWith('nats:')) subjects += 1;
       else if (key.startsWith('js:')) streams += 1;
       else zmq += 1;
@@ -265,8 +266,8 @@ export class DynamoEventPlane implements EventPlane {
     };
   }
 
-  private observeLoad(subject: string, message: Uint8Array): void {
-    const load = decodeActiveLoad(message);
+  private observeLoad(subject: string, message: Uint8Array, decode: (m: Uint8Array) => ActiveLoadReport | string = decodeActiveLoad): void {
+    const load = decode(message);
     if (typeof load === 'string') {
       this.counters.malformed += 1;
       this.ctx.warn({ channel: subject, err: load }, 'malformed Dynamo kv_metrics message');
@@ -331,9 +332,22 @@ export class DynamoEventPlane implements EventPlane {
     return live;
   }
 
+  /** A worker's kv_metrics publisher on the ZMQ plane: its ranks' latest kv_used_blocks, as on NATS. */
+  private connectZmqLoad(endpoint: string): Live {
+    return { reading: true, stop: this.readZmq(endpoint, MAX_ACTIVE_LOAD_MESSAGE_BYTES, (frame) => this.observeLoad(endpoint, frame, decodeFramedActiveLoad)) };
+  }
+
   private connectZmq(endpoint: string): Live {
     const channel = new EventChannel(endpoint, 'framed', this.ctx);
-    const socket = new Subscriber({ maxMessageSize: INGEST_MAX_MESSAGE_BYTES });
+    return { reading: true, channel, stop: this.readZmq(endpoint, INGEST_MAX_MESSAGE_BYTES, (frame) => channel.push(frame)) };
+  }
+
+  /**
+   * A SUB on one ZMQ event-plane publisher, handing each message's 4th frame to `onFrame` (a message of
+   * another shape is counted malformed); returns what stops it.
+   */
+  private readZmq(endpoint: string, maxMessageSize: number, onFrame: (frame: Buffer) => void): () => Promise<void> {
+    const socket = new Subscriber({ maxMessageSize });
     socket.connect(endpoint);
     socket.subscribe();
     void (async () => {
@@ -347,18 +361,14 @@ export class DynamoEventPlane implements EventPlane {
             this.counters.malformed += 1;
             continue;
           }
-          channel.push(frames[3]);
+          onFrame(frames[3]);
         }
       } catch {
         // closed
       }
     })();
-    return {
-      reading: true,
-      channel,
-      stop: async () => {
-        socket.close();
-      },
+    return async () => {
+      socket.close();
     };
   }
 }
