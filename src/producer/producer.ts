@@ -37,7 +37,6 @@ import { poolIdDisplay } from '../identity';
 import { KvSources } from './sources';
 import { descriptor, droppedSources, kvSourceConfigs, loadPool, poolReservation, topologyInputs, type Liveness } from './views';
 
-
 /** What the load windows were last built from (see Producer.loadInputs) and what they built. */
 interface LoadMemo {
   catalog: CatalogState;
@@ -494,7 +493,6 @@ export class Producer implements RelaySource {
     for (const listener of this.readinessListeners) listener(state);
   }
 
-  /** Catalog pools in catalog order, with their current generation. */
   /**
    * The load builders' pools in catalog order, built anew only when the catalog, a pool's spec or
    * generation, or a worker's liveness changed: the windows sample them every second.
