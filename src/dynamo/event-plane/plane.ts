@@ -26,10 +26,11 @@ import { ThrottledLogger } from '../../ingest/throttle';
 import type { Logger } from '../../log';
 import { RouterEventBatchDecoder } from '../../native';
 import type { EventPlaneSources } from '../../producer/producer';
-import { KV_EVENT_TOPIC, LEGACY_KV_EVENT_TOPIC, type EventPlaneChannels, type WorkerRanks } from '../discovery/project';
-import { decodeActiveLoad, decodeFramedActiveLoad, MAX_ACTIVE_LOAD_MESSAGE_BYTES, type ActiveLoadReport } from './active-load';
+import { KV_EVENT_TOPIC, KV_METRICS_TOPIC, LEGACY_KV_EVENT_TOPIC, type EventPlaneChannels, type WorkerRanks } from '../discovery/project';
+import { decodeActiveLoad, decodeZmqActiveLoad, MAX_ACTIVE_LOAD_MESSAGE_BYTES, type ActiveLoadReport } from './active-load';
 import { EventChannel, type ChannelContext, type PlaneCounters } from './channel';
 import { sourceKey } from './order';
+import { zmqWireError } from './zmq-wire';
 
 /** What the plane logs through (a pino logger, or an ingest thread's port). */
 export type PlaneLogger = Pick<Logger, 'info' | 'warn' | 'error'>;
@@ -334,34 +335,45 @@ export class DynamoEventPlane implements EventPlane {
 
   /** A worker's kv_metrics publisher on the ZMQ plane: its ranks' latest kv_used_blocks, as on NATS. */
   private connectZmqLoad(endpoint: string): Live {
-    return { reading: true, stop: this.readZmq(endpoint, MAX_ACTIVE_LOAD_MESSAGE_BYTES, (frame) => this.observeLoad(endpoint, frame, decodeFramedActiveLoad)) };
+    const stop = this.readZmq(endpoint, KV_METRICS_TOPIC, MAX_ACTIVE_LOAD_MESSAGE_BYTES, (publisher, sequence, frame) =>
+      this.observeLoad(endpoint, frame, (m) => decodeZmqActiveLoad(publisher.readBigUInt64BE(0), sequence.readBigUInt64BE(0), m)),
+    );
+    return { reading: true, stop };
   }
 
   private connectZmq(endpoint: string): Live {
     const channel = new EventChannel(endpoint, 'framed', this.ctx);
-    return { reading: true, channel, stop: this.readZmq(endpoint, INGEST_MAX_MESSAGE_BYTES, (frame) => channel.push(frame)) };
+    return { reading: true, channel, stop: this.readZmq(endpoint, KV_EVENT_TOPIC, INGEST_MAX_MESSAGE_BYTES, (publisher, sequence, frame) => channel.push(frame, -1, publisher, sequence)) };
   }
 
   /**
-   * A SUB on one ZMQ event-plane publisher, handing each message's 4th frame to `onFrame` (a message of
-   * another shape is counted malformed); returns what stops it.
+   * A SUB on one ZMQ event-plane publisher's `topic`, handing each message's id frames and 4th frame to
+   * `onMessage` (a message of another shape is counted malformed: zmq-wire.ts); returns what stops it.
    */
-  private readZmq(endpoint: string, maxMessageSize: number, onFrame: (frame: Buffer) => void): () => Promise<void> {
+  private readZmq(
+    endpoint: string,
+    topic: string,
+    maxMessageSize: number,
+    onMessage: (publisher: Buffer, sequence: Buffer, frame: Buffer) => void,
+  ): () => Promise<void> {
     const socket = new Subscriber({ maxMessageSize });
     socket.connect(endpoint);
-    socket.subscribe();
+    // As Dynamo's SUB: the publisher filters by the topic's prefix; the exact topic is checked below.
+    socket.subscribe(topic);
+    const topicFrame = Buffer.from(topic);
     void (async () => {
       try {
         // receive() itself, not `for await`: the socket's async iterator adds a promise and an object
         // per message to receive()'s own (what a bare zeromq.js subscriber pays).
         for (;;) {
           const frames = await socket.receive();
-          // [topic, publisher_id u64 BE, sequence u64 BE, frame]: the frame's envelope carries both again.
-          if (frames.length !== 4) {
+          const wrong = zmqWireError(frames, topicFrame);
+          if (wrong !== undefined) {
             this.counters.malformed += 1;
+            this.ctx.warn({ channel: endpoint, err: wrong }, 'malformed Dynamo ZMQ event-plane message');
             continue;
           }
-          onFrame(frames[3]);
+          onMessage(frames[1], frames[2], frames[3]);
         }
       } catch {
         // closed
