@@ -22,6 +22,8 @@ interface Parts {
   frame: Buffer;
 }
 
+const good = (p: Parts): Buffer[] => [p.topic, p.publisher, p.sequence, p.frame];
+
 /** Each bad message's frames, from the good message it spoils (same envelope: publisher 541, sequence n). */
 const BAD: [string, (good: Parts) => Buffer[]][] = [
   ['a topic frame that only shares the topic as a prefix', (g) => [Buffer.concat([g.topic, Buffer.from('-x')]), g.publisher, g.sequence, g.frame]],
@@ -60,7 +62,6 @@ describe.each(BAD)('a ZMQ message with %s', (_, spoil) => {
           const envelope = envelopeMsgpack({ publisherId: PUBLISHER, sequence, publishedAt: 1n, topic: KV_EVENT_TOPIC, payload });
           return { topic: Buffer.from(KV_EVENT_TOPIC), publisher: u64be(PUBLISHER), sequence: u64be(sequence), frame: zmqFrame(envelope) };
         };
-        const good = (p: Parts): Buffer[] => [p.topic, p.publisher, p.sequence, p.frame];
         // The SUB joins asynchronously: good messages until one is applied.
         await waitFor(
           async () => {
@@ -92,7 +93,6 @@ describe.each(BAD)('a ZMQ message with %s', (_, spoil) => {
           const envelope = envelopeMsgpack({ publisherId: PUBLISHER, sequence, publishedAt: 1n, topic: KV_METRICS_TOPIC, payload: activeLoadMsgpack({ workerId: WORKER, dpRank, kvUsedBlocks }) });
           return { topic: Buffer.from(KV_METRICS_TOPIC), publisher: u64be(PUBLISHER), sequence: u64be(sequence), frame: zmqFrame(envelope) };
         };
-        const good = (p: Parts): Buffer[] => [p.topic, p.publisher, p.sequence, p.frame];
         await waitFor(
           async () => {
             await pub.send(good(parts(0, 1)));
