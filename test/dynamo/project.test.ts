@@ -25,6 +25,20 @@ const instance = (id: bigint, ep = 'ns/backend/generate'): [string, string] => {
   return [`v1/instances/${ep}/${hex(id)}`, raw({ type: 'Endpoint', component, endpoint, namespace, transport: { tcp: '1.2.3.4:5' } }, id)];
 };
 
+/**
+ * A v1/event_channels entry as Dynamo writes it: the key from the scope ('ns', 'ns/component' or
+ * 'ns/component/endpoint'), the topic and the publisher's instance id in hex; the value serde's
+ * DiscoveryInstance::EventChannel (EventScope tagged by "kind", snake_case).
+ */
+const eventChannel = (scope: string, topic: string, id: number, transport: Record<string, unknown>): [string, string] => {
+  const [namespace, component, name] = scope.split('/');
+  const path = `namespace/${namespace}${component ? `/component/${component}` : ''}${name ? `/endpoint/${name}` : ''}`;
+  const scopeValue = name ? { kind: 'endpoint', endpoint: { namespace, component, name } } : component ? { kind: 'component', namespace, component } : { kind: 'namespace', name: namespace };
+  return [`v1/event_channels/${path}/topic/${topic}/${id.toString(16)}`, JSON.stringify({ type: 'EventChannel', scope: scopeValue, topic, instance_id: id, transport })];
+};
+const zmq = (endpoint: string) => ({ kind: 'Zmq', config: { endpoint } });
+const nats = (subjectPrefix: string) => ({ kind: 'Nats', config: { subject_prefix: subjectPrefix } });
+
 test('the worker id is the instance id (lease id) exactly; ranks and capacity come from runtime_config', () => {
   const p = projectDynamo(entries(model(ID, card()), instance(ID)));
   expect(p.endpoints).toHaveLength(1);
@@ -107,10 +121,7 @@ test('namespaces filter what is served', () => {
 
 test('event channels: component subjects, JetStream streams of workers without a local indexer, ZMQ publishers', () => {
   const js = card({ runtime_config: { enable_local_indexer: false } });
-  const zmqChannel: [string, string] = [
-    'v1/event_channels/namespace/ns/component/backend/topic/kv-events/1f2e3d4c5b6a79',
-    JSON.stringify({ type: 'EventChannel', scope: { kind: 'component', namespace: 'ns', component: 'backend' }, topic: 'kv-events', instance_id: 8776565086972537, transport: { kind: 'Zmq', config: { endpoint: 'tcp://10.0.0.1:5555' } } }),
-  ];
+  const zmqChannel = eventChannel('ns/backend', 'kv-events', 8776565086972537, zmq('tcp://10.0.0.1:5555'));
   const p = projectDynamo(entries(model(ID, js, {}, 'ns/prefill/generate'), zmqChannel));
   expect(p.channels.subjects).toEqual(['namespace.ns.component.prefill.kv-events', 'namespace.ns.component.prefill.kv_events']);
   expect(p.channels.streams).toEqual(['namespace-ns-component-prefill-kv-events']);
@@ -121,22 +132,10 @@ test('event channels: component subjects, JetStream streams of workers without a
 
 test('event channels in every scope Dynamo writes: endpoint-scoped (nested EndpointId, the newest KV publishers), namespace-scoped, component-scoped', () => {
   // serde of EventScope (tag "kind", snake_case): Endpoint { endpoint: EndpointId { namespace, component, name } }.
-  const endpointZmq: [string, string] = [
-    'v1/event_channels/namespace/ns/component/backend/endpoint/generate/topic/kv-events/1f2e3d4c5b6a7a',
-    JSON.stringify({ type: 'EventChannel', scope: { kind: 'endpoint', endpoint: { namespace: 'ns', component: 'backend', name: 'generate' } }, topic: 'kv-events', instance_id: 8776565086972538, transport: { kind: 'Zmq', config: { endpoint: 'tcp://10.0.0.2:5555' } } }),
-  ];
-  const endpointNats: [string, string] = [
-    'v1/event_channels/namespace/ns/component/backend/endpoint/generate/topic/kv-events/1f2e3d4c5b6a7b',
-    JSON.stringify({ type: 'EventChannel', scope: { kind: 'endpoint', endpoint: { namespace: 'ns', component: 'backend', name: 'generate' } }, topic: 'kv-events', instance_id: 8776565086972539, transport: { kind: 'Nats', config: { subject_prefix: 'namespace.ns.component.backend.endpoint.generate' } } }),
-  ];
-  const namespaceZmq: [string, string] = [
-    'v1/event_channels/namespace/ns/topic/kv-events/1f2e3d4c5b6a7c',
-    JSON.stringify({ type: 'EventChannel', scope: { kind: 'namespace', name: 'ns' }, topic: 'kv-events', instance_id: 8776565086972540, transport: { kind: 'Zmq', config: { endpoint: 'tcp://10.0.0.3:5555' } } }),
-  ];
-  const otherNamespace: [string, string] = [
-    'v1/event_channels/namespace/other/component/backend/endpoint/generate/topic/kv-events/1f2e3d4c5b6a7d',
-    JSON.stringify({ type: 'EventChannel', scope: { kind: 'endpoint', endpoint: { namespace: 'other', component: 'backend', name: 'generate' } }, topic: 'kv-events', instance_id: 8776565086972541, transport: { kind: 'Zmq', config: { endpoint: 'tcp://10.0.0.4:5555' } } }),
-  ];
+  const endpointZmq = eventChannel('ns/backend/generate', 'kv-events', 8776565086972538, zmq('tcp://10.0.0.2:5555'));
+  const endpointNats = eventChannel('ns/backend/generate', 'kv-events', 8776565086972539, nats('namespace.ns.component.backend.endpoint.generate'));
+  const namespaceZmq = eventChannel('ns', 'kv-events', 8776565086972540, zmq('tcp://10.0.0.3:5555'));
+  const otherNamespace = eventChannel('other/backend/generate', 'kv-events', 8776565086972541, zmq('tcp://10.0.0.4:5555'));
   const p = projectDynamo(entries(model(ID, card()), endpointZmq, endpointNats, namespaceZmq, otherNamespace), ['ns']);
   expect(p.rejected).toEqual([]);
   expect(p.channels.zmq).toEqual(['tcp://10.0.0.2:5555', 'tcp://10.0.0.3:5555']);
@@ -147,14 +146,8 @@ test('event channels in every scope Dynamo writes: endpoint-scoped (nested Endpo
 });
 
 test('kv_metrics event channels: a ZMQ publisher is a load channel of its own; a NATS one adds its subject', () => {
-  const zmqLoad: [string, string] = [
-    'v1/event_channels/namespace/ns/component/backend/endpoint/generate/topic/kv_metrics/2a',
-    JSON.stringify({ type: 'EventChannel', scope: { kind: 'endpoint', endpoint: { namespace: 'ns', component: 'backend', name: 'generate' } }, topic: 'kv_metrics', instance_id: 42, transport: { kind: 'Zmq', config: { endpoint: 'tcp://10.0.0.5:6000' } } }),
-  ];
-  const natsLoad: [string, string] = [
-    'v1/event_channels/namespace/ns/topic/kv_metrics/2b',
-    JSON.stringify({ type: 'EventChannel', scope: { kind: 'namespace', name: 'ns' }, topic: 'kv_metrics', instance_id: 43, transport: { kind: 'Nats', config: { subject_prefix: 'namespace.ns' } } }),
-  ];
+  const zmqLoad = eventChannel('ns/backend/generate', 'kv_metrics', 42, zmq('tcp://10.0.0.5:6000'));
+  const natsLoad = eventChannel('ns', 'kv_metrics', 43, nats('namespace.ns'));
   const p = projectDynamo(entries(model(ID, card()), zmqLoad, natsLoad));
   expect(p.rejected).toEqual([]);
   expect(p.channels.loadZmq).toEqual(['tcp://10.0.0.5:6000']);

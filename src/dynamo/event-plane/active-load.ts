@@ -7,6 +7,9 @@ import { Unpackr } from 'msgpackr';
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'bigint' });
 
 export interface ActiveLoadReport {
+  /** The envelope's publisher_id and sequence (a ZMQ message's frames 1-2 must agree with them). */
+  publisherId?: bigint;
+  sequence?: bigint;
   workerId: bigint;
   dpRank: number;
   /** Undefined in a router's report (advisory; the relay ignores it for pool load). */
@@ -28,15 +31,17 @@ export function decodeActiveLoad(message: Uint8Array): ActiveLoadReport | string
     return `msgpack: ${(err as Error).message}`;
   }
   if (!isMap(load)) return 'ActiveLoad: not a map';
+  const publisherId = u64((envelope as Record<string, unknown>).publisher_id);
+  const sequence = u64((envelope as Record<string, unknown>).sequence);
   const workerId = u64(load.worker_id);
   const dpRank = load.dp_rank === undefined ? 0n : u64(load.dp_rank);
   if (workerId === undefined) return 'ActiveLoad.worker_id: not a u64';
   if (dpRank === undefined || dpRank > 0xffff_ffffn) return 'ActiveLoad.dp_rank: not a u32';
   const used = load.kv_used_blocks;
-  if (used === undefined || used === null) return { workerId, dpRank: Number(dpRank) };
+  if (used === undefined || used === null) return { publisherId, sequence, workerId, dpRank: Number(dpRank) };
   const blocks = u64(used);
   if (blocks === undefined) return 'ActiveLoad.kv_used_blocks: not a u64';
-  return { workerId, dpRank: Number(dpRank), kvUsedBlocks: Number(blocks) };
+  return { publisherId, sequence, workerId, dpRank: Number(dpRank), kvUsedBlocks: Number(blocks) };
 }
 
 /** The ZMQ plane's frame around an envelope: version (1), then the envelope's length as u32 BE (frame.rs). */
@@ -45,10 +50,19 @@ const FRAME_HEADER_BYTES = 5;
 /** A kv_metrics message is a few dozen bytes; a larger one from a peer is refused by the socket unread. */
 export const MAX_ACTIVE_LOAD_MESSAGE_BYTES = 64 * 1024;
 
-/** The report in a ZMQ plane frame (the 4th frame of `[topic, publisher_id, sequence, frame]`), or why not. */
-export function decodeFramedActiveLoad(frame: Uint8Array): ActiveLoadReport | string {
+/**
+ * The report in a ZMQ plane message `[topic, publisher_id, sequence, frame]` (topic and frame lengths
+ * checked by zmq-wire.ts), or why not: the frame's envelope must name the publisher and sequence the
+ * message's frames 1-2 do, as Dynamo's ValidatedZmqSource requires (an IdentityMismatch otherwise).
+ */
+export function decodeZmqActiveLoad(publisherId: bigint, sequence: bigint, frame: Uint8Array): ActiveLoadReport | string {
   if (frame.length < FRAME_HEADER_BYTES || frame[0] !== FRAME_VERSION) return `not a version ${FRAME_VERSION} event-plane frame`;
   const length = new DataView(frame.buffer, frame.byteOffset, frame.byteLength).getUint32(1);
   if (length !== frame.length - FRAME_HEADER_BYTES) return `frame length ${length} for ${frame.length - FRAME_HEADER_BYTES} bytes`;
-  return decodeActiveLoad(frame.subarray(FRAME_HEADER_BYTES));
+  const load = decodeActiveLoad(frame.subarray(FRAME_HEADER_BYTES));
+  if (typeof load === 'string') return load;
+  if (load.publisherId !== publisherId || load.sequence !== sequence) {
+    return `frames name publisher ${publisherId} sequence ${sequence}, its envelope publisher ${load.publisherId ?? 'none'} sequence ${load.sequence ?? 'none'}`;
+  }
+  return load;
 }

@@ -12,6 +12,7 @@ import { MESSAGE_INFO_STRIDE, type IngestSink, type PackedEngineEvents, type Sou
 import type { DynamoMetrics } from '../../metrics/registry';
 import type { WorkerRanks } from '../discovery/project';
 import { PublisherOrder, sourceKey } from './order';
+import { u32Hi, u32Lo } from './zmq-wire';
 
 /** The record layout copied once into a plain object: the native index's re-export is a getter, read per field per message otherwise. */
 const R: typeof routerEventRecord = { ...routerEventRecord };
@@ -42,6 +43,11 @@ export class EventChannel {
   private ends = new Uint32Array(256);
   /** Per held message: its order sequence when the transport numbers it (JetStream), else -1. */
   private sequences = new Float64Array(256);
+  /**
+   * Per held ZMQ message: its publisher_id and sequence frames as u32 words (hi, lo, hi, lo), which its
+   * envelope must repeat (zmq-wire.ts); undefined on a channel of another transport.
+   */
+  private wire: Uint32Array | undefined;
   private count = 0;
   private bytes = 0;
   private scheduled = false;
@@ -105,12 +111,24 @@ export class EventChannel {
     return { workers: this.bursts.size, sources: this.order.sourceCount, publishers: this.order.publisherCount, bytes };
   }
 
-  /** Holds one message (copied). `sequence`: the transport's own order (JetStream stream sequence), if any. */
-  push(message: Uint8Array, sequence = -1): void {
+  /**
+   * Holds one message (copied). `sequence`: the transport's own order (JetStream stream sequence), if
+   * any. `wirePublisher`, `wireSequence`: a ZMQ message's 8-byte id frames, checked against its envelope.
+   */
+  push(message: Uint8Array, sequence = -1, wirePublisher?: Uint8Array, wireSequence?: Uint8Array): void {
     if (this.closed) return;
     if (this.count === this.ends.length) {
       this.ends = grow(this.ends, this.count * 2);
       this.sequences = grow(this.sequences, this.count * 2);
+      if (this.wire) this.wire = grow(this.wire, this.count * 8);
+    }
+    if (wirePublisher && wireSequence) {
+      this.wire ??= new Uint32Array(4 * this.ends.length);
+      const w = 4 * this.count;
+      this.wire[w] = u32Hi(wirePublisher);
+      this.wire[w + 1] = u32Lo(wirePublisher);
+      this.wire[w + 2] = u32Hi(wireSequence);
+      this.wire[w + 3] = u32Lo(wireSequence);
     }
     if (this.bytes + message.length > this.arena.length) {
       const next = new Uint8Array(Math.max(2 * this.arena.length, this.bytes + message.length));
@@ -147,6 +165,7 @@ export class EventChannel {
     const workers = this.ctx.workers();
     const receivedAtMs = monotonicMs();
     const turn = this.turn;
+    const wire = this.wire;
     let metaStart = 0;
     let wordsStart = 0;
     counters.messages += count;
@@ -168,6 +187,27 @@ export class EventChannel {
       if (status === R.otherTopic) {
         counters.otherTopic += 1;
         continue;
+      }
+      if (wire !== undefined) {
+        const w = 4 * i;
+        if (
+          !(flags & R.hasEnvelope) ||
+          records[at + R.publisherHi] !== wire[w] ||
+          records[at + R.publisherLo] !== wire[w + 1] ||
+          records[at + R.sequenceHi] !== wire[w + 2] ||
+          records[at + R.sequenceLo] !== wire[w + 3]
+        ) {
+          counters.malformed += 1;
+          this.ctx.warn(
+            {
+              channel: this.name,
+              frames: { publisher: wordsU64(wire[w], wire[w + 1]), sequence: wordsU64(wire[w + 2], wire[w + 3]) },
+              envelope: { publisher: wordsU64(records[at + R.publisherHi], records[at + R.publisherLo]), sequence: wordsU64(records[at + R.sequenceHi], records[at + R.sequenceLo]) },
+            },
+            'malformed Dynamo KV-event message: its ZMQ frames name another publisher or sequence than its envelope',
+          );
+          continue;
+        }
       }
       const workerLo = records[at + R.workerLo];
       const workerHi = records[at + R.workerHi];
@@ -380,6 +420,9 @@ class WorkerBurst {
     if (this.words.byteLength > INGEST_RETAINED_BUFFER_BYTES) this.words = new Uint32Array(2 * INITIAL_WORDS);
   }
 }
+
+/** A u64 from its two u32 words, as a decimal string (for a log line). */
+const wordsU64 = (hi: number, lo: number): string => ((BigInt(hi) << 32n) | BigInt(lo)).toString();
 
 type Growable = Uint32Array | Float64Array;
 

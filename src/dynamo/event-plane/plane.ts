@@ -26,10 +26,11 @@ import { ThrottledLogger } from '../../ingest/throttle';
 import type { Logger } from '../../log';
 import { RouterEventBatchDecoder } from '../../native';
 import type { EventPlaneSources } from '../../producer/producer';
-import { KV_EVENT_TOPIC, LEGACY_KV_EVENT_TOPIC, type EventPlaneChannels, type WorkerRanks } from '../discovery/project';
-import { decodeActiveLoad, decodeFramedActiveLoad, MAX_ACTIVE_LOAD_MESSAGE_BYTES, type ActiveLoadReport } from './active-load';
+import { KV_EVENT_TOPIC, KV_METRICS_TOPIC, LEGACY_KV_EVENT_TOPIC, type EventPlaneChannels, type WorkerRanks } from '../discovery/project';
+import { decodeActiveLoad, decodeZmqActiveLoad, MAX_ACTIVE_LOAD_MESSAGE_BYTES, type ActiveLoadReport } from './active-load';
 import { EventChannel, type ChannelContext, type PlaneCounters } from './channel';
 import { sourceKey } from './order';
+import { zmqWireError } from './zmq-wire';
 
 /** What the plane logs through (a pino logger, or an ingest thread's port). */
 export type PlaneLogger = Pick<Logger, 'info' | 'warn' | 'error'>;
@@ -266,18 +267,20 @@ export class DynamoEventPlane implements EventPlane {
     };
   }
 
-  private observeLoad(subject: string, message: Uint8Array, decode: (m: Uint8Array) => ActiveLoadReport | string = decodeActiveLoad): void {
+  /** Records a kv_metrics report; returns the worker whose load it set, if any. */
+  private observeLoad(subject: string, message: Uint8Array, decode: (m: Uint8Array) => ActiveLoadReport | string = decodeActiveLoad): bigint | undefined {
     const load = decode(message);
     if (typeof load === 'string') {
       this.counters.malformed += 1;
       this.ctx.warn({ channel: subject, err: load }, 'malformed Dynamo kv_metrics message');
-      return;
+      return undefined;
     }
     const ranks = this.workers.get(load.workerId);
     // A router's report (no kv_used_blocks) is advisory; an undeclared worker or rank is ignored.
-    if (load.kvUsedBlocks === undefined || !ranks || load.dpRank < ranks.dpStartRank || load.dpRank >= ranks.dpStartRank + ranks.dpSize) return;
+    if (load.kvUsedBlocks === undefined || !ranks || load.dpRank < ranks.dpStartRank || load.dpRank >= ranks.dpStartRank + ranks.dpSize) return undefined;
     const byRank = this.reported.get(load.workerId) ?? this.reported.set(load.workerId, new Map()).get(load.workerId)!;
     byRank.set(load.dpRank, load.kvUsedBlocks);
+    return load.workerId;
   }
 
   /**
@@ -332,36 +335,71 @@ export class DynamoEventPlane implements EventPlane {
     return live;
   }
 
-  /** A worker's kv_metrics publisher on the ZMQ plane: its ranks' latest kv_used_blocks, as on NATS. */
+  /**
+   * A worker's kv_metrics publisher on the ZMQ plane: its ranks' latest kv_used_blocks, as on NATS. When
+   * the connection to the publisher drops, the reports that came through it are cleared (its workers'
+   * load is unobserved until their next report on the reconnected socket), as a NATS disconnect clears
+   * them (watchStatus) and as Dynamo's relay does when its direct-ZMQ kv_metrics subscription reports
+   * a Disconnected fault (its SUB's monitor saw ZMQ_EVENT_DISCONNECTED: zmq_transport.rs
+   * `monitor_connection`; lib/llm/src/kv_router/metrics_subscriber.rs `fault_for_event`; then
+   * lib/llm/src/kv_dc_relay's `run_load_collector` calls `clear_load_observations`).
+   */
   private connectZmqLoad(endpoint: string): Live {
-    return { reading: true, stop: this.readZmq(endpoint, MAX_ACTIVE_LOAD_MESSAGE_BYTES, (frame) => this.observeLoad(endpoint, frame, decodeFramedActiveLoad)) };
+    /** The workers whose load this publisher set (those of the deployment only: bounded). */
+    const fed = new Set<bigint>();
+    const stop = this.readZmq(
+      endpoint,
+      KV_METRICS_TOPIC,
+      MAX_ACTIVE_LOAD_MESSAGE_BYTES,
+      (publisher, sequence, frame) => {
+        const workerId = this.observeLoad(endpoint, frame, (m) => decodeZmqActiveLoad(publisher.readBigUInt64BE(0), sequence.readBigUInt64BE(0), m));
+        if (workerId !== undefined) fed.add(workerId);
+      },
+      () => {
+        for (const id of fed) this.reported.delete(id);
+        fed.clear();
+      },
+    );
+    return { reading: true, stop };
   }
 
   private connectZmq(endpoint: string): Live {
     const channel = new EventChannel(endpoint, 'framed', this.ctx);
-    return { reading: true, channel, stop: this.readZmq(endpoint, INGEST_MAX_MESSAGE_BYTES, (frame) => channel.push(frame)) };
+    return { reading: true, channel, stop: this.readZmq(endpoint, KV_EVENT_TOPIC, INGEST_MAX_MESSAGE_BYTES, (publisher, sequence, frame) => channel.push(frame, -1, publisher, sequence)) };
   }
 
   /**
-   * A SUB on one ZMQ event-plane publisher, handing each message's 4th frame to `onFrame` (a message of
-   * another shape is counted malformed); returns what stops it.
+   * A SUB on one ZMQ event-plane publisher's `topic`, handing each message's id frames and 4th frame to
+   * `onMessage` (a message of another shape is counted malformed: zmq-wire.ts) and telling
+   * `onDisconnect` when the connection to the publisher drops (the SUB reconnects by itself); returns
+   * what stops it.
    */
-  private readZmq(endpoint: string, maxMessageSize: number, onFrame: (frame: Buffer) => void): () => Promise<void> {
+  private readZmq(
+    endpoint: string,
+    topic: string,
+    maxMessageSize: number,
+    onMessage: (publisher: Buffer, sequence: Buffer, frame: Buffer) => void,
+    onDisconnect?: () => void,
+  ): () => Promise<void> {
     const socket = new Subscriber({ maxMessageSize });
+    if (onDisconnect) void watchDisconnects(socket, onDisconnect);
     socket.connect(endpoint);
-    socket.subscribe();
+    // As Dynamo's SUB: the publisher filters by the topic's prefix; the exact topic is checked below.
+    socket.subscribe(topic);
+    const topicFrame = Buffer.from(topic);
     void (async () => {
       try {
         // receive() itself, not `for await`: the socket's async iterator adds a promise and an object
         // per message to receive()'s own (what a bare zeromq.js subscriber pays).
         for (;;) {
           const frames = await socket.receive();
-          // [topic, publisher_id u64 BE, sequence u64 BE, frame]: the frame's envelope carries both again.
-          if (frames.length !== 4) {
+          const wrong = zmqWireError(frames, topicFrame);
+          if (wrong !== undefined) {
             this.counters.malformed += 1;
+            this.ctx.warn({ channel: endpoint, err: wrong }, 'malformed Dynamo ZMQ event-plane message');
             continue;
           }
-          onFrame(frames[3]);
+          onMessage(frames[1], frames[2], frames[3]);
         }
       } catch {
         // closed
@@ -370,5 +408,23 @@ export class DynamoEventPlane implements EventPlane {
     return async () => {
       socket.close();
     };
+  }
+}
+
+/**
+ * Calls `onDisconnect` at each ZMQ_EVENT_DISCONNECTED of the socket (its monitor, read until the socket
+ * closes). The observer is read by receive(), not events.on(): zeromq.js defines its emitter getter
+ * once per process on the native Observer's prototype, with the require() of the first module
+ * instance that loaded it (a later instance, as in a jest worker's next test file, gets none).
+ */
+async function watchDisconnects(socket: Subscriber, onDisconnect: () => void): Promise<void> {
+  try {
+    for (;;) {
+      const event = await socket.events.receive();
+      if (event.type === 'end') return;
+      if (event.type === 'disconnect') onDisconnect();
+    }
+  } catch {
+    // closed
   }
 }
