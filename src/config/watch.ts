@@ -1,11 +1,14 @@
 // Watches a config file and hands every valid new version to `onChange`. The directory is watched
 // (not the file) so atomic renames over the file are noticed, with a slow stat poll as a backstop
-// where fs.watch misses events; bursts are debounced and a version whose text did not change is
+// where fs.watch misses events (network mounts; a Kubernetes ConfigMap's symlink swap renames
+// `..data`, not the file); the poll shares its timer with the relay's other once-a-second work
+// (src/periodic.ts), so it wakes no idle relay of its own; bursts are debounced and a version whose text did not change is
 // not reported. An invalid version goes to `onError` whole and the caller keeps its running state.
 import * as fs from 'fs';
 import * as path from 'path';
 import { ConfigError } from './errors';
 import { CONFIG_WATCH_DEBOUNCE_MS, CONFIG_WATCH_POLL_MS } from './limits';
+import { everyInterval } from '../periodic';
 import { parseConfigText, type ConfigOverrides } from './load';
 import type { RelayConfig } from './schema';
 
@@ -64,18 +67,17 @@ export function watchConfigFile(file: string, initialText: string | undefined, o
   watcher.on('error', (err) => options.onError(new ConfigError(file, '(file)', `watch failed: ${err.message}`)));
 
   let lastStat = statKey(file);
-  const poll = setInterval(() => {
+  const stopPoll = everyInterval(CONFIG_WATCH_POLL_MS, () => {
     const key = statKey(file);
     if (key !== lastStat) schedule();
     lastStat = key;
-  }, CONFIG_WATCH_POLL_MS);
-  poll.unref();
+  });
 
   return {
     close(): void {
       closed = true;
       if (timer) clearTimeout(timer);
-      clearInterval(poll);
+      stopPoll();
       watcher.close();
     },
   };

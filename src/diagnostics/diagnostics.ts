@@ -3,6 +3,7 @@
 // log. The status view and the metrics read the same state. The clock is injected: tests drive the
 // rounds themselves (tick()) over snapshots they write.
 import { monotonicMs } from '../clock';
+import { everyInterval } from '../periodic';
 import {
   DELTA_LATENCY_RECENT_MS,
   DELTA_LATENCY_RECENT_SAMPLES,
@@ -51,7 +52,8 @@ export class Diagnostics {
   private memory: Memory = EMPTY_MEMORY;
   private snapshot: RelaySnapshot = { sources: [], pools: [] };
   private findings: Finding[] = [];
-  private timer: NodeJS.Timeout | undefined;
+  /** Stops the rounds (start()). */
+  private stopRounds: (() => void) | undefined;
 
   constructor(private readonly options: DiagnosticsOptions) {
     this.now = options.now ?? monotonicMs;
@@ -82,15 +84,14 @@ export class Diagnostics {
     for (const line of this.speaker.round(findings, now, present)) this.options.logger[line.level](line.fields, line.msg);
   }
 
-  /** Rounds every `intervalMs` until close(). */
+  /** Rounds every `intervalMs` until close(), on the timer the relay's other work of that interval shares (src/periodic.ts). */
   start(intervalMs: number): void {
-    this.timer ??= setInterval(() => this.tick(), intervalMs);
-    this.timer.unref();
+    this.stopRounds ??= everyInterval(intervalMs, () => this.tick());
   }
 
   close(): void {
-    clearInterval(this.timer);
-    this.timer = undefined;
+    this.stopRounds?.();
+    this.stopRounds = undefined;
   }
 
   /** The status view now: a fresh sample, judged against the last round's memory (which it leaves as is). */

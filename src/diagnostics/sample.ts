@@ -81,7 +81,8 @@ export class RelaySampler {
     let moved = false;
     const served = this.inputs.producer.servedPools();
     for (let p = 0; p < served.length; p++) {
-      const { spec, metrics, producer: generation } = served[p];
+      const { spec, producer: generation } = served[p];
+      const metrics = served[p].metrics();
       pools.push({
         pool: spec.key,
         endpoint: endpointName(spec.servingEndpoint),

@@ -24,6 +24,9 @@ export class MetricsScraper {
   private readonly abort = new AbortController();
   private round: Promise<void> | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private started = false;
+  /** A round or the timer to the next one is pending (rounds stop once there are no targets). */
+  private ticking = false;
   /** Counts changes of usage(): a reader keeps what it built from it while this stays. */
   private changes = 0;
 
@@ -40,17 +43,35 @@ export class MetricsScraper {
     }
     for (const [id, old] of this.targets) if (next.get(id) !== old && this.observed.delete(id)) this.changes += 1;
     this.targets = next;
+    this.resume();
   }
 
-  /** Scrapes now and then once per window, never overlapping rounds. */
+  /**
+   * Scrapes now and then once per window, never overlapping rounds, while there are targets: without
+   * any (no worker has a `metrics.url`, the common case) no round runs and no timer wakes the relay;
+   * the first targets set start the rounds again.
+   */
   start(): void {
-    const tick = async (): Promise<void> => {
-      const started = Date.now();
-      await this.scrapeAll();
-      if (this.abort.signal.aborted) return;
-      this.timer = setTimeout(() => void tick(), Math.max(0, this.windowMs - (Date.now() - started)));
-    };
-    void tick();
+    this.started = true;
+    this.resume();
+  }
+
+  /** Starts the rounds if they are stopped, started and there is something to scrape. */
+  private resume(): void {
+    if (!this.started || this.ticking || this.targets.size === 0 || this.abort.signal.aborted) return;
+    this.ticking = true;
+    void this.tick();
+  }
+
+  private async tick(): Promise<void> {
+    const started = Date.now();
+    await this.scrapeAll();
+    this.timer = undefined;
+    if (this.abort.signal.aborted || this.targets.size === 0) {
+      this.ticking = false;
+      return;
+    }
+    this.timer = setTimeout(() => void this.tick(), Math.max(0, this.windowMs - (Date.now() - started)));
   }
 
   /** One round over all targets; a call during a running round joins that round. */

@@ -41,7 +41,6 @@ import { descriptor, droppedSources, kvSourceConfigs, loadPool, poolReservation,
 interface LoadMemo {
   catalog: CatalogState;
   liveness: number;
-  served: { spec: PoolSpec; producer: ProducerIdentity }[];
   pools: LoadPool[];
   /** Pool load as of the scraper's usage `usage` (MetricsScraper.version). */
   poolLoad?: { usage: number; state: PoolLoadState };
@@ -68,8 +67,9 @@ export interface ProducerOptions {
 
 export interface ServedPool {
   spec: PoolSpec;
-  metrics: PoolMetrics;
   producer: ProducerIdentity;
+  /** The generation's counters now. */
+  metrics(): PoolMetrics;
 }
 
 /** An event plane's side of the producer (src/dynamo/event-plane). */
@@ -108,6 +108,8 @@ export class Producer implements RelaySource {
   private livenessVersion = 0;
   /** The load windows' inputs and states as last built: rebuilt on a change, not every window. */
   private load: LoadMemo | undefined;
+  /** servedPools() as of a catalog state: rebuilt on a change, not every diagnostics round. */
+  private servedView: { catalog: CatalogState; pools: readonly ServedPool[] } | undefined;
   private readonly pools = new Map<string, LivePool>();
   /** Worker id → key of the pool its KV events feed. */
   private readonly routes = new Map<bigint, string>();
@@ -259,9 +261,17 @@ export class Producer implements RelaySource {
     return this.sources;
   }
 
-  /** The served pools: each one's spec, counters and current generation (diagnostics, the status view). */
-  servedPools(): ServedPool[] {
-    return [...this.pools.values()].map((p) => ({ spec: p.spec, metrics: p.actor.metrics(), producer: p.actor.producer }));
+  /**
+   * The served pools: each one's spec, current generation and counters (diagnostics, the status
+   * view); the same list while the catalog state stays (as loadInputs).
+   */
+  servedPools(): readonly ServedPool[] {
+    const catalog = this.catalogState.current();
+    if (this.servedView?.catalog !== catalog) {
+      const pools = [...this.pools.values()].map(({ spec, actor }) => ({ spec, producer: actor.producer, metrics: () => actor.metrics() }));
+      this.servedView = { catalog, pools };
+    }
+    return this.servedView.pools;
   }
 
   /**
@@ -494,25 +504,19 @@ export class Producer implements RelaySource {
   }
 
   /**
-   * The load builders' pools in catalog order, built anew only when the catalog, a pool's spec or
-   * generation, or a worker's liveness changed: the windows sample them every second.
+   * The load builders' pools in catalog order, built anew only when the catalog or a worker's
+   * liveness changed: the windows sample them every second. Every change of a served pool (added,
+   * withdrawn, re-fenced, its spec updated) upserts or removes its descriptor, which makes a new
+   * catalog state: the state's identity stands for the pools' specs and generations.
    */
   private loadInputs(): LoadMemo {
     const catalog = this.catalogState.current();
-    const served = catalog.snapshot.pools.flatMap((d) => {
+    if (this.load?.catalog === catalog && this.load.liveness === this.livenessVersion) return this.load;
+    const pools = catalog.snapshot.pools.flatMap((d) => {
       const live = d.producer?.poolId && this.pools.get(poolIdDisplay(d.producer.poolId));
-      return live ? [{ spec: live.spec, producer: live.actor.producer }] : [];
+      return live ? [loadPool(live.spec, live.actor.producer, this.liveness)] : [];
     });
-    const last = this.load;
-    if (
-      last?.catalog === catalog &&
-      last.liveness === this.livenessVersion &&
-      last.served.length === served.length &&
-      last.served.every((s, i) => s.spec === served[i].spec && s.producer === served[i].producer)
-    ) {
-      return last;
-    }
-    this.load = { catalog, liveness: this.livenessVersion, served, pools: served.map((s) => loadPool(s.spec, s.producer, this.liveness)) };
+    this.load = { catalog, liveness: this.livenessVersion, pools };
     return this.load;
   }
 }

@@ -57,3 +57,26 @@ test('other files in the directory and unchanged rewrites are not reported', asy
   expect(changes).toHaveLength(1);
   expect(errors).toEqual([]);
 });
+
+test("a Kubernetes ConfigMap update (the `..data` symlink swapped to a new directory) is reported", async () => {
+  // ConfigMap volume layout: relay.yaml -> ..data/relay.yaml, ..data -> ..<timestamp>/; an update
+  // writes a new timestamped directory and renames a new `..data` symlink over the old one, so no
+  // event names relay.yaml itself.
+  const volume = fs.mkdtempSync(path.join(dir, 'configmap-'));
+  const version = (name: string, text: string): void => {
+    fs.mkdirSync(path.join(volume, name));
+    fs.writeFileSync(path.join(volume, name, 'relay.yaml'), text);
+  };
+  version('..v1', 'dcId: dc-a\n');
+  fs.symlinkSync('..v1', path.join(volume, '..data'));
+  const mounted = path.join(volume, 'relay.yaml');
+  fs.symlinkSync(path.join('..data', 'relay.yaml'), mounted);
+  const changes: RelayConfig[] = [];
+  watcher = watchConfigFile(mounted, 'dcId: dc-a\n', { debounceMs: 20, onChange: (c) => changes.push(c), onError: () => undefined });
+  version('..v2', 'dcId: dc-a\nexpectedUniqueBlocks: 128\n');
+  fs.symlinkSync('..v2', path.join(volume, '..data_tmp'));
+  fs.renameSync(path.join(volume, '..data_tmp'), path.join(volume, '..data'));
+  fs.rmSync(path.join(volume, '..v1'), { recursive: true });
+  const cfg = await waitForValue(() => changes[0], 'a config change', 5000, 10);
+  expect(cfg.expectedUniqueBlocks).toBe(128);
+});

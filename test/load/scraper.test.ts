@@ -142,6 +142,28 @@ describe('MetricsScraper against real HTTP servers', () => {
     expect(a.requests).toBe(1);
   });
 
+  test('without targets no round runs and no timer waits; targets set later start the rounds, emptied ones stop them', async () => {
+    const timers = (): number => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const idle = timers();
+    const s = scraper(20);
+    s.start();
+    await new Promise((resolve) => setImmediate(resolve));
+    // An idle relay (no worker with a metrics url) is not woken each window for an empty round.
+    expect(timers()).toBe(idle);
+
+    const a = await server(vllm({ 0: 0.5 }));
+    s.setTargets([{ workerId: 3n, url: a.url, dpStartRank: 0, dpSize: 1 }]);
+    await a.requestCount(2);
+    await waitFor(() => s.usage().get(3n)?.get(0) === 0.5, 'the new target scraped');
+
+    s.setTargets([]);
+    // The round in flight (or the one its timer starts) is the last.
+    await waitFor(() => timers() === idle, 'no timer left once the targets are gone', 5000, 20);
+    const after = a.requests;
+    s.setTargets([{ workerId: 3n, url: a.url, dpStartRank: 0, dpSize: 1 }]);
+    await a.requestCount(after + 2);
+  });
+
   test('start() scrapes once per window; usage feeds pool load', async () => {
     const a = await server(vllm({ 0: 0.5, 1: 0.25 }));
     const s = scraper(20);
