@@ -2,7 +2,8 @@
 // adapter cards, its ZMQ event channel, all under its own lease, whose id is its instance id and the
 // worker_id of its events) and the KV events it publishes, per dp rank, on the event plane it uses
 // (dynamo-event-plane-and-discovery.md §2-§6): NATS core envelopes, a JetStream stream of bare JSON
-// events (enable_local_indexer false), or ZMQ event-plane frames. tokens_hash is computed as Dynamo's
+// events (enable_local_indexer false), or ZMQ event-plane frames; and, as the newest revisions' KV
+// publishers do, a v1/event_sources entry per dp rank when asked (advertiseSource). tokens_hash is computed as Dynamo's
 // worker does (XXH3-64 of the block's LE u32 tokens, seed 1337 or the LoRA salt); block_hash is an
 // engine id of the test's choosing.
 import type { Etcd3, Lease } from 'etcd3';
@@ -138,12 +139,7 @@ export class DynamoWorker {
       await jetstream(this.o.nats!).publish(`${kvStreamName(this.o)}.kv-events`, routerEventJson(event));
       return;
     }
-    // One KvEventPublisher (its own publisher id and sequence from 0) per dp rank.
-    let pub = this.sequences.get(dpRank);
-    if (!pub) {
-      pub = { publisherId: this.o.transport === 'zmq' ? this.zmqPublisher : randomPublisherId(), next: 0n };
-      this.sequences.set(dpRank, pub);
-    }
+    const pub = this.publisherOf(dpRank);
     pub.next += BigInt(o.skip ?? 0);
     const sequence = o.sequence ?? pub.next++;
     const envelope = envelopeMsgpack({ publisherId: pub.publisherId, sequence, publishedAt: BigInt(Date.now()), topic: 'kv-events', payload: routerEventMsgpack(event) });
@@ -153,6 +149,45 @@ export class DynamoWorker {
     }
     this.o.nats!.publish(`namespace.${this.o.namespace}.component.${this.o.component}.kv-events`, envelope);
     await this.o.nats!.flush();
+  }
+
+  /**
+   * One KvEventPublisher (its own publisher id and sequence from 0) per dp rank. On ZMQ the ranks share
+   * the worker's one PUB, advertised under its first rank's publisher id.
+   */
+  private publisherOf(dpRank: number): { publisherId: bigint; next: bigint } {
+    let pub = this.sequences.get(dpRank);
+    if (!pub) {
+      pub = { publisherId: this.o.transport === 'zmq' && this.sequences.size === 0 ? this.zmqPublisher : randomPublisherId(), next: 0n };
+      this.sequences.set(dpRank, pub);
+    }
+    return pub;
+  }
+
+  /**
+   * The v1/event_sources entry of its KV publisher for `dpRank` (KvEventSource metadata, endpoint-scoped
+   * to its serving endpoint as KV-state endpoint), under its lease; the key. `publisherId`: another
+   * publisher than the rank's own (a second incarnation); `edit` changes the value before it is written.
+   */
+  async advertiseSource(dpRank: number, o: { publisherId?: bigint; recoverable?: boolean; edit?: (value: { metadata: Record<string, unknown> } & Record<string, unknown>) => void } = {}): Promise<string> {
+    const publisherId = o.publisherId ?? this.publisherOf(dpRank).publisherId;
+    const endpoint = { namespace: this.o.namespace, component: this.o.component, name: this.o.endpoint ?? 'generate' };
+    const value = {
+      type: 'EventSource',
+      scope: { kind: 'endpoint', endpoint },
+      topic: 'kv-events',
+      publisher_id: publisherId,
+      metadata: {
+        kv_state_endpoint: endpoint,
+        worker: { worker_id: this.id, dp_rank: dpRank },
+        publisher_id: publisherId,
+        ...(o.recoverable ? { recovery_target: { namespace: endpoint.namespace, component: endpoint.component, endpoint: endpoint.name, instance_id: this.id, transport: { tcp: '127.0.0.1:40001' } } } : {}),
+      } as Record<string, unknown>,
+    };
+    o.edit?.(value);
+    const key = `v1/event_sources/namespace/${endpoint.namespace}/component/${endpoint.component}/endpoint/${endpoint.name}/topic/kv-events/${publisherId.toString(16)}`;
+    await this.lease!.put(key).value(json(value));
+    return key;
   }
 
   /** The worker's ActiveLoad (its kv_used_blocks on a rank) on its endpoint's kv_metrics subject. */
