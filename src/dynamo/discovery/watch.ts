@@ -12,6 +12,7 @@ import { PassLoop } from '../../discovery/pass-loop';
 import type { Logger } from '../../log';
 import { buildDeployment, type Deployment } from '../../producer/deployment';
 import type { EventPlane } from '../event-plane/plane';
+import { advertisedSources } from '../event-plane/source-gate';
 import { DYNAMO_PREFIX } from './keys';
 import { projectDynamo } from './project';
 import { EventSourceTracker, type EventSourceCounts } from './source-tracker';
@@ -94,7 +95,7 @@ export class DynamoDiscovery {
     this.workers = p.workers.size;
     try {
       // Workers first, so the events of a new worker are not dropped as unknown; then the pools.
-      await this.options.eventPlane.update(p.channels, p.workers);
+      await this.options.eventPlane.update(p.channels, p.workers, advertisedSources(p.eventSources));
       await this.options.producer.applyDeployment(buildDeployment(this.options.dcId, p.endpoints, { eventPlane: true }));
       if (!this.mirror.stale) this.options.producer.setAvailabilityKnown(true);
     } catch (err) {
