@@ -2,6 +2,7 @@
 // Dynamo's sources or the spec has a case here (identity-topology-load.md §5.1,
 // dynamo-event-plane-and-discovery.md §2-§5).
 import { kvStreamName, projectDynamo } from '../../src/dynamo/discovery/project';
+import { eventSourceEntry } from '../support/dynamo-worker';
 
 const ID = 4321100813102084358n; // above 2^53: must stay exact
 const hex = (id: bigint) => id.toString(16);
@@ -166,30 +167,16 @@ test('a value that is not valid is rejected alone, with its key', () => {
   expect(p.rejected.map((r) => r.key)).toEqual(['v1/mdc/ns/x/generate/7']);
 });
 
-/**
- * A v1/event_sources entry as a worker's KV publisher writes it (identity-topology-load.md §5.2): the
- * key from its endpoint scope, the topic and its publisher id in hex; the value serde's
- * DiscoveryInstance::EventSource with KvEventSource metadata. `over` replaces value fields,
- * `meta` metadata fields.
- */
+/** A v1/event_sources entry (eventSourceEntry); `over` replaces value fields, `meta` metadata fields. */
 const eventSource = (ep: string, workerId: bigint, dpRank: number, publisherId: number, o: { over?: Record<string, unknown>; meta?: Record<string, unknown>; recoverable?: boolean } = {}): [string, string] => {
-  const [namespace, component, name] = ep.split('/');
-  const endpoint = { namespace, component, name };
-  const value = {
-    type: 'EventSource',
-    scope: { kind: 'endpoint', endpoint },
-    topic: 'kv-events',
-    publisher_id: publisherId,
-    metadata: {
-      kv_state_endpoint: endpoint,
-      worker: { worker_id: '@W@', dp_rank: dpRank },
-      publisher_id: publisherId,
-      ...(o.recoverable ? { recovery_target: { component, endpoint: name, namespace, instance_id: 1, transport: { tcp: '1.2.3.4:5' } } } : {}),
-      ...o.meta,
+  const [namespace, component, endpoint] = ep.split('/');
+  return eventSourceEntry({ namespace, component, endpoint }, workerId, dpRank, BigInt(publisherId), {
+    recoverable: o.recoverable,
+    edit: (v) => {
+      Object.assign(v.metadata, o.meta);
+      Object.assign(v, o.over);
     },
-    ...o.over,
-  };
-  return [`v1/event_sources/namespace/${namespace}/component/${component}/endpoint/${name}/topic/kv-events/${publisherId.toString(16)}`, JSON.stringify(value).replace('"@W@"', workerId.toString())];
+  });
 };
 const ranksOf = (p: ReturnType<typeof projectDynamo>, ep = 'ns/backend/generate') => p.eventSources.get(ep)?.ranks.map((r) => [r.workerId, r.dpRank, r.status, r.reason, r.publishers]);
 

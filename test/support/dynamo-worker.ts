@@ -37,6 +37,36 @@ function json(value: unknown): string {
   return JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? `@@${v}@@` : v)).replace(/"@@(\d+)@@"/g, '$1');
 }
 
+export interface EventSourceOptions {
+  /** With a recovery_target (Dynamo's ActiveRecoverable). */
+  recoverable?: boolean;
+  /** Changes the value before it is written (a case that contradicts its key). */
+  edit?: (value: { metadata: Record<string, unknown> } & Record<string, unknown>) => void;
+}
+
+/**
+ * A v1/event_sources entry as a worker's KV publisher writes it (identity-topology-load.md §5.2): the
+ * key from its KV-state endpoint's scope, the topic and its publisher id in hex; the value serde's
+ * DiscoveryInstance::EventSource with KvEventSource metadata (u64s exact).
+ */
+export function eventSourceEntry(ep: { namespace: string; component: string; endpoint: string }, workerId: bigint, dpRank: number, publisherId: bigint, o: EventSourceOptions = {}): [string, string] {
+  const endpoint = { namespace: ep.namespace, component: ep.component, name: ep.endpoint };
+  const value = {
+    type: 'EventSource',
+    scope: { kind: 'endpoint', endpoint },
+    topic: 'kv-events',
+    publisher_id: publisherId,
+    metadata: {
+      kv_state_endpoint: endpoint,
+      worker: { worker_id: workerId, dp_rank: dpRank },
+      publisher_id: publisherId,
+      ...(o.recoverable ? { recovery_target: { namespace: ep.namespace, component: ep.component, endpoint: ep.endpoint, instance_id: workerId, transport: { tcp: '127.0.0.1:40001' } } } : {}),
+    } as Record<string, unknown>,
+  };
+  o.edit?.(value);
+  return [`v1/event_sources/namespace/${ep.namespace}/component/${ep.component}/endpoint/${ep.endpoint}/topic/kv-events/${publisherId.toString(16)}`, json(value)];
+}
+
 export class DynamoWorker {
   private lease: Lease | undefined;
   id = 0n;
@@ -165,28 +195,12 @@ export class DynamoWorker {
   }
 
   /**
-   * The v1/event_sources entry of its KV publisher for `dpRank` (KvEventSource metadata, endpoint-scoped
-   * to its serving endpoint as KV-state endpoint), under its lease; the key. `publisherId`: another
-   * publisher than the rank's own (a second incarnation); `edit` changes the value before it is written.
+   * The v1/event_sources entry of its KV publisher for `dpRank`, under its lease; the key. `publisherId`:
+   * another publisher than the rank's own (a second incarnation).
    */
-  async advertiseSource(dpRank: number, o: { publisherId?: bigint; recoverable?: boolean; edit?: (value: { metadata: Record<string, unknown> } & Record<string, unknown>) => void } = {}): Promise<string> {
-    const publisherId = o.publisherId ?? this.publisherOf(dpRank).publisherId;
-    const endpoint = { namespace: this.o.namespace, component: this.o.component, name: this.o.endpoint ?? 'generate' };
-    const value = {
-      type: 'EventSource',
-      scope: { kind: 'endpoint', endpoint },
-      topic: 'kv-events',
-      publisher_id: publisherId,
-      metadata: {
-        kv_state_endpoint: endpoint,
-        worker: { worker_id: this.id, dp_rank: dpRank },
-        publisher_id: publisherId,
-        ...(o.recoverable ? { recovery_target: { namespace: endpoint.namespace, component: endpoint.component, endpoint: endpoint.name, instance_id: this.id, transport: { tcp: '127.0.0.1:40001' } } } : {}),
-      } as Record<string, unknown>,
-    };
-    o.edit?.(value);
-    const key = `v1/event_sources/namespace/${endpoint.namespace}/component/${endpoint.component}/endpoint/${endpoint.name}/topic/kv-events/${publisherId.toString(16)}`;
-    await this.lease!.put(key).value(json(value));
+  async advertiseSource(dpRank: number, o: { publisherId?: bigint } & EventSourceOptions = {}): Promise<string> {
+    const [key, value] = eventSourceEntry({ namespace: this.o.namespace, component: this.o.component, endpoint: this.o.endpoint ?? 'generate' }, this.id, dpRank, o.publisherId ?? this.publisherOf(dpRank).publisherId, o);
+    await this.lease!.put(key).value(value);
     return key;
   }
 
