@@ -13,6 +13,7 @@ export function dynamoMetrics(discovery: DynamoDiscovery, plane: EventPlane): ()
       conflicts: d.conflicts,
       endpoints: d.endpoints,
       workers: d.workers,
+      eventSources: d.eventSources,
       natsConnected: p.natsConnected,
       natsReconnects: p.natsReconnects,
       channels: { nats: p.subjects, jetstream: p.streams, zmq: p.zmqPublishers },

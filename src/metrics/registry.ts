@@ -72,6 +72,8 @@ export interface DynamoMetrics {
   conflicts: number;
   endpoints: number;
   workers: number;
+  /** Logical KV event sources (worker, dp rank) by status, and invalid v1/event_sources entries. */
+  eventSources: { missing: number; active: number; ambiguous: number; invalid: number };
   natsConnected: boolean;
   natsReconnects: number;
   /** Channels read: NATS subjects, JetStream streams, ZMQ publishers. */
@@ -372,6 +374,10 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
     gauge('kv_dc_relay_dynamo_conflicts', 'Dynamo cards or endpoints left out for a conflict', [], (set) => set({}, dynamo().conflicts));
     gauge('kv_dc_relay_dynamo_endpoints', 'Dynamo serving endpoints projected from the model cards', [], (set) => set({}, dynamo().endpoints));
     gauge('kv_dc_relay_dynamo_workers', 'Dynamo workers with a base model card', [], (set) => set({}, dynamo().workers));
+    gauge('kv_dc_relay_dynamo_event_sources', 'Dynamo KV event sources (worker, dp rank) of endpoints with v1/event_sources entries, by status; invalid: entries that contradict their key', ['status'], (set) => {
+      const s = dynamo().eventSources;
+      for (const status of ['missing', 'active', 'ambiguous', 'invalid'] as const) set({ status }, s[status]);
+    });
     gauge('kv_dc_relay_dynamo_nats_connected', '1 while the NATS connection of the event plane is up', [], (set) => set({}, dynamo().natsConnected ? 1 : 0));
     counter('kv_dc_relay_dynamo_nats_reconnects_total', 'NATS reconnections of the event plane', [], (set) => set({}, dynamo().natsReconnects));
     gauge('kv_dc_relay_dynamo_channels', 'Event-plane channels read (a NATS subject once the server confirmed the subscription)', ['transport'], (set) => {

@@ -6,6 +6,7 @@ import { INGEST_RETAINED_BUFFER_BYTES } from '../../src/config/defaults';
 import { EventChannel, type ChannelContext, type PlaneCounters } from '../../src/dynamo/event-plane/channel';
 import { KV_EVENT_TOPIC } from '../../src/dynamo/discovery/project';
 import { sourceKey } from '../../src/dynamo/event-plane/order';
+import { SourceGate } from '../../src/dynamo/event-plane/source-gate';
 import { MESSAGE_INFO_STRIDE, type IngestSink, type ResetReason, type SourceKey, type SourceStats } from '../../src/ingest/types';
 import { META_STRIDE, packedBlockCount, RouterEventBatchDecoder } from '../../src/native';
 import { envelopeMsgpack, routerEventMsgpack } from '../support/dynamo-wire';
@@ -43,6 +44,7 @@ function setup(workers: [bigint, { dpStartRank: number; dpSize: number }][], max
     decoder: new RouterEventBatchDecoder(KV_EVENT_TOPIC),
     maxPublishers,
     workers: () => new Map(workers),
+    gate: new SourceGate(),
     stats: (source: SourceKey) => {
       const key = sourceKey(source);
       if (!stats.has(key)) {

@@ -2,6 +2,7 @@
 // Dynamo's sources or the spec has a case here (identity-topology-load.md §5.1,
 // dynamo-event-plane-and-discovery.md §2-§5).
 import { kvStreamName, projectDynamo } from '../../src/dynamo/discovery/project';
+import { eventSourceEntry } from '../support/dynamo-worker';
 
 const ID = 4321100813102084358n; // above 2^53: must stay exact
 const hex = (id: bigint) => id.toString(16);
@@ -164,4 +165,101 @@ test('a value that is not valid is rejected alone, with its key', () => {
   const p = projectDynamo(entries(model(ID, card()), ['v1/mdc/ns/x/generate/7', '{"type":"Model"'], instance(ID)));
   expect(p.endpoints).toHaveLength(1);
   expect(p.rejected.map((r) => r.key)).toEqual(['v1/mdc/ns/x/generate/7']);
+});
+
+/** A v1/event_sources entry (eventSourceEntry); `over` replaces value fields, `meta` metadata fields. */
+const eventSource = (ep: string, workerId: bigint, dpRank: number, publisherId: number, o: { over?: Record<string, unknown>; meta?: Record<string, unknown>; recoverable?: boolean } = {}): [string, string] => {
+  const [namespace, component, endpoint] = ep.split('/');
+  return eventSourceEntry({ namespace, component, endpoint }, workerId, dpRank, BigInt(publisherId), {
+    recoverable: o.recoverable,
+    edit: (v) => {
+      Object.assign(v.metadata, o.meta);
+      Object.assign(v, o.over);
+    },
+  });
+};
+const ranksOf = (p: ReturnType<typeof projectDynamo>, ep = 'ns/backend/generate') => p.eventSources.get(ep)?.ranks.map((r) => [r.workerId, r.dpRank, r.status, r.reason, r.publishers]);
+
+test('event sources: one publisher per rank is Active, the publisher speaks for its (worker, rank); a carded rank without one is Missing', () => {
+  // card(): data_parallel_start_rank 4, size 2.
+  const p = projectDynamo(entries(model(ID, card()), eventSource('ns/backend/generate', ID, 4, 77, { recoverable: true })));
+  expect(p.rejected).toEqual([]);
+  expect(p.invalidSources).toEqual([]);
+  expect(ranksOf(p)).toEqual([
+    [ID, 4, 'active', undefined, [77n]],
+    [ID, 5, 'missing', undefined, []],
+  ]);
+  expect(p.eventSources.get('ns/backend/generate')!.ranks[0].recoverable).toBe(true);
+  expect([...p.eventSources.get('ns/backend/generate')!.publishers]).toEqual([[77n, { workerId: ID, dpRank: 4 }]]);
+  // The worker id (above 2^53) stays exact; without a recovery target the source is live-only.
+  const liveOnly = projectDynamo(entries(model(ID, card()), eventSource('ns/backend/generate', ID, 5, 78)));
+  expect(liveOnly.eventSources.get('ns/backend/generate')!.ranks.find((r) => r.dpRank === 5)).toMatchObject({ workerId: ID, status: 'active', recoverable: false });
+});
+
+test('event sources: two publishers for one rank make it Ambiguous (incarnations); one publisher id advertised for two ranks makes both Ambiguous (conflicting descriptor)', () => {
+  const two = projectDynamo(entries(model(ID, card()), eventSource('ns/backend/generate', ID, 4, 77), eventSource('ns/backend/generate', ID, 4, 78), eventSource('ns/backend/generate', ID, 5, 79)));
+  expect(ranksOf(two)).toEqual([
+    [ID, 4, 'ambiguous', 'incarnations', [77n, 78n]],
+    [ID, 5, 'active', undefined, [79n]],
+  ]);
+  // The same publisher id under the legacy topic too, for another rank.
+  const [key, value] = eventSource('ns/backend/generate', ID, 5, 77);
+  const legacy: [string, string] = [key.replace('/kv-events/', '/kv_events/'), value.replace('"topic":"kv-events"', '"topic":"kv_events"')];
+  const reused = projectDynamo(entries(model(ID, card()), eventSource('ns/backend/generate', ID, 4, 77), legacy));
+  expect(reused.invalidSources).toEqual([]);
+  expect(ranksOf(reused)).toEqual([
+    [ID, 4, 'ambiguous', 'conflicting-descriptor', [77n]],
+    [ID, 5, 'ambiguous', 'conflicting-descriptor', [77n]],
+  ]);
+});
+
+test('event sources: a descriptor that changed while advertised makes its rank Ambiguous (conflicting descriptor)', () => {
+  const source = eventSource('ns/backend/generate', ID, 4, 77);
+  const p = projectDynamo(entries(model(ID, card()), source), undefined, new Set([source[0]]));
+  expect(ranksOf(p)![0]).toEqual([ID, 4, 'ambiguous', 'conflicting-descriptor', [77n]]);
+});
+
+test('event sources: a value that contradicts its key or its metadata is invalid and counts for no rank; a malformed one is rejected', () => {
+  const ep = 'ns/backend/generate';
+  const cases: [[string, string], RegExp][] = [
+    [eventSource(ep, ID, 4, 77, { over: { topic: 'kv_metrics' } }), /topic/],
+    [eventSource(ep, ID, 4, 77, { over: { publisher_id: 78 } }), /publisher_id 78 is not its key's/],
+    [eventSource(ep, ID, 4, 77, { meta: { publisher_id: 78 } }), /metadata.publisher_id/],
+    [eventSource(ep, ID, 4, 77, { over: { scope: { kind: 'endpoint', endpoint: { namespace: 'ns', component: 'backend', name: 'other' } } } }), /scope is not its key's/],
+    [eventSource(ep, ID, 4, 77, { over: { scope: { kind: 'component', namespace: 'ns', component: 'backend' } } }), /not endpoint/],
+    [eventSource(ep, ID, 4, 77, { meta: { kv_state_endpoint: { namespace: 'ns', component: 'backend', name: 'other' } } }), /kv_state_endpoint/],
+  ];
+  for (const [source, problem] of cases) {
+    const p = projectDynamo(entries(model(ID, card()), source, eventSource(ep, ID, 5, 79)));
+    expect(p.invalidSources.map((i) => i.key)).toEqual([source[0]]);
+    expect(p.invalidSources[0].problem).toMatch(problem);
+    expect(p.rejected).toEqual([]);
+    // Its rank is Missing, the other rank's publisher unaffected; the invalid publisher speaks for none.
+    expect(ranksOf(p)).toEqual([
+      [ID, 4, 'missing', undefined, []],
+      [ID, 5, 'active', undefined, [79n]],
+    ]);
+    expect(p.eventSources.get(ep)!.publishers.has(77n)).toBe(false);
+  }
+  // Not Dynamo's shape (a worker id as a string, a dp rank above u32): rejected alone, with its key.
+  const [key, value] = eventSource(ep, ID, 4, 77);
+  for (const bad of [value.replace(`"worker_id":${ID}`, `"worker_id":"${ID}"`), value.replace('"dp_rank":4', '"dp_rank":4294967296'), '{"type":"EventSource"']) {
+    const p = projectDynamo(entries(model(ID, card()), [key, bad]));
+    expect(p.rejected.map((r) => r.key)).toEqual([key]);
+    expect(p.eventSources.size).toBe(0);
+    expect(p.endpoints).toHaveLength(1);
+  }
+});
+
+test('event sources: a deployment without v1/event_sources projects exactly as before; other namespaces and topics are not read', () => {
+  const zmqChannel = eventChannel('ns/backend/generate', 'kv-events', 8776565086972538, zmq('tcp://10.0.0.2:5555'));
+  const base = entries(model(ID, card()), instance(ID), zmqChannel);
+  const without = projectDynamo(base);
+  expect(without.eventSources.size).toBe(0);
+  expect(without.invalidSources).toEqual([]);
+  const withOthers = projectDynamo(new Map([...base, eventSource('other/backend/generate', ID, 4, 77), [eventSource('ns/backend/generate', ID, 4, 78)[0].replace('/kv-events/', '/kv_metrics/'), '{}']]), ['ns']);
+  expect(withOthers).toEqual(without);
+  const { eventSources: _e, invalidSources: _i, ...rest } = projectDynamo(new Map([...base, eventSource('ns/backend/generate', ID, 4, 77)]));
+  const { eventSources: _e2, invalidSources: _i2, ...restWithout } = without;
+  expect(rest).toEqual(restWithout);
 });

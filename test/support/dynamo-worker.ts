@@ -2,7 +2,8 @@
 // adapter cards, its ZMQ event channel, all under its own lease, whose id is its instance id and the
 // worker_id of its events) and the KV events it publishes, per dp rank, on the event plane it uses
 // (dynamo-event-plane-and-discovery.md §2-§6): NATS core envelopes, a JetStream stream of bare JSON
-// events (enable_local_indexer false), or ZMQ event-plane frames. tokens_hash is computed as Dynamo's
+// events (enable_local_indexer false), or ZMQ event-plane frames; and, as the newest revisions' KV
+// publishers do, a v1/event_sources entry per dp rank when asked (advertiseSource). tokens_hash is computed as Dynamo's
 // worker does (XXH3-64 of the block's LE u32 tokens, seed 1337 or the LoRA salt); block_hash is an
 // engine id of the test's choosing.
 import type { Etcd3, Lease } from 'etcd3';
@@ -34,6 +35,36 @@ export interface DynamoWorkerOptions {
 /** JSON with u64 fields written exactly (JSON.stringify has no bigint). */
 function json(value: unknown): string {
   return JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? `@@${v}@@` : v)).replace(/"@@(\d+)@@"/g, '$1');
+}
+
+export interface EventSourceOptions {
+  /** With a recovery_target (Dynamo's ActiveRecoverable). */
+  recoverable?: boolean;
+  /** Changes the value before it is written (a case that contradicts its key). */
+  edit?: (value: { metadata: Record<string, unknown> } & Record<string, unknown>) => void;
+}
+
+/**
+ * A v1/event_sources entry as a worker's KV publisher writes it (identity-topology-load.md §5.2): the
+ * key from its KV-state endpoint's scope, the topic and its publisher id in hex; the value serde's
+ * DiscoveryInstance::EventSource with KvEventSource metadata (u64s exact).
+ */
+export function eventSourceEntry(ep: { namespace: string; component: string; endpoint: string }, workerId: bigint, dpRank: number, publisherId: bigint, o: EventSourceOptions = {}): [string, string] {
+  const endpoint = { namespace: ep.namespace, component: ep.component, name: ep.endpoint };
+  const value = {
+    type: 'EventSource',
+    scope: { kind: 'endpoint', endpoint },
+    topic: 'kv-events',
+    publisher_id: publisherId,
+    metadata: {
+      kv_state_endpoint: endpoint,
+      worker: { worker_id: workerId, dp_rank: dpRank },
+      publisher_id: publisherId,
+      ...(o.recoverable ? { recovery_target: { namespace: ep.namespace, component: ep.component, endpoint: ep.endpoint, instance_id: workerId, transport: { tcp: '127.0.0.1:40001' } } } : {}),
+    } as Record<string, unknown>,
+  };
+  o.edit?.(value);
+  return [`v1/event_sources/namespace/${ep.namespace}/component/${ep.component}/endpoint/${ep.endpoint}/topic/kv-events/${publisherId.toString(16)}`, json(value)];
 }
 
 export class DynamoWorker {
@@ -138,12 +169,7 @@ export class DynamoWorker {
       await jetstream(this.o.nats!).publish(`${kvStreamName(this.o)}.kv-events`, routerEventJson(event));
       return;
     }
-    // One KvEventPublisher (its own publisher id and sequence from 0) per dp rank.
-    let pub = this.sequences.get(dpRank);
-    if (!pub) {
-      pub = { publisherId: this.o.transport === 'zmq' ? this.zmqPublisher : randomPublisherId(), next: 0n };
-      this.sequences.set(dpRank, pub);
-    }
+    const pub = this.publisherOf(dpRank);
     pub.next += BigInt(o.skip ?? 0);
     const sequence = o.sequence ?? pub.next++;
     const envelope = envelopeMsgpack({ publisherId: pub.publisherId, sequence, publishedAt: BigInt(Date.now()), topic: 'kv-events', payload: routerEventMsgpack(event) });
@@ -153,6 +179,29 @@ export class DynamoWorker {
     }
     this.o.nats!.publish(`namespace.${this.o.namespace}.component.${this.o.component}.kv-events`, envelope);
     await this.o.nats!.flush();
+  }
+
+  /**
+   * One KvEventPublisher (its own publisher id and sequence from 0) per dp rank. On ZMQ the ranks share
+   * the worker's one PUB, advertised under its first rank's publisher id.
+   */
+  private publisherOf(dpRank: number): { publisherId: bigint; next: bigint } {
+    let pub = this.sequences.get(dpRank);
+    if (!pub) {
+      pub = { publisherId: this.o.transport === 'zmq' && this.sequences.size === 0 ? this.zmqPublisher : randomPublisherId(), next: 0n };
+      this.sequences.set(dpRank, pub);
+    }
+    return pub;
+  }
+
+  /**
+   * The v1/event_sources entry of its KV publisher for `dpRank`, under its lease; the key. `publisherId`:
+   * another publisher than the rank's own (a second incarnation).
+   */
+  async advertiseSource(dpRank: number, o: { publisherId?: bigint } & EventSourceOptions = {}): Promise<string> {
+    const [key, value] = eventSourceEntry({ namespace: this.o.namespace, component: this.o.component, endpoint: this.o.endpoint ?? 'generate' }, this.id, dpRank, o.publisherId ?? this.publisherOf(dpRank).publisherId, o);
+    await this.lease!.put(key).value(value);
+    return key;
   }
 
   /** The worker's ActiveLoad (its kv_used_blocks on a rank) on its endpoint's kv_metrics subject. */

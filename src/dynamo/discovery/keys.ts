@@ -6,6 +6,10 @@
 //   v1/mdc/{ns}/{component}/{endpoint}/{instance_id:x}                 base model card
 //   v1/mdc/{ns}/{component}/{endpoint}/{instance_id:x}/{model_suffix}  LoRA adapter card
 //   v1/event_channels/{scope path}/topic/{topic}/{publisher_id:x}      event-plane publisher
+//   v1/event_sources/{scope path}/topic/{topic}/{publisher_id:x}       KV event source (newest revisions)
+//
+// A scope path is `namespace/{ns}[/component/{c}[/endpoint/{e}]]` (EventScope's path, segments
+// percent-encoded by encode_event_segment).
 
 export const DYNAMO_PREFIX = 'v1/';
 
@@ -18,7 +22,15 @@ export interface EndpointPath {
 export type DynamoKey =
   | { kind: 'instance'; path: EndpointPath; instanceId: bigint }
   | { kind: 'card'; path: EndpointPath; instanceId: bigint; suffix?: string }
-  | { kind: 'eventChannel'; topic: string; publisherId: bigint };
+  | { kind: 'eventChannel'; topic: string; publisherId: bigint }
+  /** scope: the key's scope path, undefined when it is none of EventScope's paths. */
+  | { kind: 'eventSource'; scope?: KeyScope; topic: string; publisherId: bigint };
+
+export interface KeyScope {
+  namespace: string;
+  component?: string;
+  endpoint?: string;
+}
 
 const HEX = /^[0-9a-f]{1,16}$/;
 
@@ -35,11 +47,29 @@ export function parseDynamoKey(relative: string): DynamoKey | undefined {
   if (bucket === 'event_channels' && rest.length >= 3 && rest[rest.length - 3] === 'topic' && HEX.test(rest[rest.length - 1])) {
     return { kind: 'eventChannel', topic: decodeSegment(rest[rest.length - 2]), publisherId: BigInt(`0x${rest[rest.length - 1]}`) };
   }
+  if (bucket === 'event_sources' && rest.length >= 3 && rest[rest.length - 3] === 'topic' && HEX.test(rest[rest.length - 1])) {
+    const scope = scopeOf(rest.slice(0, -3));
+    return { kind: 'eventSource', ...(scope ? { scope } : {}), topic: decodeSegment(rest[rest.length - 2]), publisherId: BigInt(`0x${rest[rest.length - 1]}`) };
+  }
   return undefined;
 }
 
 function pathOf(rest: string[]): EndpointPath {
   return { namespace: rest[0], component: rest[1], endpoint: rest[2] };
+}
+
+const SCOPE_LEVELS = ['namespace', 'component', 'endpoint'] as const;
+
+/** `namespace/{ns}[/component/{c}[/endpoint/{e}]]`, decoded; undefined for any other path. */
+function scopeOf(path: string[]): KeyScope | undefined {
+  if (path.length < 2 || path.length > 6 || path.length % 2 !== 0) return undefined;
+  const names: string[] = [];
+  for (let i = 0; i < path.length; i += 2) {
+    if (path[i] !== SCOPE_LEVELS[i / 2]) return undefined;
+    names.push(decodeSegment(path[i + 1]));
+  }
+  const [namespace, component, endpoint] = names;
+  return { namespace, ...(component === undefined ? {} : { component }), ...(endpoint === undefined ? {} : { endpoint }) };
 }
 
 /** Newest revisions percent-encode event-channel segments (encode_event_segment); older ones wrote them plain. */

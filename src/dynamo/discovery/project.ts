@@ -21,10 +21,13 @@
 //   (older releases `kv_events`); workers with enable_local_indexer false publish to the JetStream
 //   stream slugify("namespace.{ns}.component.{c}.kv-events") with '_' -> '-'; v1/event_channels
 //   entries for the kv-events topic name NATS subject prefixes and ZMQ publishers;
-// - load: each serving endpoint's workers publish ActiveLoad on `namespace.{ns}.component.{c}.endpoint.{e}.kv_metrics`.
+// - load: each serving endpoint's workers publish ActiveLoad on `namespace.{ns}.component.{c}.endpoint.{e}.kv_metrics`;
+// - event sources (newest revisions): v1/event_sources entries of the kv-events topic give, per KV-state
+//   endpoint, each publisher's (worker, dp rank) and each rank's status (event-sources.ts).
 import { endpointSchema, WORKER_TYPES, type EndpointConfig, type WorkerType } from '../../config/schema';
 import { endpointName } from '../../producer/deployment';
 import { DYNAMO_PREFIX, parseDynamoKey, type EndpointPath } from './keys';
+import { projectEventSources, type EndpointSources, type SourceEntry } from './event-sources';
 import { eventChannelValue, instanceValue, modelValue, parseValue, type Card, type ModelValue } from './values';
 
 export const KV_EVENT_TOPIC = 'kv-events';
@@ -56,13 +59,20 @@ export interface DynamoProjection {
   channels: EventPlaneChannels;
   /** Every carded worker's ranks (events of other workers or ranks are not applied). */
   workers: Map<bigint, WorkerRanks>;
+  /** By KV-state endpoint name, for endpoints with at least one valid v1/event_sources entry. */
+  eventSources: Map<string, EndpointSources>;
+  /** v1/event_sources entries that contradict their key or themselves (they count for no rank). */
+  invalidSources: { key: string; problem: string }[];
   /** Entries left out, with why (key relative to the etcd root). */
   rejected: { key: string; problem: string }[];
   conflicts: string[];
 }
 
-/** `entries`: full etcd key (from `v1/`) -> value. `namespaces`: those served (undefined = all). */
-export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?: readonly string[]): DynamoProjection {
+/**
+ * `entries`: full etcd key (from `v1/`) -> value. `namespaces`: those served (undefined = all).
+ * `changedSources`: v1/event_sources keys whose value changed while present (watch.ts tracks them).
+ */
+export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?: readonly string[], changedSources?: ReadonlySet<string>): DynamoProjection {
   const served = namespaces && new Set(namespaces);
   const inScope = (ns: string): boolean => !served || served.has(ns);
   const rejected: DynamoProjection['rejected'] = [];
@@ -74,6 +84,7 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
   const zmq = new Set<string>();
   const load = new Set<string>();
   const loadZmq = new Set<string>();
+  const sources: SourceEntry[] = [];
 
   for (const key of [...entries.keys()].sort()) {
     if (!key.startsWith(DYNAMO_PREFIX)) continue;
@@ -109,6 +120,9 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
       const name = endpointName(parsed.path);
       const entry = bases.get(name) ?? bases.set(name, { path: parsed.path, cards: [] }).get(name)!;
       entry.cards.push(v);
+    } else if (parsed.kind === 'eventSource') {
+      const kvTopic = parsed.topic === KV_EVENT_TOPIC || parsed.topic === LEGACY_KV_EVENT_TOPIC;
+      if (kvTopic && (!parsed.scope || inScope(parsed.scope.namespace))) sources.push({ key, scope: parsed.scope, topic: parsed.topic, publisherId: parsed.publisherId, text });
     } else if (parsed.topic === KV_EVENT_TOPIC || parsed.topic === KV_METRICS_TOPIC) {
       const v = parseValue(text, eventChannelValue);
       if (typeof v === 'string') {
@@ -128,6 +142,7 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
   const endpoints: EndpointConfig[] = [];
   const workers = new Map<bigint, WorkerRanks>();
   const streams = new Set<string>();
+  const carded = new Map<string, { workerId: bigint; dpStartRank: number; dpSize: number }[]>();
   for (const [name, { path, cards }] of bases) {
     const scope = `namespace.${eventSegment(path.namespace)}.component.${eventSegment(path.component)}`;
     load.add(`${scope}.endpoint.${eventSegment(path.endpoint)}.${KV_METRICS_TOPIC}`);
@@ -135,7 +150,9 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
     subjects.add(`${scope}.${LEGACY_KV_EVENT_TOPIC}`);
     for (const c of cards) {
       const rc = c.card_json.runtime_config;
-      workers.set(c.instance_id, { dpStartRank: rc?.data_parallel_start_rank ?? 0, dpSize: rc?.data_parallel_size ?? 1 });
+      const ranks = { dpStartRank: rc?.data_parallel_start_rank ?? 0, dpSize: rc?.data_parallel_size ?? 1 };
+      workers.set(c.instance_id, ranks);
+      (carded.get(name) ?? carded.set(name, []).get(name)!).push({ workerId: c.instance_id, ...ranks });
       if (rc?.enable_local_indexer === false) streams.add(kvStreamName(path));
     }
     const projected = projectEndpoint(path, cards, adapters, live);
@@ -146,7 +163,17 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
     const base = bases.get(endpointName(a.value));
     if (!base?.cards.some((c) => c.instance_id === a.value.instance_id)) conflicts.push(`${a.key}: adapter card without a base card of its instance on the endpoint (orphan); ignored`);
   }
-  return { endpoints, channels: { subjects: [...subjects].sort(), streams: [...streams].sort(), zmq: [...zmq].sort(), load: [...load].sort(), loadZmq: [...loadZmq].sort() }, workers, rejected, conflicts };
+  const eventSources = projectEventSources(sources, carded, changedSources);
+  rejected.push(...eventSources.rejected);
+  return {
+    endpoints,
+    channels: { subjects: [...subjects].sort(), streams: [...streams].sort(), zmq: [...zmq].sort(), load: [...load].sort(), loadZmq: [...loadZmq].sort() },
+    workers,
+    eventSources: eventSources.endpoints,
+    invalidSources: eventSources.invalid,
+    rejected,
+    conflicts,
+  };
 }
 
 function workerKey(path: EndpointPath, id: bigint): string {

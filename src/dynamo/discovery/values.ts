@@ -70,6 +70,26 @@ export const eventChannelValue = z.object({
     z.object({ kind: z.literal('ZmqBroker'), config: z.object({ xpub_endpoints: z.array(z.string()) }) }),
   ]),
 });
+const endpointId = z.object({ namespace: z.string(), component: z.string(), name: z.string() });
+/**
+ * DiscoveryInstance::EventSource (newest revisions; identity-topology-load.md §5.2): written once by a
+ * worker's KV publisher per (worker, dp rank), endpoint-scoped to its KV-state endpoint. `metadata` is
+ * KvEventSource { kv_state_endpoint: EndpointId, worker: WorkerWithDpRank, publisher_id, recovery_target? }.
+ */
+export const eventSourceValue = z.object({
+  type: z.literal('EventSource'),
+  scope: eventScope,
+  topic: z.string(),
+  publisher_id: u64,
+  metadata: z.object({
+    kv_state_endpoint: endpointId,
+    worker: z.object({ worker_id: u64, dp_rank: z.number().int().min(0).max(0xffff_ffff) }),
+    publisher_id: u64,
+    // A component::Instance; the relay reads only whether there is one (recoverable or live-only).
+    recovery_target: optional(z.record(z.string(), z.unknown())),
+  }),
+});
+export type EventSourceValue = z.output<typeof eventSourceValue>;
 export type InstanceValue = z.output<typeof instanceValue>;
 export type ModelValue = z.output<typeof modelValue>;
 export type EventChannelValue = z.output<typeof eventChannelValue>;

@@ -12,8 +12,10 @@ import { PassLoop } from '../../discovery/pass-loop';
 import type { Logger } from '../../log';
 import { buildDeployment, type Deployment } from '../../producer/deployment';
 import type { EventPlane } from '../event-plane/plane';
+import { advertisedSources } from '../event-plane/source-gate';
 import { DYNAMO_PREFIX } from './keys';
 import { projectDynamo } from './project';
+import { EventSourceTracker, type EventSourceCounts } from './source-tracker';
 
 export interface DynamoDiscoveryOptions {
   config: DynamoDiscoveryConfig;
@@ -30,6 +32,8 @@ export interface DynamoDiscoveryMetrics {
   conflicts: number;
   endpoints: number;
   workers: number;
+  /** Logical KV event sources (worker, dp rank) by status, and invalid v1/event_sources entries. */
+  eventSources: EventSourceCounts;
 }
 
 export class DynamoDiscovery {
@@ -40,12 +44,14 @@ export class DynamoDiscovery {
   private conflicts = new Set<string>();
   private endpoints = 0;
   private workers = 0;
+  private readonly sources: EventSourceTracker;
   private readonly passes = new PassLoop(() => this.apply());
   private closed = false;
 
   constructor(private readonly options: DynamoDiscoveryOptions) {
     this.logger = options.logger.child({ component: 'dynamo-discovery' });
     this.client = createEtcdClient(options.config.etcd);
+    this.sources = new EventSourceTracker(this.logger);
     this.mirror = new PrefixMirror(this.client, DYNAMO_PREFIX, this.logger);
     this.mirror.on('change', () => this.passes.schedule());
     // Dynamo's availability is its instance watch: lost with etcd, readiness is UNKNOWN until a resync.
@@ -62,7 +68,7 @@ export class DynamoDiscovery {
   }
 
   metrics(): DynamoDiscoveryMetrics {
-    return { stale: this.mirror.stale, rejectedEntries: this.rejected.size, conflicts: this.conflicts.size, endpoints: this.endpoints, workers: this.workers };
+    return { stale: this.mirror.stale, rejectedEntries: this.rejected.size, conflicts: this.conflicts.size, endpoints: this.endpoints, workers: this.workers, eventSources: this.sources.metrics };
   }
 
   async close(): Promise<void> {
@@ -77,18 +83,19 @@ export class DynamoDiscovery {
     // The mirror's keys are relative to `v1/`; the projection reads full keys.
     const entries = new Map<string, string>();
     for (const [key, value] of this.mirror.entries) entries.set(DYNAMO_PREFIX + key, value);
-    const p = projectDynamo(entries, this.options.config.namespaces);
+    const p = projectDynamo(entries, this.options.config.namespaces, this.sources.changed(entries));
     const rejected = new Map(p.rejected.map((r) => [r.key, r.problem]));
     for (const [key, problem] of rejected) if (this.rejected.get(key) !== problem) this.logger.error({ key, problem }, 'Dynamo discovery entry rejected; the rest of the deployment is kept');
     this.rejected = rejected;
     const conflicts = new Set(p.conflicts);
     for (const c of conflicts) if (!this.conflicts.has(c)) this.logger.warn({ conflict: c }, 'Dynamo deployment conflict');
     this.conflicts = conflicts;
+    this.sources.report(p.eventSources, p.invalidSources);
     this.endpoints = p.endpoints.length;
     this.workers = p.workers.size;
     try {
       // Workers first, so the events of a new worker are not dropped as unknown; then the pools.
-      await this.options.eventPlane.update(p.channels, p.workers);
+      await this.options.eventPlane.update(p.channels, p.workers, advertisedSources(p.eventSources));
       await this.options.producer.applyDeployment(buildDeployment(this.options.dcId, p.endpoints, { eventPlane: true }));
       if (!this.mirror.stale) this.options.producer.setAvailabilityKnown(true);
     } catch (err) {

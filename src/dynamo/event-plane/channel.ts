@@ -12,6 +12,7 @@ import { MESSAGE_INFO_STRIDE, type IngestSink, type PackedEngineEvents, type Sou
 import type { DynamoMetrics } from '../../metrics/registry';
 import type { WorkerRanks } from '../discovery/project';
 import { PublisherOrder, sourceKey } from './order';
+import type { SourceGate } from './source-gate';
 import { u32Hi, u32Lo } from './zmq-wire';
 
 /** The record layout copied once into a plain object: the native index's re-export is a getter, read per field per message otherwise. */
@@ -27,6 +28,8 @@ export interface ChannelContext {
   workers(): ReadonlyMap<bigint, WorkerRanks>;
   stats(source: SourceKey): SourceStats;
   counters: PlaneCounters;
+  /** The deployment's advertised event sources (v1/event_sources), where it has any. */
+  gate: SourceGate;
   warn(obj: object, msg: string): void;
 }
 
@@ -225,7 +228,8 @@ export class EventChannel {
         counters.unknownWorker += 1;
         continue;
       }
-      if (!t.inRanks) {
+      if (!t.inRanks || t.ambiguous) {
+        // An Ambiguous rank's publisher is not known (fail closed): counted as a rank not accepted.
         t.stats.rejectedRanks += 1;
         continue;
       }
@@ -239,6 +243,15 @@ export class EventChannel {
         sequence = transportSeq;
       } else if (flags & R.hasEnvelope) {
         publisher = t.publisherOf(records[at + R.publisherHi], records[at + R.publisherLo]);
+        if (t.advertisedFor !== undefined) {
+          counters.malformed += 1;
+          t.stats.malformed += 1;
+          this.ctx.warn(
+            { channel: this.name, publisher: wordsU64(records[at + R.publisherHi], records[at + R.publisherLo]), source: t.key, advertisedFor: t.advertisedFor },
+            'malformed Dynamo KV-event message: its publisher is advertised for another worker rank (v1/event_sources)',
+          );
+          continue;
+        }
         sequence = records[at + R.sequenceHi] * 2 ** 32 + records[at + R.sequenceLo];
       }
       if (publisher !== undefined) {
@@ -274,14 +287,14 @@ export class EventChannel {
   private turnSource(workerId: bigint, workerHi: number, workerLo: number, dpRank: number, workers: ReadonlyMap<bigint, WorkerRanks>): TurnSource {
     const ranks = workers.get(workerId);
     const source = { workerId, dpRank };
-    if (ranks === undefined) return new TurnSource(workerHi, workerLo, dpRank, source, undefined, false, undefined);
+    if (ranks === undefined) return new TurnSource(workerHi, workerLo, dpRank, source, undefined, false, undefined, this.ctx.gate);
     let burst = this.bursts.get(workerId);
     if (!burst) {
       burst = new WorkerBurst(workerId);
       this.bursts.set(workerId, burst);
     }
     const inRanks = dpRank >= ranks.dpStartRank && dpRank < ranks.dpStartRank + ranks.dpSize;
-    return new TurnSource(workerHi, workerLo, dpRank, source, this.ctx.stats(source), inRanks, burst);
+    return new TurnSource(workerHi, workerLo, dpRank, source, this.ctx.stats(source), inRanks, burst, this.ctx.gate);
   }
 
   /** Hands every worker's burst to the sink (before any reset that follows). */
@@ -301,6 +314,10 @@ export class EventChannel {
 /** What one turn's messages of a (worker, rank) share, worked out at its first message. */
 class TurnSource {
   readonly key: string;
+  /** Its rank is Ambiguous (v1/event_sources): its events are dropped. */
+  readonly ambiguous: boolean;
+  /** The source the current publisher is advertised for when that is another (set by publisherOf). */
+  advertisedFor: string | undefined;
   /** The sequence of its last message this turn (-1: none), written to its stats once per turn. */
   lastSequence = -1;
   private publisherHi = -1;
@@ -316,8 +333,10 @@ class TurnSource {
     readonly inRanks: boolean,
     /** Its worker's burst (undefined with stats). */
     private readonly workerBurst: WorkerBurst | undefined,
+    private readonly gate: SourceGate,
   ) {
     this.key = sourceKey(source);
+    this.ambiguous = gate.isAmbiguous(this.key);
   }
 
   get burst(): WorkerBurst {
@@ -330,6 +349,8 @@ class TurnSource {
       this.publisherHi = hi;
       this.publisherLo = lo;
       this.publisher = `${hi}:${lo}`;
+      const owner = this.gate.ownerOf(this.publisher);
+      this.advertisedFor = owner !== undefined && owner !== this.key ? owner : undefined;
     }
     return this.publisher;
   }

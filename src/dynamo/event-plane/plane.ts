@@ -30,6 +30,7 @@ import { KV_EVENT_TOPIC, KV_METRICS_TOPIC, LEGACY_KV_EVENT_TOPIC, type EventPlan
 import { decodeActiveLoad, decodeZmqActiveLoad, MAX_ACTIVE_LOAD_MESSAGE_BYTES, type ActiveLoadReport } from './active-load';
 import { EventChannel, type ChannelContext, type PlaneCounters } from './channel';
 import { sourceKey } from './order';
+import { NO_ADVERTISED_SOURCES, SourceGate, type AdvertisedSources } from './source-gate';
 import { zmqWireError } from './zmq-wire';
 
 /** What the plane logs through (a pino logger, or an ingest thread's port). */
@@ -53,8 +54,8 @@ export interface DynamoPlaneMetrics extends PlaneCounters {
 
 /** The event plane as discovery and /metrics see it, in this thread (DynamoEventPlane) or on its own (ThreadedEventPlane). */
 export interface EventPlane extends EventPlaneSources {
-  /** The channels and workers discovery found: starts what is new, stops what is gone. */
-  update(channels: EventPlaneChannels, workers: ReadonlyMap<bigint, WorkerRanks>): Promise<void>;
+  /** The channels, workers and advertised event sources discovery found: starts what is new, stops what is gone. */
+  update(channels: EventPlaneChannels, workers: ReadonlyMap<bigint, WorkerRanks>, sources?: AdvertisedSources): Promise<void>;
   metrics(): DynamoPlaneMetrics;
 }
 
@@ -79,6 +80,7 @@ export class DynamoEventPlane implements EventPlane {
   /** Worker -> rank -> its latest kv_used_blocks (ActiveLoad on kv_metrics; no expiry, as in Dynamo). */
   private readonly reported = new Map<bigint, Map<number, number>>();
   private workers: ReadonlyMap<bigint, WorkerRanks> = new Map();
+  private readonly gate = new SourceGate();
   private nats: Promise<NatsConnection> | undefined;
   private natsConnected = false;
   private natsReconnects = 0;
@@ -94,14 +96,18 @@ export class DynamoEventPlane implements EventPlane {
       workers: () => this.workers,
       stats: (source) => this.stats0(source),
       counters: this.counters,
+      gate: this.gate,
       warn: (obj, msg) => log.warn(obj, msg),
     };
   }
 
-  /** The channels and workers discovery found: starts what is new, stops what is gone. */
-  async update(channels: EventPlaneChannels, workers: ReadonlyMap<bigint, WorkerRanks>): Promise<void> {
+  /** The channels, workers and advertised event sources discovery found: starts what is new, stops what is gone. */
+  async update(channels: EventPlaneChannels, workers: ReadonlyMap<bigint, WorkerRanks>, sources: AdvertisedSources = NO_ADVERTISED_SOURCES): Promise<void> {
     if (this.closed) return;
     this.workers = workers;
+    // A rank that became Ambiguous, or stopped being so, starts cold: what it held came from a
+    // publisher that is not (or no longer) known to be its own.
+    for (const source of this.gate.update(sources)) if (workers.has(source.workerId)) this.resetSource(source);
     const wanted = new Map<string, () => Live>();
     if (this.options.natsServers) {
       for (const s of channels.subjects) wanted.set(`nats:${s}`, () => this.subscribe(s));
@@ -131,11 +137,14 @@ export class DynamoEventPlane implements EventPlane {
   private warnedNoNats = false;
 
   overflowed(source: SourceKey, batches: number): void {
-    const stats = this.stats0(source);
-    stats.overflows += batches;
-    stats.resets += 1;
+    this.stats0(source).overflows += batches;
+    this.resetSource(source, 'overflow');
+  }
+
+  private resetSource(source: SourceKey, reason: 'overflow' | 'restart' = 'restart'): void {
+    this.stats0(source).resets += 1;
     for (const l of this.live.values()) l.channel?.forgetSource(source);
-    this.options.sink.reset(source, 'overflow');
+    this.options.sink.reset(source, reason);
   }
 
   reportedBlocks(): ReadonlyMap<bigint, ReadonlyMap<number, number>> {

@@ -5,6 +5,7 @@ import type { ResetReason, SourceKey, SourceStats } from '../../ingest/types';
 import type { HandoffBounds } from '../../ingest/threads/handoff';
 import type { EventPlaneChannels, WorkerRanks } from '../discovery/project';
 import type { DynamoPlaneMetrics } from './plane';
+import type { AdvertisedSources } from './source-gate';
 
 /** workerData of the thread. */
 export interface PlaneThreadData {
@@ -17,7 +18,7 @@ export interface PlaneThreadData {
 }
 
 export type ToPlane =
-  | { type: 'update'; channels: EventPlaneChannels; workers: [bigint, WorkerRanks][] }
+  | { type: 'update'; channels: EventPlaneChannels; workers: [bigint, WorkerRanks][]; sources?: AdvertisedSources }
   | { type: 'overflowed'; source: SourceKey; batches: number }
   | { type: 'close' };
 

@@ -73,7 +73,7 @@ setInterval(() => post(statsMessage()), data.statsIntervalMs).unref();
 
 port.on('message', (m: ToPlane) => {
   if (m.type === 'update') {
-    void plane.update(m.channels, new Map(m.workers)).then(() => post({ type: 'updated' }));
+    void plane.update(m.channels, new Map(m.workers), m.sources).then(() => post({ type: 'updated' }));
   } else if (m.type === 'overflowed') {
     plane.overflowed(m.source, m.batches);
   } else {

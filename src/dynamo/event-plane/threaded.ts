@@ -19,6 +19,7 @@ import type { IngestSink, SourceKey, SourceStats } from '../../ingest/types';
 import type { Logger } from '../../log';
 import type { EventPlaneChannels, WorkerRanks } from '../discovery/project';
 import type { DynamoPlaneMetrics, EventPlane } from './plane';
+import type { AdvertisedSources } from './source-gate';
 import type { FromPlane, PlaneThreadData, ToPlane } from './thread-protocol';
 
 export interface ThreadedEventPlaneOptions {
@@ -61,12 +62,12 @@ export class ThreadedEventPlane implements EventPlane {
     });
   }
 
-  /** The channels and workers discovery found; resolves once the thread applied them. */
-  update(channels: EventPlaneChannels, workers: ReadonlyMap<bigint, WorkerRanks>): Promise<void> {
+  /** The channels, workers and advertised event sources discovery found; resolves once the thread applied them. */
+  update(channels: EventPlaneChannels, workers: ReadonlyMap<bigint, WorkerRanks>, sources?: AdvertisedSources): Promise<void> {
     if (this.closed) return Promise.resolve();
     return new Promise((resolve) => {
       this.updates.push(resolve);
-      this.post({ type: 'update', channels, workers: [...workers] });
+      this.post({ type: 'update', channels, workers: [...workers], sources });
     });
   }
 
