@@ -115,3 +115,35 @@ test('an Ambiguous rank has its events dropped and is reset once when it becomes
     expect(resets.filter((r) => r.endsWith('restart'))).toHaveLength(2);
   });
 });
+
+test('an Active rank takes events only from its advertised publisher: another one, advertised nowhere, is dropped and counted malformed', async () => {
+  await withPlane(async ({ plane, channels, send, applied }) => {
+    const sources: AdvertisedSources = { publishers: [[P0, { workerId: W, dpRank: 0 }]], ambiguous: [] };
+    await plane.update(channels, workers, sources);
+    await sendUntilApplied(() => send(W, 0, P0), applied, 'rank 0 from its own publisher');
+    const before = plane.metrics().malformed;
+
+    // A publisher with no entry (a restarted worker's new incarnation not advertised yet) for Active
+    // rank 0 is refused; for rank 1, which has no entry (Missing), it is applied as before.
+    const stranger = await send(W, 0, 601n);
+    const missingRank = await send(W, 1, 601n);
+    const own = await send(W, 0, P0);
+    await waitFor(() => wasApplied(applied, own) && wasApplied(applied, missingRank), 'the events after it applied');
+    expect(wasApplied(applied, stranger)).toBe(false);
+    expect(plane.metrics().malformed - before).toBe(1);
+    expect(plane.stats().find((s) => s.source.workerId === W && s.source.dpRank === 0)!.malformed).toBe(1);
+  });
+});
+
+test('every change of a rank\'s binding but Missing -> Active resets it once: its entry gone, its publisher replaced', async () => {
+  await withPlane(async ({ plane, channels, resets }) => {
+    const rank0 = (publisher: bigint): AdvertisedSources => ({ publishers: [[publisher, { workerId: W, dpRank: 0 }]], ambiguous: [] });
+    await plane.update(channels, workers, rank0(P0)); // Missing -> Active: no reset
+    await plane.update(channels, workers, rank0(P0));
+    expect(resets).toEqual([]);
+    await plane.update(channels, workers, rank0(P1)); // Active(P0) -> Active(P1) in one pass
+    expect(resets).toEqual([`${W}:0 restart`]);
+    await plane.update(channels, workers, { publishers: [[P1, { workerId: W, dpRank: 1 }]], ambiguous: [] }); // rank 0 Active -> Missing; rank 1 Missing -> Active
+    expect(resets).toEqual([`${W}:0 restart`, `${W}:0 restart`]);
+  });
+});

@@ -243,12 +243,12 @@ export class EventChannel {
         sequence = transportSeq;
       } else if (flags & R.hasEnvelope) {
         publisher = t.publisherOf(records[at + R.publisherHi], records[at + R.publisherLo]);
-        if (t.advertisedFor !== undefined) {
+        if (t.refusal !== undefined) {
           counters.malformed += 1;
           t.stats.malformed += 1;
           this.ctx.warn(
-            { channel: this.name, publisher: wordsU64(records[at + R.publisherHi], records[at + R.publisherLo]), source: t.key, advertisedFor: t.advertisedFor },
-            'malformed Dynamo KV-event message: its publisher is advertised for another worker rank (v1/event_sources)',
+            { channel: this.name, publisher: wordsU64(records[at + R.publisherHi], records[at + R.publisherLo]), source: t.key, ...t.refusal },
+            'malformed Dynamo KV-event message: its publisher is not the one v1/event_sources advertises for its worker rank',
           );
           continue;
         }
@@ -316,8 +316,11 @@ class TurnSource {
   readonly key: string;
   /** Its rank is Ambiguous (v1/event_sources): its events are dropped. */
   readonly ambiguous: boolean;
-  /** The source the current publisher is advertised for when that is another (set by publisherOf). */
-  advertisedFor: string | undefined;
+  /**
+   * Why the current publisher may not speak for this source (set by publisherOf): it is advertised for
+   * another source, or this source is Active with another publisher advertised.
+   */
+  refusal: { advertisedFor: string } | { rankPublisher: string } | undefined;
   /** The sequence of its last message this turn (-1: none), written to its stats once per turn. */
   lastSequence = -1;
   private publisherHi = -1;
@@ -350,7 +353,9 @@ class TurnSource {
       this.publisherLo = lo;
       this.publisher = `${hi}:${lo}`;
       const owner = this.gate.ownerOf(this.publisher);
-      this.advertisedFor = owner !== undefined && owner !== this.key ? owner : undefined;
+      const bound = owner === undefined ? this.gate.publisherFor(this.key) : undefined;
+      this.refusal =
+        owner !== undefined && owner !== this.key ? { advertisedFor: owner } : bound !== undefined && bound !== this.publisher ? { rankPublisher: bound } : undefined;
     }
     return this.publisher;
   }

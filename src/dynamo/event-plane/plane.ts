@@ -105,8 +105,9 @@ export class DynamoEventPlane implements EventPlane {
   async update(channels: EventPlaneChannels, workers: ReadonlyMap<bigint, WorkerRanks>, sources: AdvertisedSources = NO_ADVERTISED_SOURCES): Promise<void> {
     if (this.closed) return;
     this.workers = workers;
-    // A rank that became Ambiguous, or stopped being so, starts cold: what it held came from a
-    // publisher that is not (or no longer) known to be its own.
+    // A rank whose binding changed other than Missing -> Active (became or stopped being Ambiguous, lost
+    // its entry, or got another publisher) starts cold: what it held came from a publisher that is not
+    // (or no longer) known to be its own.
     for (const source of this.gate.update(sources)) if (workers.has(source.workerId)) this.resetSource(source);
     const wanted = new Map<string, () => Live>();
     if (this.options.natsServers) {
