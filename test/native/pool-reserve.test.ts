@@ -8,6 +8,7 @@ import { PoolEventBatch, PoolFilterState, poolStateMemory, resetPoolStatePeak, t
 import { relayAddon } from '../../src/native/addon';
 import { expectThrows } from './hashing.helpers';
 import { waitFor } from '../support/waitFor';
+import { occupyLibuvThreads } from '../support/libuv-busy';
 
 const SEED = 0x5deece66d1b54a33n;
 const BUCKETS = 1 << 17;
@@ -212,6 +213,45 @@ describe('reserved pool tables', () => {
     c.close();
     expect(poolStateMemory().liveBytes).toBe(start);
     expectThrows(() => (poolStateMemory as (x: number) => unknown)(1), 'TypeError');
+  });
+
+  test('release() unmaps the tables on a libuv worker: poolStateMemory still counts them when it returns, and not once it settled', async () => {
+    const blocks = 1 << 22;
+    const p = pool({ blocks, perSource: blocks, sources: [{ workerId: 1n, dpRank: 0 }] });
+    await waitFor(() => p.tablesPopulated(), 'the reservation populated', 60_000, 20);
+    const bytes = p.stateBytes();
+    // Other tests' states may be garbage-collected meanwhile (a few MiB): only this one's ~200 MiB is
+    // told apart.
+    const before = poolStateMemory().liveBytes;
+    // Every libuv worker busy: the release waits for one, so nothing of it runs on this thread.
+    const busy = occupyLibuvThreads();
+    let settled = false;
+    const released = p.release().then(() => (settled = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(settled).toBe(false);
+    expect(before - poolStateMemory().liveBytes).toBeLessThan(bytes / 2);
+    expectThrows(() => p.stateBytes(), 'Error', 'PoolClosed');
+    await busy;
+    await released;
+    expect(before - poolStateMemory().liveBytes).toBeGreaterThanOrEqual(bytes);
+    // Released already: nothing left to free.
+    await expect(p.release()).resolves.toBeUndefined();
+  });
+
+  test('release() of a reservation still being populated takes its tables back from the populating thread and unmaps them itself', async () => {
+    const blocks = 1 << 22;
+    const reserve = { blocks, perSource: blocks, sources: [{ workerId: 1n, dpRank: 0 }] };
+    // Queued behind the first pool's population, then under way: each settles once its tables are out.
+    const first = pool(reserve);
+    const second = pool(reserve);
+    const before = poolStateMemory().liveBytes;
+    const bytes = first.stateBytes() + second.stateBytes();
+    await Promise.all([second.release(), first.release()]);
+    expect(before - poolStateMemory().liveBytes).toBeGreaterThanOrEqual(bytes);
+    // The thread goes on with whatever else it is given.
+    const third = pool({ blocks: 1 << 20, perSource: 1 << 20 });
+    await waitFor(() => third.tablesPopulated(), 'a later reservation populated', 60_000, 20);
+    await third.release();
   });
 
   test('the binding refuses bad reservations with a JS error and builds nothing', () => {
