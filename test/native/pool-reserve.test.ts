@@ -7,6 +7,10 @@
 import { PoolEventBatch, PoolFilterState, poolStateMemory, resetPoolStatePeak, type PoolReservation } from '../../src/native';
 import { relayAddon } from '../../src/native/addon';
 import { expectThrows } from './hashing.helpers';
+import { execFile } from 'child_process';
+import * as path from 'path';
+import { promisify } from 'util';
+import { Worker } from 'worker_threads';
 import { waitFor } from '../support/waitFor';
 import { occupyLibuvThreads } from '../support/libuv-busy';
 
@@ -252,6 +256,42 @@ describe('reserved pool tables', () => {
     const third = pool({ blocks: 1 << 20, perSource: 1 << 20 });
     await waitFor(() => third.tablesPopulated(), 'a later reservation populated', 60_000, 20);
     await third.release();
+  });
+
+  test.each(['exits', 'is terminated'])('a thread that %s with a release in flight ends cleanly, and the release still frees the tables', async (how) => {
+    const before = poolStateMemory().liveBytes;
+    // The thread's environment tears down with the release queued or running on a libuv worker: the
+    // release finishes (its promise no longer settles) and nothing crashes.
+    const native = path.resolve(__dirname, '..', '..', 'src', 'native');
+    const hook = path.resolve(__dirname, '..', '..', 'scripts', 'ts-hook.js');
+    const code = `
+      require(${JSON.stringify(hook)});
+      const { PoolFilterState } = require(${JSON.stringify(native)});
+      const { parentPort } = require('worker_threads');
+      const p = new PoolFilterState({ bucketCount: 1024, reserve: { blocks: 1 << 22, perSource: 1 << 22 } });
+      const wait = () => (p.tablesPopulated() ? done() : setTimeout(wait, 5));
+      const done = () => { parentPort.postMessage(p.stateBytes()); void p.release(); ${how === 'exits' ? 'process.exit(0);' : ''} };
+      wait();`;
+    const worker = new Worker(code, { eval: true });
+    const bytes = await new Promise<number>((resolve) => worker.once('message', resolve));
+    expect(bytes).toBeGreaterThan(64 << 20);
+    if (how === 'is terminated') void worker.terminate();
+    const code_ = await new Promise<number>((resolve) => worker.once('exit', resolve));
+    expect(code_).toBe(how === 'exits' ? 0 : 1);
+    expect(poolStateMemory().liveBytes).toBeLessThanOrEqual(before);
+  });
+
+  test('a process that exits with a release in flight exits cleanly', async () => {
+    const native = path.resolve(__dirname, '..', '..', 'src', 'native');
+    const hook = path.resolve(__dirname, '..', '..', 'scripts', 'ts-hook.js');
+    const code = `
+      const { PoolFilterState } = require(${JSON.stringify(native)});
+      const p = new PoolFilterState({ bucketCount: 1024, reserve: { blocks: 1 << 22, perSource: 1 << 22 } });
+      const wait = () => (p.tablesPopulated() ? done() : setTimeout(wait, 5));
+      const done = () => { void p.release(); process.stdout.write('released'); process.exit(0); };
+      wait();`;
+    const { stdout } = await promisify(execFile)(process.execPath, ['-r', hook, '-e', code]);
+    expect(stdout).toBe('released');
   });
 
   test('the binding refuses bad reservations with a JS error and builds nothing', () => {
