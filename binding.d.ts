@@ -337,7 +337,7 @@ export class PoolFilterState {
   words(): BigUint64Array;
   copyWordsAsync(): Promise<BigUint64Array>;
   close(): void;
-  /** Frees the state on a libuv worker; settles once its tables are unmapped (later calls throw PoolClosed). */
+  /** Frees the state off the calling thread (a libuv worker waits for it); settles once its tables are unmapped (later calls throw PoolClosed). */
   release(): Promise<void>;
 }
 

@@ -31,7 +31,7 @@
 //   freed, with its peak: a pool's new generation reserves only once its predecessor's tables are
 //   freed (producer/pool-actor.ts), so the peak stays at one reservation per pool.
 // - close() frees the native memory at once, on the calling thread; any later call throws
-//   Error{code: 'PoolClosed'}. release() frees it on a libuv worker instead (a reservation's munmap
+//   Error{code: 'PoolClosed'}. release() frees it off the calling thread instead (a reservation's munmap
 //   takes milliseconds in huge pages, up to ~150 ms for 200 MiB in small ones) and settles once
 //   every table is unmapped and its bytes left poolStateMemory(); later calls throw PoolClosed as
 //   after close(). Without either, the memory is freed when the object is garbage-collected.
@@ -530,7 +530,7 @@ export class PoolFilterState {
     this.native.close();
   }
 
-  /** Frees the native memory on a libuv worker: settles (never rejects) once every table is unmapped. */
+  /** Frees the native memory off the calling thread (a libuv worker waits for it): settles (never rejects) once every table is unmapped. */
   release(): Promise<void> {
     return this.native.release();
   }

@@ -811,9 +811,9 @@ export class PoolActor implements PoolGeneration {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     // Applies still in flight finish first (the native state refuses to close under them); their
-    // results are ignored. A state not made yet never will be (create() checks). Freed on a libuv
-    // worker: a reservation's munmap would hold this thread (the event loop, or an ingest thread and
-    // its other pools) up to ~150 ms; `released` waits for it, so a successor maps only then.
+    // results are ignored. A state not made yet never will be (create() checks). Freed off this
+    // thread: a reservation's munmap would hold it (the event loop, or an ingest thread and its
+    // other pools) up to ~150 ms; `released` waits for it, so a successor maps only then.
     void this.settled()
       .then(() => (this.created ? this.state.release() : undefined))
       .finally(() => this.markReleased());

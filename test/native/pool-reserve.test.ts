@@ -219,7 +219,7 @@ describe('reserved pool tables', () => {
     expectThrows(() => (poolStateMemory as (x: number) => unknown)(1), 'TypeError');
   });
 
-  test('release() unmaps the tables on a libuv worker: poolStateMemory still counts them when it returns, and not once it settled', async () => {
+  test('release() unmaps the tables off the calling thread, with a libuv worker: poolStateMemory still counts them when it returns, and not once it settled', async () => {
     const blocks = 1 << 22;
     const p = pool({ blocks, perSource: blocks, sources: [{ workerId: 1n, dpRank: 0 }] });
     await waitFor(() => p.tablesPopulated(), 'the reservation populated', 60_000, 20);
