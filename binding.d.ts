@@ -337,6 +337,8 @@ export class PoolFilterState {
   words(): BigUint64Array;
   copyWordsAsync(): Promise<BigUint64Array>;
   close(): void;
+  /** Frees the state off the calling thread (a libuv worker waits for it); settles once its tables are unmapped (later calls throw PoolClosed). */
+  release(): Promise<void>;
 }
 
 // --- Engine KV-event batch decoder (relay addon; native/ingest/engine_decode*) ---

@@ -76,6 +76,23 @@ class Populator {
     ready_.notify_all();  // a held thread waiting on this job lets it go
     return true;
   }
+  // Called by a buffer being freed by a caller that unmaps it itself (UnmapOnCaller): returns once the
+  // thread will not touch the buffer again. A job still queued leaves the queue; one under way stops
+  // at its next huge page (a few ms at most), which the caller waits for.
+  void Withdraw(Populating* job) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (job->done.load(std::memory_order_relaxed)) return;
+    job->cancelled = true;
+    const auto queued = std::find_if(jobs_.begin(), jobs_.end(), [job](const std::shared_ptr<Populating>& j) { return j.get() == job; });
+    if (queued != jobs_.end()) {
+      jobs_.erase(queued);
+      job->done.store(true, std::memory_order_release);
+      idle_.notify_all();
+      return;
+    }
+    ready_.notify_all();  // a held or paused thread lets it go
+    idle_.wait(lock, [job] { return job->done.load(std::memory_order_relaxed); });
+  }
   // Called by a buffer giving pages back: the rest of it is not wanted any more. Returns once no kept
   // page is being moved into it.
   void Cancel(Populating* job) {
@@ -297,6 +314,21 @@ class Populator {
   bool held_ = false;
   bool busy_ = false;  // a job taken from jobs_ and not done yet
   int pausers_ = 0;
+};
+
+// Scope in which the buffers freed on this thread are unmapped by it, never handed to the populating
+// thread (Populator::Orphan): a pool's tables freed on a libuv worker (PoolFilterState.release()) are
+// all unmapped when the scope ends, so that the pool's next generation maps its own only then.
+class UnmapOnCaller {
+ public:
+  UnmapOnCaller() { active_ = true; }
+  ~UnmapOnCaller() { active_ = false; }
+  UnmapOnCaller(const UnmapOnCaller&) = delete;
+  UnmapOnCaller& operator=(const UnmapOnCaller&) = delete;
+  static bool Active() { return active_; }
+
+ private:
+  static inline thread_local bool active_ = false;
 };
 
 // Scope of the caller's address-space changes (see Populator::Pause).

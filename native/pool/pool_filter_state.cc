@@ -37,7 +37,8 @@ PoolFilterState::PoolFilterState(uint32_t bucketCount, uint64_t seed, uint32_t m
   Report(MemoryBytes());
 }
 
-PoolFilterState::~PoolFilterState() { Report(0); }
+// The tables go with the members; share_, the last of them, then leaves ProcessStateMemory.
+PoolFilterState::~PoolFilterState() = default;
 
 namespace {
 std::atomic<uint64_t> liveStateBytes{0};
@@ -56,14 +57,14 @@ ProcessMemory ProcessStateMemory() {
 
 void ResetProcessStatePeak() { peakStateBytes.store(liveStateBytes.load(std::memory_order_relaxed), std::memory_order_relaxed); }
 
-void PoolFilterState::Report(size_t bytes) const {
-  if (bytes == reportedBytes_) return;
-  if (bytes > reportedBytes_) {
-    RaisePeak(liveStateBytes.fetch_add(bytes - reportedBytes_, std::memory_order_relaxed) + (bytes - reportedBytes_));
+void PoolFilterState::MemoryShare::Set(size_t to) {
+  if (to == bytes) return;
+  if (to > bytes) {
+    RaisePeak(liveStateBytes.fetch_add(to - bytes, std::memory_order_relaxed) + (to - bytes));
   } else {
-    liveStateBytes.fetch_sub(reportedBytes_ - bytes, std::memory_order_relaxed);
+    liveStateBytes.fetch_sub(bytes - to, std::memory_order_relaxed);
   }
-  reportedBytes_ = bytes;
+  bytes = to;
 }
 
 PoolFilterState::Lineage* PoolFilterState::FindSource(uint64_t workerId, uint32_t dpRank) {

@@ -207,8 +207,8 @@ class PoolFilterState {
   Lineage* GetOrCreateSource(uint64_t workerId, uint32_t dpRank);
   void Touch(Lineage* lineage) const;
   size_t FixedBytes() const;
-  // Moves the process's total (ProcessStateMemory) from reportedBytes_ to `bytes`.
-  void Report(size_t bytes) const;
+  // Moves the process's total (ProcessStateMemory) from this state's share to `bytes`.
+  void Report(size_t bytes) const { share_.Set(bytes); }
   // `lineage`: the source's, if known.
   void DropSourceIfEmpty(uint64_t workerId, uint32_t dpRank, const Lineage* lineage = nullptr);
   PoolError ExecuteStore(const StoreEvent& ev, const StoreOrigin& origin, const BlockPlan* plan);
@@ -292,6 +292,15 @@ class PoolFilterState {
   RawResult FinishRaw(RawOutcome outcome, uint64_t hash, uint32_t kicks, uint64_t drawsBefore,
                       const std::vector<ckf::Write>& writes);
 
+  // This state's share of ProcessStateMemory. The first member, so the last destroyed: the share
+  // leaves the process's total only once every table was freed (unmapped, where the state is freed
+  // under pages::UnmapOnCaller), not before, so that a pool's next generation never counts beside it.
+  struct MemoryShare {
+    size_t bytes = 0;
+    void Set(size_t to);
+    ~MemoryShare() { Set(0); }
+  };
+  mutable MemoryShare share_;
   ckf::Filter filter_;
   uint32_t maxKicks_;
   uint64_t maxTrackedBlocks_;
@@ -301,7 +310,6 @@ class PoolFilterState {
   // MemoryBytes' running total over the lineage tables, and the tables looked up since it last ran.
   mutable size_t lineageBytes_ = 0;
   mutable std::vector<Lineage*> touched_;
-  mutable size_t reportedBytes_ = 0;  // this state's share of ProcessStateMemory
   uint64_t lineagesMade_ = 0;  // the next lineage table's growth phase, less one
   uint64_t reservedPerSource_;
   uint64_t lineageBudget_;  // lineage entries a new source may still reserve (Reservation)

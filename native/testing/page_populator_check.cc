@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <thread>
 
 #include "bindings/napi_args.h"
@@ -156,6 +157,59 @@ Napi::Value CheckWarmPagesInUse(const Napi::CallbackInfo& info) {
   return out;
 }
 
+// Whether the small page at `base` is mapped (mincore fails with ENOMEM where nothing is).
+bool Mapped(void* base) {
+  unsigned char resident = 0;
+  return mincore(base, 4096, &resident) == 0;
+}
+
+// () -> { orphanedMapped, queuedUnmapped, underWayUnmapped }: buffers freed while their population
+// was still to come (the thread held): without pages::UnmapOnCaller one is left to the thread, still
+// mapped on return; under it one is unmapped on return. And one freed under it while the thread was
+// faulting it in: unmapped on return too (the thread let go of it first).
+Napi::Value CheckUnmapOnCaller(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  pages::Populator& populator = pages::Populator::Instance();
+  constexpr size_t kWords = size_t{1} << 21;  // 16 MiB
+  bool orphanedMapped;
+  bool queuedUnmapped;
+  {
+    const PopulationHold hold;
+    auto orphaned = std::make_unique<ZeroedBuffer<uint64_t>>(kWords);
+    orphaned->PopulateInBackground();
+    void* a = orphaned->data();
+    orphaned.reset();
+    orphanedMapped = Mapped(a);
+    auto withdrawn = std::make_unique<ZeroedBuffer<uint64_t>>(kWords);
+    withdrawn->PopulateInBackground();
+    void* b = withdrawn->data();
+    {
+      const pages::UnmapOnCaller here;
+      withdrawn.reset();
+    }
+    queuedUnmapped = !Mapped(b);
+  }
+  WaitPopulated(env);
+  // 256 MiB: some 100 ms of faults, the first of which it waits for.
+  auto underWay = std::make_unique<ZeroedBuffer<uint64_t>>(16 * kWords);
+  const uint64_t before = populator.GetCounts().touched;
+  underWay->PopulateInBackground();
+  const auto deadline = std::chrono::steady_clock::now() + kPopulationTimeout;
+  while (populator.GetCounts().touched == before && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+  void* c = underWay->data();
+  {
+    const pages::UnmapOnCaller here;
+    underWay.reset();
+  }
+  const bool underWayUnmapped = !Mapped(c);
+  WaitPopulated(env);
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("orphanedMapped", Napi::Boolean::New(env, orphanedMapped));
+  out.Set("queuedUnmapped", Napi::Boolean::New(env, queuedUnmapped));
+  out.Set("underWayUnmapped", Napi::Boolean::New(env, underWayUnmapped));
+  return out;
+}
+
 // () -> { touched, replaced, expired }: pages::Populator's counts (huge pages) since it started.
 Napi::Value PopulatorCounts(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -265,6 +319,7 @@ void InitPagePopulatorCheck(Napi::Env env, Napi::Object exports) {
   exports.Set("checkPopulatorResult", Napi::Function::New(env, CheckPopulatorResult, "checkPopulatorResult"));
   exports.Set("checkWarmPagesReuse", Napi::Function::New(env, CheckWarmPagesReuse, "checkWarmPagesReuse"));
   exports.Set("checkWarmPagesInUse", Napi::Function::New(env, CheckWarmPagesInUse, "checkWarmPagesInUse"));
+  exports.Set("checkUnmapOnCaller", Napi::Function::New(env, CheckUnmapOnCaller, "checkUnmapOnCaller"));
   exports.Set("populatorCounts", Napi::Function::New(env, PopulatorCounts, "populatorCounts"));
   exports.Set("benchWarmPages", Napi::Function::New(env, BenchWarmPages, "benchWarmPages"));
   exports.Set("benchPopulatorContention", Napi::Function::New(env, BenchPopulatorContention, "benchPopulatorContention"));

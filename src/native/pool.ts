@@ -30,8 +30,11 @@
 // - poolStateMemory() sums stateBytes over every state of the process (all threads) until each is
 //   freed, with its peak: a pool's new generation reserves only once its predecessor's tables are
 //   freed (producer/pool-actor.ts), so the peak stays at one reservation per pool.
-// - close() frees the native memory at once; any later call throws Error{code: 'PoolClosed'}.
-//   Without close(), the memory is freed when the object is garbage-collected.
+// - close() frees the native memory at once, on the calling thread; any later call throws
+//   Error{code: 'PoolClosed'}. release() frees it off the calling thread instead (a reservation's munmap
+//   takes milliseconds in huge pages, up to ~150 ms for 200 MiB in small ones) and settles once
+//   every table is unmapped and its bytes left poolStateMemory(); later calls throw PoolClosed as
+//   after close(). Without either, the memory is freed when the object is garbage-collected.
 import type * as Binding from '../../binding';
 import type { PoolStats, PoolTableStats } from '../../binding';
 import { DEFAULT_CKF_MAX_KICKS, DEFAULT_CKF_SEED } from '../config/defaults';
@@ -525,6 +528,11 @@ export class PoolFilterState {
 
   close(): void {
     this.native.close();
+  }
+
+  /** Frees the native memory off the calling thread (a libuv worker waits for it): settles (never rejects) once every table is unmapped. */
+  release(): Promise<void> {
+    return this.native.release();
   }
 }
 

@@ -811,10 +811,11 @@ export class PoolActor implements PoolGeneration {
     if (this.timer) clearTimeout(this.timer);
     this.timer = undefined;
     // Applies still in flight finish first (the native state refuses to close under them); their
-    // results are ignored. A state not made yet never will be (create() checks).
-    void this.settled().then(() => {
-      if (this.created) this.state.close();
-      this.markReleased();
-    });
+    // results are ignored. A state not made yet never will be (create() checks). Freed off this
+    // thread: a reservation's munmap would hold it (the event loop, or an ingest thread and its
+    // other pools) up to ~150 ms; `released` waits for it, so a successor maps only then.
+    void this.settled()
+      .then(() => (this.created ? this.state.release() : undefined))
+      .finally(() => this.markReleased());
   }
 }

@@ -29,17 +29,17 @@ export function createHost(thread: HostThread): ThreadHost {
     receive(message) {
       const m = message as ToPoolHost;
       if (m.type === 'open') {
-        pools.set(m.pool, new HostedPool(m.pool, m.options, new PoolCounters(m.counters), new Int32Array(m.unhandled), send, thread, m.awaitPredecessor));
+        const pool = new HostedPool(m.pool, m.options, new PoolCounters(m.counters), new Int32Array(m.unhandled), send, thread, m.awaitPredecessor);
+        pools.set(m.pool, pool);
+        // Kept until its state is freed, however it ended (a fenced generation hears no 'retire'): a
+        // retire waits for the state, which may still wait for 'predecessorReleased'.
+        void pool.actor.released.then(() => pools.delete(m.pool));
         return;
       }
       const pool = pools.get(m.pool);
-      if (!pool) return; // retired meanwhile
+      if (!pool) return; // ended and freed meanwhile
       if (m.type === 'retire') {
-        // Kept until retired: a retire waits for the state, which may still wait for 'predecessorReleased'.
-        void pool.actor.retire().then(() => {
-          pools.delete(m.pool);
-          send({ type: 'ended', pool: m.pool, how: 'retired', reason: 'retired' });
-        });
+        void pool.actor.retire().then(() => send({ type: 'ended', pool: m.pool, how: 'retired', reason: 'retired' }));
       } else pool.receive(m);
     },
   };

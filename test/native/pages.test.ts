@@ -1,7 +1,7 @@
 // The background page population (native/core/page_populator.h): it steps aside while the relay's own
 // threads map, unmap or advise memory (where a huge page's fault holds what such a call needs, a
 // growing pool's apply thread waited once per call), and it faults pages in without changing them.
-import { checkPopulatorPause, checkPopulatorResult, checkWarmPagesInUse, checkWarmPagesReuse } from '../support/native-testing';
+import { checkPopulatorPause, checkPopulatorResult, checkUnmapOnCaller, checkWarmPagesInUse, checkWarmPagesReuse } from '../support/native-testing';
 
 const HUGE_PAGE = 2 << 20;
 
@@ -10,6 +10,14 @@ describe('background page population', () => {
     const run = checkPopulatorPause();
     expect(run.whilePaused).toBe(false);
     expect(run.afterResume).toBe(true);
+  });
+
+  it('a buffer freed where the caller unmaps it (a released pool) is unmapped on return, its population withdrawn, queued or under way', () => {
+    const run = checkUnmapOnCaller();
+    // Elsewhere the thread unmaps a buffer freed before it got to it, later.
+    expect(run.orphanedMapped).toBe(true);
+    expect(run.queuedUnmapped).toBe(true);
+    expect(run.underWayUnmapped).toBe(true);
   });
 
   it('faults every page in for writing and keeps what the owner already wrote', () => {

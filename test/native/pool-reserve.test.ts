@@ -7,7 +7,12 @@
 import { PoolEventBatch, PoolFilterState, poolStateMemory, resetPoolStatePeak, type PoolReservation } from '../../src/native';
 import { relayAddon } from '../../src/native/addon';
 import { expectThrows } from './hashing.helpers';
+import { execFile } from 'child_process';
+import * as path from 'path';
+import { promisify } from 'util';
+import { Worker } from 'worker_threads';
 import { waitFor } from '../support/waitFor';
+import { occupyLibuvThreads } from '../support/libuv-busy';
 
 const SEED = 0x5deece66d1b54a33n;
 const BUCKETS = 1 << 17;
@@ -212,6 +217,82 @@ describe('reserved pool tables', () => {
     c.close();
     expect(poolStateMemory().liveBytes).toBe(start);
     expectThrows(() => (poolStateMemory as (x: number) => unknown)(1), 'TypeError');
+  });
+
+  test('release() unmaps the tables off the calling thread, with a libuv worker: poolStateMemory still counts them when it returns, and not once it settled', async () => {
+    const blocks = 1 << 22;
+    const p = pool({ blocks, perSource: blocks, sources: [{ workerId: 1n, dpRank: 0 }] });
+    await waitFor(() => p.tablesPopulated(), 'the reservation populated', 60_000, 20);
+    const bytes = p.stateBytes();
+    // Other tests' states may be garbage-collected meanwhile (a few MiB): only this one's ~200 MiB is
+    // told apart.
+    const before = poolStateMemory().liveBytes;
+    // Every libuv worker busy: the release waits for one, so nothing of it runs on this thread.
+    const busy = occupyLibuvThreads();
+    let settled = false;
+    const released = p.release().then(() => (settled = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(settled).toBe(false);
+    expect(before - poolStateMemory().liveBytes).toBeLessThan(bytes / 2);
+    expectThrows(() => p.stateBytes(), 'Error', 'PoolClosed');
+    await busy;
+    await released;
+    expect(before - poolStateMemory().liveBytes).toBeGreaterThanOrEqual(bytes);
+    // Released already: nothing left to free.
+    await expect(p.release()).resolves.toBeUndefined();
+  });
+
+  test('release() of a reservation still being populated takes its tables back from the populating thread and unmaps them itself', async () => {
+    const blocks = 1 << 22;
+    const reserve = { blocks, perSource: blocks, sources: [{ workerId: 1n, dpRank: 0 }] };
+    // Queued behind the first pool's population, then under way: each settles once its tables are out.
+    const first = pool(reserve);
+    const second = pool(reserve);
+    const before = poolStateMemory().liveBytes;
+    const bytes = first.stateBytes() + second.stateBytes();
+    await Promise.all([second.release(), first.release()]);
+    expect(before - poolStateMemory().liveBytes).toBeGreaterThanOrEqual(bytes);
+    // The thread goes on with whatever else it is given.
+    const third = pool({ blocks: 1 << 20, perSource: 1 << 20 });
+    await waitFor(() => third.tablesPopulated(), 'a later reservation populated', 60_000, 20);
+    await third.release();
+  });
+
+  test.each(['exits', 'is terminated'])('a thread that %s with a release in flight ends cleanly, and the release still frees the tables', async (how) => {
+    const before = poolStateMemory().liveBytes;
+    // The thread's environment tears down with the release queued or running on a libuv worker, or
+    // done there with its promise still to settle (the terminated thread spins until it is stopped):
+    // the release finishes, its promise no longer settles, and nothing crashes.
+    const native = path.resolve(__dirname, '..', '..', 'src', 'native');
+    const hook = path.resolve(__dirname, '..', '..', 'scripts', 'ts-hook.js');
+    const code = `
+      require(${JSON.stringify(hook)});
+      const { PoolFilterState } = require(${JSON.stringify(native)});
+      const { parentPort } = require('worker_threads');
+      const p = new PoolFilterState({ bucketCount: 1024, reserve: { blocks: 1 << 22, perSource: 1 << 22 } });
+      const wait = () => (p.tablesPopulated() ? done() : setTimeout(wait, 5));
+      const done = () => { parentPort.postMessage(p.stateBytes()); void p.release(); ${how === 'exits' ? 'process.exit(0);' : 'for (;;);'} };
+      wait();`;
+    const worker = new Worker(code, { eval: true });
+    const bytes = await new Promise<number>((resolve) => worker.once('message', resolve));
+    expect(bytes).toBeGreaterThan(64 << 20);
+    if (how === 'is terminated') void worker.terminate();
+    const code_ = await new Promise<number>((resolve) => worker.once('exit', resolve));
+    expect(code_).toBe(how === 'exits' ? 0 : 1);
+    expect(poolStateMemory().liveBytes).toBeLessThanOrEqual(before);
+  });
+
+  test('a process that exits with a release in flight exits cleanly', async () => {
+    const native = path.resolve(__dirname, '..', '..', 'src', 'native');
+    const hook = path.resolve(__dirname, '..', '..', 'scripts', 'ts-hook.js');
+    const code = `
+      const { PoolFilterState } = require(${JSON.stringify(native)});
+      const p = new PoolFilterState({ bucketCount: 1024, reserve: { blocks: 1 << 22, perSource: 1 << 22 } });
+      const wait = () => (p.tablesPopulated() ? done() : setTimeout(wait, 5));
+      const done = () => { void p.release(); process.stdout.write('released'); process.exit(0); };
+      wait();`;
+    const { stdout } = await promisify(execFile)(process.execPath, ['-r', hook, '-e', code]);
+    expect(stdout).toBe('released');
   });
 
   test('the binding refuses bad reservations with a JS error and builds nothing', () => {

@@ -1,5 +1,5 @@
 // The pool actor end to end over the real native pool state, hashing and CBI1 encoder.
-import { CBI1, decodeFrame, filterContains, saltSeed, sequenceHashes, type DecodedDelta } from '../../src/native';
+import { CBI1, decodeFrame, filterContains, poolStateMemory, saltSeed, sequenceHashes, type DecodedDelta } from '../../src/native';
 import { PoolActor, type PoolActorOptions } from '../../src/producer/pool-actor';
 import type { PoolFilterState } from '../../src/native';
 import type { DeltaFrame, PoolListener } from '../../src/publication/source';
@@ -10,6 +10,7 @@ import type { ProducerIdentity } from '../../src/wire/types';
 import pino from 'pino';
 import { silentLogger } from '../../src/log';
 import { waitFor } from '../support/waitFor';
+import { occupyLibuvThreads } from '../support/libuv-busy';
 import { monotonicMs } from '../../src/clock';
 import type { DeltaTiming } from '../../src/metrics/registry';
 import { withStallMonitor } from '../../bench/support/stall';
@@ -758,6 +759,28 @@ test('a generation retired before its predecessor freed its tables makes its sta
   // The attach queued before the retire was answered (an empty image); then the listener heard its end.
   expect((await attached).sequence).toBe(0n);
   expect(rec.retiredCalls).toBe(1);
+});
+
+test('a reserved generation\'s tables are unmapped off the thread that ends it; `released` settles once they are', async () => {
+  const reserve = { blocks: 1 << 22, perSource: 1 << 22, sources: [{ workerId: 7n, dpRank: 0 }] };
+  const a = actor(1, 1, BUCKETS, undefined, { reserve });
+  await waitFor(() => a.received(batch([stored([1n], tokens(4))])) === undefined, 'the reservation populated', 60_000, 20);
+  await a.idle();
+  const bytes = a.metrics().stateBytes;
+  const before = poolStateMemory().liveBytes;
+  let released = false;
+  void a.released.then(() => (released = true));
+  // Every libuv worker busy: the release waits for one, so whatever is freed before they are free
+  // was freed on this thread (as close() did, before retire() resolved).
+  const busy = occupyLibuvThreads();
+  await a.retire();
+  await new Promise((resolve) => setImmediate(resolve));
+  expect(released).toBe(false);
+  // Other states garbage-collected meanwhile are a few MiB; this one's ~200 MiB are still counted.
+  expect(before - poolStateMemory().liveBytes).toBeLessThan(bytes / 2);
+  await busy;
+  await a.released;
+  expect(before - poolStateMemory().liveBytes).toBeGreaterThanOrEqual(bytes);
 });
 
 test('a fresh reservation: bursts go to a worker until its tables are in, then are applied in the received() call again', async () => {

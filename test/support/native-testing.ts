@@ -148,6 +148,7 @@ interface TestingBinding {
   checkChainPlanning(chains: number, eventsPerChain: number, blocksPerEvent: number): ChainPlanning;
   checkPopulatorPause(): { whilePaused: boolean; afterResume: boolean };
   checkPopulatorResult(): PopulatorResult;
+  checkUnmapOnCaller(): { orphanedMapped: boolean; queuedUnmapped: boolean; underWayUnmapped: boolean };
   checkWarmPagesReuse(): WarmPagesReuse;
   checkWarmPagesInUse(): WarmPagesInUse;
   benchPopulatorContention(mib: number): PopulatorContention;
@@ -299,6 +300,11 @@ export function checkLineageStagger(sources: number, blocksPerSource: number): n
 /** native/core/page_populator.h: a background population waits while the caller changes the address space. */
 export function checkPopulatorPause(): { whilePaused: boolean; afterResume: boolean } {
   return testingAddon.checkPopulatorPause();
+}
+
+/** native/core/page_populator.h: buffers freed under UnmapOnCaller are unmapped by the caller, their population withdrawn. */
+export function checkUnmapOnCaller(): { orphanedMapped: boolean; queuedUnmapped: boolean; underWayUnmapped: boolean } {
+  return testingAddon.checkUnmapOnCaller();
 }
 
 /** What a background population left in a buffer its owner had half written (checkPopulatorResult). */

@@ -36,6 +36,7 @@ Napi::Function PoolFilterStateWrap::Define(Napi::Env env) {
                          InstanceMethod<&W::Words>("words"),
                          InstanceMethod<&W::CopyWordsAsync>("copyWordsAsync"),
                          InstanceMethod<&W::Close>("close"),
+                         InstanceMethod<&W::Release>("release"),
                      });
 }
 
