@@ -4,9 +4,6 @@
 // still kept (WarmPages), the thread moves them in and zeroes them instead.
 #pragma once
 #include <sys/mman.h>
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -18,10 +15,9 @@
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <system_error>
-#include <thread>
 #include <vector>
 
+#include "core/background_thread.h"
 #include "core/warm_pages.h"
 
 namespace kvrelay {
@@ -198,16 +194,7 @@ class Populator {
   }
 
   // Under mutex_: starts the thread once. false: it could not be started.
-  bool Start() {
-    if (started_) return true;
-    try {
-      std::thread([this] { Run(); }).detach();
-    } catch (const std::system_error&) {
-      return false;
-    }
-    started_ = true;
-    return true;
-  }
+  bool Start() { return background::StartOnce(started_, [this] { Run(); }); }
 
   // Moves a kept huge page over `target` (a huge page of a buffer its owner does not use yet) and
   // zeroes it. A move that fails leaves the target as it was: it is touched instead.
@@ -254,7 +241,7 @@ class Populator {
   }
 
   void Run() {
-    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
+    background::LowerPriority();
     for (;;) {
       std::shared_ptr<Populating> job;
       {

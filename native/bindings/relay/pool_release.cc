@@ -14,20 +14,16 @@
 // A thread that tears its environment down waits for the work it queued on libuv's threads (the
 // release finishes; its promise cannot settle any more, and nothing waits for it); at process exit
 // the kernel takes the mappings with the process.
-#include <sys/resource.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 
 #include <condition_variable>
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <system_error>
-#include <thread>
 #include <utility>
 
 #include "bindings/napi_args.h"
 #include "bindings/relay/pool_wrap.h"
+#include "core/background_thread.h"
 #include "core/page_populator.h"
 
 namespace kvrelay {
@@ -65,18 +61,9 @@ class Releaser {
     state.reset();
   }
   // Under mutex_.
-  bool Start() {
-    if (started_) return true;
-    try {
-      std::thread([this] { Run(); }).detach();
-    } catch (const std::system_error&) {
-      return false;
-    }
-    started_ = true;
-    return true;
-  }
+  bool Start() { return background::StartOnce(started_, [this] { Run(); }); }
   void Run() {
-    setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 10);
+    background::LowerPriority();
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
       ready_.wait(lock, [this] { return !jobs_.empty(); });
