@@ -143,13 +143,17 @@ describe('ZmqSubscriber', () => {
     expect([small.records[2 * zmqRecord.stride], o.sub.pending]).toEqual([1, true]);
     // Room for the first message but not the second: one read, the second kept. Whether the second has
     // arrived by the read cannot be awaited without reading it, so the pair is sent again (next
-    // sequences) until a read finds it queued; the flag must equal `pending` after every read.
+    // sequences) until a read finds it queued; the flag must equal `pending` after every read. Each
+    // attempt gives the I/O thread a little longer before reading (attempt k: k ms): without it a
+    // loaded CI host's I/O thread lost the race 50 times in a row. The verdict does not depend on the
+    // wait (any attempt's read is checked alike); only how soon a read finds the second queued does.
     const b = flagged(1000, 2);
     const flag = () => b.records[2 * zmqRecord.stride];
     let next = 1n;
     let keptSecond = false;
     for (let attempt = 0; attempt < 50 && !keptSecond; attempt++) {
       await o.pub.send(['kv', encodeSequence(next), Buffer.alloc(600, 2)]);
+      await new Promise((resolve) => setTimeout(resolve, attempt));
       const first = next === 1n ? 0n : next - 1n;
       let n = 0;
       await waitFor(() => (n = o.sub.receive(b.arena, b.records, b.sequences, 2)) > 0, 'the first message');
