@@ -81,7 +81,7 @@ export function projectEventSources(
       invalid.push({ key: e.key, problem });
       continue;
     }
-    const name = endpointName({ ...value.metadata.kv_state_endpoint, endpoint: value.metadata.kv_state_endpoint.name });
+    const name = kvStateEndpointName(value);
     (byEndpoint.get(name) ?? byEndpoint.set(name, []).get(name)!).push({ key: e.key, value });
   }
 
@@ -128,7 +128,12 @@ function contradiction(e: SourceEntry, v: EventSourceValue): string | undefined 
   if (v.scope.kind !== 'endpoint' || v.scope.component === undefined || v.scope.endpoint === undefined) return `scope is ${v.scope.kind}, not endpoint`;
   const scope = { namespace: v.scope.namespace, component: v.scope.component, endpoint: v.scope.endpoint };
   if (!e.scope || endpointName(scope) !== endpointName({ component: '', endpoint: '', ...e.scope })) return 'scope is not its key\'s';
-  const kv = v.metadata.kv_state_endpoint;
-  if (endpointName({ ...kv, endpoint: kv.name }) !== endpointName(scope)) return 'metadata.kv_state_endpoint is not its scope\'s endpoint';
+  if (kvStateEndpointName(v) !== endpointName(scope)) return 'metadata.kv_state_endpoint is not its scope\'s endpoint';
   return undefined;
+}
+
+/** The source's KV-state endpoint (an EndpointId: `name` for the endpoint) as the relay names endpoints. */
+function kvStateEndpointName(v: EventSourceValue): string {
+  const { namespace, component, name } = v.metadata.kv_state_endpoint;
+  return endpointName({ namespace, component, endpoint: name });
 }

@@ -45,6 +45,8 @@ const endpointFields = { namespace: z.string(), component: z.string(), endpoint:
 
 export const instanceValue = z.object({ type: z.literal('Endpoint'), ...endpointFields });
 export const modelValue = z.object({ type: z.literal('Model'), ...endpointFields, card_json: cardSchema, model_suffix: optional(z.string()) });
+/** Dynamo's `EndpointId` (its endpoint under `name`). */
+const endpointId = z.object({ namespace: z.string(), component: z.string(), name: z.string() });
 /**
  * A channel's scope, one shape: Dynamo's `EventScope` is `#[serde(tag = "kind", rename_all = "snake_case")]`
  * with `Namespace { name }`, `Component { namespace, component }` and `Endpoint { endpoint: EndpointId }`
@@ -54,7 +56,7 @@ export const modelValue = z.object({ type: z.literal('Model'), ...endpointFields
  */
 const eventScope = z.union([
   z
-    .object({ kind: z.literal('endpoint'), endpoint: z.object({ namespace: z.string(), component: z.string(), name: z.string() }) })
+    .object({ kind: z.literal('endpoint'), endpoint: endpointId })
     .transform((s) => ({ kind: s.kind as string, namespace: s.endpoint.namespace, component: s.endpoint.component as string | undefined, endpoint: s.endpoint.name as string | undefined })),
   z.object({ kind: z.literal('namespace'), name: z.string() }).transform((s) => ({ kind: s.kind as string, namespace: s.name, component: undefined as string | undefined, endpoint: undefined as string | undefined })),
   z.object({ kind: z.string(), namespace: z.string(), component: optional(z.string()), endpoint: optional(z.string()) }),
@@ -70,7 +72,6 @@ export const eventChannelValue = z.object({
     z.object({ kind: z.literal('ZmqBroker'), config: z.object({ xpub_endpoints: z.array(z.string()) }) }),
   ]),
 });
-const endpointId = z.object({ namespace: z.string(), component: z.string(), name: z.string() });
 /**
  * DiscoveryInstance::EventSource (newest revisions; identity-topology-load.md §5.2): written once by a
  * worker's KV publisher per (worker, dp rank), endpoint-scoped to its KV-state endpoint. `metadata` is
