@@ -24,13 +24,15 @@ test('a block of the loop is the window\'s max and, holding most of the window, 
     const w = loop.take()!;
     expect(w.samples).toBeGreaterThan(0);
     expect(w.maxMs).toBeGreaterThanOrEqual(80);
-    expect(w.maxMs).toBeLessThan(80 + 50);
+    // The busy stretch around the block (jest's own turns, a preemption on a loaded host) adds to it.
+    expect(w.maxMs).toBeLessThan(80 + 100);
     // ~80 of ~100 ms were the block: a moment at random waits for its rest, half of it at the median.
     expect(w.p50Ms).toBeGreaterThan(10);
     expect(w.p50Ms).toBeLessThanOrEqual(w.p99Ms);
     expect(w.p99Ms).toBeLessThanOrEqual(w.maxMs);
     await sleep(10);
-    expect(loop.take()!.maxMs).toBeLessThan(40);
+    // Afresh: the block is not carried into the next window (its stretches are the few ms around the sleep).
+    expect(loop.take()!.maxMs).toBeLessThan(80);
   } finally {
     loop.close();
   }
@@ -42,8 +44,12 @@ test('time the loop waits is no delay: a loop asleep on a timer reports none', a
     loop.take();
     await sleep(300);
     const w = loop.take()!;
-    expect(w.maxMs).toBeLessThan(20);
-    expect(w.p99Ms).toBeLessThan(5);
+    // Counting the wait as delay would read ~300 ms for the max and ~150 for the median. What the loop
+    // did around the timer is real delay and, on a host loaded by the rest of the suite, can be tens
+    // of ms (a preemption, a collection): bounded by half the wait, and the median moment, one the
+    // loop spent waiting, at no delay.
+    expect(w.maxMs).toBeLessThan(150);
+    expect(w.p50Ms).toBeLessThan(1);
   } finally {
     loop.close();
   }
