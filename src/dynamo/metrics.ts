@@ -23,6 +23,7 @@ export function dynamoMetrics(discovery: DynamoDiscovery, plane: EventPlane): ()
       unknownWorker: p.unknownWorker,
       duplicates: p.duplicates,
       gaps: p.gaps,
+      loadFaults: p.loadFaults,
     };
   };
 }

@@ -84,6 +84,8 @@ export interface DynamoMetrics {
   unknownWorker: number;
   duplicates: number;
   gaps: number;
+  /** kv_metrics publisher faults on the ZMQ plane, each clearing the load that publisher reported. */
+  loadFaults: number;
 }
 
 export interface MetricsProviders {
@@ -392,6 +394,7 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
     counter('kv_dc_relay_dynamo_unknown_worker_total', 'Events of a worker without a model card in the served namespaces (dropped)', [], (set) => set({}, dynamo().unknownWorker));
     counter('kv_dc_relay_dynamo_duplicates_total', 'Envelopes at or below their publisher\'s last sequence (duplicates or reordered; dropped)', [], (set) => set({}, dynamo().duplicates));
     counter('kv_dc_relay_dynamo_gaps_total', 'Publisher sequence gaps (each resets the publisher\'s sources)', [], (set) => set({}, dynamo().gaps));
+    counter('kv_dc_relay_dynamo_load_faults_total', 'ZMQ kv_metrics publisher faults (a message that does not decode or whose envelope names another topic, publisher or sequence than its frames; a lost connection): each clears the load that publisher reported', [], (set) => set({}, dynamo().loadFaults));
   }
   return registry;
 }

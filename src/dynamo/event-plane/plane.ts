@@ -74,7 +74,7 @@ interface Live {
 export class DynamoEventPlane implements EventPlane {
   private readonly logger: PlaneLogger;
   private readonly ctx: ChannelContext;
-  private readonly counters: PlaneCounters = { messages: 0, malformed: 0, otherTopic: 0, unknownWorker: 0, duplicates: 0, gaps: 0 };
+  private readonly counters: PlaneCounters = { messages: 0, malformed: 0, otherTopic: 0, unknownWorker: 0, duplicates: 0, gaps: 0, loadFaults: 0 };
   private readonly sourceStats = new Map<string, SourceStats>();
   private readonly live = new Map<string, Live>();
   /** Worker -> rank -> its latest kv_used_blocks (ActiveLoad on kv_metrics; no expiry, as in Dynamo). */
@@ -264,7 +264,7 @@ export class DynamoEventPlane implements EventPlane {
     void this.connection().then(
       (nc) => {
         if (stopped) return;
-        sub = nc.subscribe(subject, { callback: (err, msg) => void (err ? undefined : this.observeLoad(subject, msg.data)) });
+        sub = nc.subscribe(subject, { callback: (err, msg) => void (err ? undefined : this.observeLoad(subject, decodeActiveLoad(msg.data))) });
       },
       () => undefined,
     );
@@ -277,12 +277,11 @@ export class DynamoEventPlane implements EventPlane {
     };
   }
 
-  /** Records a kv_metrics report; returns the worker whose load it set, if any. */
-  private observeLoad(subject: string, message: Uint8Array, decode: (m: Uint8Array) => ActiveLoadReport | string = decodeActiveLoad): bigint | undefined {
-    const load = decode(message);
+  /** Records a kv_metrics report (a malformed one is counted and logged); returns the worker whose load it set, if any. */
+  private observeLoad(channel: string, load: ActiveLoadReport | string): bigint | undefined {
     if (typeof load === 'string') {
       this.counters.malformed += 1;
-      this.ctx.warn({ channel: subject, err: load }, 'malformed Dynamo kv_metrics message');
+      this.ctx.warn({ channel, err: load }, 'malformed Dynamo kv_metrics message');
       return undefined;
     }
     const ranks = this.workers.get(load.workerId);
@@ -346,29 +345,38 @@ export class DynamoEventPlane implements EventPlane {
   }
 
   /**
-   * A worker's kv_metrics publisher on the ZMQ plane: its ranks' latest kv_used_blocks, as on NATS. When
-   * the connection to the publisher drops, the reports that came through it are cleared (its workers'
-   * load is unobserved until their next report on the reconnected socket), as a NATS disconnect clears
-   * them (watchStatus) and as Dynamo's relay does when its direct-ZMQ kv_metrics subscription reports
-   * a Disconnected fault (its SUB's monitor saw ZMQ_EVENT_DISCONNECTED: zmq_transport.rs
-   * `monitor_connection`; lib/llm/src/kv_router/metrics_subscriber.rs `fault_for_event`; then
-   * lib/llm/src/kv_dc_relay's `run_load_collector` calls `clear_load_observations`).
+   * A worker's kv_metrics publisher on the ZMQ plane: its ranks' latest kv_used_blocks, as on NATS. A
+   * fault of the publisher clears the reports that came through it (its workers' load is unobserved
+   * until their next good report), as a NATS disconnect clears them (watchStatus) and as Dynamo's relay
+   * does at each fault its direct-ZMQ kv_metrics subscription reports (lib/llm/src/kv_router/
+   * metrics_subscriber.rs `fault_for_event`; then lib/llm/src/kv_dc_relay's `run_load_collector` calls
+   * `clear_load_observations`): a message whose envelope or payload does not decode, or whose envelope
+   * names another topic, publisher or sequence than its frames (IdentityMismatch), and a dropped
+   * connection (its SUB's monitor saw ZMQ_EVENT_DISCONNECTED: zmq_transport.rs `monitor_connection`).
    */
   private connectZmqLoad(endpoint: string): Live {
     /** The workers whose load this publisher set (those of the deployment only: bounded). */
     const fed = new Set<bigint>();
+    const fault = (why: string, err?: string): void => {
+      this.counters.loadFaults += 1;
+      this.ctx.warn({ channel: endpoint, err, cleared: [...fed].map(String) }, `Dynamo kv_metrics publisher fault (${why}): the load it reported is cleared until its next report`);
+      for (const id of fed) this.reported.delete(id);
+      fed.clear();
+    };
     const stop = this.readZmq(
       endpoint,
       KV_METRICS_TOPIC,
       MAX_ACTIVE_LOAD_MESSAGE_BYTES,
       (publisher, sequence, frame) => {
-        const workerId = this.observeLoad(endpoint, frame, (m) => decodeZmqActiveLoad(publisher.readBigUInt64BE(0), sequence.readBigUInt64BE(0), m));
+        const load = decodeZmqActiveLoad(KV_METRICS_TOPIC, publisher.readBigUInt64BE(0), sequence.readBigUInt64BE(0), frame);
+        if (typeof load === 'string') {
+          this.counters.malformed += 1;
+          return fault('malformed or mismatched message', load);
+        }
+        const workerId = this.observeLoad(endpoint, load);
         if (workerId !== undefined) fed.add(workerId);
       },
-      () => {
-        for (const id of fed) this.reported.delete(id);
-        fed.clear();
-      },
+      () => fault('connection lost'),
     );
     return { reading: true, stop };
   }
