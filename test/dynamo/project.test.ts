@@ -263,3 +263,9 @@ test('event sources: a deployment without v1/event_sources projects exactly as b
   const { eventSources: _e2, invalidSources: _i2, ...restWithout } = without;
   expect(rest).toEqual(restWithout);
 });
+
+test('a card whose data_parallel_size is above 4096 is rejected before its ranks are walked', () => {
+  const r = projectDynamo(entries(model(ID, card({ runtime_config: { data_parallel_size: 2 ** 53 } }))));
+  expect(r.rejected.map((x) => x.problem)).toEqual([expect.stringMatching(/data_parallel_size/)]);
+  expect(r.workers.size).toBe(0);
+});

@@ -4,7 +4,7 @@
 // checked, so a newer Dynamo's extra fields are ignored, as serde ignores unknown fields.
 import { parse as parseLossless } from 'lossless-json';
 import { z } from 'zod';
-import { MAX_DYNAMO_VALUE_BYTES } from '../../config/limits';
+import { MAX_DP_SIZE, MAX_DYNAMO_VALUE_BYTES } from '../../config/limits';
 
 /** An integer: a JS number when safe, a bigint above 2^53 (never a rounded number). */
 function losslessNumber(text: string): number | bigint {
@@ -33,7 +33,8 @@ export const cardSchema = z.object({
       total_kv_blocks: optional(count),
       max_num_seqs: optional(count),
       data_parallel_start_rank: optional(count),
-      data_parallel_size: optional(count),
+      // Bounded before the relay walks a card's ranks (identity-topology-load.md §4.1: 1..=4096).
+      data_parallel_size: optional(count.pipe(z.number().max(MAX_DP_SIZE))),
       enable_local_indexer: optional(z.boolean()),
       enable_eagle: optional(z.boolean()),
     }),
