@@ -17,6 +17,9 @@ const count = z.union([z.number().int().min(0), z.bigint().min(0n)]).transform((
 const optional = <T extends z.ZodType>(t: T) => t.nullish().transform((v) => v ?? undefined);
 const stringMap = z.record(z.string(), z.string());
 
+/** Dynamo's `EndpointId` (its endpoint under `name`); a part that is empty names no endpoint. */
+const endpointId = z.object({ namespace: z.string().min(1), component: z.string().min(1), name: z.string().min(1) });
+
 /** The card fields the relay reads (identity-topology-load.md §5.1). */
 export const cardSchema = z.object({
   display_name: z.string(),
@@ -37,6 +40,8 @@ export const cardSchema = z.object({
       data_parallel_size: optional(count.pipe(z.number().max(MAX_DP_SIZE))),
       enable_local_indexer: optional(z.boolean()),
       enable_eagle: optional(z.boolean()),
+      // The endpoint whose v1/event_sources describe this worker's KV state (§5.2); omitted: its serving endpoint.
+      kv_state_endpoint: optional(endpointId),
     }),
   ),
 });
@@ -46,8 +51,6 @@ const endpointFields = { namespace: z.string(), component: z.string(), endpoint:
 
 export const instanceValue = z.object({ type: z.literal('Endpoint'), ...endpointFields });
 export const modelValue = z.object({ type: z.literal('Model'), ...endpointFields, card_json: cardSchema, model_suffix: optional(z.string()) });
-/** Dynamo's `EndpointId` (its endpoint under `name`). */
-const endpointId = z.object({ namespace: z.string(), component: z.string(), name: z.string() });
 /**
  * A channel's scope, one shape: Dynamo's `EventScope` is `#[serde(tag = "kind", rename_all = "snake_case")]`
  * with `Namespace { name }`, `Component { namespace, component }` and `Endpoint { endpoint: EndpointId }`
