@@ -323,3 +323,10 @@ test('a card whose data_parallel_size is above 4096 is rejected before its ranks
   expect(r.rejected.map((x) => x.problem)).toEqual([expect.stringMatching(/data_parallel_size/)]);
   expect(r.workers.size).toBe(0);
 });
+
+test('an endpoint left out for a conflict is not counted unbound', () => {
+  const ep = 'ns/backend/generate';
+  const p = projectDynamo(entries(model(ID, card()), model(ID + 1n, card({ display_name: 'mistral' })), eventSource(ep, ID, 4, 77), eventSource(ep, ID, 4, 78)));
+  expect(p.endpoints).toEqual([]);
+  expect(p.unbound).toEqual(new Map());
+});

@@ -194,6 +194,9 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
       unbound.set(name, `no active KV event source for its workers (v1/event_sources of ${kvState[0]})`);
     }
   }
+  // An endpoint left out for a conflict has no pool to hold unbound.
+  const projected = new Set(endpoints.map(endpointName));
+  for (const name of unbound.keys()) if (!projected.has(name)) unbound.delete(name);
   return {
     endpoints,
     channels: { subjects: [...subjects].sort(), streams: [...streams].sort(), zmq: [...zmq].sort(), load: [...load].sort(), loadZmq: [...loadZmq].sort() },
