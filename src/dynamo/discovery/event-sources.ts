@@ -13,7 +13,7 @@
 //   serving endpoint where they omit it, is this one) and every advertised rank; an endpoint with no
 //   valid source has no membership (its events are handled as before event sources existed);
 // - the ranks of a serving endpoint whose cards name more than one KV-state endpoint are
-//   Ambiguous{endpoint-mapping} (mappingAmbiguous): no publisher is trusted for them.
+//   Ambiguous{endpoint-mapping} (markMappingAmbiguous): no publisher is trusted for them.
 import { endpointName } from '../../producer/deployment';
 import type { KeyScope } from './keys';
 import { eventSourceValue, parseValue, type EventSourceValue } from './values';
