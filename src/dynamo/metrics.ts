@@ -13,6 +13,7 @@ export function dynamoMetrics(discovery: DynamoDiscovery, plane: EventPlane): ()
       conflicts: d.conflicts,
       endpoints: d.endpoints,
       workers: d.workers,
+      unboundEndpoints: d.unboundEndpoints,
       eventSources: d.eventSources,
       natsConnected: p.natsConnected,
       natsReconnects: p.natsReconnects,
@@ -23,6 +24,7 @@ export function dynamoMetrics(discovery: DynamoDiscovery, plane: EventPlane): ()
       unknownWorker: p.unknownWorker,
       duplicates: p.duplicates,
       gaps: p.gaps,
+      loadFaults: p.loadFaults,
     };
   };
 }

@@ -72,6 +72,8 @@ export interface DynamoMetrics {
   conflicts: number;
   endpoints: number;
   workers: number;
+  /** Serving endpoints whose pool does not bind for want of an active KV event source. */
+  unboundEndpoints: number;
   /** Logical KV event sources (worker, dp rank) by status, and invalid v1/event_sources entries. */
   eventSources: { missing: number; active: number; ambiguous: number; invalid: number };
   natsConnected: boolean;
@@ -84,6 +86,8 @@ export interface DynamoMetrics {
   unknownWorker: number;
   duplicates: number;
   gaps: number;
+  /** kv_metrics publisher faults on the ZMQ plane, each clearing the load that publisher reported. */
+  loadFaults: number;
 }
 
 export interface MetricsProviders {
@@ -374,6 +378,7 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
     gauge('kv_dc_relay_dynamo_conflicts', 'Dynamo cards or endpoints left out for a conflict', [], (set) => set({}, dynamo().conflicts));
     gauge('kv_dc_relay_dynamo_endpoints', 'Dynamo serving endpoints projected from the model cards', [], (set) => set({}, dynamo().endpoints));
     gauge('kv_dc_relay_dynamo_workers', 'Dynamo workers with a base model card', [], (set) => set({}, dynamo().workers));
+    gauge('kv_dc_relay_dynamo_unbound_endpoints', 'Dynamo serving endpoints whose pool is not served: their KV-state endpoint has v1/event_sources entries but none of their ranks is Active, or their cards name more than one KV-state endpoint', [], (set) => set({}, dynamo().unboundEndpoints));
     gauge('kv_dc_relay_dynamo_event_sources', 'Dynamo KV event sources (worker, dp rank) of endpoints with v1/event_sources entries, by status; invalid: entries that contradict their key', ['status'], (set) => {
       const s = dynamo().eventSources;
       for (const status of ['missing', 'active', 'ambiguous', 'invalid'] as const) set({ status }, s[status]);
@@ -392,6 +397,7 @@ export function createRelayMetrics(sources: MetricsProviders): Registry {
     counter('kv_dc_relay_dynamo_unknown_worker_total', 'Events of a worker without a model card in the served namespaces (dropped)', [], (set) => set({}, dynamo().unknownWorker));
     counter('kv_dc_relay_dynamo_duplicates_total', 'Envelopes at or below their publisher\'s last sequence (duplicates or reordered; dropped)', [], (set) => set({}, dynamo().duplicates));
     counter('kv_dc_relay_dynamo_gaps_total', 'Publisher sequence gaps (each resets the publisher\'s sources)', [], (set) => set({}, dynamo().gaps));
+    counter('kv_dc_relay_dynamo_load_faults_total', 'ZMQ kv_metrics publisher faults (a message that does not decode or whose envelope names another topic, publisher or sequence than its frames; a lost connection): each clears the load that publisher reported', [], (set) => set({}, dynamo().loadFaults));
   }
   return registry;
 }

@@ -4,7 +4,8 @@
 // Rules (relay-config.md; identity-topology-load.md §5.1):
 // - a pool materializes when the endpoint's model resolves (kvBlockSize > 0), at least one worker has
 //   kvEvents, its registrations survive the deployment-wide name collision filter and pass the
-//   registry checks, and no other endpoint resolves to the same pool id (then all of them are fenced);
+//   registry checks, no other endpoint resolves to the same pool id (then all of them are fenced), and
+//   the deployment does not hold it unbound (a Dynamo endpoint without an active KV event source);
 // - an endpoint takes part in topology while its base-model registration survives; adapters likewise.
 import type { EndpointConfig } from '../config/schema';
 import type { DynamoEndpointId, KvPoolId, KvQuerySemantics, ModelRegistration } from '../wire/types';
@@ -59,6 +60,8 @@ export interface DeploymentOptions {
    * Dynamo deployment's): an endpoint materializes without `kvEvents` on its workers.
    */
   eventPlane?: boolean;
+  /** Endpoints (by name) whose pool must not bind, with why (a Dynamo endpoint without an active KV event source). */
+  unbound?: ReadonlyMap<string, string>;
 }
 
 export function buildDeployment(dcId: string, endpoints: readonly EndpointConfig[], options: DeploymentOptions = {}): Deployment {
@@ -114,6 +117,8 @@ export function buildDeployment(dcId: string, endpoints: readonly EndpointConfig
 
 function materializationProblem(ep: EndpointConfig, regs: readonly ModelRegistration[], options: DeploymentOptions): string | undefined {
   if (options.eventPlane ? ep.workers.length === 0 : !ep.workers.some((w) => w.kvEvents)) return 'no worker has kvEvents';
+  const unbound = options.unbound?.get(endpointName(ep));
+  if (unbound !== undefined) return unbound;
   if (ep.model.kvBlockSize === 0) return 'kvBlockSize is 0';
   return registrationConflict(regs);
 }

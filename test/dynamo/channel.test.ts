@@ -38,7 +38,7 @@ function setup(workers: [bigint, { dpStartRank: number; dpSize: number }][], max
     },
   };
   const stats = new Map<string, SourceStats>();
-  const counters: PlaneCounters = { messages: 0, malformed: 0, otherTopic: 0, unknownWorker: 0, duplicates: 0, gaps: 0 };
+  const counters: PlaneCounters = { messages: 0, malformed: 0, otherTopic: 0, unknownWorker: 0, duplicates: 0, gaps: 0, loadFaults: 0 };
   const ctx: ChannelContext = {
     sink,
     decoder: new RouterEventBatchDecoder(KV_EVENT_TOPIC),

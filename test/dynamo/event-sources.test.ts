@@ -114,9 +114,12 @@ describeWithEtcd('Dynamo v1/event_sources gate the event plane (real etcd, ZMQ, 
   });
 
   test('an Ambiguous rank is reset and its events dropped; Active again, it is reset once more and its events applied', async () => {
-    const card = { display_name: 'llama', kv_cache_block_size: BS, model_type: 'Chat', worker_type: 'aggregated', needs: [], runtime_config: { total_kv_blocks: 100 } };
+    const card = { display_name: 'llama', kv_cache_block_size: BS, model_type: 'Chat', worker_type: 'aggregated', needs: [], runtime_config: { total_kv_blocks: 100, data_parallel_size: 2 } };
     const w = (worker = await new DynamoWorker(kv, { namespace: 'ns', component: 'backend', card, transport: 'zmq', channelScope: 'endpoint' }).register());
     await w.advertiseSource(0);
+    // Rank 1 Active keeps the pool served while rank 0 is Ambiguous (with no Active rank it would be
+    // withdrawn: source-binding.test.ts).
+    await w.advertiseSource(1);
     await run.start(relayConfig([], { discovery: { dynamo: { etcd: { endpoints: [etcd.endpoint] } } } }), []);
     const pool = await run.poolKey('backend');
     const sourceGauge = async (status: string): Promise<number> => metricValue(await run.metricsText(), 'kv_dc_relay_dynamo_event_sources', `status="${status}"`);
@@ -142,7 +145,7 @@ describeWithEtcd('Dynamo v1/event_sources gate the event plane (real etcd, ZMQ, 
 
     // The second incarnation gone: Active again, its events applied.
     await kv.delete().key(second);
-    await waitFor(async () => (await sourceGauge('active')) === 1, 'rank 0 active again', 10_000, 20);
+    await waitFor(async () => (await sourceGauge('active')) === 2, 'rank 0 active again', 10_000, 20);
     const c = tokenRange(300, 2 * BS);
     await storeUntilHeld(c, 31n, 'the rank’s blocks once Active again');
     expect(expectedHashes(b, null, BS).some((h) => run.holds(pool, h))).toBe(false);

@@ -263,3 +263,70 @@ test('event sources: a deployment without v1/event_sources projects exactly as b
   const { eventSources: _e2, invalidSources: _i2, ...restWithout } = without;
   expect(rest).toEqual(restWithout);
 });
+
+test('event sources bind the pool: where the KV-state endpoint has entries, only with an Active rank of the endpoint’s cards; without entries, as before', () => {
+  const ep = 'ns/backend/generate';
+  // card(): ranks 4 and 5.
+  expect(projectDynamo(entries(model(ID, card()), eventSource(ep, ID, 4, 77))).unbound).toEqual(new Map());
+  expect(projectDynamo(entries(model(ID, card()))).unbound).toEqual(new Map());
+  const none = projectDynamo(entries(model(ID, card()), eventSource(ep, ID, 4, 77), eventSource(ep, ID, 4, 78)));
+  expect([...none.unbound.keys()]).toEqual([ep]);
+  expect(none.unbound.get(ep)).toMatch(/no active KV event source/);
+  // An Active source of a rank the endpoint's cards do not declare binds nothing.
+  expect([...projectDynamo(entries(model(ID, card()), eventSource(ep, ID, 9, 77))).unbound.keys()]).toEqual([ep]);
+  expect(none.endpoints).toHaveLength(1);
+});
+
+test('runtime_config.kv_state_endpoint names the endpoint whose sources are the card’s; cards that disagree leave every rank Ambiguous (endpoint mapping); a malformed one rejects the card', () => {
+  const ep = 'ns/backend/generate';
+  const kvState = { namespace: 'ns', component: 'backend', name: 'kv' };
+  const mapped = card({ runtime_config: { data_parallel_size: 2, data_parallel_start_rank: 4, kv_state_endpoint: kvState } });
+  const p = projectDynamo(entries(model(ID, mapped), eventSource('ns/backend/kv', ID, 4, 77)));
+  expect(ranksOf(p, 'ns/backend/kv')).toEqual([
+    [ID, 4, 'active', undefined, [77n]],
+    [ID, 5, 'missing', undefined, []],
+  ]);
+  expect(p.unbound).toEqual(new Map());
+  // A source at the serving endpoint is not the card's: the pool does not bind for it.
+  const elsewhere = projectDynamo(entries(model(ID, mapped), eventSource('ns/backend/kv', ID, 4, 77), eventSource('ns/backend/kv', ID, 4, 78), eventSource(ep, ID, 5, 79)));
+  expect([...elsewhere.unbound.keys()]).toEqual([ep]);
+  // An explicit mapping to the serving endpoint agrees with an omitted one.
+  const explicit = card({ runtime_config: { kv_state_endpoint: { namespace: 'ns', component: 'backend', name: 'generate' } } });
+  const agreeing = projectDynamo(entries(model(ID, explicit), model(ID + 1n, card({ runtime_config: {} })), eventSource(ep, ID, 0, 77)));
+  expect(agreeing.unbound).toEqual(new Map());
+  expect(ranksOf(agreeing)).toEqual([
+    [ID, 0, 'active', undefined, [77n]],
+    [ID + 1n, 0, 'missing', undefined, []],
+  ]);
+  // Two workers naming different KV-state endpoints: every rank Ambiguous, no binding, with or without entries.
+  const two = projectDynamo(entries(model(ID, mapped), model(ID + 1n, card({ runtime_config: {} })), eventSource('ns/backend/kv', ID, 4, 77)));
+  expect(ranksOf(two)).toEqual([
+    [ID, 4, 'ambiguous', 'endpoint-mapping', [77n]],
+    [ID, 5, 'ambiguous', 'endpoint-mapping', []],
+    [ID + 1n, 0, 'ambiguous', 'endpoint-mapping', []],
+  ]);
+  // Each source counted once: not also under the endpoint it was advertised at.
+  expect(ranksOf(two, 'ns/backend/kv')).toEqual([]);
+  expect(two.unbound.get(ep)).toMatch(/more than one KV-state endpoint.*ns\/backend\/generate, ns\/backend\/kv/);
+  expect(two.endpoints).toHaveLength(1);
+  // Not an EndpointId (a missing or empty part, not an object): the card is rejected alone, with its key.
+  for (const bad of [{ namespace: 'ns', component: 'backend' }, { ...kvState, name: '' }, 'ns/backend/kv']) {
+    const r = projectDynamo(entries(model(ID, card({ runtime_config: { kv_state_endpoint: bad } }))));
+    expect(r.rejected.map((x) => x.key)).toEqual([model(ID, card())[0]]);
+    expect(r.rejected[0].problem).toMatch(/kv_state_endpoint/);
+    expect(r.endpoints).toEqual([]);
+  }
+});
+
+test('a card whose data_parallel_size is above 4096 is rejected before its ranks are walked', () => {
+  const r = projectDynamo(entries(model(ID, card({ runtime_config: { data_parallel_size: 2 ** 53 } }))));
+  expect(r.rejected.map((x) => x.problem)).toEqual([expect.stringMatching(/data_parallel_size/)]);
+  expect(r.workers.size).toBe(0);
+});
+
+test('an endpoint left out for a conflict is not counted unbound', () => {
+  const ep = 'ns/backend/generate';
+  const p = projectDynamo(entries(model(ID, card()), model(ID + 1n, card({ display_name: 'mistral' })), eventSource(ep, ID, 4, 77), eventSource(ep, ID, 4, 78)));
+  expect(p.endpoints).toEqual([]);
+  expect(p.unbound).toEqual(new Map());
+});

@@ -196,10 +196,12 @@ export class DynamoWorker {
 
   /**
    * The v1/event_sources entry of its KV publisher for `dpRank`, under its lease; the key. `publisherId`:
-   * another publisher than the rank's own (a second incarnation).
+   * another publisher than the rank's own (a second incarnation). `kvStateEndpoint`: the endpoint (of its
+   * component) the entry is scoped to, when its card's runtime_config.kv_state_endpoint names one.
    */
-  async advertiseSource(dpRank: number, o: { publisherId?: bigint } & EventSourceOptions = {}): Promise<string> {
-    const [key, value] = eventSourceEntry({ namespace: this.o.namespace, component: this.o.component, endpoint: this.o.endpoint ?? 'generate' }, this.id, dpRank, o.publisherId ?? this.publisherOf(dpRank).publisherId, o);
+  async advertiseSource(dpRank: number, o: { publisherId?: bigint; kvStateEndpoint?: string } & EventSourceOptions = {}): Promise<string> {
+    const endpoint = o.kvStateEndpoint ?? this.o.endpoint ?? 'generate';
+    const [key, value] = eventSourceEntry({ namespace: this.o.namespace, component: this.o.component, endpoint }, this.id, dpRank, o.publisherId ?? this.publisherOf(dpRank).publisherId, o);
     await this.lease!.put(key).value(value);
     return key;
   }

@@ -9,14 +9,17 @@
 //   recovery_target, else live-only), more than one is Ambiguous{incarnations}; a publisher whose
 //   descriptor changed while it was advertised (values are immutable once written), or whose id is
 //   advertised for two ranks, makes its rank Ambiguous{conflicting-descriptor}: fail closed;
-// - the statuses cover the carded ranks of the endpoint and every advertised rank; an endpoint with
-//   no valid source has no membership (its events are handled as before event sources existed).
+// - the statuses cover the ranks carded for the KV-state endpoint (cards whose kv_state_endpoint, or
+//   serving endpoint where they omit it, is this one) and every advertised rank; an endpoint with no
+//   valid source has no membership (its events are handled as before event sources existed);
+// - the ranks of a serving endpoint whose cards name more than one KV-state endpoint are
+//   Ambiguous{endpoint-mapping} (markMappingAmbiguous): no publisher is trusted for them.
 import { endpointName } from '../../producer/deployment';
 import type { KeyScope } from './keys';
 import { eventSourceValue, parseValue, type EventSourceValue } from './values';
 
 export type SourceStatus = 'missing' | 'active' | 'ambiguous';
-export type AmbiguousReason = 'incarnations' | 'conflicting-descriptor';
+export type AmbiguousReason = 'incarnations' | 'conflicting-descriptor' | 'endpoint-mapping';
 
 export interface RankSource {
   workerId: bigint;
@@ -114,10 +117,40 @@ export function projectEventSources(
       if (rank.status !== 'active') rank.recoverable = false;
       rank.publishers.sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     }
-    const sorted = [...ranks.values()].sort((a, b) => (a.workerId !== b.workerId ? (a.workerId < b.workerId ? -1 : 1) : a.dpRank - b.dpRank));
+    const sorted = [...ranks.values()].sort(compareRanks);
     endpoints.set(name, { publishers, ranks: sorted });
   }
   return { endpoints, invalid, rejected };
+}
+
+/**
+ * Makes `ranks`, those of the serving endpoint `serving` whose cards disagree on their KV-state
+ * endpoint, Ambiguous{endpoint-mapping} (Dynamo's KvSourceAmbiguity::EndpointMapping) whatever was
+ * advertised for them: listed under `serving`, and under no other endpoint (each logical source is
+ * counted once). Their advertised publishers stay known (an event of theirs is still attributed, then
+ * dropped as Ambiguous).
+ */
+export function markMappingAmbiguous(endpoints: Map<string, EndpointSources>, serving: string, ranks: readonly WorkerRank[]): void {
+  const keys = new Set(ranks.map((r) => `${r.workerId}/${r.dpRank}`));
+  const publishersOf = new Map<string, bigint[]>();
+  for (const sources of endpoints.values()) {
+    sources.ranks = sources.ranks.filter((r) => {
+      const key = `${r.workerId}/${r.dpRank}`;
+      if (!keys.has(key)) return true;
+      publishersOf.set(key, [...(publishersOf.get(key) ?? []), ...r.publishers]);
+      return false;
+    });
+  }
+  const own = endpoints.get(serving) ?? endpoints.set(serving, { publishers: new Map(), ranks: [] }).get(serving)!;
+  for (const { workerId, dpRank } of ranks) {
+    const publishers = (publishersOf.get(`${workerId}/${dpRank}`) ?? []).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    own.ranks.push({ workerId, dpRank, status: 'ambiguous', reason: 'endpoint-mapping', publishers, recoverable: false });
+  }
+  own.ranks.sort(compareRanks);
+}
+
+function compareRanks(a: RankSource, b: RankSource): number {
+  return a.workerId !== b.workerId ? (a.workerId < b.workerId ? -1 : 1) : a.dpRank - b.dpRank;
 }
 
 /** What in a source's value contradicts its key or its own metadata; undefined when nothing does. */

@@ -23,11 +23,16 @@
 //   entries for the kv-events topic name NATS subject prefixes and ZMQ publishers;
 // - load: each serving endpoint's workers publish ActiveLoad on `namespace.{ns}.component.{c}.endpoint.{e}.kv_metrics`;
 // - event sources (newest revisions): v1/event_sources entries of the kv-events topic give, per KV-state
-//   endpoint, each publisher's (worker, dp rank) and each rank's status (event-sources.ts).
+//   endpoint, each publisher's (worker, dp rank) and each rank's status (event-sources.ts). A serving
+//   endpoint's KV-state endpoint is its cards' runtime_config.kv_state_endpoint, or itself where a card
+//   omits it; cards that name more than one leave its ranks Ambiguous (endpoint mapping). Its pool binds
+//   (materializes) only when the KV-state endpoint resolves and, where that endpoint has v1/event_sources
+//   entries, one of its carded ranks is Active there (Dynamo's desired_actor_binding); an endpoint whose
+//   KV-state endpoint has no entries binds as before event sources existed. Serving topology keeps it.
 import { endpointSchema, WORKER_TYPES, type EndpointConfig, type WorkerType } from '../../config/schema';
 import { endpointName } from '../../producer/deployment';
 import { DYNAMO_PREFIX, parseDynamoKey, type EndpointPath } from './keys';
-import { projectEventSources, type EndpointSources, type SourceEntry } from './event-sources';
+import { markMappingAmbiguous, projectEventSources, type EndpointSources, type SourceEntry } from './event-sources';
 import { eventChannelValue, instanceValue, modelValue, parseValue, type Card, type ModelValue } from './values';
 
 export const KV_EVENT_TOPIC = 'kv-events';
@@ -61,6 +66,8 @@ export interface DynamoProjection {
   workers: Map<bigint, WorkerRanks>;
   /** By KV-state endpoint name, for endpoints with at least one valid v1/event_sources entry. */
   eventSources: Map<string, EndpointSources>;
+  /** Serving endpoints (by name) whose pool does not bind for its KV event sources, with why (§5.2). */
+  unbound: Map<string, string>;
   /** v1/event_sources entries that contradict their key or themselves (they count for no rank). */
   invalidSources: { key: string; problem: string }[];
   /** Entries left out, with why (key relative to the etcd root). */
@@ -142,8 +149,13 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
   const endpoints: EndpointConfig[] = [];
   const workers = new Map<bigint, WorkerRanks>();
   const streams = new Set<string>();
+  /** By KV-state endpoint: the carded workers whose KV state it holds. */
   const carded = new Map<string, { workerId: bigint; dpStartRank: number; dpSize: number }[]>();
+  /** By serving endpoint: the KV-state endpoints its cards name (one when they agree). */
+  const kvStates = new Map<string, string[]>();
   for (const [name, { path, cards }] of bases) {
+    const kvState = [...new Set(cards.map((c) => kvStateEndpointOf(c, path)))].sort();
+    kvStates.set(name, kvState);
     const scope = `namespace.${eventSegment(path.namespace)}.component.${eventSegment(path.component)}`;
     load.add(`${scope}.endpoint.${eventSegment(path.endpoint)}.${KV_METRICS_TOPIC}`);
     subjects.add(`${scope}.${KV_EVENT_TOPIC}`);
@@ -152,7 +164,7 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
       const rc = c.card_json.runtime_config;
       const ranks = { dpStartRank: rc?.data_parallel_start_rank ?? 0, dpSize: rc?.data_parallel_size ?? 1 };
       workers.set(c.instance_id, ranks);
-      (carded.get(name) ?? carded.set(name, []).get(name)!).push({ workerId: c.instance_id, ...ranks });
+      if (kvState.length === 1) (carded.get(kvState[0]) ?? carded.set(kvState[0], []).get(kvState[0])!).push({ workerId: c.instance_id, ...ranks });
       if (rc?.enable_local_indexer === false) streams.add(kvStreamName(path));
     }
     const projected = projectEndpoint(path, cards, adapters, live);
@@ -165,15 +177,49 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
   }
   const eventSources = projectEventSources(sources, carded, changedSources);
   rejected.push(...eventSources.rejected);
+  const unbound = new Map<string, string>();
+  for (const [name, { cards }] of bases) {
+    const kvState = kvStates.get(name)!;
+    const own = cards.flatMap((c) => cardRanks(c).map((r) => ({ workerId: c.instance_id, dpRank: r })));
+    if (kvState.length > 1) {
+      // Resolution is Ambiguous: KV membership fails closed (every rank Ambiguous), serving continues.
+      markMappingAmbiguous(eventSources.endpoints, name, own);
+      unbound.set(name, `its cards name more than one KV-state endpoint (runtime_config.kv_state_endpoint: ${kvState.join(', ')})`);
+      continue;
+    }
+    const membership = eventSources.endpoints.get(kvState[0]);
+    if (!membership) continue;
+    const ownKeys = new Set(own.map((r) => `${r.workerId}/${r.dpRank}`));
+    if (!membership.ranks.some((r) => r.status === 'active' && ownKeys.has(`${r.workerId}/${r.dpRank}`))) {
+      unbound.set(name, `no active KV event source for its workers (v1/event_sources of ${kvState[0]})`);
+    }
+  }
+  // An endpoint left out for a conflict has no pool to hold unbound.
+  const projected = new Set(endpoints.map(endpointName));
+  for (const name of unbound.keys()) if (!projected.has(name)) unbound.delete(name);
   return {
     endpoints,
     channels: { subjects: [...subjects].sort(), streams: [...streams].sort(), zmq: [...zmq].sort(), load: [...load].sort(), loadZmq: [...loadZmq].sort() },
     workers,
     eventSources: eventSources.endpoints,
+    unbound,
     invalidSources: eventSources.invalid,
     rejected,
     conflicts,
   };
+}
+
+/** runtime_config.effective_kv_state_endpoint: the card's kv_state_endpoint, or its serving endpoint. */
+function kvStateEndpointOf(c: ModelValue, serving: EndpointPath): string {
+  const kv = c.card_json.runtime_config?.kv_state_endpoint;
+  return kv ? endpointName({ namespace: kv.namespace, component: kv.component, endpoint: kv.name }) : endpointName(serving);
+}
+
+/** The global dp ranks a card declares. */
+function cardRanks(c: ModelValue): number[] {
+  const rc = c.card_json.runtime_config;
+  const start = rc?.data_parallel_start_rank ?? 0;
+  return Array.from({ length: rc?.data_parallel_size ?? 1 }, (_, i) => start + i);
 }
 
 function workerKey(path: EndpointPath, id: bigint): string {

@@ -45,7 +45,7 @@ export class EventSourceTracker {
         const before = this.statuses.get(id);
         if (before === status) continue;
         const fields = { endpoint, workerId: r.workerId.toString(), dpRank: r.dpRank, status: r.status, reason: r.reason, publishers: r.publishers.map(String), was: before ?? 'unknown' };
-        if (r.status === 'ambiguous') this.logger.warn(fields, 'Dynamo KV event source ambiguous: its events are not trusted until it has one publisher again (fail closed)');
+        if (r.status === 'ambiguous') this.logger.warn(fields, 'Dynamo KV event source ambiguous: its events are not trusted until the ambiguity is resolved (fail closed)');
         else this.logger.info(fields, 'Dynamo KV event source status');
       }
     }

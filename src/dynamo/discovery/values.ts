@@ -4,7 +4,7 @@
 // checked, so a newer Dynamo's extra fields are ignored, as serde ignores unknown fields.
 import { parse as parseLossless } from 'lossless-json';
 import { z } from 'zod';
-import { MAX_DYNAMO_VALUE_BYTES } from '../../config/limits';
+import { MAX_DP_SIZE, MAX_DYNAMO_VALUE_BYTES } from '../../config/limits';
 
 /** An integer: a JS number when safe, a bigint above 2^53 (never a rounded number). */
 function losslessNumber(text: string): number | bigint {
@@ -16,6 +16,9 @@ const u64 = z.union([z.number().int().min(0), z.bigint().min(0n)]).transform((v)
 const count = z.union([z.number().int().min(0), z.bigint().min(0n)]).transform((v) => (typeof v === 'bigint' ? Number.MAX_SAFE_INTEGER : v));
 const optional = <T extends z.ZodType>(t: T) => t.nullish().transform((v) => v ?? undefined);
 const stringMap = z.record(z.string(), z.string());
+
+/** Dynamo's `EndpointId` (its endpoint under `name`); a part that is empty names no endpoint. */
+const endpointId = z.object({ namespace: z.string().min(1), component: z.string().min(1), name: z.string().min(1) });
 
 /** The card fields the relay reads (identity-topology-load.md §5.1). */
 export const cardSchema = z.object({
@@ -33,9 +36,12 @@ export const cardSchema = z.object({
       total_kv_blocks: optional(count),
       max_num_seqs: optional(count),
       data_parallel_start_rank: optional(count),
-      data_parallel_size: optional(count),
+      // Bounded before the relay walks a card's ranks (identity-topology-load.md §4.1: 1..=4096).
+      data_parallel_size: optional(count.pipe(z.number().max(MAX_DP_SIZE))),
       enable_local_indexer: optional(z.boolean()),
       enable_eagle: optional(z.boolean()),
+      // The endpoint whose v1/event_sources describe this worker's KV state (§5.2); omitted: its serving endpoint.
+      kv_state_endpoint: optional(endpointId),
     }),
   ),
 });
@@ -45,8 +51,6 @@ const endpointFields = { namespace: z.string(), component: z.string(), endpoint:
 
 export const instanceValue = z.object({ type: z.literal('Endpoint'), ...endpointFields });
 export const modelValue = z.object({ type: z.literal('Model'), ...endpointFields, card_json: cardSchema, model_suffix: optional(z.string()) });
-/** Dynamo's `EndpointId` (its endpoint under `name`). */
-const endpointId = z.object({ namespace: z.string(), component: z.string(), name: z.string() });
 /**
  * A channel's scope, one shape: Dynamo's `EventScope` is `#[serde(tag = "kind", rename_all = "snake_case")]`
  * with `Namespace { name }`, `Component { namespace, component }` and `Endpoint { endpoint: EndpointId }`

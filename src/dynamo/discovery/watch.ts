@@ -32,6 +32,8 @@ export interface DynamoDiscoveryMetrics {
   conflicts: number;
   endpoints: number;
   workers: number;
+  /** Serving endpoints whose pool does not bind for want of an active KV event source (v1/event_sources). */
+  unboundEndpoints: number;
   /** Logical KV event sources (worker, dp rank) by status, and invalid v1/event_sources entries. */
   eventSources: EventSourceCounts;
 }
@@ -44,6 +46,7 @@ export class DynamoDiscovery {
   private conflicts = new Set<string>();
   private endpoints = 0;
   private workers = 0;
+  private unbound = 0;
   private readonly sources: EventSourceTracker;
   private readonly passes = new PassLoop(() => this.apply());
   private closed = false;
@@ -68,7 +71,7 @@ export class DynamoDiscovery {
   }
 
   metrics(): DynamoDiscoveryMetrics {
-    return { stale: this.mirror.stale, rejectedEntries: this.rejected.size, conflicts: this.conflicts.size, endpoints: this.endpoints, workers: this.workers, eventSources: this.sources.metrics };
+    return { stale: this.mirror.stale, rejectedEntries: this.rejected.size, conflicts: this.conflicts.size, endpoints: this.endpoints, workers: this.workers, unboundEndpoints: this.unbound, eventSources: this.sources.metrics };
   }
 
   async close(): Promise<void> {
@@ -93,10 +96,11 @@ export class DynamoDiscovery {
     this.sources.report(p.eventSources, p.invalidSources);
     this.endpoints = p.endpoints.length;
     this.workers = p.workers.size;
+    this.unbound = p.unbound.size;
     try {
       // Workers first, so the events of a new worker are not dropped as unknown; then the pools.
       await this.options.eventPlane.update(p.channels, p.workers, advertisedSources(p.eventSources));
-      await this.options.producer.applyDeployment(buildDeployment(this.options.dcId, p.endpoints, { eventPlane: true }));
+      await this.options.producer.applyDeployment(buildDeployment(this.options.dcId, p.endpoints, { eventPlane: true, unbound: p.unbound }));
       if (!this.mirror.stale) this.options.producer.setAvailabilityKnown(true);
     } catch (err) {
       this.logger.error({ err: (err as Error).message }, 'applying the Dynamo deployment failed');

@@ -7,9 +7,10 @@ import { Unpackr } from 'msgpackr';
 const unpackr = new Unpackr({ useRecords: false, mapsAsObjects: true, int64AsType: 'bigint' });
 
 export interface ActiveLoadReport {
-  /** The envelope's publisher_id and sequence (a ZMQ message's frames 1-2 must agree with them). */
+  /** The envelope's publisher_id, sequence and topic (a ZMQ message's frames 0-2 must agree with them). */
   publisherId?: bigint;
   sequence?: bigint;
+  topic?: string;
   workerId: bigint;
   dpRank: number;
   /** Undefined in a router's report (advisory; the relay ignores it for pool load). */
@@ -33,15 +34,16 @@ export function decodeActiveLoad(message: Uint8Array): ActiveLoadReport | string
   if (!isMap(load)) return 'ActiveLoad: not a map';
   const publisherId = u64((envelope as Record<string, unknown>).publisher_id);
   const sequence = u64((envelope as Record<string, unknown>).sequence);
+  const topic = typeof envelope.topic === 'string' ? envelope.topic : undefined;
   const workerId = u64(load.worker_id);
   const dpRank = load.dp_rank === undefined ? 0n : u64(load.dp_rank);
   if (workerId === undefined) return 'ActiveLoad.worker_id: not a u64';
   if (dpRank === undefined || dpRank > 0xffff_ffffn) return 'ActiveLoad.dp_rank: not a u32';
   const used = load.kv_used_blocks;
-  if (used === undefined || used === null) return { publisherId, sequence, workerId, dpRank: Number(dpRank) };
+  if (used === undefined || used === null) return { publisherId, sequence, topic, workerId, dpRank: Number(dpRank) };
   const blocks = u64(used);
   if (blocks === undefined) return 'ActiveLoad.kv_used_blocks: not a u64';
-  return { publisherId, sequence, workerId, dpRank: Number(dpRank), kvUsedBlocks: Number(blocks) };
+  return { publisherId, sequence, topic, workerId, dpRank: Number(dpRank), kvUsedBlocks: Number(blocks) };
 }
 
 /** The ZMQ plane's frame around an envelope: version (1), then the envelope's length as u32 BE (frame.rs). */
@@ -52,17 +54,19 @@ export const MAX_ACTIVE_LOAD_MESSAGE_BYTES = 64 * 1024;
 
 /**
  * The report in a ZMQ plane message `[topic, publisher_id, sequence, frame]` (topic and frame lengths
- * checked by zmq-wire.ts), or why not: the frame's envelope must name the publisher and sequence the
- * message's frames 1-2 do, as Dynamo's ValidatedZmqSource requires (an IdentityMismatch otherwise).
+ * checked by zmq-wire.ts), or why not: the frame's envelope must name the topic, publisher and sequence
+ * the message's frames 0-2 do, as Dynamo's direct-ZMQ subscriber requires (an IdentityMismatch
+ * otherwise: lib/llm/src/direct_zmq_sub_pool.rs). Every failure here is one of Dynamo's kv_metrics
+ * faults (envelope decode, identity mismatch, payload decode: metrics_subscriber.rs `fault_for_event`).
  */
-export function decodeZmqActiveLoad(publisherId: bigint, sequence: bigint, frame: Uint8Array): ActiveLoadReport | string {
+export function decodeZmqActiveLoad(topic: string, publisherId: bigint, sequence: bigint, frame: Uint8Array): ActiveLoadReport | string {
   if (frame.length < FRAME_HEADER_BYTES || frame[0] !== FRAME_VERSION) return `not a version ${FRAME_VERSION} event-plane frame`;
   const length = new DataView(frame.buffer, frame.byteOffset, frame.byteLength).getUint32(1);
   if (length !== frame.length - FRAME_HEADER_BYTES) return `frame length ${length} for ${frame.length - FRAME_HEADER_BYTES} bytes`;
   const load = decodeActiveLoad(frame.subarray(FRAME_HEADER_BYTES));
   if (typeof load === 'string') return load;
-  if (load.publisherId !== publisherId || load.sequence !== sequence) {
-    return `frames name publisher ${publisherId} sequence ${sequence}, its envelope publisher ${load.publisherId ?? 'none'} sequence ${load.sequence ?? 'none'}`;
+  if (load.publisherId !== publisherId || load.sequence !== sequence || load.topic !== topic) {
+    return `frames name topic ${topic} publisher ${publisherId} sequence ${sequence}, its envelope topic ${load.topic ?? 'none'} publisher ${load.publisherId ?? 'none'} sequence ${load.sequence ?? 'none'}`;
   }
   return load;
 }

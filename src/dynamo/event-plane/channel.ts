@@ -34,7 +34,7 @@ export interface ChannelContext {
 }
 
 /** Event-plane counters that belong to no source. */
-export type PlaneCounters = Pick<DynamoMetrics, 'messages' | 'malformed' | 'otherTopic' | 'unknownWorker' | 'duplicates' | 'gaps'>;
+export type PlaneCounters = Pick<DynamoMetrics, 'messages' | 'malformed' | 'otherTopic' | 'unknownWorker' | 'duplicates' | 'gaps' | 'loadFaults'>;
 
 /** Messages of one turn held before decoding; beyond these bounds the turn is decoded at once. */
 const MAX_TURN_MESSAGES = 4096;

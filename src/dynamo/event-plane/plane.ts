@@ -27,8 +27,9 @@ import type { Logger } from '../../log';
 import { RouterEventBatchDecoder } from '../../native';
 import type { EventPlaneSources } from '../../producer/producer';
 import { KV_EVENT_TOPIC, KV_METRICS_TOPIC, LEGACY_KV_EVENT_TOPIC, type EventPlaneChannels, type WorkerRanks } from '../discovery/project';
-import { decodeActiveLoad, decodeZmqActiveLoad, MAX_ACTIVE_LOAD_MESSAGE_BYTES, type ActiveLoadReport } from './active-load';
+import { decodeActiveLoad, decodeZmqActiveLoad, MAX_ACTIVE_LOAD_MESSAGE_BYTES } from './active-load';
 import { EventChannel, type ChannelContext, type PlaneCounters } from './channel';
+import { LoadFeed, type ReportedLoad } from './load-feed';
 import { sourceKey } from './order';
 import { NO_ADVERTISED_SOURCES, SourceGate, type AdvertisedSources } from './source-gate';
 import { zmqWireError } from './zmq-wire';
@@ -74,11 +75,13 @@ interface Live {
 export class DynamoEventPlane implements EventPlane {
   private readonly logger: PlaneLogger;
   private readonly ctx: ChannelContext;
-  private readonly counters: PlaneCounters = { messages: 0, malformed: 0, otherTopic: 0, unknownWorker: 0, duplicates: 0, gaps: 0 };
+  private readonly counters: PlaneCounters = { messages: 0, malformed: 0, otherTopic: 0, unknownWorker: 0, duplicates: 0, gaps: 0, loadFaults: 0 };
   private readonly sourceStats = new Map<string, SourceStats>();
   private readonly live = new Map<string, Live>();
   /** Worker -> rank -> its latest kv_used_blocks (ActiveLoad on kv_metrics; no expiry, as in Dynamo). */
-  private readonly reported = new Map<bigint, Map<number, number>>();
+  private readonly reported: ReportedLoad = new Map();
+  /** The kv_metrics channels read. */
+  private readonly loadFeeds = new Set<LoadFeed>();
   private workers: ReadonlyMap<bigint, WorkerRanks> = new Map();
   private readonly gate = new SourceGate();
   private nats: Promise<NatsConnection> | undefined;
@@ -134,6 +137,7 @@ export class DynamoEventPlane implements EventPlane {
     for (const l of this.live.values()) l.channel?.forgetWorkers(workers);
     for (const [key, s] of this.sourceStats) if (!workers.has(s.source.workerId)) this.sourceStats.delete(key);
     for (const id of this.reported.keys()) if (!workers.has(id)) this.reported.delete(id);
+    for (const feed of this.loadFeeds) feed.forgetWorkers(workers);
   }
   private warnedNoNats = false;
 
@@ -257,14 +261,15 @@ export class DynamoEventPlane implements EventPlane {
     return live;
   }
 
-  /** A serving endpoint's kv_metrics subject: each worker rank's latest kv_used_blocks. */
+  /** A serving endpoint's kv_metrics subject: each worker rank's latest kv_used_blocks (load-feed.ts). */
   private subscribeLoad(subject: string): Live {
+    const feed = this.loadFeed(subject);
     let sub: Subscription | undefined;
     let stopped = false;
     void this.connection().then(
       (nc) => {
         if (stopped) return;
-        sub = nc.subscribe(subject, { callback: (err, msg) => void (err ? undefined : this.observeLoad(subject, msg.data)) });
+        sub = nc.subscribe(subject, { callback: (err, msg) => void (err ? undefined : feed.receive(decodeActiveLoad(msg.data))) });
       },
       () => undefined,
     );
@@ -272,25 +277,16 @@ export class DynamoEventPlane implements EventPlane {
       reading: true,
       stop: async () => {
         stopped = true;
+        this.loadFeeds.delete(feed);
         sub?.unsubscribe();
       },
     };
   }
 
-  /** Records a kv_metrics report; returns the worker whose load it set, if any. */
-  private observeLoad(subject: string, message: Uint8Array, decode: (m: Uint8Array) => ActiveLoadReport | string = decodeActiveLoad): bigint | undefined {
-    const load = decode(message);
-    if (typeof load === 'string') {
-      this.counters.malformed += 1;
-      this.ctx.warn({ channel: subject, err: load }, 'malformed Dynamo kv_metrics message');
-      return undefined;
-    }
-    const ranks = this.workers.get(load.workerId);
-    // A router's report (no kv_used_blocks) is advisory; an undeclared worker or rank is ignored.
-    if (load.kvUsedBlocks === undefined || !ranks || load.dpRank < ranks.dpStartRank || load.dpRank >= ranks.dpStartRank + ranks.dpSize) return undefined;
-    const byRank = this.reported.get(load.workerId) ?? this.reported.set(load.workerId, new Map()).get(load.workerId)!;
-    byRank.set(load.dpRank, load.kvUsedBlocks);
-    return load.workerId;
+  private loadFeed(channel: string): LoadFeed {
+    const feed = new LoadFeed(channel, this.reported, () => this.workers, this.counters, this.ctx.warn);
+    this.loadFeeds.add(feed);
+    return feed;
   }
 
   /**
@@ -346,31 +342,28 @@ export class DynamoEventPlane implements EventPlane {
   }
 
   /**
-   * A worker's kv_metrics publisher on the ZMQ plane: its ranks' latest kv_used_blocks, as on NATS. When
-   * the connection to the publisher drops, the reports that came through it are cleared (its workers'
-   * load is unobserved until their next report on the reconnected socket), as a NATS disconnect clears
-   * them (watchStatus) and as Dynamo's relay does when its direct-ZMQ kv_metrics subscription reports
-   * a Disconnected fault (its SUB's monitor saw ZMQ_EVENT_DISCONNECTED: zmq_transport.rs
-   * `monitor_connection`; lib/llm/src/kv_router/metrics_subscriber.rs `fault_for_event`; then
-   * lib/llm/src/kv_dc_relay's `run_load_collector` calls `clear_load_observations`).
+   * A worker's kv_metrics publisher on the ZMQ plane: its ranks' latest kv_used_blocks, as on NATS. A
+   * message whose envelope names another topic, publisher or sequence than its frames (Dynamo's
+   * IdentityMismatch) is a fault of the publisher, as is a dropped connection (its SUB's monitor saw
+   * ZMQ_EVENT_DISCONNECTED: zmq_transport.rs `monitor_connection`): the load it reported is cleared
+   * (load-feed.ts).
    */
   private connectZmqLoad(endpoint: string): Live {
-    /** The workers whose load this publisher set (those of the deployment only: bounded). */
-    const fed = new Set<bigint>();
+    const feed = this.loadFeed(endpoint);
     const stop = this.readZmq(
       endpoint,
       KV_METRICS_TOPIC,
       MAX_ACTIVE_LOAD_MESSAGE_BYTES,
-      (publisher, sequence, frame) => {
-        const workerId = this.observeLoad(endpoint, frame, (m) => decodeZmqActiveLoad(publisher.readBigUInt64BE(0), sequence.readBigUInt64BE(0), m));
-        if (workerId !== undefined) fed.add(workerId);
-      },
-      () => {
-        for (const id of fed) this.reported.delete(id);
-        fed.clear();
-      },
+      (publisher, sequence, frame) => feed.receive(decodeZmqActiveLoad(KV_METRICS_TOPIC, publisher.readBigUInt64BE(0), sequence.readBigUInt64BE(0), frame)),
+      () => feed.fault('connection lost'),
     );
-    return { reading: true, stop };
+    return {
+      reading: true,
+      stop: async () => {
+        this.loadFeeds.delete(feed);
+        await stop();
+      },
+    };
   }
 
   private connectZmq(endpoint: string): Live {

@@ -28,7 +28,7 @@ export interface ThreadedEventPlaneOptions {
   logger: Logger;
 }
 
-const EMPTY_METRICS: DynamoPlaneMetrics = { messages: 0, malformed: 0, otherTopic: 0, unknownWorker: 0, duplicates: 0, gaps: 0, natsConnected: false, natsReconnects: 0, subjects: 0, streams: 0, zmqPublishers: 0 };
+const EMPTY_METRICS: DynamoPlaneMetrics = { messages: 0, malformed: 0, otherTopic: 0, unknownWorker: 0, duplicates: 0, gaps: 0, loadFaults: 0, natsConnected: false, natsReconnects: 0, subjects: 0, streams: 0, zmqPublishers: 0 };
 
 export class ThreadedEventPlane implements EventPlane {
   private readonly worker: Worker;
