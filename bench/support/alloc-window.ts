@@ -19,10 +19,7 @@ export class AllocWindows {
   private readonly dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvrelay-alloc-'));
   /** The windows opened so far per process. */
   private readonly windows = new Map<number, number>();
-  readonly launch: ProcessLaunch = {
-    nodeArgs: ['-r', path.join(__dirname, 'alloc-probe.js')],
-    env: { ...process.env, ALLOC_PROBE_DIR: this.dir },
-  };
+  readonly launch: ProcessLaunch = { nodeArgs: probeArgs(), env: { ...process.env, ALLOC_PROBE_DIR: this.dir } };
 
   /** Starts counting in every isolate of `pid` (a process started with `launch`). */
   async open(pid: number | undefined): Promise<void> {
@@ -48,4 +45,10 @@ export class AllocWindows {
     await waitFor(() => fs.existsSync(file), `the allocation probe's ${name}`, ANSWER_TIMEOUT_MS, ANSWER_POLL_MS);
     return file;
   }
+}
+
+/** Preloads the probe: the compiled one beside this file, or from the sources through the transpile hook (tests). */
+function probeArgs(): string[] {
+  if (path.extname(__filename) !== '.ts') return ['-r', path.join(__dirname, 'alloc-probe.js')];
+  return ['-r', path.join(__dirname, '..', '..', 'scripts', 'ts-hook.js'), '-r', path.join(__dirname, 'alloc-probe.ts')];
 }
