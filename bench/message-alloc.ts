@@ -7,7 +7,9 @@
 // the same round, counted the same way. Each relay's idle allocation (its timers and once-a-second
 // rounds, no sends) is counted first, IDLE_SETTLE_MS after its start, over IDLE_MS, and reported per
 // second beside it: at 100 messages/s that is most of the main thread's share.
-// MESSAGE_ALLOC_GRID=rate x sources,... chooses the cases (default 100x1,100x512).
+// MESSAGE_ALLOC_GRID=rate x sources,... chooses the cases (default 100x1,100x512);
+// MESSAGE_ALLOC_SUBSCRIBERS=N attaches N SubscribeKvPool subscribers (default 0): each delta is then
+// work on the main thread (the hub, the gRPC write), counted with the rest.
 import type { BenchResult } from './support/result';
 import { AllocWindows } from './support/alloc-window';
 import type { IsolateAllocation } from './support/alloc-probe';
@@ -26,6 +28,7 @@ const IDLE_MS = Number(process.env.MESSAGE_ALLOC_IDLE_MS ?? 5_000);
 // The counts move little between rounds (the same code and messages allocate the same).
 const ROUNDS = Number(process.env.MESSAGE_ALLOC_ROUNDS ?? 1);
 const SETTLE_MS = 2_000;
+const SUBSCRIBERS = Number(process.env.MESSAGE_ALLOC_SUBSCRIBERS ?? 0);
 const MESSAGES = 1024;
 /** Allocation sites named per isolate kind in the note. */
 const SITES = Number(process.env.MESSAGE_ALLOC_SITES ?? 4);
@@ -97,6 +100,7 @@ export async function run(): Promise<BenchResult[]> {
           blocksPerEvent: SMALL_BLOCKS_PER_MESSAGE,
           sender: new PacedSender(pubs, payloads, rate),
           settleMs: SETTLE_MS,
+          subscribers: SUBSCRIBERS,
           launch: windows.launch,
           window: counted(windows, relayWindows, idle),
         });
@@ -116,7 +120,9 @@ export async function run(): Promise<BenchResult[]> {
       const baseline = median(barePerMessage);
       const m = (values: number[]): number => round(median(values), 0);
       results.push({
-        name: `relay JS heap allocated per message, ${rate} messages/s over ${sources} source(s), 1 event x ${SMALL_BLOCKS_PER_MESSAGE} blocks`,
+        name:
+          `relay JS heap allocated per message, ${rate} messages/s over ${sources} source(s), 1 event x ${SMALL_BLOCKS_PER_MESSAGE} blocks` +
+          (SUBSCRIBERS > 0 ? `, ${SUBSCRIBERS} gRPC subscriber(s)` : ''),
         value: round(value, 0),
         unit: 'B/message',
         baseline: { name: 'bare zeromq.js SUB process, same messages', value: round(baseline, 0) },
