@@ -90,18 +90,25 @@ export class PackedBurst {
     return v;
   }
 
-  /** Empties the burst; arrays an outsized message grew past INGEST_RETAINED_BUFFER_BYTES are given back. */
+  /**
+   * Empties the burst; arrays an outsized message grew past INGEST_RETAINED_BUFFER_BYTES are given
+   * back, and with them every view of them (the view's, the kept ones), which would hold them.
+   */
   clear(): void {
     this.metaLength = 0;
     this.wordsLength = 0;
     this.messages = 0;
     this.droppedBlockSize = 0;
+    const outsized = this.meta.byteLength > INGEST_RETAINED_BUFFER_BYTES || this.words.byteLength > INGEST_RETAINED_BUFFER_BYTES || this.sequences.byteLength > INGEST_RETAINED_BUFFER_BYTES;
+    if (!outsized) return;
     if (this.meta.byteLength > INGEST_RETAINED_BUFFER_BYTES) this.meta = new Uint32Array(INITIAL_META);
     if (this.words.byteLength > INGEST_RETAINED_BUFFER_BYTES) this.words = new BigUint64Array(INITIAL_WORDS);
     if (this.sequences.byteLength > INGEST_RETAINED_BUFFER_BYTES) {
       this.sequences = new BigUint64Array(INITIAL_MESSAGES);
       this.info = new Uint32Array(INITIAL_MESSAGES * MESSAGE_INFO_STRIDE);
     }
+    for (const views of [this.metaViews, this.wordsViews, this.sequencesViews, this.infoViews]) views.forget();
+    this.view(false);
   }
 }
 

@@ -28,4 +28,10 @@ export class PrefixViews<T extends Viewable> {
     recent.unshift(view);
     return view;
   }
+
+  /** Drops the views kept (the array is being given back: they would hold it). */
+  forget(): void {
+    this.source = undefined;
+    this.recent = [];
+  }
 }

@@ -432,7 +432,10 @@ class RankSubscription {
     for (let i = 0; i < n; i++) this.handle(i);
     this.receiving = false;
     // An arena a large message grew is given back (it would otherwise stay held at up to 4 MiB).
-    if (r.arena.length > INGEST_RETAINED_BUFFER_BYTES) r.arena = new Uint8Array(INITIAL_ARENA_BYTES);
+    if (r.arena.length > INGEST_RETAINED_BUFFER_BYTES) {
+      r.arena = new Uint8Array(INITIAL_ARENA_BYTES);
+      r.starts.forget();
+    }
     const cut = n === INGEST_MESSAGES_PER_TURN;
     this.flush(cut);
     if (cut || pending) {

@@ -33,3 +33,11 @@ test('another array (a grown arena) never gets a view of the one before', () => 
   expect([...view]).toEqual([5, 6]);
   expect(view.buffer).toBe(grown.buffer);
 });
+
+test('forget() lets go of the views kept (an outsized array given back is not held by them)', () => {
+  const array = new Uint32Array(8);
+  const views = new PrefixViews<Uint32Array>();
+  const kept = views.of(array, 4);
+  views.forget();
+  expect(views.of(array, 4)).not.toBe(kept);
+});
