@@ -12,6 +12,8 @@ import { threadCpuDelta, threadCpuMs, threadWakeups, totalCpuMs, type ThreadCpuM
 import { waitFor } from '../../test/support/waitFor';
 import { metricSum, scrape, startRelayProcess, waitForLine } from './relay-process';
 import { subscribePool, type PoolSubscribers } from './pool-subscribers';
+import type { ProcessLaunch } from './alloc-window';
+import type { RelayProcess } from './relay-process';
 
 /** The model name of relayIngestRate's one pool. */
 const BENCH_POOL = 'bench';
@@ -172,6 +174,17 @@ export interface RelayIngestOptions {
    * collects the scrape's garbage then, not inside the window. The rates still count from the scrape.
    */
   settleMs?: number;
+  /** How the relay process is started (e.g. with a probe preloaded: alloc-window.ts). */
+  launch?: ProcessLaunch;
+  /** Called at the measured window's edges (after the settle, before the CPU is read at its end), and before the sends start. */
+  window?: WindowHooks;
+}
+
+/** What a bench does in a measured process at the window's edges (e.g. counting its allocations). */
+export interface WindowHooks {
+  beforeSends?(pid: number | undefined): Promise<void>;
+  opened(pid: number | undefined): Promise<void>;
+  closing(pid: number | undefined): Promise<void>;
 }
 
 /** Sends the publishers' messages from start() until stop(). */
@@ -182,7 +195,7 @@ export interface Sender {
 
 /** What a relay process takes from the publishers sending `payloads` as fast as they can. */
 export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], window: FirehoseWindow, options: RelayIngestOptions): Promise<IngestRate> {
-  const relay = await startRelayProcess(relayConfig([{ model: BENCH_POOL, endpoints: pubs.map((p) => p.lastEndpoint!) }], options.extra));
+  const relay: RelayProcess = await startRelayProcess(relayConfig([{ model: BENCH_POOL, endpoints: pubs.map((p) => p.lastEndpoint!) }], options.extra), options.launch);
   const firehose = options.sender ?? new Firehose(pubs, payloads, options.repeat ?? true, BigInt(options.prefill?.payloads[0].length ?? 0));
   const totals = async (): Promise<{ blocks: number; events: number; gaps: number; applied: number; overflows: number; tracked: number }> => {
     const text = await scrape(relay.metricsAddress).catch((err: Error) => {
@@ -201,17 +214,20 @@ export async function relayIngestRate(pubs: Publisher[], payloads: Buffer[][], w
   try {
     if (options.subscribers) subscribers = await subscribePool(relay.address, BENCH_POOL, options.subscribers);
     if (options.prefill) await sendPrefill(pubs, options.prefill, relay.metricsAddress);
+    await options.window?.beforeSends?.(relay.pid);
     firehose.start();
     await new Promise((r) => setTimeout(r, window.warmupMs));
     const before = await totals();
     const counted = performance.now();
     if (options.settleMs) await new Promise((r) => setTimeout(r, options.settleMs));
+    await options.window?.opened(relay.pid);
     const cpu0 = relay.cpuMs();
     const threads0 = relay.threadCpuMs();
     const wakes0 = relay.threadWakeups();
     const deltas0 = subscribers?.deltas() ?? 0;
     const t0 = performance.now();
     await new Promise((r) => setTimeout(r, window.measureMs));
+    await options.window?.closing(relay.pid);
     // The relay's CPU is read before the closing scrape: rendering /metrics is the bench's request,
     // not the work measured (30-80 ms of CPU at 512 sources, a tenth of a 4 s window at 100 msg/s).
     const cpu1 = relay.cpuMs();
@@ -376,7 +392,13 @@ export interface BareRate {
 }
 
 /** What a bare zeromq.js SUB per publisher, in a process of its own, receives from the firehose. */
-export async function bareSubscriberRate(pubs: Publisher[], payloads: Buffer[][], window: FirehoseWindow, sender?: Sender): Promise<BareRate> {
+export async function bareSubscriberRate(
+  pubs: Publisher[],
+  payloads: Buffer[][],
+  window: FirehoseWindow,
+  sender?: Sender,
+  measured?: { launch: ProcessLaunch; window: WindowHooks },
+): Promise<BareRate> {
   const script = `
     const { Subscriber } = require(${JSON.stringify(require.resolve('zeromq'))});
     let n = 0;
@@ -388,7 +410,10 @@ export async function bareSubscriberRate(pubs: Publisher[], payloads: Buffer[][]
     }
     process.stdin.on('data', () => process.stderr.write(JSON.stringify({ n }) + '\\n'));
     process.stderr.write('{"ready":true}\\n');`;
-  const child = spawn(process.execPath, ['-e', script, ...pubs.map((p) => p.lastEndpoint!)], { stdio: ['pipe', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, [...(measured?.launch.nodeArgs ?? []), '-e', script, ...pubs.map((p) => p.lastEndpoint!)], {
+    stdio: ['pipe', 'ignore', 'pipe'],
+    env: measured?.launch.env,
+  });
   const firehose = sender ?? new Firehose(pubs, payloads);
   const count = (): Promise<number> => {
     const line = waitForLine(child, (l) => (l.startsWith('{"n"') ? l : undefined));
@@ -405,7 +430,9 @@ export async function bareSubscriberRate(pubs: Publisher[], payloads: Buffer[][]
     const cpu0 = threadCpuMs(child.pid);
     const wakes0 = threadWakeups(child.pid);
     const t0 = performance.now();
+    await measured?.window.opened(child.pid);
     await new Promise((r) => setTimeout(r, window.measureMs));
+    await measured?.window.closing(child.pid);
     const n1 = await count();
     const cpu1 = threadCpuMs(child.pid);
     const wakes1 = threadWakeups(child.pid);

@@ -80,13 +80,14 @@ export function waitForLine(child: ChildProcess, match: (line: string) => string
 const logged = (msg: string) => (line: string): string | undefined =>
   line.includes(`"msg":"${msg}"`) ? (JSON.parse(line) as { address: string }).address : undefined;
 
-/** Starts `serve` on `config` (written to a temporary file). */
-export async function startRelayProcess(config: object): Promise<RelayProcess> {
+/** Starts `serve` on `config` (written to a temporary file); `launch` adds node flags and sets its environment. */
+export async function startRelayProcess(config: object, launch?: { nodeArgs: string[]; env: NodeJS.ProcessEnv }): Promise<RelayProcess> {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'kvrelay-bench-'));
   const configFile = path.join(dir, 'relay.json');
   fs.writeFileSync(configFile, JSON.stringify(config));
-  const child = spawn(process.execPath, [...RELAY_NODE_ARGS, path.join(__dirname, '..', '..', 'src', 'cli', 'main.js'), 'serve', '--config', configFile], {
+  const child = spawn(process.execPath, [...RELAY_NODE_ARGS, ...(launch?.nodeArgs ?? []), path.join(__dirname, '..', '..', 'src', 'cli', 'main.js'), 'serve', '--config', configFile], {
     stdio: ['ignore', 'ignore', 'pipe'],
+    env: launch?.env,
   });
   killWithThisProcess(child, () => fs.rmSync(dir, { recursive: true, force: true }));
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

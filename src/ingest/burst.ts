@@ -4,6 +4,7 @@
 import { monotonicMs } from '../clock';
 import { INGEST_RETAINED_BUFFER_BYTES } from '../config/defaults';
 import { EngineBatchDecoder, needsRoom, type EngineDecodeResult } from '../native';
+import { PrefixViews } from './prefix-views';
 import { MESSAGE_INFO_STRIDE, type PackedEngineEvents } from './types';
 
 const INITIAL_META = 1024;
@@ -20,11 +21,19 @@ export class PackedBurst {
   private messages = 0;
   private droppedBlockSize = 0;
   private receivedAtMs = 0;
+  private readonly metaViews = new PrefixViews<Uint32Array>();
+  private readonly wordsViews = new PrefixViews<BigUint64Array>();
+  private readonly sequencesViews = new PrefixViews<BigUint64Array>();
+  private readonly infoViews = new PrefixViews<Uint32Array>();
+  /** What view() hands out, rewritten by every call. */
+  private readonly held: PackedEngineEvents;
 
   constructor(
     private readonly decoder: EngineBatchDecoder,
-    private readonly workerId: bigint,
-  ) {}
+    workerId: bigint,
+  ) {
+    this.held = { cut: false, workerId, meta: this.meta, words: this.words, messages: 0, sequences: this.sequences, messageInfo: this.info, droppedBlockSize: 0, receivedAtMs: 0 };
+  }
 
   get isEmpty(): boolean {
     return this.messages === 0;
@@ -37,12 +46,12 @@ export class PackedBurst {
 
   /**
    * Decodes one message after those already held. A rejected payload throws (code MalformedKvBatch
-   * or RankOutOfRange) and adds nothing.
+   * or RankOutOfRange) and adds nothing. The result is the decoder's, reused by its next decode.
    */
   add(sequence: bigint, payload: Uint8Array, fallbackRank: number): EngineDecodeResult {
     if (this.messages === 0) this.receivedAtMs = monotonicMs();
     for (;;) {
-      const r = this.decoder.decodeInto(payload, fallbackRank, this.meta, this.metaLength, this.words, this.wordsLength);
+      const r = this.decoder.decodeInto(payload, fallbackRank, this.meta, this.metaLength, this.words, this.wordsLength, true);
       if (needsRoom(r)) {
         this.meta = grown(this.meta, r.needMeta, this.metaLength);
         this.words = grown(this.words, r.needWords, this.wordsLength);
@@ -63,33 +72,43 @@ export class PackedBurst {
     }
   }
 
-  /** Views of what is held, valid until clear(); `cut`: PackedEngineEvents.cut. */
+  /**
+   * What is held, valid until clear(): the same object for every call, its arrays views that are
+   * reused while their lengths recur (a small message costs no view per message); `cut`:
+   * PackedEngineEvents.cut. A sink copies what it keeps (IngestSink).
+   */
   view(cut: boolean): PackedEngineEvents {
-    return {
-      cut,
-      workerId: this.workerId,
-      meta: this.meta.subarray(0, this.metaLength),
-      words: this.words.subarray(0, this.wordsLength),
-      messages: this.messages,
-      sequences: this.sequences.subarray(0, this.messages),
-      messageInfo: this.info.subarray(0, this.messages * MESSAGE_INFO_STRIDE),
-      droppedBlockSize: this.droppedBlockSize,
-      receivedAtMs: this.receivedAtMs,
-    };
+    const v = this.held;
+    v.cut = cut;
+    v.meta = this.metaViews.of(this.meta, this.metaLength);
+    v.words = this.wordsViews.of(this.words, this.wordsLength);
+    v.messages = this.messages;
+    v.sequences = this.sequencesViews.of(this.sequences, this.messages);
+    v.messageInfo = this.infoViews.of(this.info, this.messages * MESSAGE_INFO_STRIDE);
+    v.droppedBlockSize = this.droppedBlockSize;
+    v.receivedAtMs = this.receivedAtMs;
+    return v;
   }
 
-  /** Empties the burst; arrays an outsized message grew past INGEST_RETAINED_BUFFER_BYTES are given back. */
+  /**
+   * Empties the burst; arrays an outsized message grew past INGEST_RETAINED_BUFFER_BYTES are given
+   * back, and with them every view of them (the view's, the kept ones), which would hold them.
+   */
   clear(): void {
     this.metaLength = 0;
     this.wordsLength = 0;
     this.messages = 0;
     this.droppedBlockSize = 0;
+    const outsized = this.meta.byteLength > INGEST_RETAINED_BUFFER_BYTES || this.words.byteLength > INGEST_RETAINED_BUFFER_BYTES || this.sequences.byteLength > INGEST_RETAINED_BUFFER_BYTES;
+    if (!outsized) return;
     if (this.meta.byteLength > INGEST_RETAINED_BUFFER_BYTES) this.meta = new Uint32Array(INITIAL_META);
     if (this.words.byteLength > INGEST_RETAINED_BUFFER_BYTES) this.words = new BigUint64Array(INITIAL_WORDS);
     if (this.sequences.byteLength > INGEST_RETAINED_BUFFER_BYTES) {
       this.sequences = new BigUint64Array(INITIAL_MESSAGES);
       this.info = new Uint32Array(INITIAL_MESSAGES * MESSAGE_INFO_STRIDE);
     }
+    for (const views of [this.metaViews, this.wordsViews, this.sequencesViews, this.infoViews]) views.forget();
+    this.view(false);
   }
 }
 
@@ -104,3 +123,4 @@ function grown<T extends Growable>(array: T, need: number, keep: number): T {
   (out as Growable).set(array.subarray(0, keep) as never);
   return out;
 }
+

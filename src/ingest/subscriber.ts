@@ -22,6 +22,7 @@ import { MAX_U64 } from '../config/limits';
 import { EngineBatchDecoder } from '../native';
 import { ZmqSubscriber, zmqEvents, zmqRecord } from '../native/zmq-subscriber';
 import { PackedBurst } from './burst';
+import { PrefixViews } from './prefix-views';
 import { rankEndpoint } from './endpoints';
 import { frameCountError, sequenceLengthError } from './frames';
 import { requestReplay } from './replay';
@@ -62,6 +63,8 @@ const received = {
   /** The records, then one element receive() sets to its `pending` (PENDING_AT). */
   records: new Uint32Array(PENDING_AT + 1),
   sequences: new BigUint64Array(INGEST_MESSAGES_PER_TURN),
+  /** Payloads at the arena's start (one message per wake-up: the low rates' case) are views kept here. */
+  starts: new PrefixViews<Uint8Array>(),
 };
 
 const stderrLogger: IngestLogger = {
@@ -429,7 +432,10 @@ class RankSubscription {
     for (let i = 0; i < n; i++) this.handle(i);
     this.receiving = false;
     // An arena a large message grew is given back (it would otherwise stay held at up to 4 MiB).
-    if (r.arena.length > INGEST_RETAINED_BUFFER_BYTES) r.arena = new Uint8Array(INITIAL_ARENA_BYTES);
+    if (r.arena.length > INGEST_RETAINED_BUFFER_BYTES) {
+      r.arena = new Uint8Array(INITIAL_ARENA_BYTES);
+      r.starts.forget();
+    }
     const cut = n === INGEST_MESSAGES_PER_TURN;
     this.flush(cut);
     if (cut || pending) {
@@ -452,7 +458,9 @@ class RankSubscription {
     // all the same, or a busy engine's history would not be replayed.
     if (this.stats.connections === 0) this.stream.connected();
     const offset = records[at + 1];
-    this.stream.live(received.sequences[i], received.arena.subarray(offset, offset + records[at + 2]));
+    const { arena } = received;
+    const payload = offset === 0 ? received.starts.of(arena, records[at + 2]) : arena.subarray(offset, offset + records[at + 2]);
+    this.stream.live(received.sequences[i], payload);
   }
 
   /** Decodes one batch into the burst; the sink gets the burst once the messages at hand are handled. */

@@ -71,6 +71,9 @@ const SLOT = addon.engineDecodeSlots;
 export class EngineBatchDecoder {
   private readonly results = new Float64Array(SLOT.count);
   private readonly native: Binding.EngineBatchDecoder;
+  /** The results of decodeInto with `reuse`. */
+  private readonly reused = blankResult();
+  private readonly reusedRoom: EngineDecodeRoom = { needMeta: 0, needWords: 0 };
 
   constructor(opts: EngineDecoderOptions) {
     this.native = new addon.EngineBatchDecoder(opts.workerId, opts.kvBlockSize, opts.eagle, opts.dpStartRank, opts.dpSize, this.results, {
@@ -80,7 +83,11 @@ export class EngineBatchDecoder {
     });
   }
 
-  /** Appends one payload's packed events at meta[metaOffset..] / words[wordsOffset..]. */
+  /**
+   * Appends one payload's packed events at meta[metaOffset..] / words[wordsOffset..]. `reuse`: the
+   * result is one of two objects this decoder reuses for every such call, to be read before the
+   * next (ingest decodes every message so: no object per message); otherwise a new one.
+   */
   decodeInto(
     payload: Uint8Array,
     fallbackRank: number,
@@ -88,24 +95,33 @@ export class EngineBatchDecoder {
     metaOffset: number,
     words: BigUint64Array,
     wordsOffset: number,
+    reuse = false,
   ): EngineDecodeResult | EngineDecodeRoom {
     const r = this.results;
     if (!this.native.decodeInto(payload, fallbackRank, meta, metaOffset, words, wordsOffset)) {
-      return { needMeta: r[SLOT.needMeta], needWords: r[SLOT.needWords] };
+      const need = reuse ? this.reusedRoom : { needMeta: 0, needWords: 0 };
+      need.needMeta = r[SLOT.needMeta];
+      need.needWords = r[SLOT.needWords];
+      return need;
     }
-    return {
-      metaEnd: r[SLOT.metaEnd],
-      wordsEnd: r[SLOT.wordsEnd],
-      timestamp: r[SLOT.timestamp],
-      dpRank: r[SLOT.dpRank],
-      events: r[SLOT.events],
-      blocks: r[SLOT.blocks],
-      ignored: r[SLOT.ignored],
-      droppedBlockSize: r[SLOT.droppedBlockSize],
-      droppedNoCompleteBlock: r[SLOT.droppedNoCompleteBlock],
-      lastDroppedBlockSize: r[SLOT.lastDroppedBlockSize],
-    };
+    const into = reuse ? this.reused : blankResult();
+    into.metaEnd = r[SLOT.metaEnd];
+    into.wordsEnd = r[SLOT.wordsEnd];
+    into.timestamp = r[SLOT.timestamp];
+    into.dpRank = r[SLOT.dpRank];
+    into.events = r[SLOT.events];
+    into.blocks = r[SLOT.blocks];
+    into.ignored = r[SLOT.ignored];
+    into.droppedBlockSize = r[SLOT.droppedBlockSize];
+    into.droppedNoCompleteBlock = r[SLOT.droppedNoCompleteBlock];
+    into.lastDroppedBlockSize = r[SLOT.lastDroppedBlockSize];
+    return into;
   }
+}
+
+/** A result to fill (decodeInto). */
+function blankResult(): EngineDecodeResult {
+  return { metaEnd: 0, wordsEnd: 0, timestamp: 0, dpRank: 0, events: 0, blocks: 0, ignored: 0, droppedBlockSize: 0, droppedNoCompleteBlock: 0, lastDroppedBlockSize: 0 };
 }
 
 export function needsRoom(r: EngineDecodeResult | EngineDecodeRoom): r is EngineDecodeRoom {

@@ -317,25 +317,32 @@ function toResult(summary: Binding.PoolBatchSummary): PoolBatchResult {
   return resultOf(summary.errors, summary.errors.length, summary);
 }
 
-/** An apply's result from its first `n` error numbers and its totals. */
-function resultOf(errors: Uint8Array, n: number, totals: Omit<PoolBatchResult, 'outcomes' | 'errorCount'>): PoolBatchResult {
+/** An apply's totals, as the summary of applyBatchInto has them. */
+type BatchTotals = Omit<PoolBatchResult, 'outcomes' | 'errorCount'>;
+
+/** A result to fill (resultOf). */
+function blankResult(): PoolBatchResult {
+  return { outcomes: [], errorCount: 0, capacityFailures: 0, unknownRemovals: 0, trackedBlocks: 0, residentBlocks: 0, stateBytes: 0 };
+}
+
+/** An apply's result from its first `n` error numbers and its totals, written into `into` (a new one by default). */
+function resultOf(errors: Uint8Array, n: number, totals: BatchTotals, into: PoolBatchResult = blankResult()): PoolBatchResult {
   const { errorNames } = LAYOUT;
-  const outcomes = new Array<PoolErrorCode | null>(n);
+  const { outcomes } = into;
+  outcomes.length = n;
   let errorCount = 0;
   for (let i = 0; i < n; i++) {
     const code = errors[i];
     outcomes[i] = code === 0 ? null : (errorNames[code] as PoolErrorCode);
     if (code !== 0) errorCount++;
   }
-  return {
-    outcomes,
-    errorCount,
-    capacityFailures: totals.capacityFailures,
-    unknownRemovals: totals.unknownRemovals,
-    trackedBlocks: totals.trackedBlocks,
-    residentBlocks: totals.residentBlocks,
-    stateBytes: totals.stateBytes,
-  };
+  into.errorCount = errorCount;
+  into.capacityFailures = totals.capacityFailures;
+  into.unknownRemovals = totals.unknownRemovals;
+  into.trackedBlocks = totals.trackedBlocks;
+  into.residentBlocks = totals.residentBlocks;
+  into.stateBytes = totals.stateBytes;
+  return into;
 }
 
 function encode(events: readonly PoolEvent[] | PoolEventBatch, into: PoolEventBatch): PoolEventBatch {
@@ -352,6 +359,10 @@ export class PoolFilterState {
   /** What a synchronous apply writes its result into (applyBatchInto), reused: errors grow to the largest batch. */
   private errors = new Uint8Array(64);
   private readonly summary = new Float64Array(5);
+  /** The summary's values as totals (read by resultOf, which copies them). */
+  private readonly totals: BatchTotals = blankResult();
+  /** applyPackedReused's result. */
+  private readonly reused = blankResult();
   readonly bucketCount: number;
   readonly seed: bigint;
   readonly maxKicks: number;
@@ -396,12 +407,31 @@ export class PoolFilterState {
 
   /** Applies events already encoded by a PoolEventBatch (or an equivalent encoder); RangeError if malformed. */
   applyPacked(meta: Uint32Array, words: BigUint64Array): PoolBatchResult {
+    return this.applyPackedTo(meta, words, blankResult());
+  }
+
+  /**
+   * applyPacked into one result object that every call of this method reuses (its outcomes
+   * included): read it before the next. A pool that applies each small burst as it arrives (hosted
+   * on an ingest thread) so makes no objects per message.
+   */
+  applyPackedReused(meta: Uint32Array, words: BigUint64Array): PoolBatchResult {
+    return this.applyPackedTo(meta, words, this.reused);
+  }
+
+  private applyPackedTo(meta: Uint32Array, words: BigUint64Array, into: PoolBatchResult): PoolBatchResult {
     const n = Math.floor(meta.length / META_STRIDE);
     // A batch above the bound is refused by the addon before it looks at errors: not grown for it.
     if (this.errors.length < n && n <= nativeLimits.maxSyncBatchWords) this.errors = new Uint8Array(Math.max(n, 2 * this.errors.length));
     this.native.applyBatchInto(meta, words, this.errors, this.summary);
     const s = this.summary;
-    return resultOf(this.errors, n, { capacityFailures: s[0], unknownRemovals: s[1], trackedBlocks: s[2], residentBlocks: s[3], stateBytes: s[4] });
+    const t = this.totals;
+    t.capacityFailures = s[0];
+    t.unknownRemovals = s[1];
+    t.trackedBlocks = s[2];
+    t.residentBlocks = s[3];
+    t.stateBytes = s[4];
+    return resultOf(this.errors, n, t, into);
   }
 
   /**

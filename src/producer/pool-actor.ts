@@ -631,7 +631,8 @@ export class PoolActor implements PoolGeneration {
     this.pendingBlocks += blocks;
     let result: PoolBatchResult;
     try {
-      result = this.state.applyPacked(meta, words);
+      // Read before the next apply (account and the check below): no result object per burst.
+      result = this.state.applyPackedReused(meta, words);
     } catch (err) {
       this.fence(`pool actor command failed: ${(err as Error).message}`);
       return false;

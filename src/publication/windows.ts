@@ -6,6 +6,13 @@
 // Every window is sampled when due (its state as of then; a sample that fails stops the plane
 // then), but encoded only once a subscriber takes it: a plane nobody reads encoded two windows a
 // second for no one (BENCHMARKS.md, 2026-12-07 04:05).
+//
+// The windows tick on the process's shared timer of their interval (periodic.ts): the pool-load and
+// serving-load planes and the once-a-second housekeeping wake an idle relay once a second, not three
+// times. Window 1 comes at the first tick at least `windowMs` after window 0 (the spec's first tick is
+// at start + window: a later one is a delayed tick, never an early one), then one a tick.
+import { monotonicMs } from '../clock';
+import { everyInterval } from '../periodic';
 import { RelayErrorReason } from '../wire/enums';
 import { RelayError } from '../wire/errors';
 import type { OpenStream } from './sink';
@@ -35,14 +42,21 @@ export class WindowPublisher<T> {
   /** The latest window; its bytes once encoded (a subscriber took it). */
   private current: { window: Window<T>; bytes: Buffer | undefined };
   private readonly subscribers = new Set<OpenStream>();
-  private timer: NodeJS.Timeout | undefined;
+  /** Stops the ticks (undefined once stopped). */
+  private stopTicks: (() => void) | undefined;
   private failure: unknown;
 
   constructor(private readonly options: WindowPublisherOptions<T>) {
     // Window 0 is encoded at once: a plane that cannot encode fails its start.
     const window = this.sample(0n);
     this.current = { window, bytes: options.encode(window) };
-    this.timer = setInterval(() => this.publish(), options.windowMs);
+    const startedAt = monotonicMs();
+    let first = true;
+    this.stopTicks = everyInterval(options.windowMs, () => {
+      if (first && monotonicMs() - startedAt < options.windowMs) return;
+      first = false;
+      this.publish();
+    });
   }
 
   subscribe(stream: OpenStream): void {
@@ -61,8 +75,8 @@ export class WindowPublisher<T> {
 
   /** Stops publishing; open streams end cleanly (shutdown). */
   stop(): void {
-    if (this.timer) clearInterval(this.timer);
-    this.timer = undefined;
+    this.stopTicks?.();
+    this.stopTicks = undefined;
     if (this.failure === undefined) for (const stream of [...this.subscribers]) stream.end();
   }
 

@@ -131,6 +131,23 @@ describe('decodeInto', () => {
     expect(decoder.decodeInto(payload, 0, meta, 2, bigger, 1)).toMatchObject({ metaEnd: 12, wordsEnd: 9, events: 2, blocks: 3 });
   });
 
+  it('with `reuse`, every call answers in one of two objects holding its own values; without, each call in a new one', () => {
+    const meta = new Uint32Array(20);
+    const words = new BigUint64Array(20);
+    const first = decoder.decodeInto(batch([storeOf([1])]), 0, meta, 0, words, 0, true) as EngineDecodeResult;
+    expect(first).toMatchObject({ metaEnd: 5, blocks: 1 });
+    const second = decoder.decodeInto(batch([storeOf([2, 3])]), 0, meta, 5, words, first.wordsEnd, true) as EngineDecodeResult;
+    expect(second).toBe(first);
+    expect(second).toMatchObject({ metaEnd: 10, blocks: 2 });
+    const room = decoder.decodeInto(batch([storeOf([4])]), 0, meta, 20, words, 0, true);
+    expect(room).toEqual({ needMeta: 25, needWords: expect.any(Number) });
+    expect(decoder.decodeInto(batch([storeOf([5])]), 0, meta, 20, words, 0, true)).toBe(room);
+    const own = decoder.decodeInto(batch([storeOf([6])]), 0, meta, 0, words, 0) as EngineDecodeResult;
+    expect(own).not.toBe(first);
+    expect(decoder.decodeInto(batch([storeOf([7, 8])]), 0, meta, 0, words, 0)).not.toBe(own);
+    expect(own.blocks).toBe(1);
+  });
+
   it('writes into SharedArrayBuffer-backed arrays and reads a SharedArrayBuffer-backed payload', () => {
     const source = batch([storeOf([5])], 3);
     const payload = new Uint8Array(new SharedArrayBuffer(source.length + 5), 5);

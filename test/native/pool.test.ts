@@ -201,6 +201,22 @@ describe('publication window', () => {
     expectThrows(() => (encoded.drainAsync as (...a: unknown[]) => unknown)(7), 'TypeError');
   });
 
+  test('applyPackedReused answers every call in one result, its outcomes those of the last batch; applyPacked in a new one each', () => {
+    const pool = new PoolFilterState({ seed: SEED, bucketCount: 4096 });
+    const stores = new PoolEventBatch().addStored(1n, 0, null, null, [1n, 2n], [7n, 8n]).addStored(1n, 0, 99n, null, [3n], [9n]).packed();
+    const first = pool.applyPackedReused(stores.meta, stores.words);
+    expect(first).toMatchObject({ outcomes: [null, 'ParentBlockNotFound'], errorCount: 1, trackedBlocks: 2 });
+    const removal = new PoolEventBatch().addRemoved(1n, 0, [2n]).packed();
+    const second = pool.applyPackedReused(removal.meta, removal.words);
+    expect(second).toBe(first);
+    expect(second).toMatchObject({ outcomes: [null], errorCount: 0, trackedBlocks: 1 });
+    const own = pool.applyPacked(removal.meta, removal.words);
+    expect(own).not.toBe(first);
+    expect(pool.applyPacked(stores.meta, stores.words)).not.toBe(own);
+    expect(own).toMatchObject({ outcomes: [null], unknownRemovals: 1, trackedBlocks: 1 });
+    pool.close();
+  });
+
   test('applyPackedAsync with an end applies and ends the window in one job, as applyPackedAsync then drainAsync do', async () => {
     const format = { seed: SEED, bucketCount: 4096 };
     const batch = new PoolEventBatch();

@@ -6,6 +6,9 @@ import type { DeltaFrame, PoolListener } from '../../src/publication/source';
 import type { PackedEngineEvents } from '../../src/ingest/types';
 import type { SimEvent } from '../../src/sim/encode';
 import { packEngineBatch } from '../support/packed';
+import { PackedBurst } from '../../src/ingest/burst';
+import { EngineBatchDecoder } from '../../src/native';
+import { encodeBatch } from '../../src/sim/encode';
 import type { ProducerIdentity } from '../../src/wire/types';
 import pino from 'pino';
 import { silentLogger } from '../../src/log';
@@ -679,6 +682,37 @@ describe('received(): bursts of the thread that hosts the pool, from its own soc
     await a.idle();
     // Nothing queued again: back to the call.
     expect(a.received(batch([stored([9n], tokens(4, 600))]))).toBeUndefined();
+  });
+
+  test('bursts of one rank queued behind a reset keep their own events, though ingest reuses the burst, its views and its arrays', async () => {
+    const a = onArrival(16, 10_000);
+    const burst = new PackedBurst(new EngineBatchDecoder({ workerId: 7n, kvBlockSize: BS, eagle: false, dpStartRank: 0, dpSize: 1 }), 7n);
+    let sequence = 0n;
+    const views: PackedEngineEvents[] = [];
+    // As a rank delivers: one message decoded into the burst, its view to the sink, then cleared.
+    const deliver = (events: SimEvent[]): Promise<void> | undefined => {
+      burst.add(sequence++, encodeBatch(0, events, 0, { events: 'map' }), 0);
+      views.push(burst.view(false));
+      const applied = a.received(views[views.length - 1]);
+      burst.clear();
+      return applied;
+    };
+    const [t1, t2, t3] = [tokens(4, 900), tokens(4, 910), tokens(4, 920)];
+    expect(deliver([stored([1n], t1)])).toBeUndefined();
+    a.reset({ workerId: 7n, dpRank: 0 });
+    // Two bursts of the same shape wait in the mailbox at once: each must have been copied when taken.
+    const second = deliver([stored([2n], t2)]);
+    const third = deliver([stored([3n], t3)]);
+    expect(second).toBeInstanceOf(Promise);
+    expect(third).toBeInstanceOf(Promise);
+    expect(views[2]).toBe(views[1]);
+    expect(views[2].words).toBe(views[1].words);
+    await Promise.all([second, third]);
+    const img = await a.attach(new Recorder());
+    expect(filterContains(img.words, canonical(t1)[0], SEED)).toBe(false); // cleared by the reset
+    expect(filterContains(img.words, canonical(t2)[0], SEED)).toBe(true);
+    expect(filterContains(img.words, canonical(t3)[0], SEED)).toBe(true);
+    expect(a.metrics().eventsApplied).toBe(4); // three stores and the reset's clear
   });
 
   test('a burst above the synchronous bound still goes in slices, off the thread, with a promise', async () => {

@@ -1,7 +1,11 @@
 // Load windows are sampled every window, subscribed or not, and encoded for their readers: a state
 // that changed while nobody subscribed is in the first window its next subscriber gets, and while
 // subscribed every window comes, in sequence, with what changed. Over a real gRPC server and client.
+import { monotonicMs } from '../../src/clock';
+import { everyInterval } from '../../src/periodic';
 import type { PoolLoadState } from '../../src/publication/source';
+import { PublicationCounters } from '../../src/publication/stats';
+import { WindowPublisher } from '../../src/publication/windows';
 import type { KvPoolLoadUpdate } from '../../src/wire/types';
 import { testProducer } from '../support/test-source';
 import { waitFor } from '../support/waitFor';
@@ -40,4 +44,45 @@ test('a load plane without subscribers keeps its windows current; its next subsc
   const again = await new StreamReader<KvPoolLoadUpdate>(relay.client.subscribeKvPoolLoad(subscriber())).next();
   expect(again.pools[0].kvUsedBlocks).toBe(42n);
   expect(again.windowSequence).toBeGreaterThan(next.windowSequence + 1n);
+});
+
+describe('WindowPublisher ticks', () => {
+  const WINDOW_MS = 50;
+  const stops: (() => void)[] = [];
+  afterEach(() => stops.splice(0).forEach((stop) => stop()));
+
+  test('on the shared timer of its interval (one wake-up for every task of it); window 1 no sooner than a window after window 0, then one a tick', async () => {
+    // Another task of the same interval, first on the shared timer: `inTick` holds until the end of
+    // the timer callback that ran it (microtasks run after each timer callback).
+    let inTick = false;
+    let ticks = 0;
+    stops.push(
+      everyInterval(WINDOW_MS, () => {
+        ticks += 1;
+        inTick = true;
+        queueMicrotask(() => (inTick = false));
+      }),
+    );
+    const sampled: { at: number; inTick: boolean; tick: number }[] = [];
+    const publisher = new WindowPublisher<number>({
+      kind: 'load',
+      plane: 'test load',
+      sample: () => sampled.push({ at: monotonicMs(), inTick, tick: ticks }),
+      encode: (w) => Buffer.from(String(w.sequence)),
+      windowMs: WINDOW_MS,
+      fanoutCapacity: 4,
+      counters: new PublicationCounters(),
+      onFailure: (err) => {
+        throw err;
+      },
+    });
+    stops.push(() => publisher.stop());
+    await waitFor(() => sampled.length >= 5, 'four windows after window 0');
+    const [zero, ...windows] = sampled;
+    expect(zero.inTick).toBe(false); // window 0: at construction
+    expect(windows.every((w) => w.inTick)).toBe(true);
+    expect(windows[0].at - zero.at).toBeGreaterThanOrEqual(WINDOW_MS);
+    // One window a tick, from the first after window 0's window.
+    for (let i = 1; i < windows.length; i++) expect(windows[i].tick).toBe(windows[i - 1].tick + 1);
+  });
 });
