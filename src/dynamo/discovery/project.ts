@@ -31,7 +31,7 @@
 //   KV-state endpoint has no entries binds as before event sources existed. Serving topology keeps it.
 import { endpointSchema, WORKER_TYPES, type EndpointConfig, type WorkerType } from '../../config/schema';
 import { endpointName } from '../../producer/deployment';
-import { DYNAMO_PREFIX, parseDynamoKey, type EndpointPath } from './keys';
+import { DYNAMO_PREFIX, layoutNamespace, parseDynamoKey, type EndpointPath } from './keys';
 import { markMappingAmbiguous, projectEventSources, type EndpointSources, type SourceEntry } from './event-sources';
 import { eventChannelValue, instanceValue, modelValue, parseValue, type Card, type ModelValue } from './values';
 
@@ -96,7 +96,13 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
   for (const key of [...entries.keys()].sort()) {
     if (!key.startsWith(DYNAMO_PREFIX)) continue;
     const parsed = parseDynamoKey(key.slice(DYNAMO_PREFIX.length));
-    if (!parsed) continue;
+    if (!parsed) {
+      // A key in a bucket the relay reads that is not in Dynamo's layout (an id not lowercase hex of
+      // at most 16 digits, a segment too many or too few) is counted, as a value that does not parse.
+      const ns = layoutNamespace(key.slice(DYNAMO_PREFIX.length));
+      if (ns !== null && (ns === undefined || inScope(ns))) rejected.push({ key, problem: 'key is not in Dynamo\'s layout' });
+      continue;
+    }
     const text = entries.get(key)!;
     if (parsed.kind === 'instance') {
       if (!inScope(parsed.path.namespace)) continue;
