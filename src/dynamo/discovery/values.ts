@@ -116,3 +116,19 @@ export function parseValue<T extends z.ZodType>(text: string, schema: T): z.outp
   const issue = result.error.issues[0];
   return `${issue.path.join('.') || '(value)'}: ${issue.message}`;
 }
+
+/**
+ * parseValue's results by key, kept by the caller across discovery passes: a value is parsed once per
+ * change of its text, not on every pass (lossless-json takes ~100-200 ms for a value at the bound, and
+ * every change anywhere under v1/ is a pass). Parsed values are shared between passes: never mutated.
+ */
+export type ParseMemo = Map<string, { text: string; result: unknown }>;
+
+/** parseValue(text, schema), from `memo` while `key` holds the same text. */
+export function parseEntry<T extends z.ZodType>(memo: ParseMemo | undefined, key: string, text: string, schema: T): z.output<T> | string {
+  const hit = memo?.get(key);
+  if (hit !== undefined && hit.text === text) return hit.result as z.output<T> | string;
+  const result = parseValue(text, schema);
+  memo?.set(key, { text, result });
+  return result;
+}
