@@ -6,7 +6,7 @@
 // is not behind: once the stream ends, its gauges equal the projection of what etcd then holds (so the
 // last change was applied by a pass). The event-loop delay's max over the stream stays under a
 // generous bound: a pass parses only what changed (values at the bound stay resident), and no rank walk
-// runs past the u32 ranks a card may declare.
+// runs past the u32 ranks a card may declare. CHAOS_DYNAMO_ROUNDS / CHAOS_DYNAMO_BIG_VALUES size a run.
 import { Etcd3 } from 'etcd3';
 import { RelayClient } from '../../src/client';
 import { MAX_DYNAMO_VALUE_BYTES } from '../../src/config/limits';
@@ -24,7 +24,7 @@ import { waitFor } from '../support/waitFor';
 runAlone();
 
 const ROUNDS = Number(process.env.CHAOS_DYNAMO_ROUNDS ?? 6);
-const BIG_VALUES = 16;
+const BIG_VALUES = Number(process.env.CHAOS_DYNAMO_BIG_VALUES ?? 16);
 const SETTLE_MS = 20_000;
 /**
  * Generous: a pass over this deployment costs tens of ms, a changed value at the bound ~100-200 ms; a
