@@ -324,6 +324,48 @@ test('a card whose data_parallel_size is above 4096 is rejected before its ranks
   expect(r.workers.size).toBe(0);
 });
 
+test('a card whose dp rank range overflows u32 is rejected: its ranks are never walked (a start rank past 2^53 never ended the walk)', () => {
+  const ep = 'ns/backend/generate';
+  for (const [start, size] of [[2 ** 64, 1], [1e308, 2], [2 ** 53 - 1, 2], [0xffff_ffff, 2], [2 ** 32, 1]]) {
+    const bad = card({ runtime_config: { data_parallel_size: size, data_parallel_start_rank: start } });
+    // Without event sources (on main: accepted, its worker carded with that start rank).
+    const alone = projectDynamo(entries(model(ID, bad)));
+    expect([alone.rejected.map((x) => x.problem), alone.workers.size]).toEqual([[expect.stringMatching(/data_parallel_start_rank|overflows u32/)], 0]);
+    // With a source on its KV-state endpoint (on main: the rank walk never ended for a start past 2^53).
+    const p = projectDynamo(entries(model(ID, bad), model(7n, card()), eventSource(ep, 7n, 4, 77)));
+    expect(p.rejected.map((x) => x.key)).toEqual([`v1/mdc/${ep}/${hex(ID)}`]);
+    expect(ranksOf(p)).toEqual([[7n, 4, 'active', undefined, [77n]], [7n, 5, 'missing', undefined, []]]);
+  }
+  // The last rank a card may declare is u32::MAX.
+  const top = projectDynamo(entries(model(ID, card({ runtime_config: { data_parallel_size: 2, data_parallel_start_rank: 0xffff_fffe } }))));
+  expect(top.workers.get(ID)).toEqual({ dpStartRank: 0xffff_fffe, dpSize: 2 });
+});
+
+test('a key in a bucket the relay reads but outside Dynamo\'s layout is rejected, with its key; in another namespace or bucket it is not read', () => {
+  const [, value] = model(ID, card());
+  const bad = [
+    `v1/mdc/ns/backend/generate/${hex(ID).toUpperCase()}`, // ids are lowercase hex
+    'v1/mdc/ns/backend/generate/07', // without leading zeros
+    `v1/instances/ns/backend/generate/${'f'.repeat(17)}`, // at most 16 digits (u64)
+    'v1/instances/ns/backend/generate', // a segment short
+    'v1/mdc/ns/backend/generate/7/lora/extra', // a segment too many
+    'v1/event_sources/namespace/ns/component/backend/endpoint/generate/kv-events/4d', // no `topic` segment
+    'v1/event_channels/namespace/ns/topic/kv-events/0x4d',
+  ];
+  const p = projectDynamo(new Map([model(ID, card()), ...bad.map((k): [string, string] => [k, value])]), ['ns']);
+  expect(p.rejected.map((r) => [r.key, r.problem])).toEqual([...bad].sort().map((k) => [k, "key is not in Dynamo's layout"]));
+  expect(p.endpoints.map((e) => e.workers.map((w) => w.id))).toEqual([[ID]]);
+  const elsewhere = projectDynamo(entries(model(ID, card()), [`v1/mdc/other/backend/generate/${hex(ID).toUpperCase()}`, value], ['v1/event_channels/namespace/other/topic/kv-events/X', value], ['v1/other_bucket/x', value]), ['ns']);
+  expect(elsewhere.rejected).toEqual([]);
+});
+
+test('an id spelled with a leading zero is not a second card of its worker (it took the whole endpoint out as a duplicate worker)', () => {
+  const [key, value] = model(0x7n, card());
+  const p = projectDynamo(entries([key, value], [key.replace(/\/7$/, '/07'), value], instance(0x7n)));
+  expect(p.endpoints.map((e) => e.workers.map((w) => [w.id, w.live]))).toEqual([[[0x7n, true]]]);
+  expect(p.conflicts).toEqual([]);
+});
+
 test('an endpoint left out for a conflict is not counted unbound', () => {
   const ep = 'ns/backend/generate';
   const p = projectDynamo(entries(model(ID, card()), model(ID + 1n, card({ display_name: 'mistral' })), eventSource(ep, ID, 4, 77), eventSource(ep, ID, 4, 78)));

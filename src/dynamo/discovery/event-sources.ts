@@ -16,7 +16,7 @@
 //   Ambiguous{endpoint-mapping} (markMappingAmbiguous): no publisher is trusted for them.
 import { endpointName } from '../../producer/deployment';
 import type { KeyScope } from './keys';
-import { eventSourceValue, parseValue, type EventSourceValue } from './values';
+import { eventSourceValue, parseEntry, type EventSourceValue, type ParseMemo } from './values';
 
 export type SourceStatus = 'missing' | 'active' | 'ambiguous';
 export type AmbiguousReason = 'incarnations' | 'conflicting-descriptor' | 'endpoint-mapping';
@@ -63,18 +63,20 @@ export interface EventSourcesProjection {
 
 /**
  * `entries`: the kv-events topic's source entries in served namespaces; `carded`: each serving endpoint's
- * workers and ranks from their cards; `changed`: keys whose value changed while present.
+ * workers and ranks from their cards; `changed`: keys whose value changed while present; `memo`: as
+ * projectDynamo's.
  */
 export function projectEventSources(
   entries: readonly SourceEntry[],
   carded: ReadonlyMap<string, readonly { workerId: bigint; dpStartRank: number; dpSize: number }[]>,
   changed: ReadonlySet<string> = new Set(),
+  memo?: ParseMemo,
 ): EventSourcesProjection {
   const invalid: EventSourcesProjection['invalid'] = [];
   const rejected: EventSourcesProjection['rejected'] = [];
   const byEndpoint = new Map<string, { key: string; value: EventSourceValue }[]>();
   for (const e of entries) {
-    const value = parseValue(e.text, eventSourceValue);
+    const value = parseEntry(memo, e.key, e.text, eventSourceValue);
     if (typeof value === 'string') {
       rejected.push({ key: e.key, problem: value });
       continue;

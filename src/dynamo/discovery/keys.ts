@@ -32,7 +32,8 @@ export interface KeyScope {
   endpoint?: string;
 }
 
-const HEX = /^[0-9a-f]{1,16}$/;
+/** `{id:x}`: lowercase, no leading zero (another spelling of one id would make it two entries). */
+const HEX = /^(0|[1-9a-f][0-9a-f]{0,15})$/;
 
 /** Parses a key relative to `v1/`; undefined for anything outside the layout. */
 export function parseDynamoKey(relative: string): DynamoKey | undefined {
@@ -52,6 +53,18 @@ export function parseDynamoKey(relative: string): DynamoKey | undefined {
     return { kind: 'eventSource', ...(scope ? { scope } : {}), topic: decodeSegment(rest[rest.length - 2]), publisherId: BigInt(`0x${rest[rest.length - 1]}`) };
   }
   return undefined;
+}
+
+/**
+ * For a key that parseDynamoKey does not take: null when it is in no bucket the relay reads, else the
+ * namespace it names (undefined when it names none), so that a malformed key of an unserved namespace
+ * is not counted.
+ */
+export function layoutNamespace(relative: string): string | null | undefined {
+  const [bucket, first, second] = relative.split('/', 3);
+  if (bucket === 'instances' || bucket === 'mdc') return first;
+  if (bucket === 'event_channels' || bucket === 'event_sources') return first === 'namespace' && second !== undefined ? decodeSegment(second) : undefined;
+  return null;
 }
 
 function pathOf(rest: string[]): EndpointPath {

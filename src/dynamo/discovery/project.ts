@@ -31,9 +31,9 @@
 //   KV-state endpoint has no entries binds as before event sources existed. Serving topology keeps it.
 import { endpointSchema, WORKER_TYPES, type EndpointConfig, type WorkerType } from '../../config/schema';
 import { endpointName } from '../../producer/deployment';
-import { DYNAMO_PREFIX, parseDynamoKey, type EndpointPath } from './keys';
+import { DYNAMO_PREFIX, layoutNamespace, parseDynamoKey, type EndpointPath } from './keys';
 import { markMappingAmbiguous, projectEventSources, type EndpointSources, type SourceEntry } from './event-sources';
-import { eventChannelValue, instanceValue, modelValue, parseValue, type Card, type ModelValue } from './values';
+import { eventChannelValue, instanceValue, modelValue, parseEntry, type Card, type ModelValue, type ParseMemo } from './values';
 
 export const KV_EVENT_TOPIC = 'kv-events';
 /** Workers' ActiveLoad, endpoint-scoped (KvMetricsSubscriber::for_endpoint_id: EventSubscriber for the endpoint). */
@@ -78,8 +78,11 @@ export interface DynamoProjection {
 /**
  * `entries`: full etcd key (from `v1/`) -> value. `namespaces`: those served (undefined = all).
  * `changedSources`: v1/event_sources keys whose value changed while present (watch.ts tracks them).
+ * `memo`: parsed values of the previous passes (the result is the same with or without it); keys no
+ * longer in `entries` are dropped from it.
  */
-export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?: readonly string[], changedSources?: ReadonlySet<string>): DynamoProjection {
+export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?: readonly string[], changedSources?: ReadonlySet<string>, memo?: ParseMemo): DynamoProjection {
+  if (memo) for (const key of memo.keys()) if (!entries.has(key)) memo.delete(key);
   const served = namespaces && new Set(namespaces);
   const inScope = (ns: string): boolean => !served || served.has(ns);
   const rejected: DynamoProjection['rejected'] = [];
@@ -96,17 +99,23 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
   for (const key of [...entries.keys()].sort()) {
     if (!key.startsWith(DYNAMO_PREFIX)) continue;
     const parsed = parseDynamoKey(key.slice(DYNAMO_PREFIX.length));
-    if (!parsed) continue;
+    if (!parsed) {
+      // A key in a bucket the relay reads that is not in Dynamo's layout (an id not lowercase hex of
+      // at most 16 digits, a segment too many or too few) is counted, as a value that does not parse.
+      const ns = layoutNamespace(key.slice(DYNAMO_PREFIX.length));
+      if (ns !== null && (ns === undefined || inScope(ns))) rejected.push({ key, problem: 'key is not in Dynamo\'s layout' });
+      continue;
+    }
     const text = entries.get(key)!;
     if (parsed.kind === 'instance') {
       if (!inScope(parsed.path.namespace)) continue;
-      const v = parseValue(text, instanceValue);
+      const v = parseEntry(memo, key, text, instanceValue);
       if (typeof v === 'string') rejected.push({ key, problem: v });
       else if (v.instance_id !== parsed.instanceId) rejected.push({ key, problem: `instance_id ${v.instance_id} is not the id of its key` });
       else live.add(workerKey(parsed.path, v.instance_id));
     } else if (parsed.kind === 'card') {
       if (!inScope(parsed.path.namespace)) continue;
-      const v = parseValue(text, modelValue);
+      const v = parseEntry(memo, key, text, modelValue);
       if (typeof v === 'string') {
         rejected.push({ key, problem: v });
         continue;
@@ -131,7 +140,7 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
       const kvTopic = parsed.topic === KV_EVENT_TOPIC || parsed.topic === LEGACY_KV_EVENT_TOPIC;
       if (kvTopic && (!parsed.scope || inScope(parsed.scope.namespace))) sources.push({ key, scope: parsed.scope, topic: parsed.topic, publisherId: parsed.publisherId, text });
     } else if (parsed.topic === KV_EVENT_TOPIC || parsed.topic === KV_METRICS_TOPIC) {
-      const v = parseValue(text, eventChannelValue);
+      const v = parseEntry(memo, key, text, eventChannelValue);
       if (typeof v === 'string') {
         rejected.push({ key, problem: v });
         continue;
@@ -175,7 +184,7 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
     const base = bases.get(endpointName(a.value));
     if (!base?.cards.some((c) => c.instance_id === a.value.instance_id)) conflicts.push(`${a.key}: adapter card without a base card of its instance on the endpoint (orphan); ignored`);
   }
-  const eventSources = projectEventSources(sources, carded, changedSources);
+  const eventSources = projectEventSources(sources, carded, changedSources, memo);
   rejected.push(...eventSources.rejected);
   const unbound = new Map<string, string>();
   for (const [name, { cards }] of bases) {

@@ -4,7 +4,7 @@
 // checked, so a newer Dynamo's extra fields are ignored, as serde ignores unknown fields.
 import { parse as parseLossless } from 'lossless-json';
 import { z } from 'zod';
-import { MAX_DP_SIZE, MAX_DYNAMO_VALUE_BYTES } from '../../config/limits';
+import { MAX_DP_SIZE, MAX_DYNAMO_VALUE_BYTES, MAX_U32 } from '../../config/limits';
 
 /** An integer: a JS number when safe, a bigint above 2^53 (never a rounded number). */
 function losslessNumber(text: string): number | bigint {
@@ -35,14 +35,17 @@ export const cardSchema = z.object({
     z.object({
       total_kv_blocks: optional(count),
       max_num_seqs: optional(count),
-      data_parallel_start_rank: optional(count),
-      // Bounded before the relay walks a card's ranks (identity-topology-load.md §4.1: 1..=4096).
+      // Ranks are u32 (WorkerWithDpRank.dp_rank); bounded before the relay walks a card's ranks.
+      data_parallel_start_rank: optional(count.pipe(z.number().max(MAX_U32))),
+      // identity-topology-load.md §4.1: 1..=4096.
       data_parallel_size: optional(count.pipe(z.number().max(MAX_DP_SIZE))),
       enable_local_indexer: optional(z.boolean()),
       enable_eagle: optional(z.boolean()),
       // The endpoint whose v1/event_sources describe this worker's KV state (§5.2); omitted: its serving endpoint.
       kv_state_endpoint: optional(endpointId),
-    }),
+    })
+      // Range overflow is an error (§4.1): past 2^53 a rank walk would never end (r + 1 === r).
+      .refine((rc) => (rc.data_parallel_start_rank ?? 0) + (rc.data_parallel_size ?? 1) - 1 <= MAX_U32, { message: 'data parallel rank range overflows u32' }),
   ),
 });
 export type Card = z.output<typeof cardSchema>;
@@ -112,4 +115,20 @@ export function parseValue<T extends z.ZodType>(text: string, schema: T): z.outp
   if (result.success) return result.data;
   const issue = result.error.issues[0];
   return `${issue.path.join('.') || '(value)'}: ${issue.message}`;
+}
+
+/**
+ * parseValue's results by key, kept by the caller across discovery passes: a value is parsed once per
+ * change of its text, not on every pass (lossless-json takes ~100-200 ms for a value at the bound, and
+ * every change anywhere under v1/ is a pass). Parsed values are shared between passes: never mutated.
+ */
+export type ParseMemo = Map<string, { text: string; result: unknown }>;
+
+/** parseValue(text, schema), from `memo` while `key` holds the same text. */
+export function parseEntry<T extends z.ZodType>(memo: ParseMemo | undefined, key: string, text: string, schema: T): z.output<T> | string {
+  const hit = memo?.get(key);
+  if (hit !== undefined && hit.text === text) return hit.result as z.output<T> | string;
+  const result = parseValue(text, schema);
+  memo?.set(key, { text, result });
+  return result;
 }

@@ -15,6 +15,7 @@ import type { EventPlane } from '../event-plane/plane';
 import { advertisedSources } from '../event-plane/source-gate';
 import { DYNAMO_PREFIX } from './keys';
 import { projectDynamo } from './project';
+import type { ParseMemo } from './values';
 import { EventSourceTracker, type EventSourceCounts } from './source-tracker';
 
 export interface DynamoDiscoveryOptions {
@@ -43,6 +44,8 @@ export class DynamoDiscovery {
   private readonly mirror: PrefixMirror;
   private readonly logger: Logger;
   private rejected = new Map<string, string>();
+  /** Values parsed by earlier passes (a pass parses only what changed). */
+  private readonly parsed: ParseMemo = new Map();
   private conflicts = new Set<string>();
   private endpoints = 0;
   private workers = 0;
@@ -86,7 +89,7 @@ export class DynamoDiscovery {
     // The mirror's keys are relative to `v1/`; the projection reads full keys.
     const entries = new Map<string, string>();
     for (const [key, value] of this.mirror.entries) entries.set(DYNAMO_PREFIX + key, value);
-    const p = projectDynamo(entries, this.options.config.namespaces, this.sources.changed(entries));
+    const p = projectDynamo(entries, this.options.config.namespaces, this.sources.changed(entries), this.parsed);
     const rejected = new Map(p.rejected.map((r) => [r.key, r.problem]));
     for (const [key, problem] of rejected) if (this.rejected.get(key) !== problem) this.logger.error({ key, problem }, 'Dynamo discovery entry rejected; the rest of the deployment is kept');
     this.rejected = rejected;
