@@ -317,6 +317,11 @@ export const DEFAULT_ETCD_LEASE_TTL_S = 10;
  * sibling, because a shard cut off from etcd cannot know that none started meanwhile.
  */
 export const DEFAULT_LONE_SHARD_KEEPS_SERVING = false;
+/**
+ * Keys per page of a full etcd read (discovery/mirror.ts). Halved while a page's response is over
+ * grpc-js's 4 MiB receive limit; 256 small Dynamo entries (cards of a few KiB) fit in one page.
+ */
+export const ETCD_READ_PAGE_KEYS = 256;
 /** Retry delay of a failed etcd read, watch or lease grant: doubling from this with jitter... */
 export const ETCD_RETRY_INITIAL_MS = 200;
 /** ...up to this. */

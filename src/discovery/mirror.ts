@@ -3,9 +3,15 @@
 // it was and marked stale, and a new full read with backoff replaces it as one change once etcd
 // answers again; the watch resumes from that read's revision. Listeners hear each change once per
 // etcd response, never a half-applied batch.
+//
+// The full read is paged at one revision: one Range response over everything under the prefix was
+// refused by grpc-js past its 4 MiB receive limit (five Dynamo values at their 1 MiB bound), and the
+// read then failed and was retried forever, so a relay never served the deployment, or stayed stale
+// after a lost watch. A page that is still over the limit (values up to etcd's 1.5 MiB request bound)
+// is asked again with half the keys; each page read whole doubles them again, up to the default.
 import { EventEmitter } from 'events';
-import type { Etcd3, IKeyValue, IWatchResponse, Watcher } from 'etcd3';
-import { ETCD_RETRY_INITIAL_MS, ETCD_RETRY_MAX_MS } from '../config/defaults';
+import { GRPCResourceExhastedError, Range, type Etcd3, type IKeyValue, type IWatchResponse, type Watcher } from 'etcd3';
+import { ETCD_READ_PAGE_KEYS, ETCD_RETRY_INITIAL_MS, ETCD_RETRY_MAX_MS } from '../config/defaults';
 import { Backoff } from '../client/backoff';
 import type { Logger } from '../log';
 import { etcdErrorText } from './etcd-client';
@@ -65,9 +71,7 @@ export class PrefixMirror extends EventEmitter<MirrorEvents> {
     let kvs: IKeyValue[];
     let revision: bigint;
     try {
-      const res = await this.client.getAll().prefix(this.prefix).exec();
-      kvs = res.kvs;
-      revision = BigInt(res.header.revision);
+      ({ kvs, revision } = await this.readAll());
     } catch (err) {
       if (this.closed) return;
       const delayMs = this.backoff.next();
@@ -85,6 +89,35 @@ export class PrefixMirror extends EventEmitter<MirrorEvents> {
     this.synced = true;
     this.setStale(false);
     this.emit('change');
+  }
+
+  /** Every key under the prefix as of one revision, in pages. */
+  private async readAll(): Promise<{ kvs: IKeyValue[]; revision: bigint }> {
+    const all = Range.prefix(this.prefix);
+    const kvs: IKeyValue[] = [];
+    let start = all.start;
+    let revision: string | undefined;
+    let pageKeys = ETCD_READ_PAGE_KEYS;
+    for (;;) {
+      const page = this.client.getAll().inRange({ start, end: all.end }).limit(pageKeys);
+      if (revision !== undefined) page.revision(revision);
+      let res;
+      try {
+        res = await page.exec();
+      } catch (err) {
+        if (err instanceof GRPCResourceExhastedError && pageKeys > 1) {
+          pageKeys = Math.ceil(pageKeys / 2);
+          continue;
+        }
+        throw err;
+      }
+      revision ??= res.header.revision;
+      for (const kv of res.kvs) kvs.push(kv);
+      pageKeys = Math.min(ETCD_READ_PAGE_KEYS, pageKeys * 2); // past a few big values, small ones again
+      if (!res.more || res.kvs.length === 0) return { kvs, revision: BigInt(revision) };
+      // The next page starts just after this page's last key (keys come in byte order).
+      start = Buffer.concat([res.kvs[res.kvs.length - 1].key, Buffer.from([0])]);
+    }
   }
 
   private watch(fromRevision: bigint): void {
