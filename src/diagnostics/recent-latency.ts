@@ -16,11 +16,15 @@ class Ring {
 
 export class RecentLatency {
   private readonly rings = new Map<string, Ring>();
+  /** p99()'s working copy: a typed array sorts numerically without a comparator or a JS array per call. */
+  private readonly scratch: Float64Array;
 
   constructor(
     private readonly samples: number,
     private readonly windowMs: number,
-  ) {}
+  ) {
+    this.scratch = new Float64Array(samples);
+  }
 
   observe(pool: string, latencyMs: number, now: number): void {
     let ring = this.rings.get(pool);
@@ -35,11 +39,11 @@ export class RecentLatency {
   p99(pool: string, now: number): number | null {
     const ring = this.rings.get(pool);
     if (!ring) return null;
-    const recent: number[] = [];
-    for (let i = 0; i < ring.size; i++) if (now - ring.times[i] < this.windowMs) recent.push(ring.values[i]);
-    if (recent.length === 0) return null;
-    recent.sort((a, b) => a - b);
-    return recent[Math.ceil(0.99 * recent.length) - 1];
+    let n = 0;
+    for (let i = 0; i < ring.size; i++) if (now - ring.times[i] < this.windowMs) this.scratch[n++] = ring.values[i];
+    if (n === 0) return null;
+    const recent = this.scratch.subarray(0, n).sort();
+    return recent[Math.ceil(0.99 * n) - 1];
   }
 
   /** Forgets the pools not in `pools` (withdrawn). */
