@@ -1,8 +1,8 @@
 // PoolFilterState.release() with its releaser held (the testing addon's own pool binding and
 // releaser: test/support/native-testing.ts): releases pending on the releaser's thread hold none of
-// libuv's threads, settle on their thread once the releaser freed their state, and a thread that
-// ends or is terminated, or a process that exits, with a release pending ends cleanly, the state
-// freed all the same.
+// libuv's threads, settle on their thread once the releaser freed their state (which keeps the thread
+// alive meanwhile), and a thread that exits or is terminated, or a process that exits, with a release
+// pending ends cleanly, the state freed all the same.
 import { pbkdf2 } from 'crypto';
 import { execFile } from 'child_process';
 import { promisify } from 'util';
@@ -23,14 +23,18 @@ const reserved = (): InstanceType<typeof PoolFilterState> =>
   new PoolFilterState(1024, DEFAULT_CKF_SEED, DEFAULT_CKF_MAX_KICKS, undefined, BLOCKS, BLOCKS);
 const live = (): number => poolStateMemory().liveBytes;
 
-/** A worker thread that makes a reserved pool of the testing addon, releases it and posts its bytes, then runs `then`. */
+/**
+ * A worker thread that makes a reserved pool of the testing addon, releases it and posts its bytes,
+ * then runs `then`; it posts 'settled' if the release settles there.
+ */
 function releasingThread(then: string): Worker {
   const code = `
     const { releasePool } = require(${JSON.stringify(ADDON)});
+    const { parentPort } = require('worker_threads');
     const p = new releasePool.PoolFilterState(1024, ${DEFAULT_CKF_SEED}n, ${DEFAULT_CKF_MAX_KICKS}, undefined, ${BLOCKS}, ${BLOCKS});
     const bytes = p.stateBytes();
-    void p.release();
-    require('worker_threads').parentPort.postMessage(bytes);
+    void p.release().then(() => parentPort.postMessage('settled'));
+    parentPort.postMessage(bytes);
     ${then}`;
   return new Worker(code, { eval: true });
 }
@@ -60,18 +64,26 @@ test('releases waiting for the releaser hold none of libuv\'s threads; they sett
   await expect(pools[0].release()).resolves.toBeUndefined();
 });
 
-test.each(['ends', 'is terminated'])('a thread that %s with its release pending waits in its teardown until the state is freed, and ends cleanly', async (how) => {
+test('a thread with nothing else to do stays alive until its release settled there', async () => {
+  const worker = releasingThread('');
+  const settled = new Promise<unknown>((resolve, reject) => {
+    worker.on('message', (m) => m === 'settled' && resolve(m));
+    worker.once('exit', () => reject(new Error('the thread ended before its release settled')));
+  });
+  await expect(settled).resolves.toBe('settled');
+});
+
+test.each(['exits', 'is terminated'])('a thread that %s with its release pending waits in its teardown until the state is freed, and ends cleanly', async (how) => {
   hold(true);
   const before = live();
-  // The release's handle keeps no loop alive: a thread with nothing else to do ends at once.
-  const worker = releasingThread(how === 'ends' ? '' : 'setInterval(() => undefined, 1 << 30);');
+  const worker = releasingThread(how === 'exits' ? 'process.exit(0);' : 'setInterval(() => undefined, 1 << 30);');
   const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
   const bytes = await new Promise<number>((resolve) => worker.once('message', resolve));
   if (how === 'is terminated') void worker.terminate();
   await waitFor(() => testingAddon.poolReleasesHoldingTeardown() === 1, 'the thread\'s teardown waiting for its release', 20_000);
   expect(live() - before).toBeGreaterThanOrEqual(bytes);
   hold(false);
-  expect(await exited).toBe(how === 'ends' ? 0 : 1);
+  expect(await exited).toBe(how === 'exits' ? 0 : 1);
   // Freed before the thread's exit was seen.
   expect(live()).toBeLessThanOrEqual(before);
   expect(testingAddon.poolReleasesHoldingTeardown()).toBe(0);

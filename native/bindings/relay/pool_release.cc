@@ -12,13 +12,14 @@
 // release: a shard handing 50 reserved pools over in small pages would have held them all for seconds,
 // and every other job of the process behind them: snapshot encodes, gzip, populating-phase applies.)
 //
-// The handle is unreferenced: a pending release keeps no loop alive. A thread that tears its
-// environment down (it ends or is terminated; the main thread's loop emptied) still waits for the
-// releases it made: an async cleanup hook holds the teardown, with the handle referenced again so that
-// its loop turns wake on it. Their states are freed before the thread's exit is seen (a dead ingest
-// thread's pools count as freed: producer/thread-pools.ts); their promises cannot settle any more, and
-// nothing waits for them. At process.exit() nothing is torn down: the kernel takes the mappings with
-// the process.
+// The handle keeps its loop alive while the release is pending, as the async work did (unreferenced, a
+// thread or script whose only pending work was `await release()` ended without it: the promise's
+// reactions never ran), and is closed once it settled. A thread that tears its environment down (it
+// exits or is terminated) waits for the releases it made: an async cleanup hook holds the teardown,
+// whose loop turns wake on the handle. Their states are freed before the thread's exit is seen (a dead
+// ingest thread's pools count as freed: producer/thread-pools.ts); their promises cannot settle any
+// more, and nothing waits for them. At process.exit() nothing is torn down: the kernel takes the
+// mappings with the process.
 //
 // Where the releaser's thread or the handle cannot be made, the state is freed on the calling thread,
 // as by close(), and the promise settles then.
@@ -57,7 +58,6 @@ class ReleaseSettle {
     if (napi_get_uv_event_loop(env_, &loop) != napi_ok || uv_async_init(loop, &async_, OnFreed) != 0) return false;
     async_.data = this;
     watching_ = true;
-    uv_unref(handle());
     return napi_add_async_cleanup_hook(env_, OnTeardown, this, &hook_) == napi_ok;
   }
   // On the releaser's thread, the state freed: its last use of this object (the handle stays open
@@ -77,12 +77,10 @@ class ReleaseSettle {
     if (!self->tearingDown_) self->Resolve();
     self->End();
   }
-  // The environment tears down before the state was freed: the teardown waits until the hook is
-  // removed (End), turning the loop, which must then wake on this handle.
+  // The environment tears down before the state was freed: the teardown waits, turning the loop, until
+  // the hook is removed (End).
   static void OnTeardown(napi_async_cleanup_hook_handle, void* arg) {
-    auto* self = static_cast<ReleaseSettle*>(arg);
-    self->tearingDown_ = true;
-    uv_ref(self->handle());
+    static_cast<ReleaseSettle*>(arg)->tearingDown_ = true;
     holdingTeardown.fetch_add(1, std::memory_order_relaxed);
   }
   // From a libuv callback: in a callback scope, so that the promise's reactions run after it. In an
