@@ -33,6 +33,7 @@ void PoolReleaser::Hold(bool held) {
 
 void PoolReleaser::Run() {
   background::LowerPriority();
+  background::NoWakeupPreemption();
   std::unique_lock<std::mutex> lock(mutex_);
   for (;;) {
     ready_.wait(lock, [this] { return !held_ && !jobs_.empty(); });
