@@ -21,9 +21,9 @@ inline void LowerPriority() { setpriority(PRIO_PROCESS, static_cast<id_t>(syscal
 // Makes the calling thread SCHED_BATCH (its nice value kept): woken, it waits for the scheduler's tick
 // instead of preempting the thread running where it woke up. The pool releaser is woken by the thread
 // that called release() (the event loop, or an ingest thread), and the scheduler tends to wake a thread
-// on its waker's CPU: at nice 10 alone it still took that CPU at once in 1 release of 3 on the
-// project's 2-core VM, holding the release() call 1-5 ms (bench/pool-release); as SCHED_BATCH, 0.04-0.07
-// ms in 24 of 24. Best effort: the policy stays as it was where the call fails.
+// on its waker's CPU: at nice 10 alone it still took that CPU at once in 20 releases of 36 on the
+// project's 2-core VM, holding the release() call 0.9-5.2 ms (bench/pool-release); as SCHED_BATCH, none
+// of 36 above 0.12 ms. Best effort: the policy stays as it was where the call fails.
 inline void NoWakeupPreemption() {
   const sched_param param{};
   sched_setscheduler(0, SCHED_BATCH, &param);
