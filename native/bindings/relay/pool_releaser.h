@@ -1,7 +1,8 @@
 // The thread that frees released pool states (PoolFilterState.release(), pool_release.cc): one for the
-// process, started on first use at the populating thread's lower priority (at the event loop's, the
-// munmap's CPU preempted the event loop on the project's busy 2-core VM: the release() call held it
-// 2-3 ms in 2 calls of 10, with involuntary context switches only; 0.03-0.16 ms from this thread).
+// process, started on first use at the populating thread's lower priority. At the event loop's, the
+// munmap's CPU preempted the event loop on the project's busy 2-core VM (the release() call held it
+// 2-3 ms in 2 calls of 10, with involuntary context switches only; 0.03-0.16 ms from this thread); it
+// is SCHED_BATCH besides, as release()'s caller wakes it (background::NoWakeupPreemption).
 // States are freed one after another, each with every table unmapped there (pages::UnmapOnCaller:
 // none is left to the populating thread), and each job's owner told once its state is gone. No other
 // thread waits for it: a libuv worker that did held one of libuv's 4 threads per pending release.
