@@ -337,7 +337,7 @@ export class PoolFilterState {
   words(): BigUint64Array;
   copyWordsAsync(): Promise<BigUint64Array>;
   close(): void;
-  /** Frees the state off the calling thread (a libuv worker waits for it); settles once its tables are unmapped (later calls throw PoolClosed). */
+  /** Frees the state on the releaser's thread (no libuv worker waits for it); settles on the calling thread once its tables are unmapped (later calls throw PoolClosed). */
   release(): Promise<void>;
 }
 

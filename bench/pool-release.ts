@@ -1,6 +1,6 @@
 // A generation's end with a reservation (limits.reservePoolBlocks): how long freeing its populated
 // tables holds the thread that ends it (the event loop, or an ingest thread and its other pools),
-// with PoolFilterState.release() (the state freed on a libuv worker; what the pool actor does)
+// with PoolFilterState.release() (the state freed on the releaser's thread; what the pool actor does)
 // against close() (freed on the calling thread). A pool reserving POOL_RELEASE_BLOCKS blocks over
 // four named sources is made and populated, then freed one way or the other, alternating, ROUNDS
 // rounds each; the release's time until its promise settled (the tables unmapped) is in the note.
@@ -24,7 +24,7 @@ async function populated(): Promise<PoolFilterState> {
 }
 
 export async function run(): Promise<BenchResult[]> {
-  // The process's first release sets N-API's async work up (1-6 ms once): not a round's cost.
+  // The process's first release starts the releaser's thread: not a round's cost.
   await new PoolFilterState({ bucketCount: 1024 }).release();
   const closeMs: number[] = [];
   const releaseMs: number[] = [];

@@ -304,7 +304,7 @@ class Populator {
 };
 
 // Scope in which the buffers freed on this thread are unmapped by it, never handed to the populating
-// thread (Populator::Orphan): a pool's tables freed on a libuv worker (PoolFilterState.release()) are
+// thread (Populator::Orphan): a pool's tables freed on the releaser's thread (PoolFilterState.release()) are
 // all unmapped when the scope ends, so that the pool's next generation maps its own only then.
 class UnmapOnCaller {
  public:

@@ -13,6 +13,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
   kvrelay::testing::InitBucketMapCheck(env, exports);
   kvrelay::testing::InitPagePopulatorCheck(env, exports);
   kvrelay::testing::InitPoolAccountingCheck(env, exports);
+  kvrelay::testing::InitPoolReleaseHold(env, exports);
   return exports;
 }
 }  // namespace

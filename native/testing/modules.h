@@ -13,5 +13,6 @@ void InitHashingBench(Napi::Env env, Napi::Object exports);
 void InitBucketMapCheck(Napi::Env env, Napi::Object exports);
 void InitPagePopulatorCheck(Napi::Env env, Napi::Object exports);
 void InitPoolAccountingCheck(Napi::Env env, Napi::Object exports);
+void InitPoolReleaseHold(Napi::Env env, Napi::Object exports);
 }  // namespace testing
 }  // namespace kvrelay

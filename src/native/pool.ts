@@ -560,7 +560,7 @@ export class PoolFilterState {
     this.native.close();
   }
 
-  /** Frees the native memory off the calling thread (a libuv worker waits for it): settles (never rejects) once every table is unmapped. */
+  /** Frees the native memory on the releaser's thread (no libuv worker waits for it): settles (never rejects) once every table is unmapped. */
   release(): Promise<void> {
     return this.native.release();
   }

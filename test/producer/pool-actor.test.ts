@@ -13,7 +13,6 @@ import type { ProducerIdentity } from '../../src/wire/types';
 import pino from 'pino';
 import { silentLogger } from '../../src/log';
 import { waitFor } from '../support/waitFor';
-import { occupyLibuvThreads } from '../support/libuv-busy';
 import { monotonicMs } from '../../src/clock';
 import type { DeltaTiming } from '../../src/metrics/registry';
 import { withStallMonitor } from '../../bench/support/stall';
@@ -804,15 +803,10 @@ test('a reserved generation\'s tables are unmapped off the thread that ends it; 
   const before = poolStateMemory().liveBytes;
   let released = false;
   void a.released.then(() => (released = true));
-  // Every libuv worker busy: the release waits for one, so whatever is freed before they are free
-  // was freed on this thread (as close() did, before retire() resolved).
-  const busy = occupyLibuvThreads();
+  // The native release settles on a later turn of the loop, once the releaser's thread freed the
+  // tables (held there and counted meanwhile: test/native/pool-release.test.ts).
   await a.retire();
-  await new Promise((resolve) => setImmediate(resolve));
   expect(released).toBe(false);
-  // Other states garbage-collected meanwhile are a few MiB; this one's ~200 MiB are still counted.
-  expect(before - poolStateMemory().liveBytes).toBeLessThan(bytes / 2);
-  await busy;
   await a.released;
   expect(before - poolStateMemory().liveBytes).toBeGreaterThanOrEqual(bytes);
 });

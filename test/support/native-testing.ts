@@ -3,6 +3,7 @@
 import { nativeTarget, packageRoot } from '../../src/native/addon';
 import { DEFAULT_CKF_MAX_KICKS, DEFAULT_CKF_SEED } from '../../src/config/defaults';
 import { XXH3_SEED, type HashBatchOptions, type PoolStats, type PromptBatch } from '../../src/native';
+import type { RelayAddon } from '../../binding';
 
 export interface RawCanonicalResult {
   outcome: string;
@@ -154,6 +155,12 @@ interface TestingBinding {
   benchPopulatorContention(mib: number): PopulatorContention;
   benchWarmPages(mib: number): WarmPagesBench;
   populatorCounts(): PopulatorCounts;
+  /** The pool binding compiled into this addon, whose releaser holdPoolReleases reaches (its own accounting too). */
+  releasePool: Pick<RelayAddon, 'PoolFilterState' | 'poolStateMemory' | 'resetPoolStatePeak'>;
+  /** While held, the releaser frees nothing: releases made meanwhile wait for it. */
+  holdPoolReleases(held: boolean): void;
+  /** Releases whose environment tears down and waits for the releaser to free their state. */
+  poolReleasesHoldingTeardown(): number;
   xxh3BlocksBaseline(
     tokens: Uint32Array,
     promptOffsets: Uint32Array,

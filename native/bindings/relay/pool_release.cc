@@ -6,108 +6,118 @@
 // left to the populating thread) and the state's bytes left poolStateMemory(), so that the pool's
 // next generation, made only then, never maps its reservation beside this one.
 //
-// The freeing itself runs on a thread of its own at a lower priority (the populating thread's), the
-// libuv worker only waiting for it: at the event loop's priority the munmap's CPU preempted the
-// event loop on the project's busy 2-core VM (the release() call held it 2-3 ms in 2 calls of 10,
-// with involuntary context switches only; 0.03-0.16 ms from this thread).
+// The releaser's thread frees the state (pool_releaser.h), then wakes the thread that called release()
+// through a libuv async handle of that thread's loop, where the promise settles: nothing waits for the
+// releaser meanwhile. (A libuv worker that waited in it held one of libuv's 4 threads per pending
+// release: a shard handing 50 reserved pools over in small pages would have held them all for seconds,
+// and every other job of the process behind them: snapshot encodes, gzip, populating-phase applies.)
 //
-// A thread that tears its environment down waits for the work it queued on libuv's threads (the
-// release finishes; its promise cannot settle any more, and nothing waits for it); at process exit
-// the kernel takes the mappings with the process.
+// The handle keeps its loop alive while the release is pending, as the async work did (unreferenced, a
+// thread or script whose only pending work was `await release()` ended without it: the promise's
+// reactions never ran), and is closed once it settled. A thread that tears its environment down (it
+// exits or is terminated) waits for the releases it made: an async cleanup hook holds the teardown,
+// whose loop turns wake on the handle. Their states are freed before the thread's exit is seen (a dead
+// ingest thread's pools count as freed: producer/thread-pools.ts); their promises cannot settle any
+// more, and nothing waits for them. At process.exit() nothing is torn down: the kernel takes the
+// mappings with the process.
+//
+// Where the releaser's thread or the handle cannot be made, the state is freed on the calling thread,
+// as by close(), and the promise settles then.
 
-#include <condition_variable>
-#include <deque>
+#include <uv.h>
+
+#include <atomic>
 #include <memory>
-#include <mutex>
 #include <utility>
 
 #include "bindings/napi_args.h"
+#include "bindings/relay/pool_releaser.h"
 #include "bindings/relay/pool_wrap.h"
-#include "core/background_thread.h"
-#include "core/page_populator.h"
 
 namespace kvrelay {
 
 namespace {
 
-// Frees released states one after another on its thread, each with every table unmapped there.
-class Releaser {
+std::atomic<int> holdingTeardown{0};
+
+// One release's promise, and the handle that wakes its thread once the releaser freed the state.
+// Deletes itself once settled (or dropped, its environment tearing down) and its handle closed.
+class ReleaseSettle {
  public:
-  static Releaser& Instance() {
-    static Releaser* instance = new Releaser();  // never destroyed: its thread outlives statics
-    return *instance;
+  explicit ReleaseSettle(Napi::Env env)
+      : env_(env), deferred_(Napi::Promise::Deferred::New(env)),
+        context_(std::make_unique<Napi::AsyncContext>(env, "kvrelay.poolRelease")) {}
+  ReleaseSettle(const ReleaseSettle&) = delete;
+  ReleaseSettle& operator=(const ReleaseSettle&) = delete;
+
+  Napi::Promise Promise() const { return deferred_.Promise(); }
+  // false: the handle or the teardown hook could not be made (the caller then frees the state and
+  // calls SettleHere).
+  bool Watch() {
+    uv_loop_t* loop = nullptr;
+    if (napi_get_uv_event_loop(env_, &loop) != napi_ok || uv_async_init(loop, &async_, OnFreed) != 0) return false;
+    async_.data = this;
+    watching_ = true;
+    return napi_add_async_cleanup_hook(env_, OnTeardown, this, &hook_) == napi_ok;
   }
-  // Returns once `state` is freed: on the releaser's thread, or here if it could not be started.
-  void Free(std::unique_ptr<pool::PoolFilterState> state) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (!Start()) {
-      lock.unlock();
-      Unmap(std::move(state));
-      return;
-    }
-    Job job{std::move(state)};
-    jobs_.push_back(&job);
-    ready_.notify_one();
-    freed_.wait(lock, [&job] { return job.done; });
+  // On the releaser's thread, the state freed: its last use of this object (the handle stays open
+  // until its callback ran on the loop's thread).
+  static void Freed(void* self) { uv_async_send(&static_cast<ReleaseSettle*>(self)->async_); }
+  // In the release() call, the state freed on its thread.
+  void SettleHere() {
+    deferred_.Resolve(env_.Undefined());
+    End();
   }
 
  private:
-  struct Job {
-    std::unique_ptr<pool::PoolFilterState> state;
-    bool done = false;
-  };
-  static void Unmap(std::unique_ptr<pool::PoolFilterState> state) {
-    const pages::UnmapOnCaller here;
-    state.reset();
+  uv_handle_t* handle() { return reinterpret_cast<uv_handle_t*>(&async_); }
+
+  static void OnFreed(uv_async_t* async) {
+    auto* self = static_cast<ReleaseSettle*>(async->data);
+    if (!self->tearingDown_) self->Resolve();
+    self->End();
   }
-  // Under mutex_.
-  bool Start() { return background::StartOnce(started_, [this] { Run(); }); }
-  void Run() {
-    background::LowerPriority();
-    std::unique_lock<std::mutex> lock(mutex_);
-    for (;;) {
-      ready_.wait(lock, [this] { return !jobs_.empty(); });
-      Job* job = jobs_.front();
-      jobs_.pop_front();
-      lock.unlock();
-      Unmap(std::move(job->state));
-      lock.lock();
-      job->done = true;
-      freed_.notify_all();
-    }
+  // The environment tears down before the state was freed: the teardown waits, turning the loop, until
+  // the hook is removed (End).
+  static void OnTeardown(napi_async_cleanup_hook_handle, void* arg) {
+    static_cast<ReleaseSettle*>(arg)->tearingDown_ = true;
+    holdingTeardown.fetch_add(1, std::memory_order_relaxed);
   }
-
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::condition_variable freed_;
-  std::deque<Job*> jobs_;
-  bool started_ = false;
-};
-
-class PoolRelease : public Napi::AsyncWorker {
- public:
-  PoolRelease(Napi::Env env, std::unique_ptr<pool::PoolFilterState> state)
-      : Napi::AsyncWorker(env, "kvrelay.poolRelease"), state_(std::move(state)), deferred_(Napi::Promise::Deferred::New(env)) {}
-  Napi::Promise Promise() const { return deferred_.Promise(); }
-
- protected:
-  void Execute() override { Releaser::Instance().Free(std::move(state_)); }
-  // Settled in an environment tearing down (its thread ends), every N-API call fails: the error must
-  // not escape this libuv callback (it would abort the process; see PoolRunner::OnProgress).
-  void OnOK() override {
+  // From a libuv callback: in a callback scope, so that the promise's reactions run after it. In an
+  // environment already tearing down (before the hook ran) every N-API call fails: the error must not
+  // escape this callback (it would abort the process; see PoolRunner::OnProgress).
+  void Resolve() {
     try {
-      deferred_.Resolve(Env().Undefined());
+      const Napi::HandleScope scope(env_);
+      const Napi::CallbackScope callback(env_, *context_);
+      deferred_.Resolve(env_.Undefined());
     } catch (const Napi::Error&) {
     }
   }
+  // The hook goes last: a teardown waiting on it then finds the handle closed.
+  void End() {
+    context_.reset();
+    if (!watching_) return Finish();
+    uv_close(handle(), [](uv_handle_t* h) { static_cast<ReleaseSettle*>(h->data)->Finish(); });
+  }
+  void Finish() {
+    if (tearingDown_) holdingTeardown.fetch_sub(1, std::memory_order_relaxed);
+    if (hook_ != nullptr) napi_remove_async_cleanup_hook(hook_);
+    delete this;
+  }
 
- private:
-  // Freed in Execute; a work cancelled before it ran frees it where the worker is destroyed.
-  std::unique_ptr<pool::PoolFilterState> state_;
+  Napi::Env env_;
   Napi::Promise::Deferred deferred_;
+  std::unique_ptr<Napi::AsyncContext> context_;
+  uv_async_t async_{};
+  bool watching_ = false;
+  napi_async_cleanup_hook_handle hook_ = nullptr;
+  bool tearingDown_ = false;
 };
 
 }  // namespace
+
+int ReleasesHoldingTeardown() { return holdingTeardown.load(std::memory_order_relaxed); }
 
 Napi::Value PoolFilterStateWrap::Release(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
@@ -118,9 +128,12 @@ Napi::Value PoolFilterStateWrap::Release(const Napi::CallbackInfo& info) {
     done.Resolve(env.Undefined());
     return done.Promise();
   }
-  auto* work = new PoolRelease(env, std::move(state_));
-  const Napi::Promise promise = work->Promise();
-  work->Queue();
+  auto* settle = new ReleaseSettle(env);
+  const Napi::Promise promise = settle->Promise();
+  if (!settle->Watch() || !PoolReleaser::Instance().Queue(state_, &ReleaseSettle::Freed, settle)) {
+    PoolReleaser::Unmap(std::move(state_));
+    settle->SettleHere();
+  }
   return promise;
 }
 

@@ -78,7 +78,7 @@ class PoolFilterStateWrap : public Napi::ObjectWrap<PoolFilterStateWrap> {
   Napi::Value Words(const Napi::CallbackInfo& info);
   Napi::Value CopyWordsAsync(const Napi::CallbackInfo& info);  // pool_workers.cc
   Napi::Value Close(const Napi::CallbackInfo& info);
-  // Frees the state on a libuv worker; a promise of the tables unmapped (pool_release.cc).
+  // Frees the state on the releaser's thread; a promise of the tables unmapped (pool_release.cc).
   Napi::Value Release(const Napi::CallbackInfo& info);
 
   std::unique_ptr<pool::PoolFilterState> state_;
