@@ -1,6 +1,8 @@
 // Validation bounds of the config file and bounds on what a gRPC peer may send; none is a tunable
 // (tunables live in defaults.ts).
 
+/** Characters of a peer-supplied text (an etcd key, a problem quoting a value) in one log field (log.ts clipForLog). */
+export const LOG_FIELD_MAX_CHARS = 512;
 /** runtime_config.data_parallel_size range. */
 export const MAX_DP_SIZE = 4096;
 export const MAX_U32 = 0xffff_ffff;

@@ -19,7 +19,7 @@
 // - a claim is served only when its answer comes in the same fence epoch it was sent in.
 import type { Etcd3 } from 'etcd3';
 import type { EtcdDiscoveryConfig } from '../config/schema';
-import type { Logger } from '../log';
+import { clipForLog, type Logger } from '../log';
 import type { DiscoveryMetrics } from '../metrics/registry';
 import { buildDeployment, type Deployment } from '../producer/deployment';
 import { claimPool, claimShard, claimValue, releasePool } from '../sharding/claims';
@@ -158,7 +158,7 @@ export class EtcdDeployment {
   private logRejections(rejected: readonly Rejection[]): void {
     const next = new Map(rejected.map((r) => [r.key, r.problem]));
     for (const [key, problem] of next) {
-      if (this.rejected.get(key) !== problem) this.logger.error({ key: this.prefix + key, problem }, 'discovery entry rejected; the rest of the deployment is kept');
+      if (this.rejected.get(key) !== problem) this.logger.error({ key: clipForLog(this.prefix + key), problem: clipForLog(problem) }, 'discovery entry rejected; the rest of the deployment is kept');
     }
     this.rejected = next;
   }

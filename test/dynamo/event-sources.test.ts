@@ -92,6 +92,26 @@ describeWithEtcd('Dynamo v1/event_sources from a real etcd', () => {
     expect(log.matching(ambiguous).map((l) => l.reason)).toEqual(['incarnations', 'conflicting-descriptor']);
     expect(rank0).toMatch(/^v1\/event_sources\/namespace\/ns\/component\/backend\/endpoint\/generate\/topic\/kv-events\/[0-9a-f]+$/);
   }, 60_000);
+
+  test('a peer-chosen key or value quoted in a warning is clipped: the lines stay small however long the key', async () => {
+    const card = { display_name: 'llama', kv_cache_block_size: 4, model_type: 'Chat', worker_type: 'aggregated', needs: [], runtime_config: { total_kv_blocks: 100 } };
+    worker = await new DynamoWorker(kv, { namespace: 'ns', component: 'backend', card, transport: 'zmq', channelScope: 'endpoint' }).register();
+    const log = new LogLines();
+    const file = path.join(dir, 'relay-clip.json');
+    fs.writeFileSync(file, JSON.stringify(relayConfig([], { discovery: { dynamo: { etcd: { endpoints: [etcd.endpoint] } } } })));
+    relay = await startRelay({ configFile: file, logger: createLogger({ destination: log, level: 'info' }) });
+    // A key outside Dynamo's layout (its id is not hex), 200 000 characters long; and a source whose
+    // value names a 200 000-character topic (invalid: not its key's topic, quoted in the problem).
+    const longKey = `v1/mdc/ns/backend/generate/${'g'.repeat(200_000)}`;
+    await kv.put(longKey).value('{}');
+    await worker.advertiseSource(0, { edit: (v) => (v.topic = 't'.repeat(200_000)) });
+    await waitFor(() => log.matching(/entry rejected/).length > 0 && log.matching(/event source invalid/).length > 0, 'both warnings', 10_000, 20);
+    const [rejected] = log.matching(/entry rejected/);
+    const [invalid] = log.matching(/event source invalid/);
+    for (const field of [rejected.key, rejected.problem, invalid.key, invalid.problem]) expect(String(field).length).toBeLessThan(600);
+    expect(String(rejected.key)).toMatch(/^v1\/mdc\/ns\/backend\/generate\/g+… \(200027 characters\)$/);
+    expect(String(invalid.problem)).toMatch(/^topic t+… \(\d+ characters\)$/);
+  }, 60_000);
 });
 
 describeWithEtcd('Dynamo v1/event_sources gate the event plane (real etcd, ZMQ, relay and consumer)', () => {

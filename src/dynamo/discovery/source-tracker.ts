@@ -2,7 +2,7 @@
 // descriptor: one that changes while present makes its rank Ambiguous{conflicting-descriptor} until
 // it is deleted), each logical source's last status (an operator warning once per transition into
 // Ambiguous, not on every pass), and the counts /metrics shows.
-import type { Logger } from '../../log';
+import { clipForLog, type Logger } from '../../log';
 import type { EndpointSources, SourceStatus } from './event-sources';
 import { DYNAMO_PREFIX } from './keys';
 
@@ -50,7 +50,7 @@ export class EventSourceTracker {
       }
     }
     const invalidNow = new Map(invalid.map((i) => [i.key, i.problem]));
-    for (const [key, problem] of invalidNow) if (this.invalid.get(key) !== problem) this.logger.warn({ key, problem }, 'Dynamo KV event source invalid: it counts for no rank');
+    for (const [key, problem] of invalidNow) if (this.invalid.get(key) !== problem) this.logger.warn({ key: clipForLog(key), problem: clipForLog(problem) }, 'Dynamo KV event source invalid: it counts for no rank');
     this.statuses = statuses;
     this.invalid = invalidNow;
     this.counts = counts;
