@@ -155,6 +155,13 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
     }
   }
 
+  // Adapters grouped once by endpoint: each endpoint and the orphan check read only their own (walking
+  // every adapter per endpoint made a pass quadratic in what a peer may write).
+  const adaptersByEndpoint = new Map<string, { key: string; value: ModelValue }[]>();
+  for (const a of adapters) {
+    const name = endpointName(a.value);
+    (adaptersByEndpoint.get(name) ?? adaptersByEndpoint.set(name, []).get(name)!).push(a);
+  }
   const endpoints: EndpointConfig[] = [];
   const workers = new Map<bigint, WorkerRanks>();
   const streams = new Set<string>();
@@ -176,13 +183,14 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
       if (kvState.length === 1) (carded.get(kvState[0]) ?? carded.set(kvState[0], []).get(kvState[0])!).push({ workerId: c.instance_id, ...ranks });
       if (rc?.enable_local_indexer === false) streams.add(kvStreamName(path));
     }
-    const projected = projectEndpoint(path, cards, adapters, live);
+    const projected = projectEndpoint(path, cards, adaptersByEndpoint.get(name) ?? [], live);
     if (typeof projected === 'string') conflicts.push(`${name}: ${projected}`);
     else endpoints.push(projected);
   }
-  for (const a of adapters) {
-    const base = bases.get(endpointName(a.value));
-    if (!base?.cards.some((c) => c.instance_id === a.value.instance_id)) conflicts.push(`${a.key}: adapter card without a base card of its instance on the endpoint (orphan); ignored`);
+  for (const [name, list] of adaptersByEndpoint) {
+    const base = bases.get(name);
+    const ids = new Set(base?.cards.map((c) => c.instance_id));
+    for (const a of list) if (!ids.has(a.value.instance_id)) conflicts.push(`${a.key}: adapter card without a base card of its instance on the endpoint (orphan); ignored`);
   }
   const eventSources = projectEventSources(sources, carded, changedSources, memo);
   rejected.push(...eventSources.rejected);
@@ -235,7 +243,8 @@ function workerKey(path: EndpointPath, id: bigint): string {
   return `${endpointName(path)}/${id}`;
 }
 
-function projectEndpoint(path: EndpointPath, cards: ModelValue[], adapterCards: { value: ModelValue }[], live: Set<string>): EndpointConfig | string {
+/** `adapterCards`: the adapter cards of this endpoint. */
+function projectEndpoint(path: EndpointPath, cards: ModelValue[], adapterCards: readonly { value: ModelValue }[], live: Set<string>): EndpointConfig | string {
   const first = cards[0].card_json;
   const topo = (c: Card) => JSON.stringify(workerTopology(c));
   const material = (c: Card) => JSON.stringify([c.source_path ?? c.display_name, c.kv_cache_block_size, c.runtime_config?.enable_eagle === true, c.indexer_identity ?? null]);
@@ -248,7 +257,7 @@ function projectEndpoint(path: EndpointPath, cards: ModelValue[], adapterCards: 
   const ids = new Set(cards.map((c) => c.instance_id));
   const byServed = new Map<string, { name: string; workers: bigint[] }>();
   for (const { value } of adapterCards) {
-    if (endpointName(value) !== endpointName(path) || !ids.has(value.instance_id)) continue;
+    if (!ids.has(value.instance_id)) continue;
     const served = value.card_json.display_name;
     const entry = byServed.get(served) ?? byServed.set(served, { name: value.card_json.lora!.name, workers: [] }).get(served)!;
     if (entry.name === value.card_json.lora!.name) entry.workers.push(value.instance_id);
