@@ -16,7 +16,7 @@
 //   Ambiguous{endpoint-mapping} (markMappingAmbiguous): no publisher is trusted for them.
 import { endpointName } from '../../producer/deployment';
 import type { KeyScope } from './keys';
-import { eventSourceValue, parseEntry, type EventSourceValue, type ParseMemo } from './values';
+import { endpointIdName, eventSourceValue, parseEntry, type EventSourceValue, type ParseMemo } from './values';
 
 export type SourceStatus = 'missing' | 'active' | 'ambiguous';
 export type AmbiguousReason = 'incarnations' | 'conflicting-descriptor' | 'endpoint-mapping';
@@ -86,7 +86,7 @@ export function projectEventSources(
       invalid.push({ key: e.key, problem });
       continue;
     }
-    const name = kvStateEndpointName(value);
+    const name = endpointIdName(value.metadata.kv_state_endpoint);
     (byEndpoint.get(name) ?? byEndpoint.set(name, []).get(name)!).push({ key: e.key, value });
   }
 
@@ -163,12 +163,6 @@ function contradiction(e: SourceEntry, v: EventSourceValue): string | undefined 
   if (v.scope.kind !== 'endpoint' || v.scope.component === undefined || v.scope.endpoint === undefined) return `scope is ${v.scope.kind}, not endpoint`;
   const scope = { namespace: v.scope.namespace, component: v.scope.component, endpoint: v.scope.endpoint };
   if (!e.scope || endpointName(scope) !== endpointName({ component: '', endpoint: '', ...e.scope })) return 'scope is not its key\'s';
-  if (kvStateEndpointName(v) !== endpointName(scope)) return 'metadata.kv_state_endpoint is not its scope\'s endpoint';
+  if (endpointIdName(v.metadata.kv_state_endpoint) !== endpointName(scope)) return 'metadata.kv_state_endpoint is not its scope\'s endpoint';
   return undefined;
-}
-
-/** The source's KV-state endpoint (an EndpointId: `name` for the endpoint) as the relay names endpoints. */
-function kvStateEndpointName(v: EventSourceValue): string {
-  const { namespace, component, name } = v.metadata.kv_state_endpoint;
-  return endpointName({ namespace, component, endpoint: name });
 }

@@ -33,7 +33,7 @@ import { endpointSchema, WORKER_TYPES, type EndpointConfig, type WorkerType } fr
 import { endpointName } from '../../producer/deployment';
 import { DYNAMO_PREFIX, layoutNamespace, parseDynamoKey, type EndpointPath } from './keys';
 import { markMappingAmbiguous, projectEventSources, type EndpointSources, type SourceEntry } from './event-sources';
-import { eventChannelValue, instanceValue, modelValue, parseEntry, type Card, type ModelValue, type ParseMemo } from './values';
+import { endpointIdName, eventChannelValue, instanceValue, modelValue, parseEntry, type Card, type ModelValue, type ParseMemo } from './values';
 
 export const KV_EVENT_TOPIC = 'kv-events';
 /** Workers' ActiveLoad, endpoint-scoped (KvMetricsSubscriber::for_endpoint_id: EventSubscriber for the endpoint). */
@@ -178,7 +178,7 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
     subjects.add(`${scope}.${LEGACY_KV_EVENT_TOPIC}`);
     for (const c of cards) {
       const rc = c.card_json.runtime_config;
-      const ranks = { dpStartRank: rc?.data_parallel_start_rank ?? 0, dpSize: rc?.data_parallel_size ?? 1 };
+      const ranks = cardRankRange(c);
       workers.set(c.instance_id, ranks);
       if (kvState.length === 1) (carded.get(kvState[0]) ?? carded.set(kvState[0], []).get(kvState[0])!).push({ workerId: c.instance_id, ...ranks });
       if (rc?.enable_local_indexer === false) streams.add(kvStreamName(path));
@@ -229,14 +229,19 @@ export function projectDynamo(entries: ReadonlyMap<string, string>, namespaces?:
 /** runtime_config.effective_kv_state_endpoint: the card's kv_state_endpoint, or its serving endpoint. */
 function kvStateEndpointOf(c: ModelValue, serving: EndpointPath): string {
   const kv = c.card_json.runtime_config?.kv_state_endpoint;
-  return kv ? endpointName({ namespace: kv.namespace, component: kv.component, endpoint: kv.name }) : endpointName(serving);
+  return kv ? endpointIdName(kv) : endpointName(serving);
+}
+
+/** The dp ranks a card declares (runtime_config; one rank, 0, where it says none). */
+function cardRankRange(c: ModelValue): WorkerRanks {
+  const rc = c.card_json.runtime_config;
+  return { dpStartRank: rc?.data_parallel_start_rank ?? 0, dpSize: rc?.data_parallel_size ?? 1 };
 }
 
 /** The global dp ranks a card declares. */
 function cardRanks(c: ModelValue): number[] {
-  const rc = c.card_json.runtime_config;
-  const start = rc?.data_parallel_start_rank ?? 0;
-  return Array.from({ length: rc?.data_parallel_size ?? 1 }, (_, i) => start + i);
+  const { dpStartRank, dpSize } = cardRankRange(c);
+  return Array.from({ length: dpSize }, (_, i) => dpStartRank + i);
 }
 
 function workerKey(path: EndpointPath, id: bigint): string {
@@ -294,8 +299,7 @@ function projectEndpoint(path: EndpointPath, cards: ModelValue[], adapterCards: 
           id: c.instance_id.toString(),
           ...(own?.workerType ? { workerType: own.workerType } : {}),
           ...(own?.workerType && own.needs.length > 0 ? { needs: own.needs } : {}),
-          dpSize: rc?.data_parallel_size ?? 1,
-          dpStartRank: rc?.data_parallel_start_rank ?? 0,
+          ...cardRankRange(c),
           ...(rc?.total_kv_blocks === undefined ? {} : { totalKvBlocks: rc.total_kv_blocks }),
           ...(rc?.max_num_seqs === undefined ? {} : { maxNumSeqs: rc.max_num_seqs }),
           live: live.has(workerKey(path, c.instance_id)),

@@ -5,6 +5,7 @@
 import { parse as parseLossless } from 'lossless-json';
 import { z } from 'zod';
 import { MAX_DP_SIZE, MAX_DYNAMO_VALUE_BYTES, MAX_U32 } from '../../config/limits';
+import { endpointName } from '../../producer/deployment';
 
 /** An integer: a JS number when safe, a bigint above 2^53 (never a rounded number). */
 function losslessNumber(text: string): number | bigint {
@@ -19,6 +20,12 @@ const stringMap = z.record(z.string(), z.string());
 
 /** Dynamo's `EndpointId` (its endpoint under `name`); a part that is empty names no endpoint. */
 const endpointId = z.object({ namespace: z.string().min(1), component: z.string().min(1), name: z.string().min(1) });
+export type EndpointId = z.output<typeof endpointId>;
+
+/** An EndpointId (its endpoint under `name`) as the relay names endpoints. */
+export function endpointIdName(id: EndpointId): string {
+  return endpointName({ namespace: id.namespace, component: id.component, endpoint: id.name });
+}
 
 /** The card fields the relay reads (identity-topology-load.md §5.1). */
 export const cardSchema = z.object({
